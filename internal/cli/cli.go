@@ -1,0 +1,86 @@
+// Package cli holds headroom's commands, flags and output formats (table,
+// json, yaml, args, kaito). It gathers evidence, asks the memory core, and
+// renders; it computes no budget of its own.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: the plan's verdict or an input error.
+const (
+	ExitFits     = 0
+	ExitNoFit    = 1
+	ExitBadInput = 2
+)
+
+// Env is what the commands may touch of the outside world; tests pass
+// their own.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// HTTPClient reaches the Hugging Face Hub; nil uses a client with timeouts.
+	HTTPClient *http.Client
+}
+
+// usageError marks bad input: exit code 2 with one line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func badInput(format string, a ...any) error {
+	return usageError{fmt.Errorf(format, a...)}
+}
+
+// noFit is returned by a plan that does not fit: exit code 1, the reasons
+// are already printed.
+var errNoFit = errors.New("does not fit")
+
+// Main runs headroom with args and returns the process exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	root := newRoot(env)
+	root.SetArgs(args)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitFits
+	case errors.Is(err, errNoFit):
+		return ExitNoFit
+	default:
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		fmt.Fprintf(env.Stderr, "headroom: %s\n", msg)
+		return ExitBadInput
+	}
+}
+
+func newRoot(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "headroom",
+		Short: "Keep vLLM inside its GPU memory: plan the budget, recommend settings",
+		Long: `headroom predicts, without a GPU, every GiB vLLM will use for a model on a GPU
+(weights, activation peak, non-torch memory, CUDA graphs, KV cache), says whether
+it will start, and recommends --gpu-memory-utilization, --max-model-len and
+--max-num-seqs.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%v (see --help)", err)}
+	})
+	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env))
+	return root
+}

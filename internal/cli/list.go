@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model/catalog"
+)
+
+func newGPUsCmd(env Env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "gpus",
+		Short: "List the GPUs and cloud instance types headroom knows",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "json":
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+			case "yaml":
+				return writeYAML(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+			case "table":
+			default:
+				return badInput("unknown output format %q: use table, json or yaml", output)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "GPU\tTOTAL (CUDA)\tCC\tSOURCE")
+			for _, d := range gpu.Devices() {
+				fmt.Fprintf(tw, "%s\t%.2f GiB\t%s\t%s\n", d.Name, float64(d.TotalBytes)/(1<<30), d.ComputeCapability, d.Source)
+			}
+			fmt.Fprintln(tw, "\nINSTANCE TYPE\tGPUS\tCLOUD")
+			for _, s := range gpu.SKUs() {
+				fmt.Fprintf(tw, "%s\t%d × %s\t%s\n", s.Name, s.Count, s.Device.Name, s.Cloud)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")
+	return cmd
+}
+
+func newModelsCmd(env Env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "models",
+		Short: "List the models in the embedded catalog",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "json":
+				return writeJSON(cmd.OutOrStdout(), catalog.Entries())
+			case "yaml":
+				return writeYAML(cmd.OutOrStdout(), catalog.Entries())
+			case "table":
+			default:
+				return badInput("unknown output format %q: use table, json or yaml", output)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "MODEL\tPARAMS\tLAYERS\tATTENTION\tMAX CONTEXT")
+			for _, id := range catalog.IDs() {
+				s, ok := catalog.Lookup(id)
+				if !ok {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", id, humanCount(s.Params()), s.Layers, attentionSummary(s), s.MaxPositions)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")
+	return cmd
+}
+
+// allGPURow is one GPU of `plan --all-gpus`.
+type allGPURow struct {
+	GPU            string  `json:"gpu"`
+	Count          int     `json:"count"`
+	TotalGiB       float64 `json:"total_gib"`
+	Fits           bool    `json:"fits"`
+	MaxFitLen      int     `json:"max_fit_model_len"`
+	KVCacheTokens  int64   `json:"kv_cache_tokens"`
+	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
+	FirstProblem   string  `json:"problem,omitempty"`
+	MaxConcurrency float64 `json:"max_concurrency"`
+}
+
+func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options) error {
+	var rows []allGPURow
+	for _, d := range gpu.Devices() {
+		in := memory.Input{Model: e.spec, Device: d, Settings: e.settings}
+		b, err := memory.Plan(in)
+		if err != nil {
+			return usageError{err}
+		}
+		u, _ := memory.Utilization(b, opt.Policy)
+		row := allGPURow{GPU: d.Name, Count: b.Count, TotalGiB: gibs(d.TotalBytes), Fits: b.Fits, MaxFitLen: b.MaxFitLen,
+			KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
+		if len(b.Problems) > 0 {
+			row.FirstProblem = b.Problems[0].Code
+		}
+		rows = append(rows, row)
+	}
+	w := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		return writeJSON(w, rows)
+	case "yaml":
+		return writeYAML(w, rows)
+	}
+	fmt.Fprintf(w, "%s, vLLM %s, tp %d\n\n", e.spec.ID, e.settings.Version, max(e.settings.TensorParallelSize, 1))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tTOTAL\tFITS\tMAX CONTEXT\tKV TOKENS\tREC. UTIL\tWHY NOT")
+	for _, r := range rows {
+		fits := "yes"
+		if !r.Fits {
+			fits = "no"
+		}
+		fmt.Fprintf(tw, "%d × %s\t%.2f GiB\t%s\t%d\t%s\t%.2f\t%s\n", r.Count, r.GPU, r.TotalGiB, fits, r.MaxFitLen, humanInt(r.KVCacheTokens), r.Recommended, r.FirstProblem)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func render(w io.Writer, format string, r Report) error {
+	switch format {
+	case "json":
+		return writeJSON(w, r)
+	case "yaml":
+		return writeYAML(w, r)
+	case "args":
+		_, err := fmt.Fprintln(w, shellJoin(r.VLLMArgs))
+		return err
+	case "kaito":
+		return writeKAITO(w, r)
+	default:
+		return writeTable(w, r)
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// shellJoin quotes arguments that a POSIX shell would split or expand.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// barWidth is the width of the memory picture in characters.
+const barWidth = 64
+
+// bar draws the card as one line split into its parts; every non-empty
+// part gets at least one cell so small parts stay visible.
+func bar(parts []float64, glyphs []rune, total float64) string {
+	cells := make([]int, len(parts))
+	used := 0
+	for i, p := range parts {
+		if p <= 0 || total <= 0 {
+			continue
+		}
+		cells[i] = max(1, int(p/total*barWidth+0.5))
+		used += cells[i]
+	}
+	// Take any excess from the largest part.
+	for used > barWidth {
+		big := 0
+		for i := range cells {
+			if cells[i] > cells[big] {
+				big = i
+			}
+		}
+		cells[big]--
+		used--
+	}
+	var sb strings.Builder
+	sb.WriteRune('[')
+	for i, c := range cells {
+		sb.WriteString(strings.Repeat(string(glyphs[i]), c))
+	}
+	sb.WriteString(strings.Repeat(" ", barWidth-used))
+	sb.WriteRune(']')
+	return sb.String()
+}
+
+func writeTable(w io.Writer, r Report) error {
+	p := r.PerGPU
+	fmt.Fprintf(w, "%s on %d × %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, r.GPU.Count, r.GPU.Name, p.TotalGiB, r.Settings.VLLMVersion)
+	fmt.Fprintf(w, "  %s params, %d layers (%s), %.2f GiB of weights (%s)\n\n",
+		humanCount(r.Model.Params), r.Model.Layers, r.Model.Attention, float64(r.Model.WeightsBytes)/(1<<30), r.Model.WeightsSource)
+
+	nonTorch := p.NonTorchGiB + p.ContextGiB
+	parts := []float64{p.WeightsGiB, p.ActivationGiB, nonTorch, p.CUDAGraphGiB, p.KVCacheGiB, max(p.UnusedGiB, 0)}
+	glyphs := []rune{'█', '▓', '▒', '░', '=', '·'}
+	fmt.Fprintf(w, "Per GPU %s\n", bar(parts, glyphs, p.TotalGiB))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  █ weights\t▓ activation\t▒ non-torch\t░ CUDA graphs\t= KV cache\t· left unused")
+	fmt.Fprintf(tw, "  %.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\n", p.WeightsGiB, p.ActivationGiB, nonTorch, p.CUDAGraphGiB, p.KVCacheGiB, p.UnusedGiB)
+	tw.Flush()
+	inside := "outside the budget"
+	if p.CUDAGraphInBudget {
+		inside = "inside the budget"
+	}
+	fmt.Fprintf(w, "  budget %.2f GiB = %.2f × %.2f GiB; non-torch includes the CUDA context (%.2f GiB, outside the budget); CUDA graphs %s\n\n",
+		p.RequestedGiB, r.Settings.GPUMemoryUtilization, p.TotalGiB, p.ContextGiB, inside)
+
+	fmt.Fprintf(w, "KV cache   %s tokens in %d blocks of %d; %.2f requests of %d tokens at once\n",
+		humanInt(r.KVCacheTokens), r.NumGPUBlocks, r.Settings.BlockSize, r.MaxConcurrency, r.Settings.MaxModelLen)
+	fmt.Fprintf(w, "Settings   tp %d, pp %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, dtype %s, kv-cache-dtype %s\n\n",
+		r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize, r.Settings.MaxModelLen, r.Settings.MaxNumSeqs,
+		r.Settings.MaxNumBatchedTokens, r.Settings.Dtype, r.Settings.KVCacheDtype)
+
+	if r.Fits {
+		fmt.Fprintf(w, "Verdict    FITS: vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
+	} else {
+		fmt.Fprintln(w, "Verdict    DOES NOT FIT")
+	}
+	for _, f := range r.Problems {
+		fmt.Fprintf(w, "  problem  %s\n", f.Message)
+	}
+	for _, f := range r.Warnings {
+		fmt.Fprintf(w, "  warning  %s\n", f.Message)
+	}
+	for _, a := range r.Alternatives {
+		fmt.Fprintf(w, "  would fit: %s\n", a.Message)
+	}
+	rec := r.Recommended
+	fmt.Fprintf(w, "\nRecommended (%s policy)\n", rec.Policy)
+	if rec.MaxModelLen > 0 {
+		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
+	} else {
+		fmt.Fprintf(w, "  no settings make this model fit on this GPU\n")
+	}
+	for _, why := range rec.Why {
+		fmt.Fprintf(w, "  - %s\n", why)
+	}
+	if rec.MaxModelLen > 0 {
+		fmt.Fprintf(w, "\n  %s\n", r.command)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	return nil
+}
+
+func humanInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	default:
+		return humanInt(n)
+	}
+}
+
+// writeKAITO prints a KAITO inference ConfigMap whose vllm: section holds
+// the recommended flags (kaito.md §6: keys are flag names without dashes,
+// and the ConfigMap's values win over the operator's).
+func writeKAITO(w io.Writer, r Report) error {
+	name := strings.ToLower(r.Model.Name)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			return c
+		}
+		return '-'
+	}, name)
+	vllmSection := map[string]any{}
+	for i := 0; i+1 < len(r.VLLMArgs); i += 2 {
+		k := strings.TrimPrefix(r.VLLMArgs[i], "--")
+		if strings.HasPrefix(r.VLLMArgs[i+1], "--") {
+			vllmSection[k] = true
+			i--
+			continue
+		}
+		v := r.VLLMArgs[i+1]
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			vllmSection[k] = n
+		} else if x, err := strconv.ParseFloat(v, 64); err == nil {
+			vllmSection[k] = x
+		} else {
+			vllmSection[k] = v
+		}
+	}
+	inner, err := yaml.Marshal(map[string]any{"vllm": vllmSection})
+	if err != nil {
+		return err
+	}
+	cm := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":        name + "-inference-params",
+			"annotations": map[string]string{"headroom.dev/plan": fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits)},
+		},
+		"data": map[string]string{"inference_config.yaml": string(inner)},
+	}
+	return writeYAML(w, cm)
+}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"math"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
+)
+
+// Report is `headroom plan -o json`: the output contract of DESIGN.md.
+// Fields may be added, never renamed.
+type Report struct {
+	Model          ModelReport          `json:"model"`
+	GPU            GPUReport            `json:"gpu"`
+	Settings       SettingsReport       `json:"settings"`
+	PerGPU         PerGPUReport         `json:"per_gpu"`
+	KVCacheTokens  int64                `json:"kv_cache_tokens"`
+	NumGPUBlocks   int64                `json:"num_gpu_blocks"`
+	MaxConcurrency float64              `json:"max_concurrency"`
+	MaxFitLen      int                  `json:"max_fit_model_len"`
+	Fits           bool                 `json:"fits"`
+	Problems       []memory.Finding     `json:"problems"`
+	Warnings       []memory.Finding     `json:"warnings"`
+	Recommended    RecommendedReport    `json:"recommended"`
+	Alternatives   []memory.Alternative `json:"alternatives,omitempty"`
+	VLLMArgs       []string             `json:"vllm_args"`
+	Notes          []string             `json:"notes,omitempty"`
+
+	command string
+}
+
+// ModelReport describes the model.
+type ModelReport struct {
+	Name                  string `json:"name"`
+	Architecture          string `json:"architecture"`
+	Params                int64  `json:"params"`
+	WeightsBytes          int64  `json:"weights_bytes"`
+	KVBytesPerToken       int64  `json:"kv_bytes_per_token"`
+	MaxPositionEmbeddings int    `json:"max_position_embeddings"`
+	Layers                int    `json:"layers"`
+	Attention             string `json:"attention"`
+	Quantization          string `json:"quantization,omitempty"`
+	WeightsSource         string `json:"weights_source"`
+}
+
+// GPUReport describes the GPUs.
+type GPUReport struct {
+	Name       string `json:"name"`
+	Count      int    `json:"count"`
+	TotalBytes int64  `json:"total_bytes"`
+	SKU        string `json:"sku,omitempty"`
+}
+
+// SettingsReport holds the vLLM settings the plan used (defaults filled in).
+type SettingsReport struct {
+	TensorParallelSize   int     `json:"tensor_parallel_size"`
+	PipelineParallelSize int     `json:"pipeline_parallel_size"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	MaxModelLen          int     `json:"max_model_len"`
+	MaxNumSeqs           int     `json:"max_num_seqs"`
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
+	Dtype                string  `json:"dtype"`
+	KVCacheDtype         string  `json:"kv_cache_dtype"`
+	BlockSize            int     `json:"block_size"`
+	VLLMVersion          string  `json:"vllm_version"`
+	Quantization         string  `json:"quantization,omitempty"`
+	EnforceEager         bool    `json:"enforce_eager"`
+}
+
+// PerGPUReport is one GPU's budget in GiB (2^30 bytes, as vLLM logs).
+type PerGPUReport struct {
+	TotalGiB          float64 `json:"total_gib"`
+	RequestedGiB      float64 `json:"requested_gib"`
+	WeightsGiB        float64 `json:"weights_gib"`
+	ActivationGiB     float64 `json:"activation_gib"`
+	NonTorchGiB       float64 `json:"non_torch_gib"`
+	CUDAGraphGiB      float64 `json:"cudagraph_gib"`
+	CUDAGraphInBudget bool    `json:"cudagraph_in_budget"`
+	KVCacheGiB        float64 `json:"kv_cache_gib"`
+	ContextGiB        float64 `json:"cuda_context_gib"`
+	UnusedGiB         float64 `json:"unused_gib"`
+}
+
+// RecommendedReport is the recommended settings.
+type RecommendedReport struct {
+	GPUMemoryUtilization float64  `json:"gpu_memory_utilization"`
+	MaxModelLen          int      `json:"max_model_len"`
+	MaxNumSeqs           int      `json:"max_num_seqs"`
+	Policy               string   `json:"policy"`
+	TypicalContext       int      `json:"typical_context"`
+	KVCacheTokens        int64    `json:"kv_cache_tokens"`
+	Fits                 bool     `json:"fits"`
+	Why                  []string `json:"why"`
+}
+
+func gibs(b int64) float64 { return math.Round(float64(b)/(1<<30)*100) / 100 }
+
+func attentionSummary(s model.Spec) string {
+	c := s.CountKind()
+	out := ""
+	for _, k := range []model.AttentionKind{model.Full, model.Sliding, model.MLA, model.Linear} {
+		if c[k] == 0 {
+			continue
+		}
+		if out != "" {
+			out += " + "
+		}
+		out += itoa(c[k]) + " " + string(k)
+	}
+	return out
+}
+
+func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []memory.Alternative, notes []string) Report {
+	s, set, p := b.Model, b.Settings, b.PerGPU
+	wsrc := "computed from the architecture"
+	if s.CheckpointBytes > 0 {
+		wsrc = s.CheckpointSource
+	}
+	q := ""
+	if s.Quant != nil {
+		q = s.Quant.Method
+	}
+	// KV per token of the whole model (all layers, before TP splits heads).
+	whole := int64(0)
+	if tp := set.TensorParallelSize; tp > 0 {
+		whole = b.KVBytesPerToken * int64(set.PipelineParallelSize)
+		if s.MLA == nil && s.KVHeads >= tp {
+			whole *= int64(tp)
+		}
+	}
+	unused := p.Total - p.Context - p.Requested
+	if !b.CUDAGraphInBudget {
+		unused -= p.CUDAGraph
+	}
+	r := Report{
+		Model: ModelReport{Name: s.ID, Architecture: s.Architecture, Params: s.Params(), WeightsBytes: b.WeightsTotal,
+			KVBytesPerToken: whole, MaxPositionEmbeddings: s.MaxPositions, Layers: s.Layers,
+			Attention: attentionSummary(s), Quantization: q, WeightsSource: wsrc},
+		GPU: GPUReport{Name: e.sel.Device.Name, Count: b.Count, TotalBytes: e.sel.Device.TotalBytes, SKU: e.sel.SKU},
+		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
+			GPUMemoryUtilization: set.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: set.MaxNumSeqs,
+			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: set.Dtype, KVCacheDtype: set.KVCacheDtype,
+			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager},
+		PerGPU: PerGPUReport{TotalGiB: gibs(p.Total), RequestedGiB: gibs(p.Requested), WeightsGiB: gibs(p.Weights),
+			ActivationGiB: gibs(p.Activation), NonTorchGiB: gibs(p.NonTorch), CUDAGraphGiB: gibs(p.CUDAGraph),
+			CUDAGraphInBudget: b.CUDAGraphInBudget, KVCacheGiB: gibs(p.KVCache), ContextGiB: gibs(p.Context), UnusedGiB: gibs(unused)},
+		KVCacheTokens:  b.KVTokens,
+		NumGPUBlocks:   b.NumBlocks,
+		MaxConcurrency: math.Round(b.MaxConcurrency*100) / 100,
+		MaxFitLen:      b.MaxFitLen,
+		Fits:           b.Fits,
+		Problems:       nonNil(b.Problems),
+		Warnings:       nonNil(b.Warnings),
+		Recommended: RecommendedReport{GPUMemoryUtilization: rec.GPUMemoryUtilization, MaxModelLen: rec.MaxModelLen,
+			MaxNumSeqs: rec.MaxNumSeqs, Policy: rec.Policy, TypicalContext: rec.TypicalContext,
+			KVCacheTokens: rec.Budget.KVTokens, Fits: rec.Budget.Fits, Why: rec.Why},
+		Alternatives: alts,
+		Notes:        notes,
+	}
+	args := recommendedSettings(e.settings, rec)
+	r.VLLMArgs = nonNilStrings(args.Args())
+	r.command = args.CommandLine()
+	return r
+}
+
+// recommendedSettings is the user's own flags with the recommended values
+// applied: what to run.
+func recommendedSettings(user vllm.Settings, rec memory.Recommendation) vllm.Settings {
+	s := user
+	s.Version = vllm.Version{}
+	if rec.MaxModelLen > 0 {
+		s.GPUMemoryUtilization = rec.GPUMemoryUtilization
+		s.MaxModelLen = rec.MaxModelLen
+		s.MaxNumSeqs = rec.MaxNumSeqs
+	}
+	return s
+}
+
+func nonNil(f []memory.Finding) []memory.Finding {
+	if f == nil {
+		return []memory.Finding{}
+	}
+	return f
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

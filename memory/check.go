@@ -1,0 +1,93 @@
+package memory
+
+import "fmt"
+
+// Problem and warning codes: stable strings other tools match on.
+const (
+	CodeNotEnoughGPUs     = "not_enough_gpus"
+	CodeHeadsNotDivisible = "tp_does_not_divide_heads"
+	CodeFreeMemory        = "free_memory_below_requested"
+	CodeWeightsDontFit    = "weights_do_not_fit"
+	CodeNoCacheMemory     = "no_memory_for_kv_cache"
+	CodeMaxLenTooLong     = "max_model_len_exceeds_model"
+	CodeRequestDoesntFit  = "max_model_len_does_not_fit"
+	CodeGraphsOverflow    = "cudagraphs_exceed_card"
+	CodeThinMargin        = "thin_margin"
+	CodeLowConcurrency    = "low_concurrency"
+	CodeFixedKVMemory     = "fixed_kv_cache_memory"
+)
+
+// GiB renders bytes as GiB (2^30) with two decimals, as vLLM logs them.
+func GiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/gib) }
+
+// check says what vLLM would say about this budget, in the order vLLM
+// would fail: parallel layout, start-up free-memory check, weight loading,
+// KV budget, one max-length request; then what can OOM later.
+func (b *Budget) check(dp int) {
+	s, set, p := b.Model, b.Settings, b.PerGPU
+	tp, pp := set.TensorParallelSize, set.PipelineParallelSize
+	problem := func(code, format string, a ...any) {
+		b.Problems = append(b.Problems, Finding{Code: code, Message: fmt.Sprintf(format, a...)})
+	}
+	warn := func(code, format string, a ...any) {
+		b.Warnings = append(b.Warnings, Finding{Code: code, Message: fmt.Sprintf(format, a...)})
+	}
+	if need := tp * pp * dp; need > b.Count {
+		problem(CodeNotEnoughGPUs, "tensor × pipeline × data parallel = %d × %d × %d needs %d GPUs, but only %d are given", tp, pp, dp, need, b.Count)
+	}
+	if s.Heads%tp != 0 {
+		problem(CodeHeadsNotDivisible, "--tensor-parallel-size %d does not divide the model's %d attention heads; vLLM refuses to start (use a TP size that divides %d)", tp, s.Heads, s.Heads)
+	}
+	free := p.Total - p.Context
+	switch {
+	case p.Weights > free:
+		problem(CodeWeightsDontFit, "weights take %s per GPU but only %s is free after the CUDA context: loading runs out of memory (use more GPUs, a quantized checkpoint, or a bigger GPU)", GiB(p.Weights), GiB(free))
+	case p.Requested > free && set.KVCacheMemoryBytes == 0:
+		problem(CodeFreeMemory, "--gpu-memory-utilization %.2f requests %s, but only %s is free once the process starts: vLLM stops with \"Free memory on device ... is less than desired GPU memory utilization\"", set.GPUMemoryUtilization, GiB(p.Requested), GiB(free))
+	}
+	nonKV := p.Weights + p.Activation + p.NonTorch
+	if b.CUDAGraphInBudget {
+		nonKV += p.CUDAGraph
+	}
+	if set.KVCacheMemoryBytes > 0 {
+		warn(CodeFixedKVMemory, "--kv-cache-memory fixes the KV cache at %s per GPU and ignores --gpu-memory-utilization; the card must hold %s of weights, activation and overhead beside it", GiB(set.KVCacheMemoryBytes), GiB(nonKV))
+	}
+	switch {
+	case b.NumBlocks <= 0 && nonKV >= p.Requested:
+		if p.Weights <= free {
+			problem(CodeNoCacheMemory, "weights %s + activation %s + non-torch %s%s = %s per GPU leave nothing of the %s budget for the KV cache: vLLM stops with \"No available memory for the cache blocks\"", GiB(p.Weights), GiB(p.Activation), GiB(p.NonTorch), graphTerm(b), GiB(nonKV), GiB(p.Requested))
+		}
+	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0:
+		problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, s.MaxPositions)
+	case b.MaxFitLen < b.MaxModelLen:
+		need := b.layout.requestBytes(b.MaxModelLen, set.MaxNumBatchedTokens)
+		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens", b.MaxModelLen, GiB(need), GiB(p.KVCache), b.MaxFitLen)
+	}
+	if !b.CUDAGraphInBudget && p.CUDAGraph > 0 && b.Footprint > p.Total && len(b.Problems) == 0 {
+		problem(CodeGraphsOverflow, "CUDA graphs (~%s) are captured outside the %s budget (vLLM %s) and the CUDA context holds %s: %s does not fit in %s, so capture runs out of memory (lower --gpu-memory-utilization or use --enforce-eager)", GiB(p.CUDAGraph), GiB(p.Requested), set.Version, GiB(p.Context), GiB(b.Footprint), GiB(p.Total))
+	}
+	if len(b.Problems) == 0 {
+		margin := p.Total - b.Footprint
+		if margin < reserveBytes(p.Total) {
+			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory", GiB(margin), outsideTerm(b))
+		}
+		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
+			warn(CodeLowConcurrency, "the KV cache holds %d tokens: %.2f requests of %d tokens at once; longer queues and preemption under load", b.KVTokens, b.MaxConcurrency, b.MaxModelLen)
+		}
+	}
+	b.Fits = len(b.Problems) == 0
+}
+
+func graphTerm(b *Budget) string {
+	if b.CUDAGraphInBudget {
+		return " + CUDA graphs " + GiB(b.PerGPU.CUDAGraph)
+	}
+	return ""
+}
+
+func outsideTerm(b *Budget) string {
+	if b.CUDAGraphInBudget {
+		return ""
+	}
+	return " and CUDA graphs (" + GiB(b.PerGPU.CUDAGraph) + ")"
+}

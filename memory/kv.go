@@ -1,0 +1,207 @@
+package memory
+
+import (
+	"sort"
+
+	"headroom.dev/headroom/model"
+)
+
+// layerSpec is the KV-cache specification of one decoder layer on one GPU,
+// the Go counterpart of vLLM V1's KVCacheSpec (vllm/v1/kv_cache_interface.py).
+type layerSpec struct {
+	kind model.AttentionKind
+	// window is the sliding window in tokens (sliding layers).
+	window int
+	// pageBytes is one block of this layer: block_size tokens.
+	pageBytes int64
+	// stateBytes is the per-sequence state of a linear-attention layer.
+	stateBytes int64
+}
+
+// key groups layers the way vLLM does: layers with an identical spec
+// share a KV-cache group.
+func (l layerSpec) key() layerSpec { return l }
+
+// kvLayout is the KV-cache layout of one GPU worker (one PP stage, one TP rank).
+type kvLayout struct {
+	layers    []layerSpec
+	blockSize int
+	// groupSize is the number of layers per KV-cache group; groups share
+	// one pool of groupSize tensors (vLLM's uniform-page-size grouping).
+	groupSize int
+	// numGroups is the number of KV-cache groups (padding included).
+	numGroups int
+	// pageBytes is the unified page size of one block of one layer.
+	pageBytes int64
+}
+
+// tokenBytesPerLayer is the KV bytes one token costs in one layer of the
+// given kind on one TP rank.
+//
+// Source: vllm-memory.md §3.1. Standard attention stores K and V for
+// max(1, kv_heads // tp) heads (KV heads are replicated when TP exceeds
+// them); MLA stores one latent of kv_lora_rank + qk_rope_head_dim elements,
+// not split by TP.
+func tokenBytesPerLayer(s model.Spec, tp int, kvBytes int) int64 {
+	if s.MLA != nil && s.MLA.KVLoraRank > 0 {
+		return int64(s.MLA.KVLoraRank+s.MLA.QKRopeHeadDim) * int64(kvBytes)
+	}
+	heads := s.KVHeads / tp
+	if heads < 1 {
+		heads = 1
+	}
+	v := s.VHeadDim
+	if v == 0 {
+		v = s.HeadDim
+	}
+	return int64(heads) * int64(s.HeadDim+v) * int64(kvBytes)
+}
+
+// newKVLayout builds the layout for decoder layers [first, last).
+func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout {
+	perToken := tokenBytesPerLayer(s, tp, kvBytes)
+	l := kvLayout{blockSize: blockSize}
+	for i := first; i < last; i++ {
+		k := s.LayerKind(i)
+		ls := layerSpec{kind: k.Kind, pageBytes: perToken * int64(blockSize)}
+		switch k.Kind {
+		case model.Sliding:
+			ls.window = k.Window
+		case model.Linear:
+			ls.pageBytes = k.StateBytes
+			ls.stateBytes = k.StateBytes
+		}
+		l.layers = append(l.layers, ls)
+	}
+	l.group()
+	return l
+}
+
+// group reproduces vLLM's grouping of hybrid models
+// (vllm/v1/core/kv_cache_utils.py, uniform page size): layers of one spec
+// form one group when the model has one kind; otherwise every kind is cut
+// into groups of groupSize layers, where groupSize is the smallest kind's
+// layer count, or the largest when all counts are within 1.5x of each other
+// (vllm-memory.md §3.3). Padding layers fill the last group of a kind.
+// Verified on v0.19.0 logs: Gemma-3-27B (10 full + 52 sliding) gives
+// groups of 10, 7 groups; Gemma-2-9B (21 + 21) gives 2 groups of 21.
+func (l *kvLayout) group() {
+	if len(l.layers) == 0 {
+		return
+	}
+	counts := map[layerSpec]int{}
+	for _, ls := range l.layers {
+		counts[ls.key()]++
+	}
+	l.pageBytes = 0
+	for k := range counts {
+		if k.pageBytes > l.pageBytes {
+			l.pageBytes = k.pageBytes
+		}
+	}
+	if len(counts) == 1 {
+		l.groupSize = len(l.layers)
+		l.numGroups = 1
+		return
+	}
+	vals := make([]int, 0, len(counts))
+	for _, c := range counts {
+		vals = append(vals, c)
+	}
+	sort.Ints(vals)
+	lo, hi := vals[0], vals[len(vals)-1]
+	l.groupSize = lo
+	if float64(hi) < 1.5*float64(lo) {
+		l.groupSize = hi
+	}
+	l.numGroups = 0
+	for _, c := range vals {
+		l.numGroups += (c + l.groupSize - 1) / l.groupSize
+	}
+}
+
+// blockBytes is the memory one block costs across the pool: one page in
+// each of the groupSize shared tensors.
+func (l kvLayout) blockBytes() int64 {
+	return l.pageBytes * int64(l.groupSize)
+}
+
+// blocks is how many blocks fit in avail bytes (vLLM: available //
+// (page_size × group_size), §3.3).
+func (l kvLayout) blocks(avail int64) int64 {
+	bb := l.blockBytes()
+	if avail <= 0 || bb <= 0 {
+		return 0
+	}
+	return avail / bb
+}
+
+// tokens is the "GPU KV cache size: N tokens" figure vLLM logs for a block
+// count: blocks per group times the block size (v0.19.0: num_blocks //
+// num_groups × block_size; checked against Gemma-2/3 logs).
+func (l kvLayout) tokens(blocks int64) int64 {
+	if l.numGroups == 0 {
+		return 0
+	}
+	return blocks / int64(l.numGroups) * int64(l.blockSize)
+}
+
+func cdiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// requestBytes is the KV memory one request of length tokens needs,
+// summed over the layers (vLLM's max_memory_usage_bytes per spec, §4):
+// full and MLA layers hold every token; sliding layers at most
+// window − 1 + max_num_batched_tokens tokens plus one block; linear layers
+// one state.
+func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
+	var n int64
+	bs := int64(l.blockSize)
+	for _, ls := range l.layers {
+		switch ls.kind {
+		case model.Sliding:
+			full := cdiv(int64(length), bs)
+			w := cdiv(int64(ls.window-1+batchedTokens), bs) + 1
+			if w < full {
+				full = w
+			}
+			n += full * ls.pageBytes
+		case model.Linear:
+			n += ls.stateBytes
+		default:
+			n += cdiv(int64(length), bs) * ls.pageBytes
+		}
+	}
+	return n
+}
+
+// maxLen is the largest request length whose KV fits in avail bytes, found
+// by binary search as vLLM's estimate_max_model_len does; 0 if even one
+// token does not fit. limit caps the search.
+func (l kvLayout) maxLen(avail int64, batchedTokens, limit int) int {
+	if avail <= 0 || l.requestBytes(1, batchedTokens) > avail {
+		return 0
+	}
+	lo, hi := 1, limit
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if l.requestBytes(mid, batchedTokens) <= avail {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// perTokenBytes is the KV bytes one more token of context costs across
+// this worker's full-attention and MLA layers (sliding and linear layers
+// stop growing).
+func (l kvLayout) perTokenBytes() int64 {
+	var n int64
+	for _, ls := range l.layers {
+		if ls.kind == model.Full || ls.kind == model.MLA {
+			n += ls.pageBytes / int64(l.blockSize)
+		}
+	}
+	return n
+}

@@ -1,0 +1,254 @@
+// Package memory is headroom's one budget calculator: given a model, a GPU
+// and vLLM settings it predicts, per GPU, what vLLM will measure and
+// allocate (weights, activation peak, non-torch memory, CUDA graphs, KV
+// cache), says whether vLLM will start and serve one max-length request, and
+// recommends settings. It is pure: no I/O, no clocks, no globals.
+package memory
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
+)
+
+// Measured holds per-GPU numbers a real launch logged; a non-zero field
+// replaces the prediction (measure over guess).
+type Measured struct {
+	Weights    int64  `json:"weights_bytes,omitempty"`
+	Activation int64  `json:"activation_bytes,omitempty"`
+	NonTorch   int64  `json:"non_torch_bytes,omitempty"`
+	CUDAGraph  int64  `json:"cudagraph_bytes,omitempty"`
+	Source     string `json:"source,omitempty"`
+}
+
+// Input is everything a plan depends on.
+type Input struct {
+	Model  model.Spec
+	Device gpu.Device
+	// Count is the number of GPUs available; 0 means exactly what the
+	// parallelism needs.
+	Count int
+	// Settings are the user's vLLM flags; zero fields take the version's
+	// defaults for this GPU.
+	Settings vllm.Settings
+	// Env holds the engine's environment variables that change its
+	// accounting (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+	Env map[string]string
+	// Measured, when set, replaces predicted parts.
+	Measured *Measured
+}
+
+// Parts is the memory of one GPU worker, in bytes.
+type Parts struct {
+	Total      int64 `json:"total_bytes"`
+	Requested  int64 `json:"requested_bytes"`
+	Weights    int64 `json:"weights_bytes"`
+	Activation int64 `json:"activation_bytes"`
+	NonTorch   int64 `json:"non_torch_bytes"`
+	CUDAGraph  int64 `json:"cudagraph_bytes"`
+	KVCache    int64 `json:"kv_cache_bytes"`
+	// Context is what the process holds before vLLM's baseline snapshot
+	// (CUDA context, NCCL): outside the budget, but on the card.
+	Context int64 `json:"context_bytes"`
+}
+
+// Finding is a problem or a warning, with a stable code.
+type Finding struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Budget is the plan for one model on one kind of GPU with one set of settings.
+type Budget struct {
+	Model    model.Spec    `json:"-"`
+	Device   gpu.Device    `json:"-"`
+	Count    int           `json:"-"`
+	Settings vllm.Settings `json:"-"`
+
+	// PerGPU is the worker with the fewest KV blocks (vLLM sizes every
+	// worker's cache to that minimum).
+	PerGPU Parts `json:"per_gpu"`
+	// Stages holds one worker per pipeline stage, first to last (what
+	// each stage's worker measures and logs).
+	Stages []Parts `json:"stages"`
+	// CUDAGraphInBudget is true when vLLM subtracts its CUDA-graph estimate
+	// from the KV budget (v0.21.0 on by default).
+	CUDAGraphInBudget bool `json:"cudagraph_in_budget"`
+
+	DtypeBytes   int `json:"dtype_bytes"`
+	KVDtypeBytes int `json:"kv_dtype_bytes"`
+	// KVBytesPerToken is the KV memory one token of context costs on one
+	// GPU worker, over its full-attention and MLA layers.
+	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// WeightsTotal is the whole model's weight bytes as loaded.
+	WeightsTotal int64 `json:"weights_total_bytes"`
+
+	NumBlocks      int64   `json:"num_gpu_blocks"`
+	KVTokens       int64   `json:"kv_cache_tokens"`
+	MaxConcurrency float64 `json:"max_concurrency"`
+	// MaxModelLen is the context length vLLM will use (the setting, or the
+	// model's maximum).
+	MaxModelLen int `json:"max_model_len"`
+	// MaxFitLen is the largest context whose KV fits (vLLM's
+	// estimate_max_model_len), capped at the model's maximum.
+	MaxFitLen int `json:"max_fit_len"`
+	// Footprint is what the card will hold per GPU once serving: context,
+	// the requested budget and CUDA graphs outside it.
+	Footprint int64 `json:"footprint_bytes"`
+
+	Fits     bool      `json:"fits"`
+	Problems []Finding `json:"problems"`
+	Warnings []Finding `json:"warnings"`
+
+	layout kvLayout
+}
+
+// Plan computes the budget.
+func Plan(in Input) (Budget, error) {
+	s := in.Model
+	if s.Layers <= 0 || s.Hidden <= 0 || s.Heads <= 0 {
+		return Budget{}, fmt.Errorf("model %q has no usable architecture (layers %d, hidden %d, heads %d)", s.ID, s.Layers, s.Hidden, s.Heads)
+	}
+	if in.Device.TotalBytes <= 0 {
+		return Budget{}, fmt.Errorf("GPU %q has no memory size: give --gpu-memory", in.Device.Name)
+	}
+	set := in.Settings.WithDefaults(in.Settings.Version, in.Device.Name, in.Device.TotalBytes, s.MaxPositions)
+	b := Budget{Model: s, Device: in.Device, Settings: set, Count: in.Count}
+	tp, pp := set.TensorParallelSize, set.PipelineParallelSize
+	dp := max(set.DataParallelSize, 1)
+	if b.Count == 0 {
+		b.Count = tp * pp * dp
+	}
+
+	var err error
+	if b.DtypeBytes, err = vllm.DtypeBytes(set.Dtype, s.Dtype); err != nil {
+		return Budget{}, err
+	}
+	if b.KVDtypeBytes, err = vllm.KVCacheDtypeBytes(set.KVCacheDtype, b.DtypeBytes); err != nil {
+		return Budget{}, err
+	}
+	format, err := linearFormatFor(s, set)
+	if err != nil {
+		return Budget{}, err
+	}
+	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
+	lean := vllm.LeanActivationProfile(set.Version)
+
+	b.MaxModelLen = set.MaxModelLen
+	if b.MaxModelLen <= 0 {
+		b.MaxModelLen = s.MaxPositions
+	}
+
+	requested := int64(math.Ceil(float64(in.Device.TotalBytes) * set.GPUMemoryUtilization))
+	whole := splitWeights(s, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
+	b.WeightsTotal = int64(whole.bytes(b.DtypeBytes, format, true)) + ropeCacheBytes(s, b.DtypeBytes)
+	scale := checkpointScale(s, b.DtypeBytes, format, whole)
+
+	first := true
+	for _, st := range stages(s.Layers, pp) {
+		p := Parts{Total: in.Device.TotalBytes, Requested: requested, Context: contextBytes(tp)}
+		p.Weights = int64(splitWeights(s, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
+		p.Weights -= int64(set.CPUOffloadGiB * gib)
+		p.Weights = max(p.Weights, 0)
+		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean)
+		p.NonTorch = nonTorchBytes(s, tp, pp)
+		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
+		if m := in.Measured; m != nil {
+			p.Weights = pick(m.Weights, p.Weights)
+			p.Activation = pick(m.Activation, p.Activation)
+			p.NonTorch = pick(m.NonTorch, p.NonTorch)
+			p.CUDAGraph = pick(m.CUDAGraph, p.CUDAGraph)
+		}
+		avail := requested - p.Weights - p.Activation - p.NonTorch
+		if b.CUDAGraphInBudget {
+			avail -= p.CUDAGraph
+		}
+		if set.KVCacheMemoryBytes > 0 {
+			avail = set.KVCacheMemoryBytes
+		}
+		p.KVCache = max(avail, 0)
+		b.Stages = append(b.Stages, p)
+		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
+		blocks := layout.blocks(avail)
+		fitLen := layout.maxLen(avail, set.MaxNumBatchedTokens, max(s.MaxPositions, b.MaxModelLen))
+		if first || blocks < b.NumBlocks {
+			b.PerGPU, b.NumBlocks, b.layout = p, blocks, layout
+			b.KVBytesPerToken = layout.perTokenBytes()
+		}
+		if first || fitLen < b.MaxFitLen {
+			b.MaxFitLen = fitLen
+		}
+		first = false
+	}
+	b.KVTokens = b.layout.tokens(b.NumBlocks)
+	if b.MaxModelLen > 0 {
+		b.MaxConcurrency = float64(b.KVTokens) / float64(b.MaxModelLen)
+	}
+	b.Footprint = b.PerGPU.Context + b.PerGPU.Requested
+	if !b.CUDAGraphInBudget {
+		b.Footprint += b.PerGPU.CUDAGraph
+	}
+	b.check(dp)
+	return b, nil
+}
+
+func pick(measured, predicted int64) int64 {
+	if measured > 0 {
+		return measured
+	}
+	return predicted
+}
+
+// checkpointScale lets exact checkpoint bytes (safetensors) override the
+// architecture count when vLLM loads the tensors as stored: the per-rank
+// estimate is scaled by checkpoint / computed total.
+func checkpointScale(s model.Spec, dtypeBytes int, f linearFormat, whole weightParts) float64 {
+	if s.CheckpointBytes <= 0 {
+		return 1
+	}
+	stored, err := vllm.DtypeBytes("auto", s.Dtype)
+	if err != nil || stored != dtypeBytes {
+		return 1
+	}
+	if (s.Quant != nil) != f.quantized {
+		return 1 // quantized on the fly: the checkpoint is not what is loaded
+	}
+	computed := whole.bytes(dtypeBytes, f, true)
+	if computed <= 0 {
+		return 1
+	}
+	r := float64(s.CheckpointBytes) / computed
+	if r < 0.5 || r > 2 {
+		// The checkpoint holds something else too (extra copies, other
+		// modalities): trust the architecture.
+		return 1
+	}
+	return r
+}
+
+// linearFormatFor decides how the linear layers are stored on the GPU: the
+// checkpoint's quantization, or --quantization applied on the fly to an
+// unquantized checkpoint (fp8: one byte per weight, vllm-memory.md §2.2).
+func linearFormatFor(s model.Spec, set vllm.Settings) (linearFormat, error) {
+	if s.Quant != nil && s.Quant.Bits > 0 {
+		return quantFormat(s.Quant), nil
+	}
+	switch q := strings.ToLower(set.Quantization); q {
+	case "", "none":
+		return linearFormat{}, nil
+	case "fp8", "ptpc_fp8", "fbgemm_fp8", "experts_int8":
+		return linearFormat{bytesPerParam: 1, quantized: true}, nil
+	case "bitsandbytes":
+		// In-flight 4-bit NF4 with one fp32 absmax per 64 weights.
+		return linearFormat{bytesPerParam: 0.5 + 4.0/64, quantized: true}, nil
+	default:
+		if s.Quant != nil {
+			return quantFormat(s.Quant), nil
+		}
+		return linearFormat{}, fmt.Errorf("--quantization %s needs a checkpoint quantized with %s; %s has no quantization_config (use a quantized checkpoint, or --quantization fp8 to quantize on the fly)", q, q, s.ID)
+	}
+}

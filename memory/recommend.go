@@ -1,0 +1,229 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/vllm"
+)
+
+// Utilization policies.
+const (
+	// PolicyHeadroom computes the highest utilization that leaves room for
+	// everything vLLM does not budget, from those sizes.
+	PolicyHeadroom = "headroom"
+	// PolicyKAITO reproduces KAITO's per-GPU curve (kaito.md §4a):
+	// min(0.95, floor((1 − 1.5 GiB / per-GPU memory) × 100) / 100).
+	PolicyKAITO = "kaito"
+)
+
+// redundancyBytes is the buffer vLLM itself keeps when it suggests an
+// explicit --kv-cache-memory ("150 MiB redundancy buffer",
+// vllm/v1/worker/gpu_worker.py, vllm-memory.md §2.4).
+const redundancyBytes = 150 * mib
+
+// maxUtilization caps recommendations: vLLM's own auto-tuner starts its
+// search at 0.98 (peers.md §2.1).
+const maxUtilization = 0.98
+
+// reserveBytes is the slack a card needs beyond what vLLM accounts for:
+// the redundancy buffer plus 1% of the card for allocator fragmentation.
+func reserveBytes(total int64) int64 {
+	return redundancyBytes + total/100
+}
+
+// Options steer recommendations.
+type Options struct {
+	// Policy is PolicyHeadroom (default) or PolicyKAITO.
+	Policy string
+	// TypicalContext is the context length (prompt + output tokens) of a
+	// typical request; 0 means a quarter of max-model-len.
+	TypicalContext int
+}
+
+// Recommendation is a set of settings and the plan they give.
+type Recommendation struct {
+	Policy               string  `json:"policy"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	MaxModelLen          int     `json:"max_model_len"`
+	MaxNumSeqs           int     `json:"max_num_seqs"`
+	TypicalContext       int     `json:"typical_context"`
+	// Why says in words how the values were chosen.
+	Why []string `json:"why"`
+	// Budget is the plan with the recommended settings applied.
+	Budget Budget `json:"-"`
+}
+
+// Utilization returns the recommended --gpu-memory-utilization for a plan
+// under a policy.
+func Utilization(b Budget, policy string) (float64, string) {
+	p := b.PerGPU
+	if policy == PolicyKAITO {
+		u := math.Floor((1-1.5*gib/float64(p.Total))*100) / 100
+		u = math.Min(0.95, u)
+		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(p.Total), u)
+	}
+	outside := p.Context + reserveBytes(p.Total) + samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
+	graphs := ""
+	if !b.CUDAGraphInBudget {
+		outside += p.CUDAGraph
+		graphs = fmt.Sprintf(", CUDA graphs %s (outside the budget in vLLM %s)", GiB(p.CUDAGraph), b.Settings.Version)
+	}
+	u := math.Floor(float64(p.Total-outside)/float64(p.Total)*100) / 100
+	u = math.Min(u, maxUtilization)
+	why := fmt.Sprintf("%.2f leaves %s of %s for what vLLM does not budget: CUDA context %s, sampler warm-up %s%s, fragmentation reserve %s",
+		u, GiB(p.Total-int64(u*float64(p.Total))), GiB(p.Total), GiB(p.Context),
+		GiB(samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)), graphs, GiB(reserveBytes(p.Total)))
+	return u, why
+}
+
+// Recommend picks utilization, max-model-len and max-num-seqs for the input.
+func Recommend(in Input, opt Options) (Recommendation, error) {
+	base, err := Plan(in)
+	if err != nil {
+		return Recommendation{}, err
+	}
+	r := Recommendation{Policy: opt.Policy}
+	if r.Policy == "" {
+		r.Policy = PolicyHeadroom
+	}
+	u, why := Utilization(base, r.Policy)
+	r.GPUMemoryUtilization = u
+	r.Why = append(r.Why, "gpu-memory-utilization "+why)
+
+	at := in
+	at.Settings = base.Settings
+	at.Settings.GPUMemoryUtilization = u
+	if at.Settings.MaxModelLen == vllm.AutoMaxModelLen {
+		at.Settings.MaxModelLen = 0
+	}
+	b, err := Plan(at)
+	if err != nil {
+		return Recommendation{}, err
+	}
+	r.MaxModelLen = alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
+	switch user := in.Settings.MaxModelLen; {
+	case user > 0 && user <= r.MaxModelLen:
+		// The user chose a context that fits: keep it, and say how far it could go.
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would)", user, r.MaxModelLen))
+		r.MaxModelLen = user
+	case r.MaxModelLen >= b.Model.MaxPositions:
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %d tokens)", r.MaxModelLen, b.KVTokens))
+	default:
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), b.Model.MaxPositions))
+	}
+	if r.MaxModelLen <= 0 {
+		r.Budget = b
+		return r, nil
+	}
+	at.Settings.MaxModelLen = r.MaxModelLen
+	b, err = Plan(at)
+	if err != nil {
+		return Recommendation{}, err
+	}
+	r.TypicalContext = opt.TypicalContext
+	if r.TypicalContext <= 0 {
+		r.TypicalContext = max(r.MaxModelLen/4, 1)
+	}
+	seqs := int(b.KVTokens / int64(r.TypicalContext))
+	seqs = max(min(seqs, b.Settings.MaxNumSeqs), 1)
+	r.MaxNumSeqs = seqs
+	if seqs < b.Settings.MaxNumSeqs {
+		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %d KV tokens hold %d requests of %d tokens (typical context) at once; more would queue or be preempted", seqs, b.KVTokens, seqs, r.TypicalContext))
+	} else {
+		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: vLLM's default here; the KV cache holds %d requests of %d tokens", seqs, b.KVTokens/int64(r.TypicalContext), r.TypicalContext))
+	}
+	at.Settings.MaxNumSeqs = seqs
+	if r.Budget, err = Plan(at); err != nil {
+		return Recommendation{}, err
+	}
+	return r, nil
+}
+
+// alignDown floors n to a multiple of block unless n is the model's
+// maximum (vLLM accepts any length; a block-aligned one wastes no block).
+func alignDown(n, block, modelMax int) int {
+	if n >= modelMax && modelMax > 0 {
+		return modelMax
+	}
+	if block <= 0 {
+		return n
+	}
+	return n / block * block
+}
+
+// Alternative is a change of settings or hardware that makes a plan fit.
+type Alternative struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Args are the vLLM flags to change, when the change is a flag.
+	Args []string `json:"args,omitempty"`
+	// GPU names the device, when the change is hardware.
+	GPU   string `json:"gpu,omitempty"`
+	Count int    `json:"count,omitempty"`
+}
+
+// Alternatives says what would make a plan that does not fit start: more
+// GPUs (the smallest tensor-parallel size that fits), quantization (fp8
+// weights, fp8 KV cache), a shorter context, or a bigger GPU from devices.
+func Alternatives(in Input, devices []gpu.Device) []Alternative {
+	var out []Alternative
+	base, err := Plan(in)
+	if err != nil || base.Fits {
+		return nil
+	}
+	fits := func(mod func(*Input)) (Budget, bool) {
+		c := in
+		c.Settings = base.Settings
+		c.Count = 0
+		mod(&c)
+		b, err := Plan(c)
+		return b, err == nil && b.Fits
+	}
+	tp := base.Settings.TensorParallelSize
+	for _, n := range []int{2, 4, 8, 16} {
+		if n <= tp || base.Model.Heads%n != 0 {
+			continue
+		}
+		if _, ok := fits(func(c *Input) { c.Settings.TensorParallelSize = n }); ok {
+			out = append(out, Alternative{Code: "more_gpus", Count: n * base.Settings.PipelineParallelSize,
+				Message: fmt.Sprintf("use %d × %s with --tensor-parallel-size %d", n*base.Settings.PipelineParallelSize, in.Device.Name, n),
+				Args:    []string{"--tensor-parallel-size", fmt.Sprint(n)}})
+			break
+		}
+	}
+	if base.Model.Quant == nil && base.Settings.Quantization == "" {
+		if _, ok := fits(func(c *Input) { c.Settings.Quantization = "fp8" }); ok {
+			out = append(out, Alternative{Code: "quantize_fp8", Message: "quantize the weights to fp8 on load (--quantization fp8), or serve an FP8/AWQ checkpoint of this model", Args: []string{"--quantization", "fp8"}})
+		}
+	}
+	if base.KVDtypeBytes > 1 {
+		if _, ok := fits(func(c *Input) { c.Settings.KVCacheDtype = "fp8" }); ok {
+			out = append(out, Alternative{Code: "kv_cache_fp8", Message: "store the KV cache in fp8 (--kv-cache-dtype fp8): half the bytes per token", Args: []string{"--kv-cache-dtype", "fp8"}})
+		}
+	}
+	if base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
+		l := alignDown(base.MaxFitLen, base.Settings.BlockSize, base.Model.MaxPositions)
+		out = append(out, Alternative{Code: "shorter_context", Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l), Args: []string{"--max-model-len", fmt.Sprint(l)}})
+	}
+	var best *gpu.Device
+	for i := range devices {
+		d := devices[i]
+		if d.TotalBytes <= in.Device.TotalBytes || (best != nil && d.TotalBytes >= best.TotalBytes) {
+			continue
+		}
+		c := in
+		c.Device = d
+		c.Settings = in.Settings
+		c.Count = 0
+		if b, err := Plan(c); err == nil && b.Fits {
+			best = &devices[i]
+		}
+	}
+	if best != nil {
+		out = append(out, Alternative{Code: "bigger_gpu", GPU: best.Name, Count: base.Settings.TensorParallelSize * base.Settings.PipelineParallelSize,
+			Message: fmt.Sprintf("the smallest GPU that fits with these settings is %s (%s)", best.Name, GiB(best.TotalBytes))})
+	}
+	return out
+}

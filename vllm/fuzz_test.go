@@ -1,0 +1,175 @@
+package vllm
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sane checks what any successfully parsed Settings must satisfy.
+func sane(t *testing.T, s Settings) {
+	t.Helper()
+	for _, n := range []int{s.TensorParallelSize, s.PipelineParallelSize, s.DataParallelSize, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.BlockSize, s.MaxCudagraphCaptureSize} {
+		if n < 0 {
+			t.Fatalf("negative count in %+v", s)
+		}
+	}
+	if s.MaxModelLen < AutoMaxModelLen {
+		t.Fatalf("max-model-len %d", s.MaxModelLen)
+	}
+	if u := s.GPUMemoryUtilization; u < 0 || u > 1 || math.IsNaN(u) {
+		t.Fatalf("utilization %v", u)
+	}
+	if c := s.CPUOffloadGiB; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		t.Fatalf("cpu offload %v", c)
+	}
+	if s.KVCacheMemoryBytes < 0 {
+		t.Fatalf("kv cache memory %d", s.KVCacheMemoryBytes)
+	}
+	for k := range s.Set {
+		if k == "" {
+			t.Fatalf("Set holds %q", k)
+		}
+	}
+}
+
+// withoutSet drops Set: a flag given with its zero value (--cpu-offload-gb
+// 0) is not rendered, so only the values survive a round trip.
+func withoutSet(s Settings) Settings {
+	s.Set = nil
+	return s
+}
+
+func FuzzParseCommand(f *testing.F) {
+	for _, line := range []string{
+		"vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768 --tensor-parallel-size=2 -tp 2 --gpu-memory-utilization 0.92 --enforce-eager",
+		"python3 -u -m vllm.entrypoints.openai.api_server --model m -q awq -O3 --served-model-name a b",
+		"A=1 vllm serve m --max_model_len=32K --kv-cache-memory 20G --cpu-offload-gb 0 --no-enforce-eager -- x",
+		"--model m --max-model-len -1 --swap-space 4 --trust-remote-code",
+		"vllm serve m -qfp8 -O.level=3 --compilation-config.mode 3 --enforce-eager=false",
+	} {
+		f.Add(strings.ReplaceAll(line, " ", "\n"))
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		// Words are separated by newlines so that fuzzed words may hold
+		// spaces; the same text is also read as a pasted one-liner.
+		roundTrip(t, strings.Split(line, "\n"))
+		if words, err := SplitCommandLine(line); err == nil {
+			roundTrip(t, words)
+		}
+	})
+}
+
+// roundTrip checks that parsed settings are sane and survive
+// CommandLine → SplitCommandLine → ParseCommand.
+func roundTrip(t *testing.T, args []string) {
+	t.Helper()
+	s, err := ParseCommand(args)
+	if err != nil {
+		if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error spans lines: %q", err)
+		}
+		return
+	}
+	sane(t, s)
+	rendered := s.CommandLine()
+	words, err := SplitCommandLine(rendered)
+	if err != nil {
+		t.Fatalf("SplitCommandLine(CommandLine()) = %v for %q", err, rendered)
+	}
+	s2, err := ParseCommand(words)
+	if err != nil {
+		t.Fatalf("ParseCommand(CommandLine()) = %v for %q (from %q)", err, rendered, args)
+	}
+	if !reflect.DeepEqual(withoutSet(s), withoutSet(s2)) {
+		t.Fatalf("round trip of %q through %q\n got %+v\nwant %+v", args, rendered, s2, s)
+	}
+	for k := range s2.Set {
+		if !s.Set[k] {
+			t.Fatalf("round trip invented flag %q", k)
+		}
+	}
+}
+
+func FuzzSplitCommandLine(f *testing.F) {
+	f.Add("vllm serve m \\\n  --tp 2 \\\n  --chat-template '{{ x }}' \"$HOME/a b\"")
+	f.Add("nohup vllm serve m > log 2>&1 &")
+	f.Add(`--x "a \"b\" \\ \$X" 'it'\''s' # comment`)
+	f.Add("vllm\u00a0serve m \\\r\n --tp 2 | tee")
+	f.Fuzz(func(t *testing.T, line string) {
+		words, err := SplitCommandLine(line)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		again, err := SplitCommandLine(strings.Join(quoted, " "))
+		if err != nil {
+			t.Fatalf("re-split: %v", err)
+		}
+		if len(words) == 0 && len(again) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(words, again) {
+			t.Fatalf("split(quote(%q)) = %q", words, again)
+		}
+	})
+}
+
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"0.19.0", "v0.11.0+cu128", "0.19.1rc1", "0.10.1.1", "1", "0..1", "V0.8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseVersion(s)
+		if err != nil {
+			return
+		}
+		if v.Major < 0 || v.Minor < 0 || v.Patch < 0 {
+			t.Fatalf("negative part in %+v", v)
+		}
+		again, err := ParseVersion(v.String())
+		if err != nil || again != v {
+			t.Fatalf("ParseVersion(%q) = %+v, %v; want %+v", v.String(), again, err, v)
+		}
+	})
+}
+
+func FuzzFromMapJSON(f *testing.F) {
+	f.Add(`{"cpu-offload-gb": 0, "swap-space": 4}`)
+	f.Add(`{"max-model-len": 4096, "gpu_memory_utilization": 0.85, "enforce-eager": "true", "enable-prefix-caching": false}`)
+	f.Add(`{"served-model-name": ["a", "b"], "compilation-config": {"level": 3}, "model": "/w", "kv-cache-memory": "16G"}`)
+	f.Add(`{"tensor-parallel-size": [2], "x": null, "y": -1}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(doc), &m) != nil {
+			return
+		}
+		s, err := FromMap(m)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		sane(t, s)
+		args := s.Args()
+		if s.Model != "" {
+			args = append([]string{"--model=" + s.Model}, args...)
+		}
+		s2, err := ParseFlags(args)
+		if err != nil {
+			t.Fatalf("ParseFlags(Args()) = %v for %q", err, args)
+		}
+		if !reflect.DeepEqual(withoutSet(s), withoutSet(s2)) {
+			t.Fatalf("FromMap(%s) and ParseFlags(%q) differ\n got %+v\nwant %+v", doc, args, s2, s)
+		}
+	})
+}

@@ -1,0 +1,395 @@
+package vllm
+
+import "strings"
+
+// This file holds the rules that differ between vLLM releases, each once,
+// with its source in docs/vllm-memory.md and its version boundary. A zero
+// Version stands for Newest(): the user names a version or we assume the
+// newest we know. Releases are compared by major.minor.patch only, so a
+// pre-release such as 0.21.0rc1 follows the 0.21.0 rules.
+
+// Version boundaries of the rules below; each is explained at its rule.
+var (
+	perInstanceBudgetSince     = Version{0, 6, 5, ""}
+	v1OptInSince               = Version{0, 7, 0, ""}
+	v1DefaultSince             = Version{0, 8, 0, ""}
+	captureTwiceSeqsSince      = Version{0, 10, 0, ""}
+	v0RemovedIn                = Version{0, 11, 0, ""}
+	kvCacheMemoryFlagSince     = Version{0, 11, 0, ""}
+	cudagraphEstimateSince     = Version{0, 13, 0, ""}
+	autoMaxModelLenSince       = Version{0, 14, 0, ""}
+	leanActivationSince        = Version{0, 17, 0, ""}
+	cudagraphInBudgetSince     = Version{0, 21, 0, ""}
+	utilizationDefault92Since  = Version{0, 25, 0, ""}
+	newestKnown                = Version{0, 32, 0, ""}
+	largeDeviceBatchMinBytes   = int64(70) << 30
+	defaultCaptureSizeCeiling  = 512
+	v0CaptureSizeCeiling       = 256
+	captureSizeGenerationLimit = 1 << 16
+)
+
+// Environment variables that switch memory rules.
+const (
+	// EnvEstimateCUDAGraphs turns the CUDA-graph memory estimate inside the
+	// utilization budget on or off (see CUDAGraphsInBudget).
+	EnvEstimateCUDAGraphs = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
+	// EnvUseV1 selects the V1 (1) or V0 (0) engine in releases that have both.
+	EnvUseV1 = "VLLM_USE_V1"
+)
+
+// Newest is the newest vLLM release these rules know: v0.32.0, the newest
+// release seen when docs/peers.md was written ("v0.32.0" docs). Newer
+// releases are assumed to follow the same rules.
+func Newest() Version { return newestKnown }
+
+func orNewest(v Version) Version {
+	if v.IsZero() {
+		return newestKnown
+	}
+	return v
+}
+
+// DefaultGPUMemoryUtilization is --gpu-memory-utilization when not given.
+//
+// vllm-memory.md §1: "Default: 0.9 for most of vLLM's history (v0.2 … at
+// least v0.11, Field(default=0.9, gt=0, le=1)); recent releases use 0.92
+// (docs for v0.25.0 and v0.27.1 show default=0.92). Exact release of the
+// change (unverified)." We put the boundary at 0.25.0, the oldest release
+// seen with 0.92: a release between 0.12 and 0.24 keeps the long-standing
+// 0.9 until shown otherwise.
+func DefaultGPUMemoryUtilization(v Version) float64 {
+	if orNewest(v).AtLeast(utilizationDefault92Since) {
+		return 0.92
+	}
+	return 0.9
+}
+
+// PerInstanceBudget reports whether gpu_memory_utilization limits this vLLM
+// instance alone (memory of other processes on the GPU does not shrink its
+// KV cache, it only has to leave room for total × util), rather than the
+// whole GPU.
+//
+// vllm-memory.md §1: "before the Dec-2024 profiling overhaul (PR #10511,
+// v0.6.5 era) the limit was global … PR #10511 switched to a baseline
+// snapshot taken before the instance was created, making it per-instance."
+// The v0.6.4 docs still call it global, hence 0.6.5.
+func PerInstanceBudget(v Version) bool {
+	return orNewest(v).AtLeast(perInstanceBudgetSince)
+}
+
+// V1ByDefault reports whether the V1 engine is the default: from v0.8.0
+// (DESIGN.md "V1 engine"; docs/kaito.md §5: "From vLLM 0.8 the V1 engine was
+// the default"). Between 0.8 and 0.10 vLLM could still fall back to V0 by
+// itself for features V1 lacked; that fallback is not modelled.
+func V1ByDefault(v Version) bool { return orNewest(v).AtLeast(v1DefaultSince) }
+
+// V0Removed reports whether the release has no V0 engine at all: v0.11.0
+// removed it (release notes of v0.11.0; docs/kaito.md §5 notes KAITO's
+// V0-only probe went with its vLLM 0.12 bump).
+func V0Removed(v Version) bool { return orNewest(v).AtLeast(v0RemovedIn) }
+
+// UsesV1 reports whether the engine that runs is V1, given the release and
+// the environment (VLLM_USE_V1=1 opted in from v0.7.0, where V1 arrived as
+// an alpha; VLLM_USE_V1=0 opted out until V0 was removed).
+func UsesV1(v Version, env map[string]string) bool {
+	v = orNewest(v)
+	switch {
+	case V0Removed(v):
+		return true
+	case !v.AtLeast(v1OptInSince):
+		return false
+	}
+	if on, ok := envBool(env, EnvUseV1); ok {
+		return on
+	}
+	return V1ByDefault(v)
+}
+
+// CUDAGraphEstimate reports whether the release estimates CUDA-graph memory
+// while profiling (profile_cudagraph_memory), whether or not the estimate
+// is then taken out of the budget.
+//
+// vllm-memory.md §2.4: "Controlled by env
+// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: opt-in/False in v0.19.0 (value
+// printed in v0.19.0 logs)". The estimate came with PR #30515; its first
+// release is not verified. PR #29431 was merged on 2025-11-25, so #30515
+// came some weeks later, in time for 0.13.0 or 0.14.0: we assume 0.13.0
+// (unverified). The v0.19.0 logs certainly print the estimate.
+func CUDAGraphEstimate(v Version) bool {
+	return orNewest(v).AtLeast(cudagraphEstimateSince)
+}
+
+// CUDAGraphsInBudget reports whether vLLM subtracts its CUDA-graph memory
+// estimate from the utilization budget before sizing the KV cache, so that
+// graphs fit inside total × util instead of on top of it.
+//
+// vllm-memory.md §2.4: "opt-in/False in v0.19.0 …, default on since v0.21.0
+// (text of the log message in gpu_worker.py). When on, the estimate is
+// subtracted: available_kv = requested − non_kv − cudagraph_estimate".
+// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS in env overrides the default in
+// releases that have the estimate (1/true/yes/on or 0/false/no/off; any
+// other value is ignored and the default holds). Before the estimate
+// existed graphs were always outside the budget. With --enforce-eager there
+// are no graphs at all; that is for the caller to check.
+func CUDAGraphsInBudget(v Version, env map[string]string) bool {
+	v = orNewest(v)
+	if !CUDAGraphEstimate(v) {
+		return false
+	}
+	if on, ok := envBool(env, EnvEstimateCUDAGraphs); ok {
+		return on
+	}
+	return v.AtLeast(cudagraphInBudgetSince)
+}
+
+// LeanActivationProfile reports whether the release has the smaller
+// activation profile: vllm-memory.md §2.5: "vLLM v0.17.0 cut reported
+// activation by ~60% vs v0.16.0 (Qwen3-14B: 5.64 → 2.23 GiB)".
+func LeanActivationProfile(v Version) bool {
+	return orNewest(v).AtLeast(leanActivationSince)
+}
+
+// SupportsAutoMaxModelLen reports whether `--max-model-len auto` (or -1)
+// works. vllm-memory.md §4: "max_model_len = -1 / --max-model-len auto (PR
+// #29431, merged Nov 2025; present by v0.14.0 per vllm-ascend)". It may
+// well be in 0.12 or 0.13 already (the merge date allows it); 0.14.0 is the
+// oldest release it is confirmed in, so older ones are told to give a number.
+func SupportsAutoMaxModelLen(v Version) bool {
+	return orNewest(v).AtLeast(autoMaxModelLenSince)
+}
+
+// SupportsKVCacheMemory reports whether --kv-cache-memory-bytes exists.
+// vllm-memory.md §4: "(PR #21489 "Allow users to specify kv cache memory
+// size", merged mid-2025; in releases after v0.10.1 (unverified exact))".
+// The releases after v0.10.1 are 0.10.1.1, 0.10.2 and 0.11.0; we assume
+// 0.11.0 (unverified), the conservative choice: if it is wrong, a user of
+// 0.10.2 is offered --gpu-memory-utilization instead of this flag.
+func SupportsKVCacheMemory(v Version) bool {
+	return orNewest(v).AtLeast(kvCacheMemoryFlagSince)
+}
+
+// LogsKVCacheTokens reports whether start-up logs "GPU KV cache size: N
+// tokens" (true) or "# GPU blocks: N" (false). vllm-memory.md §3.4: "V1
+// (since Feb 2025, PR #13596): GPU KV cache size: N tokens … Earlier V1: #
+// GPU blocks: N"; V0 logs "# GPU blocks: N, # CPU blocks: M". PR #13596 is
+// in v0.8.0, the first release with V1 by default.
+func LogsKVCacheTokens(v Version, env map[string]string) bool {
+	return UsesV1(v, env) && orNewest(v).AtLeast(v1DefaultSince)
+}
+
+// DefaultBlockSize is the KV block size in tokens on CUDA when --block-size
+// is not given. vllm-memory.md §3.2: "on CUDA the platform sets 16
+// (DEFAULT_BLOCK_SIZE = 16 in later cache.py)"; no release changed it for
+// CUDA. Some attention backends and hybrid models force larger blocks; that
+// is a property of the model, not of the release.
+func DefaultBlockSize(v Version) int { return 16 }
+
+// DefaultBatch is what vLLM's OpenAI server uses for --max-num-batched-tokens
+// and --max-num-seqs when they are not given.
+//
+// V1 (from 0.8.0), vllm-memory.md §2.3: "if device memory ≥ 70 GiB and the
+// name does not contain "a100" (H100/H200/MI300 …): max_num_batched_tokens
+// = … 8192 for the OpenAI server; max_num_seqs = 1024 … Otherwise (A100, L4,
+// A10G, T4, consumer cards): … 2048 (server) and max_num_seqs = 256." vLLM
+// tests the lowercased device name as torch reports it ("NVIDIA A100-SXM4-
+// 80GB"); our catalog names ("A100-80GB") contain "a100" just the same. An
+// unknown device (name "", 0 bytes) gets the small defaults, as vLLM does
+// when it cannot query the device. The v0.19.0 log on an H100 confirms
+// 8192/1024. The A100 exception came with PR #17885 (spring 2025), so 0.8.x
+// may have treated an A100-80GB like an H100 (unverified; not modelled).
+//
+// V0 (before 0.8.0), vllm-memory.md §2.3: "V0 without chunked prefill used
+// max_num_batched_tokens = max(max_model_len, 2048)", and max_num_seqs 256.
+// V0 turned chunked prefill on by itself for contexts over 32K in the
+// OpenAI server; that case is not modelled.
+func DefaultBatch(v Version, deviceName string, deviceTotalBytes int64, maxModelLen int) (maxNumBatchedTokens, maxNumSeqs int) {
+	return defaultBatch(V1ByDefault(v), deviceName, deviceTotalBytes, maxModelLen)
+}
+
+func defaultBatch(v1 bool, deviceName string, deviceTotalBytes int64, maxModelLen int) (int, int) {
+	if !v1 {
+		return max(maxModelLen, 2048), 256
+	}
+	if deviceTotalBytes >= largeDeviceBatchMinBytes && !strings.Contains(strings.ToLower(deviceName), "a100") {
+		return 8192, 1024
+	}
+	return 2048, 256
+}
+
+// DefaultMaxCudagraphCaptureSize is the largest batch (in tokens) vLLM
+// captures a CUDA graph for when --max-cudagraph-capture-size is not given.
+//
+//   - V1 from 0.10.0: min(2 × max_num_seqs, 512), and never more than
+//     max_num_batched_tokens. From vLLM's CompilationConfig docstring: "If
+//     not specified, max_cudagraph_capture_size is set to min(max_num_seqs*2,
+//     512) by default" (in 0.10 it read "[min(max_num_seqs * 2, 512)]" for
+//     cuda_graph_sizes). The 0.10.0 boundary is unverified. The v0.19.0
+//     calibration rows (max_num_seqs 1024) all show 512. With speculative
+//     decoding vLLM multiplies max_num_seqs by the tokens per decode step;
+//     not modelled.
+//   - V1 0.8–0.9: a fixed list up to 512, cut at max_num_batched_tokens.
+//   - V0: the batch sizes up to 256, cut at max_num_seqs rounded up to a
+//     multiple of 8 (V0 model runner, _BATCH_SIZES_TO_CAPTURE).
+//
+// maxNumSeqs or maxNumBatchedTokens ≤ 0 mean unknown and put no limit.
+func DefaultMaxCudagraphCaptureSize(v Version, maxNumSeqs, maxNumBatchedTokens int) int {
+	v = orNewest(v)
+	return defaultCaptureSize(V1ByDefault(v), v.AtLeast(captureTwiceSeqsSince), maxNumSeqs, maxNumBatchedTokens)
+}
+
+func defaultCaptureSize(v1, twiceSeqs bool, maxNumSeqs, maxNumBatchedTokens int) int {
+	if !v1 {
+		if maxNumSeqs <= 0 {
+			return v0CaptureSizeCeiling
+		}
+		return min(padBatch(maxNumSeqs), v0CaptureSizeCeiling)
+	}
+	size := defaultCaptureSizeCeiling
+	if twiceSeqs && maxNumSeqs > 0 {
+		size = min(2*maxNumSeqs, size)
+	}
+	if maxNumBatchedTokens > 0 {
+		size = min(size, maxNumBatchedTokens)
+	}
+	return size
+}
+
+// padBatch rounds a batch size up to a size vLLM captures (1, 2, 4, then a
+// multiple of 8).
+func padBatch(n int) int {
+	switch {
+	case n <= 2:
+		return n
+	case n <= 4:
+		return 4
+	}
+	return (n + 7) / 8 * 8
+}
+
+// CaptureSizes lists the batch sizes (tokens) vLLM captures CUDA graphs
+// for, up to maxSize; maxSize ≤ 0 means the default, min(2 × maxNumSeqs,
+// 512) (512 when maxNumSeqs is unknown, ≤ 0).
+//
+// The pattern is vLLM's CompilationConfig default, "[1, 2, 4] +
+// list(range(8, 256, 8)) + list(range(256, max_cudagraph_capture_size + 1,
+// 16))": 51 sizes up to 512. Releases before max_cudagraph_capture_size
+// existed (0.11-era and older, unverified exact) used multiples of 8 all the
+// way (67 sizes up to 512). In FULL_AND_PIECEWISE mode (the v0.19.0
+// default) the full decode graphs use only the sizes ≤ max_num_seqs, while
+// the piecewise graphs use all. A size above 65536 is cut there: no real
+// batch is that large, and the list stays small.
+func CaptureSizes(maxSize, maxNumSeqs int) []int {
+	if maxSize <= 0 {
+		maxSize = defaultCaptureSizeCeiling
+		if maxNumSeqs > 0 {
+			maxSize = min(2*maxNumSeqs, maxSize)
+		}
+	}
+	maxSize = min(maxSize, captureSizeGenerationLimit)
+	var sizes []int
+	for _, n := range []int{1, 2, 4} {
+		if n <= maxSize {
+			sizes = append(sizes, n)
+		}
+	}
+	for n := 8; n < 256 && n <= maxSize; n += 8 {
+		sizes = append(sizes, n)
+	}
+	for n := 256; n <= maxSize; n += 16 {
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// WithDefaults fills every field that is not given with what the vLLM
+// release uses by default on the given device, so the memory planner works
+// from complete settings. The release is v, else s.Version, else Newest();
+// it is recorded in Version. MaxModelLen 0 becomes the model's maximum
+// (modelMaxLen); AutoMaxModelLen stays (the planner resolves it). Env is
+// honoured where vLLM honours it (VLLM_USE_V1 for the batch defaults).
+//
+// Chunked prefill: V1 always chunks long prompts, so max_num_batched_tokens
+// does not depend on max_model_len (a 128K context still runs 8192-token
+// steps). When V1's chunked prefill is turned off (--no-enable-chunked-
+// prefill in Extra) every prompt must fit one step, and vLLM requires
+// max_num_batched_tokens ≥ max_model_len; the default is then raised to the
+// context length, as V0 did (vLLM's SchedulerConfig; unverified for V1).
+// KVCacheMemoryBytes, CPUOffloadGiB, Quantization and Model have no default
+// and stay as they are; Set and Extra are not changed.
+func (s Settings) WithDefaults(v Version, deviceName string, deviceTotalBytes int64, modelMaxLen int) Settings {
+	if v.IsZero() {
+		v = s.Version
+	}
+	v = orNewest(v)
+	s.Version = v
+	if s.TensorParallelSize == 0 {
+		s.TensorParallelSize = 1
+	}
+	if s.PipelineParallelSize == 0 {
+		s.PipelineParallelSize = 1
+	}
+	if s.DataParallelSize == 0 {
+		s.DataParallelSize = 1
+	}
+	if s.GPUMemoryUtilization == 0 {
+		s.GPUMemoryUtilization = DefaultGPUMemoryUtilization(v)
+	}
+	if s.MaxModelLen == 0 {
+		s.MaxModelLen = modelMaxLen
+	}
+	ctx := s.MaxModelLen
+	if ctx == AutoMaxModelLen {
+		ctx = modelMaxLen
+	}
+	v1 := UsesV1(v, s.Env)
+	tokens, seqs := defaultBatch(v1, deviceName, deviceTotalBytes, ctx)
+	if v1 && s.hasExtraFlag("no-enable-chunked-prefill") {
+		tokens = max(tokens, ctx)
+	}
+	if s.MaxNumBatchedTokens == 0 {
+		s.MaxNumBatchedTokens = tokens
+	}
+	if s.MaxNumSeqs == 0 {
+		s.MaxNumSeqs = seqs
+	}
+	if s.Dtype == "" {
+		s.Dtype = "auto"
+	}
+	if s.KVCacheDtype == "" {
+		s.KVCacheDtype = "auto"
+	}
+	if s.BlockSize == 0 {
+		s.BlockSize = DefaultBlockSize(v)
+	}
+	if s.MaxCudagraphCaptureSize == 0 {
+		s.MaxCudagraphCaptureSize = defaultCaptureSize(v1, v.AtLeast(captureTwiceSeqsSince), s.MaxNumSeqs, s.MaxNumBatchedTokens)
+	}
+	return s
+}
+
+// hasExtraFlag reports whether Extra holds the flag (canonical name, any
+// spelling, with or without a value).
+func (s Settings) hasExtraFlag(name string) bool {
+	for _, tok := range s.Extra {
+		if isFlag(tok) && splitOption(tok).name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// envBool reads a boolean environment variable: 1/true/yes/on or
+// 0/false/no/off in any case. ok is false when it is unset or unreadable.
+func envBool(env map[string]string, name string) (on, ok bool) {
+	raw, set := env[name]
+	if !set {
+		return false, false
+	}
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}

@@ -1,0 +1,56 @@
+// Package vllm holds what headroom knows about the vLLM engine itself: the
+// settings (flags) that shape its memory, parsing and rendering of a `vllm
+// serve` command line, and the rules that change between vLLM versions
+// (defaults, what counts inside the utilization budget, log lines). It does no
+// arithmetic on memory budgets.
+package vllm
+
+// Settings are the vLLM engine flags that shape GPU memory. A zero value means
+// "not given": the version's default applies and Set does not hold the flag.
+type Settings struct {
+	// Model is the served model (the positional argument of `vllm serve`, or --model).
+	Model string `json:"model,omitempty"`
+
+	TensorParallelSize   int `json:"tensor_parallel_size"`
+	PipelineParallelSize int `json:"pipeline_parallel_size"`
+	DataParallelSize     int `json:"data_parallel_size,omitempty"`
+
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// MaxModelLen is the context length; 0 = the model's maximum; AutoMaxModelLen = "auto".
+	MaxModelLen         int    `json:"max_model_len"`
+	MaxNumSeqs          int    `json:"max_num_seqs"`
+	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	Dtype               string `json:"dtype"`          // auto, bfloat16, float16, float32
+	Quantization        string `json:"quantization"`   // "" = from the checkpoint
+	KVCacheDtype        string `json:"kv_cache_dtype"` // auto, fp8, fp8_e4m3, fp8_e5m2 ...
+	BlockSize           int    `json:"block_size"`
+	EnforceEager        bool   `json:"enforce_eager,omitempty"`
+	// KVCacheMemoryBytes is --kv-cache-memory: a fixed KV size per GPU that
+	// replaces the utilization budget.
+	KVCacheMemoryBytes int64 `json:"kv_cache_memory_bytes,omitempty"`
+	// CPUOffloadGiB is --cpu-offload-gb: weights kept in host memory per GPU.
+	CPUOffloadGiB           float64 `json:"cpu_offload_gb,omitempty"`
+	MaxCudagraphCaptureSize int     `json:"max_cudagraph_capture_size,omitempty"`
+
+	// Version is the vLLM version the rules are taken from.
+	Version Version `json:"vllm_version"`
+
+	// Extra holds flags headroom does not reason about, kept verbatim so a
+	// rendered command line loses nothing.
+	Extra []string `json:"extra,omitempty"`
+	// Set records which flags (vLLM's long names without dashes, e.g.
+	// "max-model-len") the user gave explicitly. Aliases and snake_case
+	// spellings are recorded under the long name (-tp as
+	// "tensor-parallel-size"), and flags kept in Extra are recorded too. A
+	// flag given with its zero value (--cpu-offload-gb 0, --enforce-eager=false)
+	// is in Set although Args does not render it.
+	Set map[string]bool `json:"-"`
+
+	// Env holds the environment assignments written before the command
+	// (`VLLM_USE_V1=0 vllm serve ...`). Some of vLLM's memory rules are
+	// switched by environment variables (see CUDAGraphsInBudget, UsesV1).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// AutoMaxModelLen is MaxModelLen's value for `--max-model-len auto` (or -1).
+const AutoMaxModelLen = -1
