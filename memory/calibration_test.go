@@ -59,7 +59,7 @@ func readCalibration(t testing.TB) []calibrationRow {
 			model: get("model"), tp: atoi("tensor_parallel_size"), pp: atoi("pipeline_parallel_size"), dp: atoi("data_parallel_size"),
 			util: atof("gpu_memory_utilization"), maxModelLen: atoi("max_model_len"), batched: atoi("max_num_batched_tokens"), seqs: atoi("max_num_seqs"),
 			dtype: strings.TrimPrefix(get("dtype"), "torch."), quant: get("quantization"), kvDtype: get("kv_cache_dtype"),
-			eager: get("enforce_eager") == "True",
+			eager:   get("enforce_eager") == "True",
 			weights: atof("model_loading_gib"), act: atof("torch_peak_increase_gib"), nonTorch: atof("non_torch_increase_gib"),
 			kvGiB: atof("available_kv_cache_gib"), graph: atof("cudagraph_pool_actual_gib"), total: atof("gpu_total_gib"),
 		}

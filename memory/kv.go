@@ -10,8 +10,10 @@ import (
 // the Go counterpart of vLLM V1's KVCacheSpec (vllm/v1/kv_cache_interface.py).
 type layerSpec struct {
 	kind model.AttentionKind
-	// window is the sliding window in tokens (sliding layers).
-	window int
+	// window is the sliding window in tokens (sliding layers), or the
+	// chunk size of chunked local attention.
+	window  int
+	chunked bool
 	// pageBytes is one block of this layer: block_size tokens.
 	pageBytes int64
 	// stateBytes is the per-sequence state of a linear-attention layer.
@@ -63,10 +65,13 @@ func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout
 	l := kvLayout{blockSize: blockSize}
 	for i := first; i < last; i++ {
 		k := s.LayerKind(i)
+		if k.Kind == model.NoMixer {
+			continue // MLP-only layers keep no KV state
+		}
 		ls := layerSpec{kind: k.Kind, pageBytes: perToken * int64(blockSize)}
 		switch k.Kind {
 		case model.Sliding:
-			ls.window = k.Window
+			ls.window, ls.chunked = k.Window, k.Chunked
 		case model.Linear:
 			ls.pageBytes = k.StateBytes
 			ls.stateBytes = k.StateBytes
@@ -151,8 +156,8 @@ func cdiv(a, b int64) int64 { return (a + b - 1) / b }
 // requestBytes is the KV memory one request of length tokens needs,
 // summed over the layers (vLLM's max_memory_usage_bytes per spec, §4):
 // full and MLA layers hold every token; sliding layers at most
-// window − 1 + max_num_batched_tokens tokens plus one block; linear layers
-// one state.
+// window − 1 + max_num_batched_tokens tokens plus one block (chunked local
+// layers chunk + max_num_batched_tokens); linear layers one state.
 func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
 	var n int64
 	bs := int64(l.blockSize)
@@ -161,6 +166,10 @@ func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
 		case model.Sliding:
 			full := cdiv(int64(length), bs)
 			w := cdiv(int64(ls.window-1+batchedTokens), bs) + 1
+			if ls.chunked {
+				// Chunked local attention: cdiv(min(chunk + batched, len), block).
+				w = cdiv(int64(ls.window+batchedTokens), bs)
+			}
 			if w < full {
 				full = w
 			}

@@ -372,7 +372,9 @@ func classDefaults(modelType string) map[string]any {
 			"max_window_layers": 28, "tie_word_embeddings": false}
 	case "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next":
 		return map[string]any{"use_sliding_window": false, "tie_word_embeddings": false}
-	case "gemma", "gemma2":
+	case "gemma":
+		return map[string]any{"head_dim": 256, "tie_word_embeddings": true}
+	case "gemma2":
 		return map[string]any{"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": true}
 	case "gemma3_text":
 		return map[string]any{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
@@ -1517,8 +1519,12 @@ func compressedTensors(q *conf, out *Quantization) error {
 //	          MLP; Qwen2-VL merger MLP on 4 merged patches; Kimi-VL the
 //	          same on 2×2 patches; others one matrix h × text.
 //
-// For gemma-3-4b-it this gives 419,816,304, which with the text model's
-// 3,880,263,168 makes the 4,300,079,472 parameters its checkpoint holds.
+// Checked against released parameter counts: gemma-3-4b-it's 419,816,304
+// (4,300,079,472 in all less the text model's 3,880,263,168),
+// Qwen2.5-VL-7B's 676,550,144 and Mistral-Small-3.1's Pixtral plus
+// projector, 438,958,080, come out exact. Llava, Kimi-VL and Llama 4 use the
+// same arithmetic but are unchecked. vLLM loads only the encoder layers up
+// to vision_feature_layer, so a Llava model may hold a layer less in memory.
 func parseVision(root, v map[string]any, outerType string, textHidden int) (*Vision, error) {
 	vt, _, err := sub(v, "vision_config.").str("model_type")
 	if err != nil {
@@ -1670,6 +1676,8 @@ func parseVision(root, v map[string]any, outerType string, textHidden int) (*Vis
 		}
 		m := int64(s * s)
 		params += h + h*m*h + h*text + text*text
+		// Merged patches; Pixtral adds one [IMG_BREAK] a row and an
+		// [IMG_END] on top, which this count leaves out.
 		vis.ImageTokens = int(patches / m)
 	case "qwen2_vl", "qwen2_5_vl":
 		// Merger: norm on h, then MLP (4h × 4h + 4h) and (4h × text + text).

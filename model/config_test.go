@@ -258,6 +258,55 @@ func TestGemma3GlobalLayers(t *testing.T) {
 	}
 }
 
+func TestQwen25VLVision(t *testing.T) {
+	s := readConfig(t, "Qwen--Qwen2.5-VL-7B-Instruct.json")
+	// Text keys at the top level: Qwen2.5-7B's decoder, mrope keeps the
+	// 128000-position table, use_sliding_window false.
+	want := shape{"Qwen2_5_VLForConditionalGeneration", "qwen2_5_vl", 28, 3584, 18944, 28, 4, 128, 0, 152064, 128000, false, true, true, 128, 128000, 1, "bfloat16"}
+	if got := shapeOf(s); got != want {
+		t.Errorf("shape\n got %+v\nwant %+v", got, want)
+	}
+	if got := layerCounts(s); !reflect.DeepEqual(got, map[string]int{"full": 28}) {
+		t.Errorf("layers = %v", got)
+	}
+	// Encoder h 1280, SwiGLU inter 3420 with biases, RMSNorm, 32 blocks:
+	//   block = 4·1280² (6,553,600) + 3·1280·3420 (13,132,800)
+	//         + biases 4·1280 + 3420 + 3420 + 1280 (13,240) + norms 2·1280 (2,560)
+	//         = 19,702,200; × 32 = 630,470,400
+	//   patch embed 3·2·14²·1280 (Conv3d, no bias)           = 1,505,280
+	//   merger RMSNorm 1280 + 5120² + 5120 + 5120·3584 + 3584 = 44,574,464
+	//   total                                                 = 676,550,144
+	// = 8,292,166,656 (Qwen2.5-VL-7B) − 7,615,616,512 (Qwen2.5-7B).
+	wantV := &Vision{Params: 676_550_144, Hidden: 1280, Layers: 32, Intermediate: 3420}
+	if !reflect.DeepEqual(s.Vision, wantV) {
+		t.Errorf("vision = %+v, want %+v", s.Vision, wantV)
+	}
+}
+
+func TestMistral3Vision(t *testing.T) {
+	// Mistral-Small-3.1 widths: Pixtral encoder h 1024, inter 4096, 24
+	// layers, patch 14 at 1540 px; text hidden 5120.
+	s := parse(t, `{"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "spatial_merge_size": 2,
+		"text_config": {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 32768, "num_hidden_layers": 40,
+		  "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 131072,
+		  "max_position_embeddings": 131072, "sliding_window": null},
+		"vision_config": {"model_type": "pixtral", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+		  "num_attention_heads": 16, "image_size": 1540, "patch_size": 14}}`)
+	//   layer = 4·1024² (4,194,304) + gated 3·1024·4096 (12,582,912)
+	//         + two RMSNorms 2,048 = 16,779,264; × 24 = 402,702,336
+	//   patch conv 3·14²·1024 = 602,112; ln_pre 1,024
+	//   projector: norm 1,024 + merger 4·1024·1024 (4,194,304)
+	//             + 1024·5120 (5,242,880) + 5120² (26,214,400) = 35,652,608
+	//   total 438,958,080; (1540/14)² = 12100 patches, / 2² = 3025 tokens.
+	want := &Vision{Params: 438_958_080, Hidden: 1024, Layers: 24, Intermediate: 4096, ImageTokens: 3025, PatchTokens: 12100}
+	if !reflect.DeepEqual(s.Vision, want) {
+		t.Errorf("vision = %+v, want %+v", s.Vision, want)
+	}
+	if s.TextModelType != "mistral" || layerCounts(s)["full"] != 40 {
+		t.Errorf("text %q layers %v", s.TextModelType, layerCounts(s))
+	}
+}
+
 func TestGptOssAlternates(t *testing.T) {
 	s := readConfig(t, "openai--gpt-oss-20b.json")
 	for i, l := range s.Attention {
@@ -275,7 +324,7 @@ func TestGptOssAlternates(t *testing.T) {
 // invariants hold; it catches a file added without a table entry too.
 func TestAllTestdataConfigsValidate(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "configs", "*.json"))
-	if err != nil || len(files) < 19 {
+	if err != nil || len(files) < 20 {
 		t.Fatalf("found %d configs (%v)", len(files), err)
 	}
 	for _, f := range files {

@@ -60,6 +60,7 @@ type HubError struct {
 	msg    string
 }
 
+// Error is the message, worded for the user.
 func (e *HubError) Error() string { return e.msg }
 
 // NotFound reports whether the Hub said the model (or file) does not exist.
@@ -266,6 +267,10 @@ func (h Hub) get(ctx context.Context, id, file, rng string) (*http.Response, err
 	if rng != "" {
 		req.Header.Set("Range", rng)
 	}
+	// The client follows the Hub's redirects (renamed repos, LFS files sent
+	// to its CDN). Go keeps the Range header on them and drops
+	// Authorization when the redirect leaves the Hub's host; the CDN's URLs
+	// are signed and need none.
 	client := h.Client
 	if client == nil {
 		client = &http.Client{Timeout: time.Minute}

@@ -66,7 +66,7 @@ func Resolve(ctx context.Context, ref string, opt ResolveOptions) (Spec, error) 
 	if !hubID {
 		return Spec{}, fmt.Errorf("unknown model %q: %s, and Hub models are named org/name", ref, tried)
 	}
-	return Spec{}, fmt.Errorf("unknown model %q: %s, and the Hub is off (set HF_ENDPOINT or pass --hub)", ref, tried)
+	return Spec{}, fmt.Errorf("unknown model %q: %s, and the Hub is off (drop --offline and unset HF_HUB_OFFLINE to fetch it from the Hub)", ref, tried)
 }
 
 // resolveLocal loads ref when it names an existing file or directory.

@@ -71,7 +71,7 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"empty", " ", ResolveOptions{}, "no model given"},
 		{"hub off", "meta-llama/Llama-3-8B", ResolveOptions{FS: fstest.MapFS{}, Suggest: suggest},
-			`unknown model "meta-llama/Llama-3-8B": not a local path, not in the catalog (did you mean llama-3.1-8b, llama-3.2-1b or llama-3.2-3b?), and the Hub is off (set HF_ENDPOINT or pass --hub)`},
+			`unknown model "meta-llama/Llama-3-8B": not a local path, not in the catalog (did you mean llama-3.1-8b, llama-3.2-1b or llama-3.2-3b?), and the Hub is off (drop --offline and unset HF_HUB_OFFLINE to fetch it from the Hub)`},
 		{"no suggestions", "meta-llama/Llama-3-8B", ResolveOptions{FS: fstest.MapFS{}},
 			`unknown model "meta-llama/Llama-3-8B": not a local path, not in the catalog, and the Hub is off`},
 		{"not a hub id", "llama3", ResolveOptions{FS: fstest.MapFS{}, Hub: hub, Suggest: func(string) []string { return []string{"llama-3.1-8b"} }},

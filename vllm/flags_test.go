@@ -62,6 +62,15 @@ func TestParseCommandLine(t *testing.T) {
 			want: Settings{Model: "m", Set: set("model"), Env: map[string]string{"FOO": "bar"}},
 		},
 		{
+			name: "KAITO's entry point",
+			line: "python3 /workspace/vllm/inference_api.py --model=/workspace/vllm/weights --kaito-config-file=/mnt/config/inference_config.yaml --gpu-memory-utilization=0.84 --tensor-parallel-size=2",
+			want: Settings{
+				Model: "/workspace/vllm/weights", GPUMemoryUtilization: 0.84, TensorParallelSize: 2,
+				Extra: []string{"--kaito-config-file=/mnt/config/inference_config.yaml"},
+				Set:   set("model", "kaito-config-file", "gpu-memory-utilization", "tensor-parallel-size"),
+			},
+		},
+		{
 			name: "flags only",
 			line: "--model m --max-num-batched-tokens 16K",
 			want: Settings{Model: "m", MaxNumBatchedTokens: 16384, Set: set("model", "max-num-batched-tokens")},

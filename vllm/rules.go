@@ -8,20 +8,25 @@ import "strings"
 // newest we know. Releases are compared by major.minor.patch only, so a
 // pre-release such as 0.21.0rc1 follows the 0.21.0 rules.
 
-// Version boundaries of the rules below; each is explained at its rule.
+// Version boundaries of the rules below (never written; Go has no constant
+// structs); each is explained at its rule.
 var (
-	perInstanceBudgetSince     = Version{0, 6, 5, ""}
-	v1OptInSince               = Version{0, 7, 0, ""}
-	v1DefaultSince             = Version{0, 8, 0, ""}
-	captureTwiceSeqsSince      = Version{0, 10, 0, ""}
-	v0RemovedIn                = Version{0, 11, 0, ""}
-	kvCacheMemoryFlagSince     = Version{0, 11, 0, ""}
-	cudagraphEstimateSince     = Version{0, 13, 0, ""}
-	autoMaxModelLenSince       = Version{0, 14, 0, ""}
-	leanActivationSince        = Version{0, 17, 0, ""}
-	cudagraphInBudgetSince     = Version{0, 21, 0, ""}
-	utilizationDefault92Since  = Version{0, 25, 0, ""}
-	newestKnown                = Version{0, 32, 0, ""}
+	perInstanceBudgetSince    = Version{0, 6, 5, ""}
+	v1OptInSince              = Version{0, 7, 0, ""}
+	v1DefaultSince            = Version{0, 8, 0, ""}
+	captureTwiceSeqsSince     = Version{0, 10, 0, ""}
+	v0RemovedIn               = Version{0, 11, 0, ""}
+	kvCacheMemoryFlagSince    = Version{0, 11, 0, ""}
+	cudagraphEstimateSince    = Version{0, 13, 0, ""}
+	autoMaxModelLenSince      = Version{0, 14, 0, ""}
+	leanActivationSince       = Version{0, 17, 0, ""}
+	cudagraphInBudgetSince    = Version{0, 21, 0, ""}
+	utilizationDefault92Since = Version{0, 25, 0, ""}
+	newestKnown               = Version{0, 32, 0, ""}
+)
+
+// Sizes the rules below use; each is explained at its rule.
+const (
 	largeDeviceBatchMinBytes   = int64(70) << 30
 	defaultCaptureSizeCeiling  = 512
 	v0CaptureSizeCeiling       = 256
