@@ -108,6 +108,8 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		// The user chose a context that fits: keep it, and say how far it could go.
 		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would)", user, r.MaxModelLen))
 		r.MaxModelLen = user
+	case r.MaxModelLen <= 0:
+		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))
 	case r.MaxModelLen >= b.Model.MaxPositions:
 		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %d tokens)", r.MaxModelLen, b.KVTokens))
 	default:
@@ -173,34 +175,57 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 	if err != nil || base.Fits {
 		return nil
 	}
-	fits := func(mod func(*Input)) (Budget, bool) {
+	// fits tries a change at the user's utilization, then at the
+	// recommended one; extra holds the utilization flag when it was needed.
+	fits := func(mod func(*Input)) (extra []string, ok bool) {
 		c := in
 		c.Settings = base.Settings
 		c.Count = 0
 		mod(&c)
 		b, err := Plan(c)
-		return b, err == nil && b.Fits
+		if err != nil {
+			return nil, false
+		}
+		if b.Fits {
+			return nil, true
+		}
+		u, _ := Utilization(b, PolicyHeadroom)
+		if u <= c.Settings.GPUMemoryUtilization {
+			return nil, false
+		}
+		c.Settings.GPUMemoryUtilization = u
+		if b, err = Plan(c); err != nil || !b.Fits {
+			return nil, false
+		}
+		return []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", u)}, true
+	}
+	with := func(args, extra []string) []string { return append(args, extra...) }
+	utilNote := func(extra []string) string {
+		if len(extra) == 0 {
+			return ""
+		}
+		return " and --gpu-memory-utilization " + extra[1]
 	}
 	tp := base.Settings.TensorParallelSize
 	for _, n := range []int{2, 4, 8, 16} {
 		if n <= tp || base.Model.Heads%n != 0 {
 			continue
 		}
-		if _, ok := fits(func(c *Input) { c.Settings.TensorParallelSize = n }); ok {
+		if extra, ok := fits(func(c *Input) { c.Settings.TensorParallelSize = n }); ok {
 			out = append(out, Alternative{Code: "more_gpus", Count: n * base.Settings.PipelineParallelSize,
-				Message: fmt.Sprintf("use %d × %s with --tensor-parallel-size %d", n*base.Settings.PipelineParallelSize, in.Device.Name, n),
-				Args:    []string{"--tensor-parallel-size", fmt.Sprint(n)}})
+				Message: fmt.Sprintf("use %d × %s with --tensor-parallel-size %d%s", n*base.Settings.PipelineParallelSize, in.Device.Name, n, utilNote(extra)),
+				Args:    with([]string{"--tensor-parallel-size", fmt.Sprint(n)}, extra)})
 			break
 		}
 	}
 	if base.Model.Quant == nil && base.Settings.Quantization == "" {
-		if _, ok := fits(func(c *Input) { c.Settings.Quantization = "fp8" }); ok {
-			out = append(out, Alternative{Code: "quantize_fp8", Message: "quantize the weights to fp8 on load (--quantization fp8), or serve an FP8/AWQ checkpoint of this model", Args: []string{"--quantization", "fp8"}})
+		if extra, ok := fits(func(c *Input) { c.Settings.Quantization = "fp8" }); ok {
+			out = append(out, Alternative{Code: "quantize_fp8", Message: "quantize the weights to fp8 on load (--quantization fp8" + utilNote(extra) + "), or serve an FP8/AWQ checkpoint of this model", Args: with([]string{"--quantization", "fp8"}, extra)})
 		}
 	}
 	if base.KVDtypeBytes > 1 {
-		if _, ok := fits(func(c *Input) { c.Settings.KVCacheDtype = "fp8" }); ok {
-			out = append(out, Alternative{Code: "kv_cache_fp8", Message: "store the KV cache in fp8 (--kv-cache-dtype fp8): half the bytes per token", Args: []string{"--kv-cache-dtype", "fp8"}})
+		if extra, ok := fits(func(c *Input) { c.Settings.KVCacheDtype = "fp8" }); ok {
+			out = append(out, Alternative{Code: "kv_cache_fp8", Message: "store the KV cache in fp8 (--kv-cache-dtype fp8" + utilNote(extra) + "): half the bytes per token", Args: with([]string{"--kv-cache-dtype", "fp8"}, extra)})
 		}
 	}
 	if base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
@@ -222,8 +247,9 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 		}
 	}
 	if best != nil {
-		out = append(out, Alternative{Code: "bigger_gpu", GPU: best.Name, Count: base.Settings.TensorParallelSize * base.Settings.PipelineParallelSize,
-			Message: fmt.Sprintf("the smallest GPU that fits with these settings is %s (%s)", best.Name, GiB(best.TotalBytes))})
+		n := base.Settings.TensorParallelSize * base.Settings.PipelineParallelSize
+		out = append(out, Alternative{Code: "bigger_gpu", GPU: best.Name, Count: n,
+			Message: fmt.Sprintf("the smallest GPU that fits with these settings: %d × %s (%s each)", n, best.Name, GiB(best.TotalBytes))})
 	}
 	return out
 }

@@ -125,6 +125,9 @@ type evidence struct {
 	sel      gpu.Selection
 	settings vllm.Settings
 	note     []string
+	// autoCount is true when the user named one device without a count:
+	// the plan then uses as many as the parallelism needs.
+	autoCount bool
 }
 
 func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args []string) (evidence, error) {
@@ -149,6 +152,7 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 		if e.sel, err = resolveGPU(f); err != nil {
 			return e, usageError{err}
 		}
+		e.autoCount = f.gpuCount == 0 && e.sel.SKU == "" && e.sel.Count == 1
 	}
 	if e.settings.Version.IsZero() {
 		e.settings.Version = vllm.Newest()
@@ -235,6 +239,9 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 
 func buildReport(e evidence, opt memory.Options) (Report, error) {
 	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings}
+	if e.autoCount {
+		in.Count = 0
+	}
 	b, err := memory.Plan(in)
 	if err != nil {
 		return Report{}, err
@@ -248,8 +255,8 @@ func buildReport(e evidence, opt memory.Options) (Report, error) {
 		alts = memory.Alternatives(in, gpu.Devices())
 	}
 	notes := e.note
-	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); e.sel.Count > used {
-		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", e.sel.Count, used, e.sel.Count))
+	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
+		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", b.Count, used, b.Count))
 	}
 	if e.sel.Note != "" {
 		notes = append(notes, e.sel.Note)

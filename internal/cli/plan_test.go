@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/vllm"
+)
+
+// run executes headroom with args and a fixed environment.
+func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, Env{
+		Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return env[k] },
+	})
+	return code, out.String(), errb.String()
+}
+
+var offline = map[string]string{"HF_HUB_OFFLINE": "1"}
+
+// The JSON contract of DESIGN.md: these fields are used by other tools.
+func TestPlanJSONContract(t *testing.T) {
+	code, out, errs := run(t, offline, "plan", "--gpu", "H100-80GB", "-o", "json", "--vllm-version", "0.19.0",
+		"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95")
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"model":       {"name", "params", "weights_bytes", "kv_bytes_per_token", "max_position_embeddings"},
+		"gpu":         {"name", "count", "total_bytes"},
+		"settings":    {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "dtype", "kv_cache_dtype", "block_size", "vllm_version"},
+		"per_gpu":     {"total_gib", "requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "cudagraph_in_budget", "kv_cache_gib"},
+		"recommended": {"gpu_memory_utilization", "max_model_len", "max_num_seqs"},
+	}
+	for obj, keys := range want {
+		sub, ok := m[obj].(map[string]any)
+		if !ok {
+			t.Fatalf("%s is not an object in %s", obj, out)
+		}
+		for _, k := range keys {
+			if _, ok := sub[k]; !ok {
+				t.Errorf("%s.%s missing", obj, k)
+			}
+		}
+	}
+	for _, k := range []string{"kv_cache_tokens", "num_gpu_blocks", "max_concurrency", "fits", "problems", "warnings", "vllm_args"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s missing", k)
+		}
+	}
+	// Values from the real start-up this command describes (vLLM 0.19.0 log):
+	// 14.99 GiB of weights, 79.19 GiB total, 75.23 GiB requested, 128 KiB per token.
+	pg := m["per_gpu"].(map[string]any)
+	if pg["weights_gib"] != 14.99 || pg["total_gib"] != 79.19 || pg["requested_gib"] != 75.23 {
+		t.Errorf("per_gpu %v", pg)
+	}
+	if m["model"].(map[string]any)["kv_bytes_per_token"] != float64(131072) {
+		t.Errorf("kv_bytes_per_token %v, want 131072", m["model"].(map[string]any)["kv_bytes_per_token"])
+	}
+	if m["fits"] != true {
+		t.Errorf("fits = %v", m["fits"])
+	}
+	if s := m["settings"].(map[string]any); s["vllm_version"] != "0.19.0" || s["max_num_seqs"] != float64(1024) || s["max_num_batched_tokens"] != float64(8192) {
+		t.Errorf("settings %v (vLLM's H100 defaults are 1024 seqs, 8192 batched tokens)", s)
+	}
+}
+
+func TestPlanFormats(t *testing.T) {
+	base := []string{"plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "Standard_NC24ads_A100_v4"}
+	_, js, _ := run(t, offline, append(base, "-o", "json")...)
+	_, ym, _ := run(t, offline, append(base, "-o", "yaml")...)
+	var fromJSON, fromYAML map[string]any
+	if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(ym), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	if fromJSON["kv_cache_tokens"] != fromYAML["kv_cache_tokens"] || fromJSON["gpu"].(map[string]any)["name"] != "A100-80GB" {
+		t.Errorf("json and yaml disagree or the SKU did not resolve: %v / %v", fromJSON["gpu"], fromYAML["kv_cache_tokens"])
+	}
+
+	// -o args prints flags vLLM accepts; they carry the recommendation.
+	code, args, errs := run(t, offline, append(base, "-o", "args")...)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	words, err := vllm.SplitCommandLine(strings.TrimSpace(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := vllm.ParseFlags(words)
+	if err != nil {
+		t.Fatalf("vLLM flags %q: %v", args, err)
+	}
+	rec := fromJSON["recommended"].(map[string]any)
+	if s.GPUMemoryUtilization != rec["gpu_memory_utilization"] || float64(s.MaxModelLen) != rec["max_model_len"] || float64(s.MaxNumSeqs) != rec["max_num_seqs"] {
+		t.Errorf("args %q do not carry the recommendation %v", args, rec)
+	}
+
+	// -o kaito prints a ConfigMap whose inference_config.yaml has a vllm: section.
+	_, cm, _ := run(t, offline, append(base, "-o", "kaito")...)
+	var obj struct {
+		Kind string            `json:"kind"`
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(cm), &obj); err != nil || obj.Kind != "ConfigMap" {
+		t.Fatalf("not a ConfigMap: %v\n%s", err, cm)
+	}
+	var inner struct {
+		VLLM map[string]any `json:"vllm"`
+	}
+	if err := yaml.Unmarshal([]byte(obj.Data["inference_config.yaml"]), &inner); err != nil {
+		t.Fatal(err)
+	}
+	if inner.VLLM["gpu-memory-utilization"] != rec["gpu_memory_utilization"] {
+		t.Errorf("kaito vllm section %v", inner.VLLM)
+	}
+
+	// The table shows the bar and the verdict.
+	_, table, _ := run(t, offline, base...)
+	for _, want := range []string{"Per GPU [", "█ weights", "Verdict    FITS", "Recommended", "vllm serve Qwen/Qwen2.5-7B-Instruct"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestPlanExitCodes(t *testing.T) {
+	// 70B in bf16 needs ~131 GiB: exit 1, with what would fit.
+	code, out, _ := run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "L4")
+	if code != ExitNoFit || !strings.Contains(out, "DOES NOT FIT") || !strings.Contains(out, "would fit") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "H10"}, `unknown GPU "H10": did you mean`},
+		{[]string{"plan", "--model", "lama-3.1-8b-instruct", "--gpu", "L4"}, "did you mean"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B"}, "no GPU"},
+		{[]string{"plan", "--gpu", "L4"}, "no model"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "-o", "xml"}, "unknown output format"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--gpu-memory-utilization", "1.5"}, "gpu-memory-utilization"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--max-model-len", "lots"}, "max-model-len"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu-memory", "24 apples"}, "--gpu-memory"},
+		{[]string{"plan", "--bogus"}, "unknown flag"},
+	} {
+		code, out, errs := run(t, offline, tc.args...)
+		if code != ExitBadInput || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
+			t.Errorf("%v: exit %d, stderr %q (want one line containing %q)", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// A headroom flag overrides the same flag in the pasted command.
+func TestFlagOverridesPastedCommand(t *testing.T) {
+	_, out, errs := run(t, offline, "plan", "--gpu", "L4", "--max-model-len", "4096", "-o", "json",
+		"--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "8192", "-tp", "2")
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err, errs)
+	}
+	if r.Settings.MaxModelLen != 4096 || r.Settings.TensorParallelSize != 2 || r.GPU.Count != 2 {
+		t.Errorf("max-model-len %d tp %d count %d", r.Settings.MaxModelLen, r.Settings.TensorParallelSize, r.GPU.Count)
+	}
+}
+
+// A local model directory: config.json plus the safetensors index, whose
+// total_size gives the exact weight bytes.
+func TestPlanLocalDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := os.ReadFile("../../model/catalog/configs/meta-llama--Llama-3.1-8B-Instruct.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "config.json"), cfg)
+	// 8,030,261,248 parameters × 2 B.
+	write(t, filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"metadata":{"total_size":16060522496},"weight_map":{"lm_head.weight":"model-00004-of-00004.safetensors"}}`))
+	code, out, errs := run(t, offline, "plan", "--model", dir, "--gpu", "L4", "--gpu-count", "2", "--tensor-parallel-size", "2", "-o", "json")
+	if code > 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Model.WeightsSource, "model.safetensors.index.json") {
+		t.Errorf("weights source %q", r.Model.WeightsSource)
+	}
+	// Half of 14.96 GiB of parameters plus the 32 MiB rotary table per rank.
+	if r.PerGPU.WeightsGiB != 7.51 {
+		t.Errorf("weights per GPU %.2f GiB, want 7.51 (logged by vLLM at TP=2)", r.PerGPU.WeightsGiB)
+	}
+}
+
+func write(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A model fetched from a server that serves the Hugging Face Hub's layout,
+// with a token, over real HTTP.
+func TestPlanFromHub(t *testing.T) {
+	cfg, err := os.ReadFile("../../model/catalog/configs/Qwen--Qwen3-8B.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawToken bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawToken = sawToken || r.Header.Get("Authorization") == "Bearer hf_test"
+		switch r.URL.Path {
+		case "/acme/private-8b/resolve/main/config.json":
+			w.Write(cfg)
+		case "/acme/private-8b/resolve/main/model.safetensors.index.json":
+			w.Write([]byte(`{"metadata":{"total_size":16381470720},"weight_map":{}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"HF_ENDPOINT": srv.URL, "HF_TOKEN": "hf_test"}
+	code, out, errs := run(t, env, "plan", "--model", "acme/private-8b", "--gpu", "A10G", "-o", "json")
+	if code > 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Model.Name != "acme/private-8b" || r.Model.Layers != 36 || !sawToken {
+		t.Errorf("model %q layers %d token sent %t", r.Model.Name, r.Model.Layers, sawToken)
+	}
+	// Offline, the same id is unknown.
+	if code, _, errs := run(t, map[string]string{"HF_HUB_OFFLINE": "1"}, "plan", "--model", "acme/private-8b", "--gpu", "A10G"); code != ExitBadInput || !strings.Contains(errs, "Hub is off") {
+		t.Errorf("offline: exit %d %s", code, errs)
+	}
+}
+
+func TestAllGPUs(t *testing.T) {
+	code, out, errs := run(t, offline, "plan", "--all-gpus", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []allGPURow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(gpu.Devices()) {
+		t.Fatalf("%d rows for %d GPUs", len(rows), len(gpu.Devices()))
+	}
+	byName := map[string]allGPURow{}
+	for _, r := range rows {
+		byName[r.GPU] = r
+	}
+	// 16 GiB of bf16 weights cannot load on a 16 GB T4; an H100 holds the full context.
+	if byName["T4"].Fits || !byName["H100-80GB"].Fits || byName["H100-80GB"].MaxFitLen != 131072 {
+		t.Errorf("T4 %+v H100 %+v", byName["T4"], byName["H100-80GB"])
+	}
+}
+
+func TestListCommands(t *testing.T) {
+	if code, out, _ := run(t, offline, "gpus"); code != 0 || !strings.Contains(out, "H100-80GB") || !strings.Contains(out, "p4d.24xlarge") {
+		t.Errorf("gpus: %d\n%s", code, out)
+	}
+	if code, out, _ := run(t, offline, "models"); code != 0 || !strings.Contains(out, "deepseek-ai/DeepSeek-V2-Lite-Chat") {
+		t.Errorf("models: %d", code)
+	}
+}

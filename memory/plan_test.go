@@ -1,0 +1,375 @@
+package memory_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/model/catalog"
+	"headroom.dev/headroom/vllm"
+)
+
+const gib = 1 << 30
+
+func spec(t testing.TB, id string) model.Spec {
+	t.Helper()
+	s, ok := catalog.Lookup(id)
+	if !ok {
+		t.Fatalf("%s not in the catalog", id)
+	}
+	return s
+}
+
+func device(t testing.TB, name string) gpu.Device {
+	t.Helper()
+	sel, err := gpu.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel.Device
+}
+
+func plan(t testing.TB, in memory.Input) memory.Budget {
+	t.Helper()
+	b, err := memory.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var v019 = vllm.MustVersion("0.19.0")
+
+// Llama-3.1-8B-Instruct on H100 at utilization 0.95 with vLLM 0.19.0, as
+// logged (calibration CSV): "Model loading took 14.99 GiB",
+// requested 75.23 GiB, "GPU KV cache size: 476,016 tokens".
+func TestLlama8BOnH100(t *testing.T) {
+	b := plan(t, memory.Input{
+		Model:    spec(t, "meta-llama/Llama-3.1-8B-Instruct"),
+		Device:   device(t, "H100-80GB"),
+		Settings: vllm.Settings{GPUMemoryUtilization: 0.95, MaxModelLen: 8192, Version: v019},
+	})
+	p := b.PerGPU
+	// requested = ceil(85,029,158,912 × 0.95) = 80,777,700,967 B = 75.23 GiB.
+	if p.Requested != 80777700967 {
+		t.Errorf("requested = %d, want 80777700967", p.Requested)
+	}
+	// weights = 8,030,261,248 parameters × 2 B + the rotary table
+	// 131,072 positions × 128 dims × 2 B = 16,060,522,496 + 33,554,432.
+	if p.Weights != 16094076928 {
+		t.Errorf("weights = %d, want 16094076928 (14.99 GiB logged)", p.Weights)
+	}
+	// One token costs 32 layers × 2 (K, V) × 8 heads × 128 × 2 B = 131,072 B.
+	if b.KVBytesPerToken != 131072 {
+		t.Errorf("KV bytes per token = %d, want 131072", b.KVBytesPerToken)
+	}
+	// Blocks are 16 tokens × 131,072 B = 2 MiB; tokens = blocks × 16.
+	if b.NumBlocks != p.KVCache/(2<<20) || b.KVTokens != b.NumBlocks*16 {
+		t.Errorf("blocks %d tokens %d for %d KV bytes", b.NumBlocks, b.KVTokens, p.KVCache)
+	}
+	if e := math.Abs(float64(b.KVTokens)/476016 - 1); e > 0.005 {
+		t.Errorf("KV tokens %d vs 476,016 logged: %.2f%% off", b.KVTokens, e*100)
+	}
+	// vLLM 0.19.0 logs "Maximum concurrency for 8192 tokens per request: 58.11x" = tokens / 8192.
+	if got := b.MaxConcurrency; math.Abs(got-float64(b.KVTokens)/8192) > 1e-9 {
+		t.Errorf("max concurrency %.4f, want tokens/8192", got)
+	}
+	if !b.Fits || len(b.Problems) != 0 {
+		t.Errorf("want a fit, got problems %v", b.Problems)
+	}
+	if b.CUDAGraphInBudget {
+		t.Error("vLLM 0.19.0 keeps CUDA graphs outside the budget")
+	}
+}
+
+// vLLM 0.21.0 subtracts its CUDA-graph estimate from the KV budget; 0.20.0
+// does not (vllm-memory.md §2.4). Everything else equal, the KV cache
+// shrinks by exactly the graph estimate.
+func TestCUDAGraphBudgetBoundary(t *testing.T) {
+	in := memory.Input{
+		Model:    spec(t, "Qwen/Qwen2.5-7B-Instruct"),
+		Device:   device(t, "H100-80GB"),
+		Settings: vllm.Settings{GPUMemoryUtilization: 0.9, MaxModelLen: 8192},
+	}
+	in.Settings.Version = vllm.MustVersion("0.20.0")
+	before := plan(t, in)
+	in.Settings.Version = vllm.MustVersion("0.21.0")
+	after := plan(t, in)
+	if before.CUDAGraphInBudget || !after.CUDAGraphInBudget {
+		t.Fatalf("in budget: 0.20.0=%t 0.21.0=%t", before.CUDAGraphInBudget, after.CUDAGraphInBudget)
+	}
+	if want := before.PerGPU.KVCache - before.PerGPU.CUDAGraph; after.PerGPU.KVCache != want {
+		t.Errorf("0.21.0 KV = %d, want %d (0.20.0 KV − graphs)", after.PerGPU.KVCache, want)
+	}
+	// The env var turns the estimate off again.
+	in.Env = map[string]string{"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
+	if off := plan(t, in); off.CUDAGraphInBudget || off.PerGPU.KVCache != before.PerGPU.KVCache {
+		t.Errorf("with the estimate off KV = %d, want %d", off.PerGPU.KVCache, before.PerGPU.KVCache)
+	}
+	// --enforce-eager captures no graphs at all.
+	in.Env = nil
+	in.Settings.EnforceEager = true
+	if eager := plan(t, in); eager.PerGPU.CUDAGraph != 0 || eager.PerGPU.KVCache != before.PerGPU.KVCache {
+		t.Errorf("eager: graphs %d, KV %d", eager.PerGPU.CUDAGraph, eager.PerGPU.KVCache)
+	}
+}
+
+// vLLM 0.17.0 cut the profiled activation peak: Qwen3-14B 5.64 GiB in
+// 0.16.0 against 2.23 GiB in 0.17.0 (vllm-memory.md §2.5).
+func TestActivationProfileBoundary(t *testing.T) {
+	in := memory.Input{Model: spec(t, "Qwen/Qwen3-14B"), Device: device(t, "H100-80GB"), Settings: vllm.Settings{MaxModelLen: 8192}}
+	in.Settings.Version = vllm.MustVersion("0.16.0")
+	old := plan(t, in).PerGPU.Activation
+	in.Settings.Version = vllm.MustVersion("0.17.0")
+	lean := plan(t, in).PerGPU.Activation
+	if r := float64(old) / float64(lean); math.Abs(r-5.64/2.23) > 0.01 {
+		t.Errorf("0.16/0.17 activation ratio %.3f, want 5.64/2.23 = %.3f", r, 5.64/2.23)
+	}
+	if g := float64(lean) / gib; g < 2.0 || g > 2.5 {
+		t.Errorf("0.17.0 activation %.2f GiB, measured 2.23", g)
+	}
+}
+
+// Gemma-3-27B: 62 layers, every sixth global (10 full), 52 sliding. vLLM
+// 0.19.0 logged 15,997 blocks and "GPU KV cache size: 36,560 tokens" from
+// 19.53 GiB: groups of 10 layers, 1 full + ceil(52/10) = 6 sliding groups,
+// tokens = 15,997 // 7 × 16 = 36,560.
+func TestHybridGroupsGemma3(t *testing.T) {
+	// One block: 10 layers × 16 tokens × 16 KV heads × (128 + 128) × 2 B.
+	const blockBytes = 10 * 16 * 16 * 256 * 2
+	in := memory.Input{
+		Model:    spec(t, "google/gemma-3-27b-it"),
+		Device:   device(t, "H100-80GB"),
+		Settings: vllm.Settings{KVCacheMemoryBytes: 15997 * blockBytes, MaxModelLen: 8192, Version: v019},
+	}
+	b := plan(t, in)
+	if b.NumBlocks != 15997 || b.KVTokens != 36560 {
+		t.Errorf("blocks %d tokens %d, want 15997 and 36560", b.NumBlocks, b.KVTokens)
+	}
+	// Only the 10 global layers grow with the context: 10 × 16 × 256 × 2 B.
+	if b.KVBytesPerToken != 10*16*256*2 {
+		t.Errorf("KV bytes per token %d, want %d", b.KVBytesPerToken, 10*16*256*2)
+	}
+}
+
+// DeepSeek-V2-Lite keeps one MLA latent of 512 + 64 elements per token and
+// layer, on every TP rank: 27 × 576 × 2 B = 31,104 B. vllm#15871 reports
+// "0.95 GiB KV cache is needed" for 32,768 tokens: 31,104 × 32,768 B =
+// 0.949 GiB.
+func TestMLA(t *testing.T) {
+	in := memory.Input{Model: spec(t, "deepseek-ai/DeepSeek-V2-Lite-Chat"), Device: device(t, "H100-80GB"),
+		Settings: vllm.Settings{MaxModelLen: 32768, Version: v019}}
+	for _, tp := range []int{1, 2} {
+		in.Settings.TensorParallelSize = tp
+		if b := plan(t, in); b.KVBytesPerToken != 31104 {
+			t.Errorf("tp %d: KV bytes per token %d, want 31104 (MLA is not split by TP)", tp, b.KVBytesPerToken)
+		}
+	}
+	in.Settings.KVCacheDtype = "fp8"
+	in.Settings.TensorParallelSize = 1
+	if b := plan(t, in); b.KVBytesPerToken != 15552 {
+		t.Errorf("fp8 KV bytes per token %d, want 27 × 576 × 1 = 15552", b.KVBytesPerToken)
+	}
+}
+
+// KV heads are replicated when TP exceeds them: Qwen2.5-7B has 4 KV heads,
+// so each rank keeps max(1, 4 // tp): 28 layers × 2 × heads × 128 × 2 B.
+func TestKVHeadReplication(t *testing.T) {
+	in := memory.Input{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "H100-80GB"),
+		Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}}
+	for tp, want := range map[int]int64{1: 57344, 2: 28672, 4: 14336} {
+		in.Settings.TensorParallelSize = tp
+		if b := plan(t, in); b.KVBytesPerToken != want {
+			t.Errorf("tp %d: %d bytes per token per rank, want %d", tp, b.KVBytesPerToken, want)
+		}
+	}
+	// 28 heads: TP 8 does not divide them; vLLM refuses to start.
+	in.Settings.TensorParallelSize = 8
+	b := plan(t, in)
+	if b.KVBytesPerToken != 14336 {
+		t.Errorf("tp 8: %d bytes per token per rank, want 14336 (1 replicated head)", b.KVBytesPerToken)
+	}
+	if !hasCode(b.Problems, memory.CodeHeadsNotDivisible) {
+		t.Errorf("tp 8 over 28 heads: want %s, got %v", memory.CodeHeadsNotDivisible, b.Problems)
+	}
+}
+
+func hasCode(fs []memory.Finding, code string) bool {
+	for _, f := range fs {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Llama-3.1-8B's full 131,072-token context needs 131,072 × 128 KiB = 16 GiB
+// of KV, more than an L4 (22.03 GiB) has left after 14.99 GiB of weights:
+// vLLM refuses with "To serve at least one request ..." and names the
+// largest length that fits, which is whole blocks of 16 tokens × 128 KiB.
+func TestRequestDoesNotFit(t *testing.T) {
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"),
+		Settings: vllm.Settings{Version: v019}}
+	b := plan(t, in)
+	if b.Fits || !hasCode(b.Problems, memory.CodeRequestDoesntFit) {
+		t.Fatalf("want %s, got fits=%t %v", memory.CodeRequestDoesntFit, b.Fits, b.Problems)
+	}
+	if want := int(b.PerGPU.KVCache / (128 << 10) / 16 * 16); b.MaxFitLen != want {
+		t.Errorf("max fit len %d, want %d (whole 2 MiB blocks of 16 tokens in %d bytes)", b.MaxFitLen, want, b.PerGPU.KVCache)
+	}
+	if !strings.Contains(b.Problems[0].Message, itoa(b.MaxFitLen)) {
+		t.Errorf("the message should name the largest length: %s", b.Problems[0].Message)
+	}
+	// At that length it fits.
+	in.Settings.MaxModelLen = b.MaxFitLen
+	if b2 := plan(t, in); !b2.Fits {
+		t.Errorf("at %d tokens: %v", b.MaxFitLen, b2.Problems)
+	}
+}
+
+func itoa(n int) string {
+	s := ""
+	for {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+		if n == 0 {
+			return s
+		}
+	}
+}
+
+// Llama-3.1-70B in bf16 is 141 GB of weights: no single H100 holds it. The
+// alternatives name a TP size that fits, fp8 weights, and a bigger GPU.
+func TestWeightsDoNotFit(t *testing.T) {
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(t, "H100-80GB"),
+		Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}}
+	b := plan(t, in)
+	if !hasCode(b.Problems, memory.CodeWeightsDontFit) {
+		t.Fatalf("want %s, got %v", memory.CodeWeightsDontFit, b.Problems)
+	}
+	alts := memory.Alternatives(in, gpu.Devices())
+	codes := map[string]memory.Alternative{}
+	for _, a := range alts {
+		codes[a.Code] = a
+	}
+	if a, ok := codes["more_gpus"]; !ok || a.Args[1] != "2" {
+		t.Errorf("want TP 2 (2 × 65.7 GiB halves), got %+v", alts)
+	}
+	if _, ok := codes["quantize_fp8"]; !ok {
+		t.Errorf("fp8 weights (~66 GiB) fit an H100: want quantize_fp8 in %+v", alts)
+	}
+	if a, ok := codes["bigger_gpu"]; !ok || !strings.HasPrefix(a.GPU, "H200") && !strings.HasPrefix(a.GPU, "B") && !strings.HasPrefix(a.GPU, "MI") && !strings.HasPrefix(a.GPU, "GH") {
+		t.Errorf("want a ≥141 GB GPU, got %+v", a)
+	}
+}
+
+// KAITO's utilization curve, min(0.95, floor((1 − 1.5 GiB / mem) × 100) /
+// 100), as tabulated in kaito.md §4a.
+func TestKAITOPolicy(t *testing.T) {
+	for memGiB, want := range map[int64]float64{8: 0.81, 12: 0.87, 16: 0.90, 24: 0.93, 32: 0.95, 80: 0.95} {
+		b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen2.5-0.5B-Instruct"), Device: gpu.Custom(memGiB * gib),
+			Settings: vllm.Settings{MaxModelLen: 4096}})
+		if got, _ := memory.Utilization(b, memory.PolicyKAITO); got != want {
+			t.Errorf("%d GiB: %.2f, want %.2f", memGiB, got, want)
+		}
+	}
+}
+
+// The recommended utilization leaves the card room for everything vLLM
+// does not budget; the plan at the recommended settings fits without a
+// thin-margin warning, and graphs inside the budget (0.21.0) allow more.
+func TestRecommend(t *testing.T) {
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"),
+		Settings: vllm.Settings{Version: v019}}
+	r, err := memory.Recommend(in, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Budget.Fits || len(r.Budget.Warnings) != 0 {
+		t.Errorf("recommended plan: fits=%t warnings=%v", r.Budget.Fits, r.Budget.Warnings)
+	}
+	p := r.Budget.PerGPU
+	if free := p.Total - r.Budget.Footprint; free < 150<<20+p.Total/100 {
+		t.Errorf("only %d bytes left beyond the footprint", free)
+	}
+	if r.MaxModelLen != 131072 {
+		t.Errorf("max-model-len %d, want the full 131072 (16 GiB of KV fits an H100)", r.MaxModelLen)
+	}
+	// Typical context 131072/4 = 32768 tokens: max-num-seqs = KV tokens / 32768.
+	if want := int(r.Budget.KVTokens / 32768); r.MaxNumSeqs != want {
+		t.Errorf("max-num-seqs %d, want %d", r.MaxNumSeqs, want)
+	}
+	in.Settings.Version = vllm.MustVersion("0.21.0")
+	r21, err := memory.Recommend(in, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r21.GPUMemoryUtilization <= r.GPUMemoryUtilization {
+		t.Errorf("graphs inside the budget should allow a higher utilization: 0.21.0 %.2f vs 0.19.0 %.2f", r21.GPUMemoryUtilization, r.GPUMemoryUtilization)
+	}
+	// A user's max-model-len that fits is kept.
+	in.Settings.MaxModelLen = 32768
+	r32, err := memory.Recommend(in, memory.Options{TypicalContext: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r32.MaxModelLen != 32768 || r32.TypicalContext != 2000 {
+		t.Errorf("kept %d with typical %d, want 32768 and 2000", r32.MaxModelLen, r32.TypicalContext)
+	}
+}
+
+// Pipeline stages split 27 layers 7/7/7/6 (vLLM gives the remainder to the
+// stages before the last) and the last stage carries the sampler; the KV
+// cache follows the worker with the fewest blocks.
+func TestPipelineStages(t *testing.T) {
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"),
+		Settings: vllm.Settings{PipelineParallelSize: 2, GPUMemoryUtilization: 0.95, MaxModelLen: 8192, Version: v019}}
+	b := plan(t, in)
+	if len(b.Stages) != 2 {
+		t.Fatalf("%d stages", len(b.Stages))
+	}
+	// Logged for PP=2 (first worker): weights 7.51 GiB, activation 1.10 GiB.
+	first := b.Stages[0]
+	if g := float64(first.Weights) / gib; math.Abs(g-7.51) > 0.01 {
+		t.Errorf("first stage weights %.2f GiB, logged 7.51", g)
+	}
+	if g := float64(first.Activation) / gib; math.Abs(g-1.10) > 0.02 {
+		t.Errorf("first stage activation %.2f GiB, logged 1.10", g)
+	}
+	if b.Stages[1].Activation <= first.Activation || b.PerGPU != b.Stages[1] {
+		t.Errorf("the last stage (sampler) should bind: %+v", b.Stages)
+	}
+}
+
+func TestPlanRejectsEmptyInputs(t *testing.T) {
+	if _, err := memory.Plan(memory.Input{Device: gpu.Custom(gib)}); err == nil {
+		t.Error("a model without layers must be an error")
+	}
+	if _, err := memory.Plan(memory.Input{Model: spec(t, "Qwen/Qwen3-8B")}); err == nil {
+		t.Error("a GPU without memory must be an error")
+	}
+}
+
+// A plan must take well under a millisecond (the plan issue).
+func BenchmarkPlan(b *testing.B) {
+	in := memory.Input{Model: spec(b, "google/gemma-3-27b-it"), Device: device(b, "H100-80GB"),
+		Settings: vllm.Settings{MaxModelLen: 32768}}
+	for b.Loop() {
+		if _, err := memory.Plan(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRecommend(b *testing.B) {
+	in := memory.Input{Model: spec(b, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(b, "A100-80GB"),
+		Settings: vllm.Settings{TensorParallelSize: 4}}
+	for b.Loop() {
+		if _, err := memory.Recommend(in, memory.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
