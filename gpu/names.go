@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"headroom.dev/headroom/internal/editdist"
 )
 
 // noiseTokens are words that appear in vendor and GFD product names but do
@@ -106,7 +108,7 @@ func Suggest(name string, n int) []string {
 		if input == "" || cand == "" {
 			return
 		}
-		score := float64(editDistance(input, cand))
+		score := float64(editdist.Levenshtein(input, cand))
 		// A known name that starts with what was typed is the likeliest
 		// meaning of a truncated name ("H10", "Standard_NC24").
 		if len(input) >= 2 && strings.HasPrefix(cand, input) && score > 0.5 {
@@ -157,25 +159,4 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// editDistance is the Levenshtein distance between two ASCII strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"headroom.dev/headroom/internal/editdist"
 	"headroom.dev/headroom/model"
 )
 
@@ -306,7 +307,7 @@ func (ix *index) suggest(name string, n int) []string {
 			if len(q) >= 3 && strings.Contains(k, q) {
 				c.sub = true
 			}
-			if d := levenshtein(q, k); c.dist < 0 || d < c.dist {
+			if d := editdist.Levenshtein(q, k); c.dist < 0 || d < c.dist {
 				c.dist = d
 			}
 			c.prefix = max(c.prefix, commonPrefix(q, k))
@@ -342,28 +343,6 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// levenshtein is the edit distance between a and b, counted in runes.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // Check parses every entry of the embedded catalog and reports each problem

@@ -430,19 +430,6 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{
-		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"lama", "llama", 1}, {"größe", "grösse", 2},
-	} {
-		if d := levenshtein(c.a, c.b); d != c.d {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, d, c.d)
-		}
-	}
-}
-
 // goodConfig is a minimal config.json the parser accepts (Llama-3.2-1B's widths).
 const goodConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":2048,
 "intermediate_size":8192,"num_hidden_layers":16,"num_attention_heads":32,"num_key_value_heads":8,

@@ -1,0 +1,27 @@
+package editdist
+
+import "testing"
+
+func TestLevenshtein(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"h100", "h100", 0},
+		{"h10", "h100", 1},           // one insertion
+		{"kitten", "sitting", 3},     // k→s, e→i, +g
+		{"lama-3.1", "llama-3.1", 1}, // one insertion
+		{"a100", "h100", 1},          // one substitution
+		{"×4", "x4", 1},              // runes, not bytes
+		{"abc", "", 3},
+		{"größe", "grösse", 2}, // ß→s, then one s inserted
+	} {
+		if got := Levenshtein(tc.a, tc.b); got != tc.want {
+			t.Errorf("Levenshtein(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := Levenshtein(tc.b, tc.a); got != tc.want {
+			t.Errorf("not symmetric for %q, %q", tc.a, tc.b)
+		}
+	}
+}
