@@ -1,6 +1,10 @@
 package memory
 
-import "fmt"
+import (
+	"fmt"
+
+	"headroom.dev/headroom/vllm"
+)
 
 // Problem and warning codes: stable strings other tools match on.
 const (
@@ -15,6 +19,7 @@ const (
 	CodeThinMargin        = "thin_margin"
 	CodeLowConcurrency    = "low_concurrency"
 	CodeFixedKVMemory     = "fixed_kv_cache_memory"
+	CodeAutoUnsupported   = "max_model_len_auto_unsupported"
 )
 
 // GiB renders bytes as GiB (2^30) with two decimals, as vLLM logs them.
@@ -57,6 +62,8 @@ func (b *Budget) check(dp int) {
 		if p.Weights <= free {
 			problem(CodeNoCacheMemory, "weights %s + activation %s + non-torch %s%s = %s per GPU leave nothing of the %s budget for the KV cache: vLLM stops with \"No available memory for the cache blocks\"", GiB(p.Weights), GiB(p.Activation), GiB(p.NonTorch), graphTerm(b), GiB(nonKV), GiB(p.Requested))
 		}
+	case b.AutoFit && !vllm.SupportsAutoMaxModelLen(set.Version):
+		problem(CodeAutoUnsupported, "--max-model-len auto needs vLLM %s or newer; %s refuses it (give a number: %d fits)", vllm.AutoMaxModelLenSince(), set.Version, alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions))
 	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0:
 		problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, s.MaxPositions)
 	case b.MaxFitLen < b.MaxModelLen:

@@ -93,6 +93,9 @@ type Budget struct {
 	// MaxModelLen is the context length vLLM will use (the setting, or the
 	// model's maximum).
 	MaxModelLen int `json:"max_model_len"`
+	// AutoFit is true for --max-model-len auto: MaxModelLen is then the
+	// length vLLM will choose.
+	AutoFit bool `json:"auto_fit"`
 	// MaxFitLen is the largest context whose KV fits (vLLM's
 	// estimate_max_model_len), capped at the model's maximum.
 	MaxFitLen int `json:"max_fit_len"`
@@ -185,6 +188,15 @@ func Plan(in Input) (Budget, error) {
 		first = false
 	}
 	b.KVTokens = b.layout.tokens(b.NumBlocks)
+	if set.MaxModelLen == vllm.AutoMaxModelLen {
+		// --max-model-len auto: vLLM runs the same search after profiling
+		// and serves the largest length that fits, at most the model's
+		// maximum ("Auto-fit max_model_len: reduced from A to B").
+		b.AutoFit = true
+		if b.MaxFitLen > 0 {
+			b.MaxModelLen = min(b.MaxFitLen, s.MaxPositions)
+		}
+	}
 	if b.MaxModelLen > 0 {
 		b.MaxConcurrency = float64(b.KVTokens) / float64(b.MaxModelLen)
 	}

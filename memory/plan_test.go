@@ -373,3 +373,22 @@ func BenchmarkRecommend(b *testing.B) {
 		}
 	}
 }
+
+// --max-model-len auto: vLLM picks the largest length that fits, at most
+// the model's maximum; versions before the flag refuse it.
+func TestAutoMaxModelLen(t *testing.T) {
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"),
+		Settings: vllm.Settings{MaxModelLen: vllm.AutoMaxModelLen, Version: vllm.MustVersion("0.19.0")}}
+	b := plan(t, in)
+	if !b.Fits || !b.AutoFit || b.MaxModelLen != b.MaxFitLen || b.MaxModelLen >= 131072 || b.MaxModelLen <= 0 {
+		t.Errorf("auto on L4: fits=%t len=%d fit=%d %v", b.Fits, b.MaxModelLen, b.MaxFitLen, b.Problems)
+	}
+	in.Device = device(t, "H100-80GB")
+	if b := plan(t, in); b.MaxModelLen != 131072 {
+		t.Errorf("auto on H100: %d, want the model's 131072", b.MaxModelLen)
+	}
+	in.Settings.Version = vllm.MustVersion("0.13.0")
+	if b := plan(t, in); !hasCode(b.Problems, memory.CodeAutoUnsupported) {
+		t.Errorf("0.13.0 has no auto: %v", b.Problems)
+	}
+}

@@ -163,6 +163,10 @@ func SupportsAutoMaxModelLen(v Version) bool {
 	return orNewest(v).AtLeast(autoMaxModelLenSince)
 }
 
+// AutoMaxModelLenSince is the first version known to accept
+// `--max-model-len auto`, for messages that name it.
+func AutoMaxModelLenSince() Version { return autoMaxModelLenSince }
+
 // SupportsKVCacheMemory reports whether --kv-cache-memory-bytes exists.
 // vllm-memory.md §4: "(PR #21489 "Allow users to specify kv cache memory
 // size", merged mid-2025; in releases after v0.10.1 (unverified exact))".
