@@ -169,3 +169,24 @@ func TestCalibrationAccuracy(t *testing.T) {
 		t.Errorf("KV tokens max error %.2f%% exceeds 8%% (%s)", kv.maxE, kv.worst)
 	}
 }
+
+// TestExternalAnchor checks a start-up outside the calibration set: KAITO
+// PR #2156 reports that vLLM's `--max-model-len auto` chose 20,272 tokens
+// for Qwen3-8B on one A10 at --gpu-memory-utilization 0.84 (kaito.md §5,
+// peers.md §7). The vLLM version is not stated (KAITO ran a 0.1x release
+// then, before CUDA graphs entered the budget in 0.21.0), and the A10's
+// usable total is an estimate, so the tolerance is 10%.
+func TestExternalAnchor(t *testing.T) {
+	in := memory.Input{
+		Model:  spec(t, "Qwen/Qwen3-8B"),
+		Device: device(t, "A10"),
+		Settings: vllm.Settings{GPUMemoryUtilization: 0.84, MaxModelLen: vllm.AutoMaxModelLen,
+			Version: vllm.MustVersion("0.19.0")},
+	}
+	b := plan(t, in)
+	e := (float64(b.MaxModelLen)/20272 - 1) * 100
+	t.Logf("Qwen3-8B on A10 at 0.84, auto: predicted %d tokens, KAITO measured 20,272 (%+.1f%%)", b.MaxModelLen, e)
+	if math.Abs(e) > 10 {
+		t.Errorf("auto-fit length %d is %.1f%% off KAITO's 20,272", b.MaxModelLen, e)
+	}
+}

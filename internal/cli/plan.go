@@ -261,5 +261,8 @@ func buildReport(e evidence, opt memory.Options) (Report, error) {
 	if e.sel.Note != "" {
 		notes = append(notes, e.sel.Note)
 	}
+	if d := e.sel.Device; d.Estimated {
+		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
+	}
 	return newReport(e, b, rec, alts, notes), nil
 }
