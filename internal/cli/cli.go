@@ -81,7 +81,7 @@ it will start, and recommends --gpu-memory-utilization, --max-model-len and
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%v (see --help)", err)}
 	})
-	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env),
+	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env), newVersionCmd(env),
 		newProbeCmd(env), newWebhookCmd(env), newDoctorCmd(env), newProfileCmd(env),
 		newSnapshotCmd(env), newWatchCmd(env), newExporterCmd(env))
 	return root

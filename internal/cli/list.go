@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"runtime/debug"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model/catalog"
+	"headroom.dev/headroom/vllm"
 )
 
 func newGPUsCmd(env Env) *cobra.Command {
@@ -120,4 +122,26 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 		fmt.Fprintf(tw, "%d × %s\t%.2f GiB\t%s\t%d\t%s\t%.2f\t%s\n", r.Count, r.GPU, r.TotalGiB, fits, r.MaxFitLen, humanInt(r.KVCacheTokens), r.Recommended, r.FirstProblem)
 	}
 	return tw.Flush()
+}
+
+func newVersionCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print headroom's version and the vLLM versions its rules know",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, rev := "(devel)", ""
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				if bi.Main.Version != "" {
+					v = bi.Main.Version
+				}
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+						rev = " " + s.Value[:12]
+					}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "headroom %s%s; vLLM rules up to %s, calibrated on 0.19.0\n", v, rev, vllm.Newest())
+			return nil
+		},
+	}
 }

@@ -129,6 +129,10 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 			whole *= int64(tp)
 		}
 	}
+	dtype := set.Dtype
+	if d, err := vllm.ResolveDtype(set.Dtype, s.Dtype); err == nil {
+		dtype = d // what vLLM loads: "auto" resolved against the checkpoint
+	}
 	unused := p.Total - p.Context - p.Requested
 	if !b.CUDAGraphInBudget {
 		unused -= p.CUDAGraph
@@ -140,7 +144,7 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 		GPU: GPUReport{Name: e.sel.Device.Name, Count: b.Count, TotalBytes: e.sel.Device.TotalBytes, SKU: e.sel.SKU},
 		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
 			GPUMemoryUtilization: set.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: set.MaxNumSeqs,
-			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: set.Dtype, KVCacheDtype: set.KVCacheDtype,
+			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: dtype, KVCacheDtype: set.KVCacheDtype,
 			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager},
 		PerGPU: PerGPUReport{TotalGiB: gibs(p.Total), RequestedGiB: gibs(p.Requested), WeightsGiB: gibs(p.Weights),
 			ActivationGiB: gibs(p.Activation), NonTorchGiB: gibs(p.NonTorch), CUDAGraphGiB: gibs(p.CUDAGraph),
