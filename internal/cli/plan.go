@@ -128,6 +128,8 @@ type evidence struct {
 	// autoCount is true when the user named one device without a count:
 	// the plan then uses as many as the parallelism needs.
 	autoCount bool
+	// measured holds a matching calibration record's numbers (calibration.go).
+	measured *memory.Measured
 }
 
 func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args []string) (evidence, error) {
@@ -157,6 +159,10 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 	if e.settings.Version.IsZero() {
 		e.settings.Version = vllm.Newest()
 		e.note = append(e.note, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.settings.Version))
+	}
+	if m, note := calibrationFor(env.Getenv, e); note != "" {
+		e.measured = m
+		e.note = append(e.note, note)
 	}
 	return e, nil
 }
@@ -238,7 +244,7 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 }
 
 func buildReport(e evidence, opt memory.Options) (Report, error) {
-	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings}
+	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings, Measured: e.measured}
 	if e.autoCount {
 		in.Count = 0
 	}
