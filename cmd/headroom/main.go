@@ -6,12 +6,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"headroom.dev/headroom/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], cli.Env{
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,

@@ -2,15 +2,137 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/telemetry"
 )
 
-// newExporterCmd is replaced by the exporter command's implementation.
+type exporterFlags struct {
+	listen        string
+	metricsURL    string
+	nvidiaSMI     string
+	noGPU         bool
+	minFree       string
+	window        time.Duration
+	scrapeTimeout time.Duration
+	plan          planFlags
+}
+
 func newExporterCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "exporter",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("exporter is not built yet") },
+	f := exporterFlags{plan: planFlags{vllm: map[string]*string{}}}
+	cmd := &cobra.Command{
+		Use:   "exporter --listen :9400 --metrics-url URL [-- vllm serve ...]",
+		Short: "Serve gauges an HPA or KEDA can scale on: KV usage, queue, GPU headroom, OOM risk",
+		Long: `Serves Prometheus gauges at /metrics. Each scrape of the exporter scrapes vLLM's
+/metrics once (bounded by --scrape-timeout) and reads GPU memory, so no value is
+older than the scrape that asks for it:
+
+  headroom_up                              1 when vLLM's /metrics answered
+  headroom_kv_cache_usage                  KV-cache blocks in use, 0..1
+  headroom_queue_depth                     requests waiting
+  headroom_requests_running                requests running
+  headroom_preemptions_per_minute          over --window
+  headroom_ttft_p99_seconds                over --window (since start until it has data)
+  headroom_oom_risk                        0..1, see below
+  headroom_gpu_memory_used_bytes{gpu,uuid}
+  headroom_gpu_memory_total_bytes{gpu,uuid}
+  headroom_gpu_memory_headroom_bytes{gpu,uuid}   free minus what must stay free
+  headroom_gpu_memory_required_free_bytes  --min-free, or the plan's margin
+
+What must stay free is --min-free, or, when the model is given (--model, or the
+vLLM command after --), the planner's margin: the GPU's total minus vLLM's
+planned footprint.
+
+headroom_oom_risk = 1 - (1 - K·(1+Q)/2)·(1 - P)·(1 - G), with
+  K = clamp((kv_usage - 0.8) / 0.2)   Q = waiting / (waiting + running)
+  P = min(1, preemptions per minute / 10)   G = clamp(1 - free / required_free)
+
+Without GPU access (a sidecar with no device) only the vLLM gauges are served.
+SIGINT or SIGTERM shuts it down gracefully.`,
+		Example: `  headroom exporter --listen :9400 --metrics-url http://localhost:8000/metrics
+  headroom exporter --metrics-url localhost:8000 --min-free 2GiB
+  headroom exporter --metrics-url localhost:8000 -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runExporter(cmd, env, f, args) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", ":9400", "address to serve /metrics on")
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary instead of NVML")
+	fl.BoolVar(&f.noGPU, "no-gpu", false, "serve no GPU gauges")
+	fl.StringVar(&f.minFree, "min-free", "", "free memory each GPU must keep, e.g. 2GiB (default: the plan's margin when the model is given)")
+	fl.DurationVar(&f.window, "window", telemetry.DefaultWindow, "span of the preemption rate and the TTFT p99")
+	fl.DurationVar(&f.scrapeTimeout, "scrape-timeout", telemetry.DefaultScrapeTimeout, "time limit of one scrape of vLLM")
+	addTelemetryPlanFlags(cmd, &f.plan)
+	return cmd
+}
+
+func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) error {
+	if f.metricsURL == "" {
+		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+	}
+	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	if f.window <= 0 || f.scrapeTimeout <= 0 {
+		return badInput("--window and --scrape-timeout must be positive")
+	}
+	if f.noGPU && f.nvidiaSMI != "" {
+		return badInput("give either --no-gpu or --nvidia-smi, not both")
+	}
+	// main cancels the context on SIGINT and SIGTERM (how Kubernetes stops a pod).
+	ctx := cmd.Context()
+	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
+
+	var reader telemetry.GPUReader
+	var gpus []telemetry.GPU
+	if !f.noGPU {
+		reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
+		if err == nil {
+			gpus, err = reader.GPUs(ctx)
+		}
+		switch {
+		case err == nil:
+			defer reader.Close()
+			log.Info("reading GPUs", "source", reader.Source(), "count", len(gpus))
+		case f.nvidiaSMI != "" || !errors.Is(err, telemetry.ErrNoGPU):
+			return usageError{err}
+		default:
+			log.Warn("serving no GPU gauges", "reason", err)
+			reader = nil
+		}
+	}
+	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
+	if err != nil {
+		return err
+	}
+	for _, n := range req.notes {
+		log.Info("plan: " + n)
+	}
+	if req.bytes > 0 {
+		log.Info("GPU margin", "required_free", memory.GiB(req.bytes), "why", req.why)
+	}
+	scraper := &telemetry.Scraper{URL: url, Timeout: f.scrapeTimeout}
+	if _, err := scraper.Scrape(ctx); err != nil {
+		// vLLM often starts after its sidecar: serve anyway, headroom_up says 0.
+		log.Warn("vLLM not readable yet", "err", err)
+	}
+	exp := telemetry.NewExporter(telemetry.ExporterOptions{Scraper: scraper, GPUs: reader,
+		RequiredFreeBytes: req.bytes, Window: f.window, Log: log})
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return badInput("cannot listen on %s: %v", f.listen, err)
+	}
+	log.Info("serving", "addr", "http://"+ln.Addr().String()+"/metrics", "vllm", url)
+	if err := telemetry.Serve(ctx, ln, exp.Handler()); err != nil {
+		return fmt.Errorf("serving %s: %v", f.listen, err)
+	}
+	log.Info("stopped")
+	return nil
 }

@@ -1,16 +1,291 @@
 package cli
 
 import (
-	"errors"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/telemetry"
 )
 
-// newSnapshotCmd is replaced by the snapshot command's implementation.
+type snapshotFlags struct {
+	count     int
+	interval  time.Duration
+	output    string
+	file      string
+	maxSize   string
+	keep      int
+	nvidiaSMI string
+}
+
 func newSnapshotCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "snapshot",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("snapshot is not built yet") },
+	var f snapshotFlags
+	cmd := &cobra.Command{
+		Use:   "snapshot [--count N] [--interval 2s] [-o csv|json] [--file F]",
+		Short: "Record GPU memory per device and per process (NVML, or nvidia-smi)",
+		Long: `Reads every GPU's memory (total, used, free) and the memory of each compute
+process, through NVML, or nvidia-smi where NVML is missing, and prints one CSV row
+per GPU and per process, or one JSON object per reading (-o json), each with a
+UTC timestamp.
+
+With --file the records are appended to F one whole line per write, so a crash
+never leaves a torn line; --max-size rotates F (F.1 the newest old file, up to
+--keep of them).
+
+On a machine without an NVIDIA GPU it says so and exits 2.`,
+		Example: `  headroom snapshot
+  headroom snapshot --count 60 --interval 2s --file gpu.csv --max-size 10MiB --keep 5
+  headroom snapshot -o json --count 0 --interval 10s --file gpu.jsonl
+  headroom snapshot --nvidia-smi /usr/local/nvidia/bin/nvidia-smi`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSnapshot(cmd.Context(), env, f) },
 	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.count, "count", 1, "readings to take; 0 runs until interrupted")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
+	fl.StringVarP(&f.output, "output", "o", "csv", "output format: csv or json (one object per line)")
+	fl.StringVar(&f.file, "file", "", "append to this file instead of printing")
+	fl.StringVar(&f.maxSize, "max-size", "", "rotate --file before it passes this size, e.g. 10MiB (default: never)")
+	fl.IntVar(&f.keep, "keep", 5, "rotated files to keep with --max-size")
+	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read through this nvidia-smi binary instead of NVML")
+	return cmd
+}
+
+// snapshotCSVHeader names the CSV columns. A "gpu" row describes a device;
+// a "process" row one process on it (name is then the process's, used_bytes
+// its memory). Unknown values are empty.
+const snapshotCSVHeader = "time,source,kind,gpu,uuid,name,pid,total_bytes,used_bytes,free_bytes"
+
+func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
+	if f.output != "csv" && f.output != "json" {
+		return badInput("unknown output format %q: use csv or json", f.output)
+	}
+	if f.count < 0 {
+		return badInput("--count must be 0 (until interrupted) or more")
+	}
+	if f.interval <= 0 {
+		return badInput("--interval must be positive, e.g. 2s")
+	}
+	if f.keep < 0 {
+		return badInput("--keep must not be negative")
+	}
+	var maxBytes int64
+	if f.maxSize != "" {
+		if f.file == "" {
+			return badInput("--max-size rotates --file: give --file too")
+		}
+		n, err := gpu.ParseBytes(f.maxSize)
+		if err != nil {
+			return badInput("--max-size: %v", err)
+		}
+		maxBytes = n
+	}
+	reader, err := telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
+	if err != nil {
+		return usageError{err}
+	}
+	defer reader.Close()
+	// The first reading comes before any output, so a missing GPU or a
+	// broken nvidia-smi leaves no header behind.
+	gpus, err := reader.GPUs(ctx)
+	if err != nil {
+		return usageError{err}
+	}
+
+	var header []byte
+	if f.output == "csv" {
+		header = []byte(snapshotCSVHeader + "\n")
+	}
+	var sink lineSink
+	if f.file != "" {
+		lf, err := telemetry.OpenLineFile(f.file, telemetry.LineFileOptions{MaxBytes: maxBytes, Keep: f.keep, Header: header})
+		if err != nil {
+			return usageError{err}
+		}
+		defer lf.Close()
+		sink = lf
+	} else {
+		if _, err := env.Stdout.Write(header); err != nil {
+			return err
+		}
+		sink = writerSink{env.Stdout}
+	}
+	progress := newSnapshotProgress(env.Stderr)
+	if f.file != "" {
+		progress.start(fmt.Sprintf("recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
+	}
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		if n > 1 {
+			if gpus, err = reader.GPUs(ctx); err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				return usageError{err}
+			}
+		}
+		lines, err := snapshotLines(time.Now().UTC(), reader.Source(), gpus, f.output)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if err := sink.WriteLine(l); err != nil {
+				return err
+			}
+		}
+		if f.file != "" {
+			progress.update(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
+		}
+		if f.count > 0 && n >= f.count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if f.file != "" {
+		progress.done(fmt.Sprintf("wrote to %s", f.file))
+	}
+	return nil
+}
+
+// lineSink takes whole lines.
+type lineSink interface{ WriteLine([]byte) error }
+
+type writerSink struct{ w io.Writer }
+
+func (s writerSink) WriteLine(b []byte) error {
+	_, err := s.w.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
+	return err
+}
+
+// snapshotRecord is one reading in JSON.
+type snapshotRecord struct {
+	Time   string          `json:"time"`
+	Source string          `json:"source"`
+	GPUs   []telemetry.GPU `json:"gpus"`
+}
+
+const snapshotTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func snapshotLines(t time.Time, source string, gpus []telemetry.GPU, format string) ([][]byte, error) {
+	ts := t.Format(snapshotTimeFormat)
+	if format == "json" {
+		b, err := json.Marshal(snapshotRecord{Time: ts, Source: source, GPUs: gpus})
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{b}, nil
+	}
+	var out [][]byte
+	row := func(cells ...string) error {
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		if err := w.Write(cells); err != nil {
+			return err
+		}
+		w.Flush()
+		out = append(out, buf.Bytes())
+		return w.Error()
+	}
+	for _, g := range gpus {
+		if err := row(ts, source, "gpu", csvInt(g.Index), g.UUID, oneLine(g.Name), "",
+			csvInt64(g.TotalBytes), csvInt64(g.UsedBytes), csvInt64(g.FreeBytes)); err != nil {
+			return nil, err
+		}
+		for _, p := range g.Processes {
+			if err := row(ts, source, "process", csvInt(g.Index), g.UUID, oneLine(p.Name), csvInt(p.PID),
+				"", csvInt64(p.UsedBytes), ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func csvInt(v int) string {
+	if v == telemetry.Unknown {
+		return ""
+	}
+	return strconv.Itoa(v)
+}
+
+func csvInt64(v int64) string {
+	if v == telemetry.Unknown {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// oneLine keeps a name from breaking a record over lines: process names
+// come from /proc and may hold control characters.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func snapshotSummary(gpus []telemetry.GPU) string {
+	parts := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		if g.UsedBytes == telemetry.Unknown || g.TotalBytes == telemetry.Unknown {
+			parts = append(parts, fmt.Sprintf("GPU %d ?", g.Index))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("GPU %d %.1f/%.1f GiB", g.Index, gibs(g.UsedBytes), gibs(g.TotalBytes)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// snapshotProgress shows a live line on a terminal and plain lines elsewhere.
+type snapshotProgress struct {
+	w   io.Writer
+	tty bool
+}
+
+func newSnapshotProgress(w io.Writer) *snapshotProgress {
+	return &snapshotProgress{w: w, tty: telemetryIsTTY(w)}
+}
+
+func (p *snapshotProgress) start(msg string) { fmt.Fprintf(p.w, "headroom: %s\n", msg) }
+
+func (p *snapshotProgress) update(msg string) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", msg)
+	}
+}
+
+func (p *snapshotProgress) done(msg string) {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintf(p.w, "headroom: %s\n", msg)
+}
+
+// telemetryIsTTY reports whether w is a terminal.
+func telemetryIsTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

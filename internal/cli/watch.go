@@ -1,16 +1,404 @@
 package cli
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/vllm"
 )
 
-// newWatchCmd is replaced by the watch command's implementation.
+type watchFlags struct {
+	metricsURL  string
+	snapshot    bool
+	nvidiaSMI   string
+	count       int
+	interval    time.Duration
+	window      time.Duration
+	output      string
+	alerts      string
+	kvThreshold float64
+	kvReadings  int
+	minFree     string
+	plan        planFlags
+}
+
 func newWatchCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "watch",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("watch is not built yet") },
+	f := watchFlags{plan: planFlags{vllm: map[string]*string{}}}
+	cmd := &cobra.Command{
+		Use:   "watch --metrics-url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
+		Short: "Watch a vLLM server's KV cache, queue, preemptions, TTFT and GPU memory together",
+		Long: `Scrapes a vLLM server's /metrics (the metric names of old and new releases) and,
+with --snapshot, reads GPU memory, then prints one live line per reading: GPU
+used/total, KV-cache usage, running and waiting requests, preemptions per minute,
+TTFT p99 (over the last --window) and the OOM risk (0..1, see the exporter).
+
+Alerts go to stderr and, with --alerts, to a JSON-lines file:
+  kv_pressure   KV usage at or above --kv-threshold for --kv-readings readings
+                in a row while requests wait
+  preemptions   vLLM preempted requests since the last reading
+  gpu_headroom  a GPU's free memory fell under what must stay free: --min-free,
+                or the plan's margin (total minus vLLM's planned footprint) when
+                the model is given (--model, or the vLLM command after --)
+An alert is raised when its condition starts, and again only after it clears.
+
+-o json prints one object per reading with kv_cache_usage (0..1),
+num_requests_running, num_requests_waiting, num_preemptions_total,
+preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
+gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
+alerts it raised; values not known are null.`,
+		Example: `  headroom watch --metrics-url http://localhost:8000/metrics
+  headroom watch --metrics-url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
+  headroom watch --metrics-url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
+  headroom watch --metrics-url localhost:8000 --count 30 -o json > readings.jsonl`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, env, f, args) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
+	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
+	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
+	fl.DurationVar(&f.window, "window", telemetry.DefaultWindow, "span of the preemption rate and the TTFT p99")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text (a live line) or json (one object per reading)")
+	fl.StringVar(&f.alerts, "alerts", "", "append alerts to this JSON-lines file")
+	fl.Float64Var(&f.kvThreshold, "kv-threshold", telemetry.DefaultKVThreshold, "KV-cache usage (0..1) that counts as pressure")
+	fl.IntVar(&f.kvReadings, "kv-readings", telemetry.DefaultKVReadings, "readings in a row above --kv-threshold before the alert")
+	fl.StringVar(&f.minFree, "min-free", "", "free memory each GPU must keep, e.g. 2GiB (default: the plan's margin when the model is given)")
+	addTelemetryPlanFlags(cmd, &f.plan)
+	return cmd
+}
+
+// addTelemetryPlanFlags registers the evidence the planner needs (the
+// model, the GPU, vLLM's memory flags) under the names `plan` uses.
+func addTelemetryPlanFlags(cmd *cobra.Command, f *planFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "the served model, to ask the planner how much memory must stay free")
+	fl.StringVar(&f.gpuName, "gpu", "", "GPU for the plan (default: the name the GPU reports)")
+	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs for the plan")
+	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory for the plan, e.g. 24GiB")
+	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules the plan uses")
+	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager")
+	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub")
+	for _, v := range vllmStringFlags {
+		f.vllm[v.name] = fl.String(v.name, "", v.usage)
+	}
+}
+
+// requiredFree is the free memory each GPU must keep and where it comes from.
+type requiredFree struct {
+	bytes int64
+	why   string
+	notes []string
+}
+
+// planRequiredFree asks the planner how much each GPU must keep free: the
+// GPU's total minus vLLM's planned footprint (what the card holds once
+// serving). --min-free wins; with no model given there is no requirement.
+// gpus, when read, name the GPU if --gpu is not given.
+func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, args []string, gpus []telemetry.GPU) (requiredFree, error) {
+	var r requiredFree
+	pasted := cmd.ArgsLenAtDash() >= 0
+	if minFree != "" {
+		if f.model != "" || pasted {
+			return r, badInput("give either --min-free or the model (--model, -- vllm serve ...), not both")
+		}
+		n, err := gpu.ParseBytes(minFree)
+		if err != nil {
+			return r, badInput("--min-free: %v", err)
+		}
+		return requiredFree{bytes: n, why: "--min-free"}, nil
+	}
+	if f.model == "" && !pasted {
+		if len(args) > 0 {
+			return r, badInput("unexpected argument %q: paste the vLLM command after --", args[0])
+		}
+		return r, nil
+	}
+	if f.gpuName == "" && f.gpuMemory == "" && len(gpus) > 0 {
+		f.gpuName = gpus[0].Name
+	}
+	e, err := gather(cmd.Context(), cmd, env, f, args)
+	if err != nil {
+		return r, err
+	}
+	b, err := memory.Plan(memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings})
+	if err != nil {
+		return r, usageError{err}
+	}
+	r.notes = e.note
+	margin := b.PerGPU.Total - b.Footprint
+	if margin <= 0 {
+		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
+			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))
+		return r, nil
+	}
+	r.bytes = margin
+	r.why = fmt.Sprintf("the plan for %s on %s leaves %s of %s free beyond vLLM's %s footprint",
+		e.settings.Model, e.sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
+	return r, nil
+}
+
+func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
+	ctx := cmd.Context()
+	if f.output != "text" && f.output != "json" {
+		return badInput("unknown output format %q: use text or json", f.output)
+	}
+	switch {
+	case f.count < 0:
+		return badInput("--count must be 0 (until interrupted) or more")
+	case f.interval <= 0:
+		return badInput("--interval must be positive, e.g. 2s")
+	case f.window <= 0:
+		return badInput("--window must be positive, e.g. 1m")
+	case f.kvThreshold <= 0 || f.kvThreshold > 1:
+		return badInput("--kv-threshold must be a fraction in (0, 1], e.g. 0.9")
+	case f.kvReadings < 1:
+		return badInput("--kv-readings must be 1 or more")
+	}
+	if f.metricsURL == "" {
+		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+	}
+	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	scraper := &telemetry.Scraper{URL: url}
+
+	var reader telemetry.GPUReader
+	if f.snapshot || f.nvidiaSMI != "" {
+		if reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI}); err != nil {
+			return usageError{err}
+		}
+		defer reader.Close()
+	}
+	var gpus []telemetry.GPU
+	if reader != nil {
+		if gpus, err = reader.GPUs(ctx); err != nil {
+			return usageError{err}
+		}
+	}
+	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
+	if err != nil {
+		return err
+	}
+	for _, n := range req.notes {
+		fmt.Fprintf(env.Stderr, "headroom: note: %s\n", n)
+	}
+	if req.bytes > 0 {
+		if reader == nil {
+			return badInput("the GPU headroom alert needs GPU readings: add --snapshot")
+		}
+		fmt.Fprintf(env.Stderr, "headroom: alerting when a GPU has less than %s free (%s)\n", memory.GiB(req.bytes), req.why)
+	}
+	var alertFile *telemetry.LineFile
+	if f.alerts != "" {
+		if alertFile, err = telemetry.OpenLineFile(f.alerts, telemetry.LineFileOptions{}); err != nil {
+			return usageError{err}
+		}
+		defer alertFile.Close()
+	}
+
+	mon := telemetry.NewMonitor(telemetry.AlertRules{KVThreshold: f.kvThreshold, KVReadings: f.kvReadings,
+		RequiredFreeBytes: req.bytes, RequiredFreeWhy: req.why}, f.window)
+	live := f.output == "text" && telemetryIsTTY(env.Stdout)
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		var sample *telemetry.VLLMSample
+		s, scrapeErr := scraper.Scrape(ctx)
+		if scrapeErr == nil {
+			sample = &s
+		} else if ctx.Err() != nil {
+			break
+		} else if n == 1 {
+			return usageError{scrapeErr}
+		}
+		if reader != nil && n > 1 {
+			var gerr error
+			if gpus, gerr = reader.GPUs(ctx); gerr != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				gpus = nil
+				if scrapeErr == nil {
+					scrapeErr = gerr
+				}
+			}
+		}
+		r, alerts := mon.Observe(time.Now(), sample, gpus)
+		if err := emitWatch(env, f.output, live, r, alerts, scrapeErr, alertFile); err != nil {
+			return err
+		}
+		if f.count > 0 && n >= f.count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if live {
+		fmt.Fprintln(env.Stdout)
+	}
+	return nil
+}
+
+// watchRecord is one reading in -o json. Pointers are null when unknown.
+type watchRecord struct {
+	Time                 string            `json:"time"`
+	KVCacheUsage         *float64          `json:"kv_cache_usage"`
+	RequestsRunning      *float64          `json:"num_requests_running"`
+	RequestsWaiting      *float64          `json:"num_requests_waiting"`
+	PreemptionsTotal     *float64          `json:"num_preemptions_total"`
+	PreemptionsPerMinute *float64          `json:"preemptions_per_minute"`
+	TTFTP99Seconds       *float64          `json:"ttft_p99_seconds"`
+	TTFTWindowSeconds    *float64          `json:"ttft_window_seconds"`
+	OOMRisk              *float64          `json:"oom_risk"`
+	GPUUsedBytes         *int64            `json:"gpu_used_bytes"`
+	GPUTotalBytes        *int64            `json:"gpu_total_bytes"`
+	GPUMinFreeBytes      *int64            `json:"gpu_min_free_bytes"`
+	GPUs                 []telemetry.GPU   `json:"gpus,omitempty"`
+	MetricNames          map[string]string `json:"metric_names,omitempty"`
+	Alerts               []telemetry.Alert `json:"alerts"`
+	Error                string            `json:"error,omitempty"`
+}
+
+func newWatchRecord(r telemetry.Reading, alerts []telemetry.Alert, readErr error) watchRecord {
+	f := func(v float64) *float64 { return &v }
+	rec := watchRecord{Time: r.Time.UTC().Format(snapshotTimeFormat), Alerts: alerts}
+	if rec.Alerts == nil {
+		rec.Alerts = []telemetry.Alert{}
+	}
+	if readErr != nil {
+		rec.Error = readErr.Error()
+	}
+	if v := r.VLLM; v != nil {
+		rec.MetricNames = map[string]string{}
+		for m, name := range v.Names {
+			rec.MetricNames[string(m)] = name
+		}
+		if v.Has(vllm.MetricKVCacheUsage) {
+			rec.KVCacheUsage = f(v.KVCacheUsage)
+		}
+		if v.Has(vllm.MetricRequestsRunning) {
+			rec.RequestsRunning = f(v.RequestsRunning)
+		}
+		if v.Has(vllm.MetricRequestsWaiting) {
+			rec.RequestsWaiting = f(v.RequestsWaiting)
+		}
+		if v.Has(vllm.MetricPreemptions) {
+			rec.PreemptionsTotal = f(v.PreemptionsTotal)
+			rec.PreemptionsPerMinute = f(r.Delta.PreemptionsPerMinute)
+		}
+		if r.TTFTKnown {
+			rec.TTFTP99Seconds, rec.TTFTWindowSeconds = f(r.TTFTP99Seconds), f(r.TTFTWindowSeconds)
+		}
+		rec.OOMRisk = f(r.OOMRisk)
+	}
+	if len(r.GPUs) > 0 {
+		rec.GPUs = r.GPUs
+		var used, total int64
+		known := true
+		for _, g := range r.GPUs {
+			if g.UsedBytes == telemetry.Unknown || g.TotalBytes == telemetry.Unknown {
+				known = false
+				break
+			}
+			used += g.UsedBytes
+			total += g.TotalBytes
+		}
+		if known {
+			rec.GPUUsedBytes, rec.GPUTotalBytes = &used, &total
+		}
+		if r.MinFreeBytes != telemetry.Unknown {
+			m := r.MinFreeBytes
+			rec.GPUMinFreeBytes = &m
+		}
+	}
+	return rec
+}
+
+func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
+	for _, a := range alerts {
+		if alertFile != nil {
+			b, err := json.Marshal(a)
+			if err != nil {
+				return err
+			}
+			if err := alertFile.WriteLine(b); err != nil {
+				return usageError{err}
+			}
+		}
+		if live {
+			fmt.Fprint(env.Stdout, "\r\033[K")
+		}
+		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
+	}
+	if format == "json" {
+		b, err := json.Marshal(newWatchRecord(r, alerts, readErr))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
+		return err
+	}
+	line := watchLine(r, readErr)
+	if live {
+		_, err := fmt.Fprintf(env.Stdout, "\r\033[K%s", line)
+		return err
+	}
+	_, err := fmt.Fprintln(env.Stdout, line)
+	return err
+}
+
+// watchLine is the live line: "14:03:07  GPU 72.9/79.6 GiB  KV 94.1%  running 48 ...".
+func watchLine(r telemetry.Reading, readErr error) string {
+	var b strings.Builder
+	b.WriteString(r.Time.Format("15:04:05"))
+	if len(r.GPUs) > 0 {
+		var used, total int64
+		for _, g := range r.GPUs {
+			used += max(g.UsedBytes, 0)
+			total += max(g.TotalBytes, 0)
+		}
+		fmt.Fprintf(&b, "  GPU %.1f/%.1f GiB", gibs(used), gibs(total))
+	}
+	if v := r.VLLM; v != nil {
+		if v.Has(vllm.MetricKVCacheUsage) {
+			fmt.Fprintf(&b, "  KV %.1f%%", v.KVCacheUsage*100)
+		}
+		fmt.Fprintf(&b, "  running %s  waiting %s", humanFloat(v.RequestsRunning), humanFloat(v.RequestsWaiting))
+		fmt.Fprintf(&b, "  preempt %.1f/min", r.Delta.PreemptionsPerMinute)
+		if r.TTFTKnown {
+			fmt.Fprintf(&b, "  TTFT p99 %.2fs", r.TTFTP99Seconds)
+		} else {
+			b.WriteString("  TTFT p99 -")
+		}
+		fmt.Fprintf(&b, "  risk %.2f", r.OOMRisk)
+	}
+	if readErr != nil {
+		msg := readErr.Error()
+		if len(msg) > 160 {
+			msg = msg[:160] + "..."
+		}
+		fmt.Fprintf(&b, "  (%s)", msg)
+	}
+	return b.String()
+}
+
+func humanFloat(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprint(int64(v))
+	}
+	return fmt.Sprintf("%.1f", v)
 }
