@@ -35,6 +35,20 @@ type kvLayout struct {
 	numGroups int
 	// pageBytes is the unified page size of one block of one layer.
 	pageBytes int64
+
+	// The per-request need, summed once per kind so the max-length search
+	// costs O(kinds), not O(layers): pages of layers holding every token,
+	// sliding layers by window, and fixed linear states.
+	fullPages   int64
+	slidingSums []slidingSum
+	linearBytes int64
+}
+
+// slidingSum is the pages of all sliding layers sharing one window.
+type slidingSum struct {
+	window  int
+	chunked bool
+	pages   int64
 }
 
 // tokenBytesPerLayer is the KV bytes one token costs in one layer of the
@@ -79,7 +93,31 @@ func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout
 		l.layers = append(l.layers, ls)
 	}
 	l.group()
+	l.sum()
 	return l
+}
+
+// sum aggregates the layers for requestBytes.
+func (l *kvLayout) sum() {
+	for _, ls := range l.layers {
+		switch ls.kind {
+		case model.Sliding:
+			found := false
+			for i := range l.slidingSums {
+				if g := &l.slidingSums[i]; g.window == ls.window && g.chunked == ls.chunked {
+					g.pages += ls.pageBytes
+					found = true
+				}
+			}
+			if !found {
+				l.slidingSums = append(l.slidingSums, slidingSum{window: ls.window, chunked: ls.chunked, pages: ls.pageBytes})
+			}
+		case model.Linear:
+			l.linearBytes += ls.stateBytes
+		default:
+			l.fullPages += ls.pageBytes
+		}
+	}
 }
 
 // group reproduces vLLM's grouping of hybrid models
@@ -159,26 +197,16 @@ func cdiv(a, b int64) int64 { return (a + b - 1) / b }
 // window − 1 + max_num_batched_tokens tokens plus one block (chunked local
 // layers chunk + max_num_batched_tokens); linear layers one state.
 func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
-	var n int64
 	bs := int64(l.blockSize)
-	for _, ls := range l.layers {
-		switch ls.kind {
-		case model.Sliding:
-			full := cdiv(int64(length), bs)
-			w := cdiv(int64(ls.window-1+batchedTokens), bs) + 1
-			if ls.chunked {
-				// Chunked local attention: cdiv(min(chunk + batched, len), block).
-				w = cdiv(int64(ls.window+batchedTokens), bs)
-			}
-			if w < full {
-				full = w
-			}
-			n += full * ls.pageBytes
-		case model.Linear:
-			n += ls.stateBytes
-		default:
-			n += cdiv(int64(length), bs) * ls.pageBytes
+	full := cdiv(int64(length), bs)
+	n := full*l.fullPages + l.linearBytes
+	for _, g := range l.slidingSums {
+		w := cdiv(int64(g.window-1+batchedTokens), bs) + 1
+		if g.chunked {
+			// Chunked local attention: cdiv(min(chunk + batched, len), block).
+			w = cdiv(int64(g.window+batchedTokens), bs)
 		}
+		n += min(full, w) * g.pages
 	}
 	return n
 }

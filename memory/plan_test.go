@@ -392,3 +392,16 @@ func TestAutoMaxModelLen(t *testing.T) {
 		t.Errorf("0.13.0 has no auto: %v", b.Problems)
 	}
 }
+
+// What a denial costs: the plan and every alternative (the admission
+// webhook quotes them).
+func BenchmarkAlternatives(b *testing.B) {
+	in := memory.Input{Model: spec(b, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(b, "L4"),
+		Settings: vllm.Settings{MaxModelLen: 8192}}
+	devs := gpu.Devices()
+	for b.Loop() {
+		if len(memory.Alternatives(in, devs)) == 0 {
+			b.Fatal("no alternatives")
+		}
+	}
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/vllm"
@@ -189,8 +190,10 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 		if b.Fits {
 			return nil, true
 		}
+		// The recommended utilization may be higher (room for the KV
+		// cache) or lower (room for CUDA graphs outside the budget).
 		u, _ := Utilization(b, PolicyHeadroom)
-		if u <= c.Settings.GPUMemoryUtilization {
+		if u == c.Settings.GPUMemoryUtilization {
 			return nil, false
 		}
 		c.Settings.GPUMemoryUtilization = u
@@ -232,18 +235,24 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 		l := alignDown(base.MaxFitLen, base.Settings.BlockSize, base.Model.MaxPositions)
 		out = append(out, Alternative{Code: "shorter_context", Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l), Args: []string{"--max-model-len", fmt.Sprint(l)}})
 	}
-	var best *gpu.Device
-	for i := range devices {
-		d := devices[i]
-		if d.TotalBytes <= in.Device.TotalBytes || (best != nil && d.TotalBytes >= best.TotalBytes) {
-			continue
+	// The smallest bigger GPU that fits: try candidates in size order and
+	// stop at the first.
+	bigger := make([]gpu.Device, 0, len(devices))
+	for _, d := range devices {
+		if d.TotalBytes > in.Device.TotalBytes {
+			bigger = append(bigger, d)
 		}
+	}
+	sort.SliceStable(bigger, func(i, j int) bool { return bigger[i].TotalBytes < bigger[j].TotalBytes })
+	var best *gpu.Device
+	for i := range bigger {
 		c := in
-		c.Device = d
+		c.Device = bigger[i]
 		c.Settings = in.Settings
 		c.Count = 0
 		if b, err := Plan(c); err == nil && b.Fits {
-			best = &devices[i]
+			best = &bigger[i]
+			break
 		}
 	}
 	if best != nil {

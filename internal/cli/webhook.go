@@ -1,16 +1,145 @@
 package cli
 
 import (
-	"errors"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"headroom.dev/headroom/admission"
 )
 
-// newWebhookCmd is replaced by the webhook command's implementation.
+type webhookFlags struct {
+	listen, certFile, keyFile string
+	kubeconfig                string
+	noCluster                 bool
+	lookupTimeout             time.Duration
+	logFormat, logLevel       string
+}
+
 func newWebhookCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "webhook",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("webhook is not built yet") },
+	var f webhookFlags
+	cmd := &cobra.Command{
+		Use:   "webhook --tls-cert-file FILE --tls-private-key-file FILE",
+		Short: "Serve the Kubernetes admission webhook that stops OOM-bound vLLM deployments",
+		Long: `Serves admission.k8s.io/v1 AdmissionReviews over HTTPS for Deployments,
+StatefulSets, Pods and KAITO Workspaces that run vLLM:
+
+  POST /validate  denies a server that will not start (weights do not fit, the KV
+                  cache cannot hold one --max-model-len request, TP does not divide
+                  the heads) with the planner's numbers; warns on thin margins,
+                  short probes, shared GPUs and CPU-only autoscaling
+  POST /mutate    adds PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where safe,
+                  and with headroom.dev/autofix: "true" fills a missing
+                  --max-model-len / --gpu-memory-utilization and writes headroom.dev/plan
+  GET /healthz, /readyz, /metrics
+
+The certificate files are reloaded when they change. ConfigMaps (model configs,
+KAITO inference configs), HorizontalPodAutoscalers and HPA targets are read from
+the API server: in-cluster by default, or with --kubeconfig. deploy/ holds the
+manifests.`,
+		Example: `  headroom webhook --tls-cert-file /certs/tls.crt --tls-private-key-file /certs/tls.key
+  headroom webhook --listen 127.0.0.1:9443 --tls-cert-file c.pem --tls-private-key-file k.pem --kubeconfig ~/.kube/config`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWebhook(cmd, env, f) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", ":8443", "address to serve HTTPS on")
+	fl.StringVar(&f.certFile, "tls-cert-file", "", "PEM serving certificate (chain); reloaded on change")
+	fl.StringVar(&f.keyFile, "tls-private-key-file", "", "PEM private key of the certificate; reloaded on change")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default: the in-cluster service account, then $KUBECONFIG)")
+	fl.BoolVar(&f.noCluster, "no-cluster", false, "run without the API server: ConfigMaps and HPAs are not read (checks that need them warn)")
+	fl.DurationVar(&f.lookupTimeout, "lookup-timeout", 2*time.Second, "limit on each API read during one admission")
+	fl.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
+	if f.certFile == "" || f.keyFile == "" {
+		return badInput("TLS is required: give --tls-cert-file and --tls-private-key-file (the API server calls webhooks over HTTPS only)")
+	}
+	if f.lookupTimeout <= 0 {
+		return badInput("--lookup-timeout must be positive")
+	}
+	if f.noCluster && f.kubeconfig != "" {
+		return badInput("give either --kubeconfig or --no-cluster, not both")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return badInput("unknown --log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
+	switch f.logFormat {
+	case "json":
+		log = slog.New(slog.NewJSONHandler(env.Stderr, opts))
+	case "text":
+		log = slog.New(slog.NewTextHandler(env.Stderr, opts))
+	default:
+		return badInput("unknown --log-format %q: use json or text", f.logFormat)
+	}
+
+	metrics := admission.NewMetrics()
+	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout}
+	if !f.noCluster {
+		cfg, err := restConfig(env, f.kubeconfig)
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("API client: %v", err)
+		}
+		c := admission.Cluster{Client: client}
+		deps.ConfigMaps, deps.HPAs, deps.PodTemplates = c, c, c
+		log.Info("reading from the API server", "host", cfg.Host)
+	}
+	srv, err := admission.NewServer(admission.ServerConfig{
+		Addr: f.listen, CertFile: f.certFile, KeyFile: f.keyFile,
+		Handler: admission.NewHandler(deps), Metrics: metrics, Log: log,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	// main cancels the context on SIGINT and SIGTERM (how Kubernetes stops a pod).
+	return srv.ListenAndServe(cmd.Context())
+}
+
+// restConfig finds the API server: --kubeconfig, else the in-cluster
+// service account, else $KUBECONFIG (read once, at start).
+func restConfig(env Env, kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	case getenv(env, "KUBERNETES_SERVICE_HOST") != "":
+		// The kubelet sets it in every pod; InClusterConfig reads it and
+		// the service account's token.
+		cfg, err = rest.InClusterConfig()
+	case getenv(env, "KUBECONFIG") != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", getenv(env, "KUBECONFIG"))
+	default:
+		return nil, badInput("not running in a cluster and no --kubeconfig: give --kubeconfig, or --no-cluster to serve without reading ConfigMaps and HPAs")
+	}
+	if err != nil {
+		return nil, badInput("API server configuration: %v", err)
+	}
+	// Reads happen inside a 10 s admission call; the lookup timeout bounds
+	// each one, this bounds anything else.
+	cfg.Timeout = 10 * time.Second
+	cfg.UserAgent = "headroom-webhook"
+	return cfg, nil
+}
+
+func getenv(env Env, name string) string {
+	if env.Getenv == nil {
+		return ""
+	}
+	return env.Getenv(name)
 }

@@ -1,0 +1,151 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
+)
+
+// subject is one vLLM server to check: a container of a pod, or a KAITO
+// Workspace.
+type subject struct {
+	// label names it in messages: `container "vllm"`, `workspace`.
+	label    string
+	settings vllm.Settings
+	env      map[string]string
+	gpu      gpuEvidence
+	// defaults, when set, fills settings the platform chooses (KAITO's
+	// flags) once the model is known.
+	defaults func(spec model.Spec, s *vllm.Settings)
+}
+
+// assessment is what the planner says about a subject.
+type assessment struct {
+	denials  []string
+	warnings []string
+	// in and budget are set when the subject was planned.
+	in     memory.Input
+	budget *memory.Budget
+}
+
+// planned reports whether the planner ran.
+func (a assessment) planned() bool { return a.budget != nil }
+
+// maxAlternatives bounds the fixes quoted in a denial.
+const maxAlternatives = 3
+
+// assess resolves the subject's model and GPU and runs the planner. What
+// cannot be resolved becomes a warning: the webhook fails open. explain
+// adds the planner's alternatives to a denial; the mutating webhook, which
+// never denies, skips that search.
+func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]string, sub subject, explain bool) assessment {
+	var a assessment
+	warn := func(format string, args ...any) {
+		a.warnings = append(a.warnings, sub.label+": "+fmt.Sprintf(format, args...))
+	}
+	for _, why := range sub.gpu.shared {
+		warn("the GPU looks shared: %s; vLLM sizes its KV cache from the whole card's memory, so another process on the same GPU makes it run out of memory", why)
+	}
+	spec, err := h.resolveModel(ctx, namespace, ann, sub.settings.Model)
+	if err != nil {
+		warn("memory not checked: %v", err)
+		return a
+	}
+	if !sub.gpu.known {
+		warn("memory not checked: cannot tell which GPU it gets (%s); name it with the annotation %s", sub.gpu.unresolved, AnnotationGPU)
+		return a
+	}
+	if sub.gpu.count <= 0 {
+		warn("memory not checked: it requests no GPU (resources.limits %q); vLLM needs one", ResourceGPU)
+		return a
+	}
+	set := sub.settings
+	if sub.defaults != nil {
+		sub.defaults(spec, &set)
+	}
+	in := memory.Input{Model: spec, Device: sub.gpu.sel.Device, Count: sub.gpu.count, Settings: set, Env: mergeEnv(set.Env, sub.env)}
+	b, err := memory.Plan(in)
+	if err != nil {
+		warn("memory not checked: %v", err)
+		return a
+	}
+	a.in, a.budget = in, &b
+
+	dev := sub.gpu.sel.Device
+	size := memory.GiB(dev.TotalBytes)
+	if dev.Estimated {
+		size += " estimated"
+	}
+	what := fmt.Sprintf("%s on %d × %s (%s, from %s)", spec.ID, sub.gpu.count, dev.Name, size, sub.gpu.from)
+	// memory.Plan resolves --max-model-len auto to the length vLLM will
+	// pick, so its problems are what vLLM would fail on.
+	var problems []string
+	for _, p := range b.Problems {
+		problems = append(problems, p.Message)
+	}
+	if len(problems) > 0 {
+		msg := fmt.Sprintf("%s: %s: %s", sub.label, what, strings.Join(problems, "; "))
+		var fixes []string
+		var alts []memory.Alternative
+		if explain {
+			alts = memory.Alternatives(in, h.devices)
+		}
+		for _, alt := range alts {
+			if len(fixes) == maxAlternatives {
+				break
+			}
+			fixes = append(fixes, alt.Message)
+		}
+		if len(fixes) > 0 {
+			msg += ". To fix: " + strings.Join(fixes, "; or ")
+		}
+		a.denials = append(a.denials, msg)
+	}
+	for _, w := range b.Warnings {
+		warn("%s: %s", what, w.Message)
+	}
+	if b.AutoFit && len(problems) == 0 {
+		warn("--max-model-len auto: vLLM will serve about %d tokens of context here", b.MaxModelLen)
+	}
+	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); sub.gpu.count > used {
+		hint := ""
+		if tp := sub.gpu.count / b.Settings.PipelineParallelSize; tp > 0 && spec.Heads%tp == 0 {
+			hint = fmt.Sprintf("; set --tensor-parallel-size %d to shard the model over all of them", tp)
+		}
+		warn("it gets %d GPUs but its flags use %d%s", sub.gpu.count, used, hint)
+	}
+	return a
+}
+
+// mergeEnv combines the environment written before the command (in a
+// shell script) with the container's; the command line's wins, as in a
+// shell.
+func mergeEnv(command, container map[string]string) map[string]string {
+	if len(command) == 0 {
+		return container
+	}
+	out := make(map[string]string, len(command)+len(container))
+	for k, v := range container {
+		out[k] = v
+	}
+	for k, v := range command {
+		out[k] = v
+	}
+	return out
+}
+
+// summary is the one-line plan written to headroom.dev/plan.
+func summary(b memory.Budget) string {
+	p := b.PerGPU
+	verdict := "fits"
+	if !b.Fits {
+		verdict = "does not fit"
+	}
+	return fmt.Sprintf("%s on %d × %s, TP %d PP %d, vLLM %s: per GPU weights %s, KV cache %s (%d tokens, %.1f × %d-token requests) at --gpu-memory-utilization %.2f; %s",
+		b.Model.ID, b.Count, b.Device.Name, b.Settings.TensorParallelSize, b.Settings.PipelineParallelSize, b.Settings.Version,
+		memory.GiB(p.Weights), memory.GiB(p.KVCache), b.KVTokens, b.MaxConcurrency, b.MaxModelLen, b.Settings.GPUMemoryUtilization, verdict)
+}

@@ -1,0 +1,138 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestReadLaunch(t *testing.T) {
+	const llama = "meta-llama/Llama-3.1-8B-Instruct"
+	tests := []struct {
+		name       string
+		c          corev1.Container
+		vllm       bool
+		model      string
+		maxLen     int
+		appendable bool
+		shell      bool
+		version    string
+		err        string
+	}{
+		{name: "image entrypoint, flags in args", c: corev1.Container{Image: "vllm/vllm-openai:v0.9.2", Args: []string{"--model", llama, "--max-model-len=8192"}},
+			vllm: true, model: llama, maxLen: 8192, appendable: true, version: "0.9.2"},
+		// vLLM reads 32K as 32 × 1024 (and 32k as 32000).
+		{name: "image entrypoint, positional model", c: corev1.Container{Image: "docker.io/vllm/vllm-openai:latest", Args: []string{llama, "--max-model-len", "32K"}},
+			vllm: true, model: llama, maxLen: 32768, appendable: true},
+		{name: "image from a mirror with a digest", c: corev1.Container{Image: "mirror.example.com/vllm/vllm-openai@sha256:0123", Args: []string{"--model", llama}},
+			vllm: true, model: llama, appendable: true},
+		{name: "vllm serve in command", c: corev1.Container{Image: "acme/llm:1", Command: []string{"vllm", "serve", llama}, Args: []string{"--max_model_len", "4096"}},
+			vllm: true, model: llama, maxLen: 4096, appendable: true},
+		{name: "python -m api_server", c: corev1.Container{Image: "acme/llm:1", Command: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, Args: []string{"--model", llama}},
+			vllm: true, model: llama, appendable: true},
+		{name: "command in args, no command", c: corev1.Container{Image: "acme/llm:1", Args: []string{"/opt/venv/bin/vllm", "serve", llama}},
+			vllm: true, model: llama, appendable: true},
+		{name: "bare -- ends the options", c: corev1.Container{Image: "vllm/vllm-openai:v0.19.0", Args: []string{"--max-model-len", "4096", "--", llama}},
+			vllm: true, model: llama, maxLen: 4096, appendable: false, version: "0.19.0"},
+		{name: "sh -c script with exec", c: corev1.Container{Image: "acme/llm:1", Command: []string{"/bin/sh", "-c"}, Args: []string{"huggingface-cli download x && exec vllm serve " + llama + " --max-model-len 2048 | tee log"}},
+			vllm: true, model: llama, maxLen: 2048, shell: true},
+		{name: "bash -o pipefail -ec with python", c: corev1.Container{Image: "acme/llm:1", Command: []string{"bash", "-o", "pipefail", "-ec", "python3 -u -m vllm.entrypoints.openai.api_server --model " + llama}},
+			vllm: true, model: llama, shell: true},
+		{name: "shell without vLLM", c: corev1.Container{Image: "busybox", Command: []string{"sh", "-c", "sleep 3600"}}},
+		{name: "another python module", c: corev1.Container{Image: "acme/llm:1", Command: []string{"python", "-m", "http.server"}}},
+		{name: "vllm image running something else", c: corev1.Container{Image: "vllm/vllm-openai:v0.9.2", Command: []string{"sleep", "infinity"}}},
+		{name: "not vLLM at all", c: corev1.Container{Image: "nginx:1.27"}},
+		{name: "a vLLM image lookalike", c: corev1.Container{Image: "acme/vllm/vllm-openai-fork:1", Args: []string{"--model", llama}}},
+		{name: "bad flag in a shell script", c: corev1.Container{Image: "acme/llm:1", Command: []string{"sh", "-c", "vllm serve m --max-model-len lots"}},
+			vllm: true, err: "max-model-len"},
+		// A vLLM command whose flags are wrong is still vLLM: the error is
+		// reported, not mistaken for another program.
+		{name: "bad flag value", c: corev1.Container{Image: "vllm/vllm-openai:v0.9.2", Args: []string{"--model", llama, "--max-model-len", "$(MAX_LEN)"}},
+			vllm: true, err: "max-model-len"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, ok, err := readLaunch(tc.c)
+			if ok != tc.vllm {
+				t.Fatalf("vLLM = %v, want %v", ok, tc.vllm)
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one about %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				return
+			}
+			s := l.settings
+			if s.Model != tc.model || s.MaxModelLen != tc.maxLen || l.appendable != tc.appendable || l.shell != tc.shell {
+				t.Errorf("model %q maxLen %d appendable %v shell %v; want %q %d %v %v", s.Model, s.MaxModelLen, l.appendable, l.shell, tc.model, tc.maxLen, tc.appendable, tc.shell)
+			}
+			if got := s.Version; (tc.version == "") != got.IsZero() || (tc.version != "" && got.String() != tc.version) {
+				t.Errorf("version %q, want %q", got, tc.version)
+			}
+		})
+	}
+}
+
+func TestImageVersion(t *testing.T) {
+	tests := map[string]string{
+		"vllm/vllm-openai:v0.10.1.1":                      "0.10.1",
+		"vllm/vllm-openai:0.8.5-cu128":                    "0.8.5",
+		"vllm/vllm-openai:nightly":                        "",
+		"vllm/vllm-openai":                                "",
+		"registry:5000/vllm/vllm-openai:v0.9.0@sha256:ab": "0.9.0",
+		"acme/vllm:v0.9.0":                                "",
+	}
+	for image, want := range tests {
+		v := imageVersion(image)
+		got := ""
+		if !v.IsZero() {
+			got = v.String()
+		}
+		// 0.10.1.1 keeps its fourth part as a suffix; compare the release.
+		if got != want && !strings.HasPrefix(got, want+".") {
+			t.Errorf("imageVersion(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+func TestProbeWindow(t *testing.T) {
+	tests := []struct {
+		p    corev1.Probe
+		want time.Duration
+	}{
+		// Kubernetes' defaults: 0 + 3 × 10 s.
+		{corev1.Probe{}, 30 * time.Second},
+		{corev1.Probe{InitialDelaySeconds: 60, PeriodSeconds: 5, FailureThreshold: 12}, 120 * time.Second},
+		{corev1.Probe{PeriodSeconds: 10, FailureThreshold: 60}, 600 * time.Second},
+	}
+	for _, tc := range tests {
+		if got, _, _ := probeWindow(&tc.p); got != tc.want {
+			t.Errorf("probeWindow(%+v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	// 16 GiB of weights: 60 s + 16 × 18 s = 348 s.
+	if got := expectedStart(16 << 30); got != 348*time.Second {
+		t.Errorf("expectedStart(16 GiB) = %v, want 5m48s", got)
+	}
+	// A startup probe of 10 min covers it; a liveness probe alone of 30 s
+	// does not, and the advice is a startup probe: ceil(348 / 10) = 35.
+	long := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 60}, LivenessProbe: &corev1.Probe{}}
+	if w := probeWarning(long, 16<<30); w != "" {
+		t.Errorf("10-minute startup probe warned: %s", w)
+	}
+	short := corev1.Container{Name: "v", LivenessProbe: &corev1.Probe{}}
+	if w := probeWarning(short, 16<<30); !strings.Contains(w, "livenessProbe restarts it after 30s") || !strings.Contains(w, "add a startupProbe with periodSeconds 10 and failureThreshold 35") {
+		t.Errorf("warning %q", w)
+	}
+	if w := probeWarning(corev1.Container{Name: "v"}, 16<<30); w != "" {
+		t.Errorf("no probe, yet %q", w)
+	}
+}

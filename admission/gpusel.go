@@ -1,0 +1,221 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"headroom.dev/headroom/gpu"
+)
+
+// maxGPUs bounds a GPU count read from a resource quantity; no node holds
+// more, and it keeps the planner's products small.
+const maxGPUs = 4096
+
+// gpuEvidence is what a pod spec says about the GPUs one container gets.
+type gpuEvidence struct {
+	sel gpu.Selection
+	// known is true when sel.Device was resolved.
+	known bool
+	// from says where the device came from, for messages.
+	from string
+	// count is the number of GPUs the container requests; 0 when it
+	// requests none.
+	count int
+	// shared says why the GPU looks time-sliced or MPS-shared.
+	shared []string
+	// unresolved says why the device could not be resolved.
+	unresolved string
+}
+
+// nodeConstraints are the node labels a pod requires: its nodeSelector and
+// the In expressions of its required node affinity (terms are ORed, so
+// their values are merged: the pod may land on any of them).
+type nodeConstraints map[string][]string
+
+func readNodeConstraints(spec *corev1.PodSpec) nodeConstraints {
+	nc := nodeConstraints{}
+	addValue := func(k, v string) {
+		if !slices.Contains(nc[k], v) {
+			nc[k] = append(nc[k], v)
+		}
+	}
+	keys := make([]string, 0, len(spec.NodeSelector))
+	for k := range spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		addValue(k, spec.NodeSelector[k])
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				if e.Operator != corev1.NodeSelectorOpIn {
+					continue
+				}
+				for _, v := range e.Values {
+					addValue(e.Key, v)
+				}
+			}
+		}
+	}
+	return nc
+}
+
+// resourceCount reads a whole GPU count from a quantity.
+func resourceCount(q resource.Quantity) (int, bool) {
+	n, ok := q.AsInt64()
+	if !ok || n < 0 || n > maxGPUs {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// readGPU gathers the GPU evidence for container c of a pod: the device from
+// the headroom.dev/gpu annotation, a MIG resource, the GFD product label,
+// or the instance type (in that order), and the count from the container's
+// resource limits (requests when there are no limits).
+func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container) gpuEvidence {
+	var ev gpuEvidence
+	nc := readNodeConstraints(spec)
+
+	res := c.Resources.Limits
+	if len(gpuResources(res)) == 0 {
+		res = c.Resources.Requests
+	}
+	mig := ""
+	for _, name := range gpuResources(res) {
+		q := res[corev1.ResourceName(name)]
+		n, ok := resourceCount(q)
+		if !ok {
+			ev.unresolved = fmt.Sprintf("resource %s: %s is not a whole number of GPUs", name, q.String())
+			return ev
+		}
+		ev.count += n
+		switch {
+		case name == ResourceSharedGPU:
+			ev.shared = append(ev.shared, "it requests "+ResourceSharedGPU+" (a time-sliced or MPS-shared GPU)")
+		case strings.HasPrefix(name, resourceMIGPrefix):
+			mig = name
+		}
+	}
+
+	products := nc[gpu.LabelProduct]
+	for _, p := range products {
+		if strings.HasSuffix(strings.ToUpper(p), "-SHARED") {
+			ev.shared = append(ev.shared, fmt.Sprintf("its node's GPU product %q carries GPU feature discovery's -SHARED suffix (time-slicing or MPS)", p))
+		}
+	}
+	for _, s := range nc[labelSharingStrategy] {
+		if s != "" && s != "none" {
+			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with %s=%s", labelSharingStrategy, s))
+		}
+	}
+	for _, r := range nc[labelReplicas] {
+		if n, err := strconv.Atoi(r); err == nil && n > 1 {
+			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with %s=%d (each GPU is shared by %d pods)", labelReplicas, n, n))
+		}
+	}
+
+	if v, ok := ann[AnnotationGPU]; ok {
+		sel, err := gpu.Resolve(v)
+		if err != nil {
+			b, berr := gpu.ParseBytes(v)
+			if berr != nil || b <= 0 {
+				ev.unresolved = fmt.Sprintf("annotation %s=%q: %v", AnnotationGPU, v, err)
+				return ev
+			}
+			sel = gpu.Selection{Device: gpu.Custom(b), Count: 1}
+		}
+		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("annotation %s=%s", AnnotationGPU, v)
+		return ev
+	}
+	if mig != "" {
+		name := mig
+		if len(products) == 1 {
+			// The slice of a known parent: "NVIDIA-A100-SXM4-80GB:1g.10gb".
+			name = products[0] + ":" + strings.TrimPrefix(mig, resourceMIGPrefix)
+		}
+		sel, err := gpu.Resolve(name)
+		if err != nil && name != mig {
+			sel, err = gpu.Resolve(mig)
+		}
+		if err != nil {
+			ev.unresolved = fmt.Sprintf("MIG resource %s: %v", mig, err)
+			return ev
+		}
+		ev.sel, ev.known, ev.from = sel, true, "resource "+mig
+		return ev
+	}
+	if len(products) == 1 && len(spec.NodeSelector[gpu.LabelProduct]) > 0 {
+		// A nodeSelector can carry GFD's memory label too, which sizes a
+		// product the catalog does not know.
+		labels := map[string]string{}
+		for _, k := range []string{gpu.LabelProduct, gpu.LabelMemory, gpu.LabelComputeMajor, gpu.LabelComputeMinor} {
+			if v, ok := spec.NodeSelector[k]; ok {
+				labels[k] = v
+			}
+		}
+		sel, err := gpu.FromNodeLabels(labels)
+		if err != nil {
+			ev.unresolved = fmt.Sprintf("nodeSelector %s=%s: %v", gpu.LabelProduct, products[0], err)
+			return ev
+		}
+		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("nodeSelector %s=%s", gpu.LabelProduct, products[0])
+		return ev
+	}
+	for _, label := range []string{gpu.LabelProduct, labelInstanceType, labelInstanceTypeBeta} {
+		if vals := nc[label]; len(vals) > 0 {
+			sel, from, err := smallest(label, vals)
+			if err != nil {
+				ev.unresolved = err.Error()
+				return ev
+			}
+			ev.sel, ev.known, ev.from = sel, true, from
+			return ev
+		}
+	}
+	ev.unresolved = fmt.Sprintf("no %s annotation and no node selection on %s or %s", AnnotationGPU, gpu.LabelProduct, labelInstanceType)
+	return ev
+}
+
+// gpuResources lists the NVIDIA GPU resources in a resource list, sorted.
+func gpuResources(res corev1.ResourceList) []string {
+	var names []string
+	for name := range res {
+		n := string(name)
+		if n == ResourceGPU || n == ResourceSharedGPU || strings.HasPrefix(n, resourceMIGPrefix) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// smallest resolves the values a node label may take and returns the
+// device with the least memory: the scheduler may place the pod on any of
+// them, so the plan errs on the safe side.
+func smallest(label string, values []string) (gpu.Selection, string, error) {
+	var best gpu.Selection
+	bestValue := ""
+	for _, v := range values {
+		sel, err := gpu.Resolve(v)
+		if err != nil {
+			return gpu.Selection{}, "", fmt.Errorf("node label %s=%s: %v", label, v, err)
+		}
+		if bestValue == "" || sel.Device.TotalBytes < best.Device.TotalBytes {
+			best, bestValue = sel, v
+		}
+	}
+	from := fmt.Sprintf("node label %s=%s", label, bestValue)
+	if len(values) > 1 {
+		from += fmt.Sprintf(" (the smallest of %d allowed values)", len(values))
+	}
+	return best, from, nil
+}

@@ -1,0 +1,293 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// writeCert writes a self-signed serving certificate for 127.0.0.1 with the
+// given serial number to dir/tls.crt and dir/tls.key, stamping the files
+// with mtime, and returns the certificate.
+func writeCert(t *testing.T, dir string, serial int64, mtime time.Time) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               pkix.Name{CommonName: "headroom-webhook"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.Chtimes(f, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// testServer starts a Server on a loopback port with the certificate in
+// dir and returns its URL. It is stopped when the test ends; stopping must
+// return nil.
+func testServer(t *testing.T, dir string, h *Handler, m *Metrics) string {
+	t.Helper()
+	s, err := NewServer(ServerConfig{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), Handler: h, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve returned %v on shutdown", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return "https://" + ln.Addr().String()
+}
+
+// newClient returns a client that trusts the given certificates and opens a
+// new connection, so a new TLS handshake, for every request.
+func newClient(trust ...*x509.Certificate) *http.Client {
+	pool := x509.NewCertPool()
+	for _, c := range trust {
+		pool.AddCert(c)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}}
+}
+
+func servedSerial(t *testing.T, client *http.Client, url string) int64 {
+	t.Helper()
+	resp, err := client.Get(url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %s", resp.Status)
+	}
+	return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+}
+
+func TestTLSReload(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Now().Add(-time.Minute)
+	a := writeCert(t, dir, 1, t0)
+	url := testServer(t, dir, NewHandler(Deps{}), nil)
+	if got := servedSerial(t, newClient(a), url); got != 1 {
+		t.Fatalf("serial %d, want 1", got)
+	}
+
+	// Rotate: new files with a later mtime; the next handshake serves them.
+	b := writeCert(t, dir, 2, t0.Add(time.Second))
+	if got := servedSerial(t, newClient(a, b), url); got != 2 {
+		t.Fatalf("after rotation serial %d, want 2", got)
+	}
+
+	// A broken pair (a certificate file caught mid-write) keeps the loaded
+	// certificate in service.
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := servedSerial(t, newClient(a, b), url); got != 2 {
+		t.Fatalf("with broken files serial %d, want 2 (the last good one)", got)
+	}
+
+	// And a pair that does not load at start is an error, not a server
+	// without a certificate.
+	if _, err := NewServer(ServerConfig{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), Handler: NewHandler(Deps{})}); err == nil {
+		t.Error("NewServer accepted a broken certificate")
+	}
+}
+
+func post(t *testing.T, client *http.Client, url string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, out
+}
+
+// TestServerEndpoints drives the real server over TLS: reviews, malformed
+// bodies, the health endpoints, and the metrics they leave behind, read
+// back with Prometheus' own exposition parser.
+func TestServerEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeCert(t, dir, 7, time.Now())
+	m := NewMetrics()
+	c := fakeCluster(t)
+	url := testServer(t, dir, NewHandler(Deps{ConfigMaps: c, HPAs: c, PodTemplates: c, Metrics: m}), m)
+	client := newClient(cert)
+
+	for _, name := range []string{"deployment-kv", "deployment-fits", "deployment-fits"} {
+		body, err := os.ReadFile(filepath.Join("testdata", "reviews", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, out := post(t, client, url+"/validate", body)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s: %s %s", name, resp.Status, out)
+		}
+		var r admissionv1.AdmissionReview
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.APIVersion != "admission.k8s.io/v1" || r.Kind != "AdmissionReview" || r.Response == nil || r.Response.UID != "705ab4f5-6393-11e8-b7cc-42010a800002" {
+			t.Fatalf("%s: response %s", name, out)
+		}
+		if want := name != "deployment-kv"; r.Response.Allowed != want {
+			t.Errorf("%s: allowed %v", name, r.Response.Allowed)
+		}
+	}
+	body, _ := os.ReadFile(filepath.Join("testdata", "reviews", "mutate-autofix.json"))
+	if resp, out := post(t, client, url+"/mutate", body); resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `"patchType":"JSONPatch"`) {
+		t.Fatalf("/mutate: %s %s", resp.Status, out)
+	}
+
+	bad := []struct {
+		method, path string
+		body         []byte
+		status       int
+	}{
+		{"GET", "/validate", nil, http.StatusMethodNotAllowed},
+		{"POST", "/validate", []byte("{not json"), http.StatusBadRequest},
+		{"POST", "/mutate", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`), http.StatusBadRequest},
+		{"POST", "/validate", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest},
+		{"POST", "/validate", bytes.Repeat([]byte(" "), MaxBodyBytes+1), http.StatusRequestEntityTooLarge},
+	}
+	for _, b := range bad {
+		req, err := http.NewRequest(b.method, url+b.path, bytes.NewReader(b.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != b.status {
+			t.Errorf("%s %s (%d bytes): %s %s, want %d", b.method, b.path, len(b.body), resp.Status, msg, b.status)
+		}
+		if strings.Contains(strings.TrimSpace(string(msg)), "\n") {
+			t.Errorf("error body is not one line: %q", msg)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := client.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s", path, resp.Status)
+		}
+	}
+
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, m := range families["headroom_admission_reviews_total"].GetMetric() {
+		key := ""
+		for _, l := range m.GetLabel() {
+			key += l.GetName() + "=" + l.GetValue() + " "
+		}
+		counts[strings.TrimSpace(key)] = m.GetCounter().GetValue()
+	}
+	want := map[string]float64{
+		"endpoint=validate kind=Deployment verdict=denied":  1,
+		"endpoint=validate kind=Deployment verdict=allowed": 2,
+		"endpoint=mutate kind=Deployment verdict=patched":   1,
+		// A body that is no review has no kind: it counts as "other".
+		"endpoint=validate kind=other verdict=invalid": 4,
+		"endpoint=mutate kind=other verdict=invalid":   1,
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Errorf("reviews_total{%s} = %v, want %v (all: %v)", k, counts[k], v, counts)
+		}
+	}
+	var observed uint64
+	for _, m := range families["headroom_admission_duration_seconds"].GetMetric() {
+		observed += m.GetHistogram().GetSampleCount()
+	}
+	// 3 validations + 1 mutation + 5 rejected requests.
+	if observed != 9 {
+		t.Errorf("duration histogram holds %d samples, want 9", observed)
+	}
+	if _, ok := families["go_goroutines"]; !ok {
+		t.Error("no Go runtime metrics")
+	}
+}
