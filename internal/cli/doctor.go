@@ -1,16 +1,419 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/doctor"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 )
 
-// newDoctorCmd is replaced by the doctor command's implementation.
+// maxDoctorFiles bounds the files read from directories.
+const maxDoctorFiles = 10_000
+
 func newDoctorCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "doctor",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("doctor is not built yet") },
+	f := planFlags{vllm: map[string]*string{}}
+	cmd := &cobra.Command{
+		Use:   "doctor [FILE|DIR|-]... [--gpu GPU] [-- vllm serve MODEL FLAGS...]",
+		Short: "Name the cause of a vLLM out-of-memory failure and what to change",
+		Example: `  headroom doctor oom.txt
+  kubectl logs deploy/vllm --tail=500 | headroom doctor - --gpu H100-80GB
+  headroom doctor ./incident/ -o markdown
+  headroom doctor vllm.log nvidia-smi.txt metrics.txt requests.log.gz --gpu L4 -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-seqs 256`,
+		Long: `Reads what you already have, in any mix, recognising each by its content:
+a CUDA out-of-memory message, vLLM start-up and runtime logs, nvidia-smi output
+(the screen, --query-gpu CSV, dmon), Prometheus text from vLLM's /metrics,
+request logs, Kubernetes manifests and kubectl get -o yaml / kubectl describe output.
+Directories are read file by file; - reads stdin.
+
+It names the causes (weights_too_large, kv_cache_pressure, max_model_len_too_large,
+utilization_edge, outside_budget, fragmentation, other_processes,
+tensor_parallel_misuse, k8s_scheduling, version_drift), most likely first, with the
+lines they rest on, a confidence, and remedies whose values come from the planner.
+Give --gpu and the vLLM command after -- when the evidence does not show them.
+
+Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDoctor(cmd, env, f, args)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id")
+	fl.StringVar(&f.gpuName, "gpu", "", "GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile")
+	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs")
+	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
+	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version in use (default: what the evidence shows, else the newest known)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, json, markdown")
+	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
+	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
+	for _, v := range vllmStringFlags {
+		f.vllm[v.name] = fl.String(v.name, "", v.usage)
+	}
+	return cmd
+}
+
+func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
+	switch f.output {
+	case "text", "table", "json", "markdown", "md":
+	default:
+		return badInput("unknown output format %q: use text, json or markdown", f.output)
+	}
+	switch f.policy {
+	case memory.PolicyHeadroom, memory.PolicyKAITO:
+	default:
+		return badInput("unknown --policy %q: use headroom or kaito", f.policy)
+	}
+	files, pasted := args, []string(nil)
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		files, pasted = args[:n], args[n:]
+	}
+	opt := doctor.Options{Policy: f.policy}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(pasted) > 0 || f.model != "" || anyVLLMFlag(cmd) {
+		set, err := settingsFrom(cmd, f, pasted)
+		if err != nil {
+			return err
+		}
+		opt.Settings, opt.HasSettings = set, true
+	}
+	if f.version != "" {
+		v, err := vllm.ParseVersion(f.version)
+		if err != nil {
+			return usageError{err}
+		}
+		opt.Version = v
+	}
+	if f.gpuName != "" || f.gpuMemory != "" {
+		sel, err := resolveGPU(f)
+		if err != nil {
+			return usageError{err}
+		}
+		opt.GPU, opt.HasGPU = sel, true
+	} else if f.gpuCount < 0 {
+		return badInput("--gpu-count must be positive")
+	}
+	opt.ResolveModel = func(ref string) (model.Spec, error) { return resolveModel(ctx, env, ref, f.offline) }
+
+	ev, err := doctor.NewEvidence(traffic.Options{Window: traffic.DefaultWindow})
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 && !opt.HasSettings {
+		return badInput("no evidence: give files, directories or - (stdin), e.g. headroom doctor oom.txt vllm.log")
+	}
+	paths, err := expandInputs(files)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := readEvidence(ctx, cmd, ev, p); err != nil {
+			return usageError{err}
+		}
+	}
+	if len(paths) > 0 && ev.Empty() && !opt.HasSettings {
+		return badInput("nothing recognised in %s: give a CUDA OOM message, vLLM logs, nvidia-smi output, /metrics text, request logs or Kubernetes manifests", strings.Join(files, ", "))
+	}
+	d := doctor.Diagnose(ev, opt)
+	w := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		err = writeJSONText(w, d)
+	case "markdown", "md":
+		err = writeDoctorMarkdown(w, d)
+	default:
+		err = writeDoctorText(w, d)
+	}
+	if err != nil {
+		return err
+	}
+	if !d.Healthy() {
+		return errNoFit
+	}
+	return nil
+}
+
+func anyVLLMFlag(cmd *cobra.Command) bool {
+	for _, v := range vllmStringFlags {
+		if cmd.Flags().Changed(v.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandInputs turns directories into their files (sorted, hidden ones
+// skipped); "-" stays stdin.
+func expandInputs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if a == "-" {
+			out = append(out, a)
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, badInput("%s: %v", a, unwrapPathError(err))
+		}
+		if !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if p != a && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				found = append(found, p)
+				if len(found) > maxDoctorFiles {
+					return fmt.Errorf("more than %d files", maxDoctorFiles)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, badInput("%s: %v", a, unwrapPathError(err))
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func readEvidence(ctx context.Context, cmd *cobra.Command, ev *doctor.Evidence, p string) error {
+	if p == "-" {
+		return ev.Read(ctx, "stdin", cmd.InOrStdin())
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("%s: %v", p, unwrapPathError(err))
+	}
+	defer fh.Close()
+	return ev.Read(ctx, p, fh)
+}
+
+// writeJSONText is writeJSON without HTML escaping: remedies read
+// "--max-num-seqs 256 -> 64", and "->" should not come out as "-\u003e".
+func writeJSONText(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// remedyText renders a remedy's args as what to paste.
+func remedyText(r doctor.Remedy) string {
+	switch r.Action {
+	case doctor.ActionSetFlag:
+		return shellJoin(r.Args)
+	case doctor.ActionSetEnv:
+		return "export " + strings.Join(r.Args, " ")
+	case doctor.ActionEditManifest:
+		var parts []string
+		for i := 0; i < len(r.Args); i += 2 {
+			if i+1 < len(r.Args) {
+				parts = append(parts, r.Args[i]+": "+r.Args[i+1])
+			} else {
+				parts = append(parts, r.Args[i])
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return strings.Join(r.Args, " ")
+}
+
+func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
+	if d.Healthy() {
+		fmt.Fprintln(w, "headroom doctor: nothing wrong found in the evidence")
+	} else {
+		fmt.Fprintf(w, "headroom doctor: %d finding(s), most likely first\n", len(d.Findings))
+	}
+	for i, f := range d.Findings {
+		fmt.Fprintf(w, "\n%d. %s: %s\n   confidence %.2f (%s)\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
+		for _, r := range f.Reasons {
+			fmt.Fprintf(w, "   - %s\n", r)
+		}
+		if len(f.Evidence) > 0 {
+			fmt.Fprintln(w, "   evidence:")
+			for _, l := range f.Evidence {
+				fmt.Fprintf(w, "     %s\n", l)
+			}
+		}
+		if len(f.Remedies) > 0 {
+			fmt.Fprintln(w, "   remedies:")
+			for j, r := range f.Remedies {
+				if t := remedyText(r); t != "" {
+					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, r.Why)
+				} else {
+					fmt.Fprintf(w, "     %d) %s\n", j+1, r.Why)
+				}
+			}
+		}
+	}
+	if len(d.DeadEnds) > 0 {
+		fmt.Fprintln(w, "\nDead ends (these will not help):")
+		for _, de := range d.DeadEnds {
+			fmt.Fprintf(w, "  - %s\n", de.Message)
+		}
+	}
+	if d.Command != "" {
+		fmt.Fprintf(w, "\nSuggested command:\n  %s\n", d.Command)
+	}
+	writeNumbers(w, d, "  ")
+	writeInputs(w, d)
+	return nil
+}
+
+// writeNumbers prints the figures read and planned.
+func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
+	m := d.Memory
+	fmt.Fprintln(w, "\nNumbers read:")
+	if o := m.OOM; o != nil {
+		n := o.OOM
+		fmt.Fprintf(w, "%sOOM (%s): tried %s, total %s, free %s, this process %s, allocated by PyTorch %s, reserved but unallocated %s; phase %s\n",
+			indent, o.Line.Source, gibText(n.Tried), gibText(n.Total), gibText(n.Free), gibText(n.ProcessInUse), gibText(n.Allocated),
+			gibText(n.ReservedUnallocated), orUnknown(o.Phase))
+	}
+	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0) {
+		fmt.Fprintf(w, "%sstart-up: weights %s, activation %s, non-torch %s, CUDA graphs %s, KV cache %s (%s tokens)\n", indent,
+			gibText(s.WeightsBytes), gibText(s.ActivationBytes), gibText(s.NonTorchBytes), gibText(s.CUDAGraphBytes), gibText(s.AvailableKVBytes), humanInt(s.KVTokens))
+	}
+	for _, g := range m.GPUs {
+		if g.TotalBytes > 0 {
+			fmt.Fprintf(w, "%sGPU %d %s: %s used of %s\n", indent, g.Index, g.Name, gibText(g.UsedBytes), gibText(g.TotalBytes))
+		}
+	}
+	if m.Metrics != nil || m.Preemptions > 0 || m.MaxKVUsage > 0 {
+		fmt.Fprintf(w, "%sKV cache usage up to %.1f%%, %.0f preemptions\n", indent, 100*m.MaxKVUsage, m.Preemptions)
+	}
+	if t := m.Traffic; t != nil {
+		fmt.Fprintf(w, "%straffic: %s requests, total tokens p50 %s, p90 %s, p99 %s, max %s\n", indent, humanInt(t.Requests),
+			humanInt(t.Total.P50), humanInt(t.Total.P90), humanInt(t.Total.P99), humanInt(t.Total.Max))
+	}
+	if p := m.Plan; p != nil {
+		fmt.Fprintf(w, "%splan (%s on %s, vLLM %s): budget %s = %.2f × %s; weights %s, activation %s, non-torch %s, CUDA graphs %s, KV %s = %s tokens (%.2f × %d)\n",
+			indent, orUnknown(d.Deployment.Model), orUnknown(d.Deployment.GPU), d.Deployment.Version, gibText(p.RequestedBytes), p.Utilization, gibText(p.TotalBytes),
+			gibText(p.WeightsBytes), gibText(p.ActivationBytes), gibText(p.NonTorchBytes), gibText(p.CUDAGraphBytes), gibText(p.KVCacheBytes), humanInt(p.KVTokens), p.MaxConcurrency, p.MaxModelLen)
+	}
+	if r := m.Recommended; r != nil {
+		fmt.Fprintf(w, "%srecommended: --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", indent, r.Utilization, r.MaxModelLen, r.MaxNumSeqs)
+	}
+}
+
+func writeInputs(w io.Writer, d doctor.Diagnosis) {
+	fmt.Fprintln(w, "\nRead:")
+	for _, in := range d.Inputs {
+		kinds := "nothing recognised"
+		if len(in.Kinds) > 0 {
+			kinds = strings.Join(in.Kinds, ", ")
+		}
+		fmt.Fprintf(w, "  %s: %s\n", in.Source, kinds)
+		for _, n := range in.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+	dep := d.Deployment
+	if dep.Model != "" {
+		fmt.Fprintf(w, "  model %s (from %s)\n", dep.Model, orUnknown(dep.ModelSource))
+	}
+	if dep.GPU != "" {
+		fmt.Fprintf(w, "  GPU %s (from %s)\n", dep.GPU, orUnknown(dep.GPUSource))
+	}
+	fmt.Fprintf(w, "  vLLM %s (%s)\n", dep.Version, dep.VersionSource)
+	for _, n := range d.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func gibText(b int64) string {
+	if b <= 0 {
+		return "?"
+	}
+	return memory.GiB(b)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
+	fmt.Fprintln(w, "## headroom doctor")
+	fmt.Fprintln(w)
+	if d.Healthy() {
+		fmt.Fprintln(w, "Nothing wrong found in the evidence.")
+	}
+	for i, f := range d.Findings {
+		fmt.Fprintf(w, "### %d. `%s`: %s\n\n**Confidence:** %.2f (%s)\n\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
+		for _, r := range f.Reasons {
+			fmt.Fprintf(w, "- %s\n", r)
+		}
+		if len(f.Evidence) > 0 {
+			fmt.Fprintln(w, "\n**Evidence**\n\n```")
+			for _, l := range f.Evidence {
+				fmt.Fprintln(w, l.String())
+			}
+			fmt.Fprintln(w, "```")
+		}
+		if len(f.Remedies) > 0 {
+			fmt.Fprintln(w, "\n**Remedies**")
+			fmt.Fprintln(w)
+			for j, r := range f.Remedies {
+				if t := remedyText(r); t != "" {
+					fmt.Fprintf(w, "%d. `%s` — %s\n", j+1, t, r.Why)
+				} else {
+					fmt.Fprintf(w, "%d. %s\n", j+1, r.Why)
+				}
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if len(d.DeadEnds) > 0 {
+		fmt.Fprintln(w, "### Dead ends")
+		fmt.Fprintln(w)
+		for _, de := range d.DeadEnds {
+			fmt.Fprintf(w, "- %s\n", de.Message)
+		}
+		fmt.Fprintln(w)
+	}
+	if d.Command != "" {
+		fmt.Fprintf(w, "### Suggested command\n\n```sh\n%s\n```\n\n", d.Command)
+	}
+	fmt.Fprintln(w, "<details><summary>Numbers and inputs</summary>")
+	fmt.Fprintln(w, "\n```")
+	writeNumbers(w, d, "")
+	writeInputs(w, d)
+	fmt.Fprintln(w, "```")
+	fmt.Fprintln(w, "</details>")
+	return nil
 }

@@ -1,16 +1,381 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/traffic"
 )
 
-// newProfileCmd is replaced by the profile command's implementation.
+// profileWorkers bounds the parsing goroutines: past a few cores the
+// reading itself is the limit.
+const profileWorkers = 4
+
+// maxListedWindows is how many windows the table lists before it shows
+// only the surging ones.
+const maxListedWindows = 24
+
+type profileFlags struct {
+	plan    planFlags
+	buckets string
+	window  time.Duration
+}
+
 func newProfileCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "profile",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("profile is not built yet") },
+	f := profileFlags{plan: planFlags{vllm: map[string]*string{}}}
+	cmd := &cobra.Command{
+		Use:   "profile FILE... [--model MODEL --gpu GPU] [-- vllm serve MODEL FLAGS...]",
+		Short: "Size the traffic in request logs: token distributions, S/M/L/XL buckets, surges, pool split",
+		Example: `  headroom profile requests.log
+  headroom profile access-*.log.gz --window 10m -o json
+  headroom profile requests.log --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB
+  kubectl logs deploy/gateway | headroom profile - --buckets 1k,4k,16k`,
+		Long: `Streams request logs (plain or gzip) in bounded memory and prints the distribution
+of input, output and total tokens per request (count, mean, p50/p90/p99, max), the
+S/M/L/XL buckets by total tokens (S <= 512, M <= 2048, L <= 8192, XL above, or
+--buckets), and per time window the share of long (L/XL) requests with a flag where
+it surges above its baseline: more than twice the median window share and more
+than 10 points above it, in windows of at least 10 requests.
+
+Lines are recognised one by one: key=value (input_tokens=, output_tokens=,
+prompt_tokens=, completion_tokens=), JSON lines with an OpenAI usage object, and
+vLLM's "Received request" log lines (their output is max_tokens, a limit).
+
+With --model and --gpu (or a pasted vllm command), it also shows how many requests
+of each bucket the KV cache holds at once (KV tokens / the bucket's p90 total
+tokens), and splits the traffic into a short and a long pool, each with its own
+vllm serve flags from the planner.
+
+Percentiles are read from log-linear histograms: exact below 256 tokens, within
+0.4% above.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProfile(cmd, env, f, args)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.buckets, "buckets", "512,2048,8192", "bucket upper bounds in total tokens (S,M,L; XL above the last)")
+	fl.DurationVar(&f.window, "window", traffic.DefaultWindow, "time window for the long-request share (0 turns windows off)")
+	fl.StringVar(&f.plan.model, "model", "", "model, for the KV concurrency and the pool split")
+	fl.StringVar(&f.plan.gpuName, "gpu", "", "GPU, for the KV concurrency and the pool split")
+	fl.IntVar(&f.plan.gpuCount, "gpu-count", 0, "number of GPUs")
+	fl.StringVar(&f.plan.gpuMemory, "gpu-memory", "", "a GPU by its usable memory, e.g. 24GiB")
+	fl.StringVar(&f.plan.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known)")
+	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
+	fl.BoolVar(&f.plan.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
+	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
+	for _, v := range vllmStringFlags {
+		f.plan.vllm[v.name] = fl.String(v.name, "", v.usage)
+	}
+	return cmd
+}
+
+// ProfileReport is `headroom profile -o json`.
+type ProfileReport struct {
+	Sources       []string              `json:"sources"`
+	Requests      int64                 `json:"requests"`
+	SkippedLines  int64                 `json:"skipped_lines"`
+	OutputIsLimit int64                 `json:"output_is_max_tokens,omitempty"`
+	Input         traffic.Summary       `json:"input_tokens"`
+	Output        traffic.Summary       `json:"output_tokens"`
+	Total         traffic.Summary       `json:"total_tokens"`
+	Buckets       []traffic.Bucket      `json:"buckets"`
+	WindowSeconds int64                 `json:"window_seconds"`
+	Baseline      float64               `json:"baseline_long_share"`
+	Windows       []traffic.Window      `json:"windows"`
+	NoYear        bool                  `json:"windows_without_year,omitempty"`
+	Concurrency   []traffic.Concurrency `json:"concurrency,omitempty"`
+	Pools         []traffic.Pool        `json:"pools"`
+	Plan          *ProfilePlan          `json:"plan,omitempty"`
+	Notes         []string              `json:"notes,omitempty"`
+}
+
+// ProfilePlan names the deployment the concurrency and pools are for.
+type ProfilePlan struct {
+	Model         string  `json:"model"`
+	GPU           string  `json:"gpu"`
+	KVCacheTokens int64   `json:"kv_cache_tokens"`
+	MaxModelLen   int     `json:"max_model_len"`
+	MaxNumSeqs    int     `json:"max_num_seqs"`
+	Utilization   float64 `json:"gpu_memory_utilization"`
+	VLLMVersion   string  `json:"vllm_version"`
+}
+
+func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) error {
+	switch f.plan.output {
+	case "table", "text", "json":
+	default:
+		return badInput("unknown output format %q: use table or json", f.plan.output)
+	}
+	bounds, err := traffic.ParseBounds(f.buckets)
+	if err != nil {
+		return badInput("--buckets: %v", err)
+	}
+	files, pasted := args, []string(nil)
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		files, pasted = args[:n], args[n:]
+	}
+	if len(files) == 0 {
+		return badInput("no request log: give files (plain or .gz) or - for stdin")
+	}
+	p, err := traffic.NewProfile(traffic.Options{Bounds: bounds, Window: f.window})
+	if err != nil {
+		return badInput("%v", err)
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	workers := min(runtime.GOMAXPROCS(0), profileWorkers)
+	for _, name := range files {
+		if err := readProfile(ctx, cmd, env, p, name, workers); err != nil {
+			return usageError{err}
+		}
+	}
+	if p.Requests() == 0 {
+		return badInput("no request records in %s: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object, or vLLM's \"Received request\" lines", strings.Join(files, ", "))
+	}
+	rep := newProfileReport(p, files)
+	planned := len(pasted) > 0 || f.plan.model != "" || f.plan.gpuName != "" || f.plan.gpuMemory != ""
+	if planned {
+		if err := addProfilePlan(cmd, env, f, pasted, p, &rep); err != nil {
+			return err
+		}
+	}
+	if f.plan.output == "json" {
+		return writeJSONText(cmd.OutOrStdout(), rep)
+	}
+	return writeProfileTable(cmd.OutOrStdout(), rep)
+}
+
+// readProfile streams one file (or stdin) into p, showing progress on a
+// terminal.
+func readProfile(ctx context.Context, cmd *cobra.Command, env Env, p *traffic.Profile, name string, workers int) error {
+	var done atomic.Int64
+	var size int64
+	if name != "-" {
+		st, err := os.Stat(name)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, unwrapPathError(err))
+		}
+		size = st.Size()
+	}
+	stop := startProgress(env.Stderr, name, size, &done)
+	var err error
+	if name == "-" {
+		err = traffic.Read(ctx, &countingReader{r: cmd.InOrStdin(), n: &done}, p, traffic.ReadOptions{Workers: workers})
+	} else {
+		err = traffic.ReadFile(ctx, name, p, traffic.ReadOptions{Workers: workers}, &done)
+	}
+	stop()
+	if err != nil {
+		return fmt.Errorf("%s: %v", name, unwrapPathError(err))
+	}
+	return nil
+}
+
+// countingReader counts the bytes read from stdin, for the progress line.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// startProgress shows how far a long read is: a live line on a terminal,
+// a plain line every 10 seconds otherwise. It returns the function that
+// stops it.
+func startProgress(w io.Writer, name string, size int64, done *atomic.Int64) func() {
+	if w == nil {
+		return func() {}
+	}
+	tty := isTerminal(w)
+	every := 10 * time.Second
+	if tty {
+		every = 500 * time.Millisecond
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		shown := false
+		for {
+			select {
+			case <-quit:
+				if shown && tty {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case <-t.C:
+				msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
+				if size > 0 {
+					msg += fmt.Sprintf(" of %d MiB", size>>20)
+				}
+				if tty {
+					fmt.Fprintf(w, "\r\033[K%s", msg)
+				} else {
+					fmt.Fprintln(w, msg)
+				}
+				shown = true
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+	}
+}
+
+func newProfileReport(p *traffic.Profile, files []string) ProfileReport {
+	w := p.Windows()
+	rep := ProfileReport{Sources: files, Requests: p.Requests(), SkippedLines: p.Skipped(), OutputIsLimit: p.OutputIsLimit(),
+		Input: p.Input().Summary(), Output: p.Output().Summary(), Total: p.Total().Summary(), Buckets: p.Buckets(),
+		WindowSeconds: w.Seconds, Baseline: w.Baseline, Windows: w.Windows, NoYear: w.NoYear, Pools: []traffic.Pool{}}
+	if p.OutputIsLimit() > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d requests came from vLLM's request log, which shows max_tokens rather than what was generated: their output is an upper bound", p.OutputIsLimit()))
+	}
+	if w.Capped {
+		rep.Notes = append(rep.Notes, "the log spans more windows than are kept; use a longer --window")
+	}
+	if w.Seconds > 0 && p.Timed() == 0 {
+		rep.Notes = append(rep.Notes, "no request carried a time: no windows")
+	}
+	return rep
+}
+
+// addProfilePlan sizes the buckets against the planner and splits pools.
+func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string, p *traffic.Profile, rep *ProfileReport) error {
+	e, err := gather(cmd.Context(), cmd, env, f.plan, append([]string(nil), pasted...))
+	if err != nil {
+		return err
+	}
+	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings}
+	b, err := memory.Plan(in)
+	if err != nil {
+		return usageError{err}
+	}
+	rep.Plan = &ProfilePlan{Model: e.spec.ID, GPU: e.sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
+		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String()}
+	rep.Concurrency = traffic.BucketConcurrency(p, b)
+	pools, err := traffic.Split(p, in, memory.Options{Policy: f.plan.policy})
+	if err != nil {
+		return usageError{err}
+	}
+	rep.Pools = pools
+	rep.Notes = append(rep.Notes, e.note...)
+	return nil
+}
+
+func writeProfileTable(w io.Writer, r ProfileReport) error {
+	fmt.Fprintf(w, "%s requests from %s", humanInt(r.Requests), strings.Join(r.Sources, ", "))
+	if r.SkippedLines > 0 {
+		fmt.Fprintf(w, " (%s lines without token counts skipped)", humanInt(r.SkippedLines))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tokens\tmean\tp50\tp90\tp99\tmax\t")
+	for _, row := range []struct {
+		name string
+		s    traffic.Summary
+	}{{"input", r.Input}, {"output", r.Output}, {"total", r.Total}} {
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t\n", row.name, row.s.Mean, humanInt(row.s.P50), humanInt(row.s.P90), humanInt(row.s.P99), humanInt(row.s.Max))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "bucket\ttotal tokens\trequests\tshare\tp90\tmax\t")
+	for _, b := range r.Buckets {
+		rng := fmt.Sprintf("%s-%s", humanInt(b.MinTokens), humanIntPtr(b.MaxTokens))
+		if b.MaxTokens == nil {
+			rng = "> " + humanInt(b.MinTokens-1)
+		} else if b.MinTokens == 0 {
+			rng = "<= " + humanIntPtr(b.MaxTokens)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%s\t\n", b.Name, rng, humanInt(b.Count), 100*b.Share, humanInt(b.Total.P90), humanInt(b.Total.Max))
+	}
+	tw.Flush()
+	if len(r.Windows) > 0 {
+		surges := 0
+		for _, win := range r.Windows {
+			if win.Surge {
+				surges++
+			}
+		}
+		fmt.Fprintf(w, "\nWindows of %s: %d, baseline long (L+XL) share %.1f%%, %d surging\n", time.Duration(r.WindowSeconds)*time.Second, len(r.Windows), 100*r.Baseline, surges)
+		layout := "2006-01-02 15:04"
+		if r.NoYear {
+			layout = "01-02 15:04"
+		}
+		for _, win := range r.Windows {
+			if len(r.Windows) > maxListedWindows && !win.Surge {
+				continue
+			}
+			flag := ""
+			if win.Surge {
+				flag = "  SURGE"
+			}
+			fmt.Fprintf(w, "  %s  %8s requests  long %5.1f%%%s\n", win.Start.Format(layout), humanInt(win.Requests), 100*win.LongShare, flag)
+		}
+	}
+	if pl := r.Plan; pl != nil {
+		fmt.Fprintf(w, "\nKV cache: %s tokens for %s on %s (vLLM %s, --gpu-memory-utilization %.2f, --max-model-len %d, --max-num-seqs %d)\n",
+			humanInt(pl.KVCacheTokens), pl.Model, pl.GPU, pl.VLLMVersion, pl.Utilization, pl.MaxModelLen, pl.MaxNumSeqs)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "bucket\tp90 tokens\tat once (KV)\tmax-num-seqs\teffective\t")
+		for _, c := range r.Concurrency {
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.1f\t\n", c.Bucket, humanInt(c.Tokens), c.KVConcurrency, c.MaxNumSeqs, c.Effective)
+		}
+		tw.Flush()
+	}
+	if len(r.Pools) > 0 {
+		fmt.Fprintln(w, "\nPool split:")
+		for _, p := range r.Pools {
+			fmt.Fprintf(w, "  %s pool (%s: %s-%s tokens, %.1f%% of requests, p90 %s)\n", p.Name, strings.Join(p.Buckets, ", "),
+				humanInt(p.MinTokens), humanInt(p.MaxTokens), 100*p.Share, humanInt(p.P90Tokens))
+			if !p.Fits {
+				fmt.Fprintln(w, "    does not fit on this GPU")
+			}
+			fmt.Fprintf(w, "    %s\n", p.Command)
+			for _, why := range p.Why {
+				fmt.Fprintf(w, "    - %s\n", why)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	return nil
+}
+
+func humanIntPtr(p *int64) string {
+	if p == nil {
+		return ""
+	}
+	return humanInt(*p)
 }

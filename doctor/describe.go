@@ -1,0 +1,279 @@
+package doctor
+
+import (
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"headroom.dev/headroom/gpu"
+)
+
+// describeState follows `kubectl describe` output (pods, nodes, HPAs):
+// sections are opened by "Key:" lines and their items are indented
+// deeper. It starts at a "Name:" line in the first column.
+type describeState struct {
+	active  bool
+	object  string
+	section string // args, command, limits, labels, metrics, env
+	indent  int    // indentation of the section's header
+	cont    *ContainerFacts
+	args    []string
+	argLine Line
+	cmd     []string
+	labels  map[string]string
+	labelAt Line
+	hpa     *HPAFacts
+	// inContainers is set inside "Containers:", where "  name:" opens
+	// a container.
+	inContainers bool
+}
+
+func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
+
+// line handles one line; it reports whether the line was describe output.
+func (d *describeState) line(s *textScanner, l string) bool {
+	t := strings.TrimSpace(l)
+	ind := indentOf(l)
+	if strings.HasPrefix(l, "Name:") {
+		d.flush(s)
+		d.active, d.object = true, strings.TrimSpace(strings.TrimPrefix(l, "Name:"))
+		return true
+	}
+	if !d.active || t == "" {
+		return false
+	}
+	if d.section != "" && ind > d.indent && !(d.section == "labels" && !strings.Contains(t, "=")) {
+		d.item(s, t)
+		return true
+	}
+	if d.section == "labels" {
+		d.flushLabels(s)
+	}
+	d.section = ""
+	key, val, hasColon := strings.Cut(t, ":")
+	val = strings.TrimSpace(val)
+	if !hasColon {
+		return d.eventLine(s, t)
+	}
+	if ind == 0 {
+		d.inContainers = false
+	}
+	if d.inContainers && ind == 2 && val == "" {
+		d.flushContainer(s)
+		d.container(s)
+		d.cont.Container = key
+		return true
+	}
+	switch key {
+	case "Containers":
+		d.inContainers = true
+		return true
+	case "Reference":
+		d.hpa = &HPAFacts{Name: "HorizontalPodAutoscaler/" + d.object, Line: s.here(), CPUOnly: true}
+		return true
+	case "Image":
+		d.container(s)
+		d.cont.Image, d.cont.ImageLine = val, s.here()
+		d.cont.Version = imageVersion(val)
+		d.cont.VLLM = d.cont.VLLM || strings.Contains(strings.ToLower(val), "vllm")
+		return true
+	case "Args", "Command", "Limits", "Requests", "Environment", "Metrics":
+		d.section, d.indent = strings.ToLower(key), ind
+		if key == "Args" || key == "Command" {
+			d.container(s)
+			d.argLine = s.here()
+		}
+		return true
+	case "Labels":
+		d.section, d.indent = "labels", ind
+		d.labels, d.labelAt = map[string]string{}, s.here()
+		d.item(s, val)
+		return true
+	case "Reason":
+		switch val {
+		case "OOMKilled":
+			s.e.K8s.OOMKilled = append(s.e.K8s.OOMKilled, s.here())
+		case "CrashLoopBackOff":
+			s.e.K8s.CrashLoop = append(s.e.K8s.CrashLoop, s.here())
+		}
+		return true
+	case "Restart Count":
+		if n, err := strconv.Atoi(val); err == nil && n > 0 {
+			s.e.K8s.Restarts = append(s.e.K8s.Restarts, RestartFact{Name: d.object, Count: n, Line: s.here()})
+		}
+		return true
+	case "Liveness", "Readiness", "Startup":
+		d.container(s)
+		d.cont.Probes = append(d.cont.Probes, ProbeFacts{Kind: strings.ToLower(key), BudgetSeconds: describeProbeBudget(val), Line: s.here()})
+		return true
+	}
+	return d.eventLine(s, t)
+}
+
+// item handles a line inside a section.
+func (d *describeState) item(s *textScanner, t string) {
+	switch d.section {
+	case "args":
+		d.args = append(d.args, t)
+	case "command":
+		d.cmd = append(d.cmd, t)
+	case "limits":
+		k, v, ok := strings.Cut(t, ":")
+		if !ok {
+			return
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return
+		}
+		d.container(s)
+		switch {
+		case k == "memory":
+			d.cont.MemoryLimit, d.cont.MemoryLine = q.Value(), s.here()
+		case strings.HasPrefix(k, "nvidia.com/") || strings.HasPrefix(k, "amd.com/gpu"):
+			d.cont.GPUResource, d.cont.GPUCount, d.cont.GPULine = k, int(q.Value()), s.here()
+			if strings.HasPrefix(k, "nvidia.com/mig-") {
+				s.e.K8s.GPUHints = append(s.e.K8s.GPUHints, GPUHint{Name: k, Line: s.here()})
+			}
+			if k == "nvidia.com/gpu.shared" {
+				s.e.K8s.Sharing = append(s.e.K8s.Sharing, s.here())
+			}
+		}
+	case "environment":
+		k, v, ok := strings.Cut(t, ":")
+		k = strings.TrimSpace(k)
+		if ok && (strings.HasPrefix(k, "VLLM_") || k == "PYTORCH_CUDA_ALLOC_CONF") {
+			d.container(s)
+			if d.cont.Settings.Env == nil {
+				d.cont.Settings.Env = map[string]string{}
+			}
+			d.cont.Settings.Env[k] = strings.TrimSpace(v)
+		}
+	case "labels":
+		if k, v, ok := strings.Cut(t, "="); ok {
+			d.labels[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			if strings.HasPrefix(k, "nvidia.com/gpu.replicas") || strings.HasPrefix(k, "nvidia.com/gpu.sharing-strategy") {
+				d.labelAt = s.here()
+			}
+		}
+	case "metrics":
+		if d.hpa == nil {
+			return
+		}
+		f := strings.Fields(t)
+		if len(f) >= 2 {
+			switch f[0] {
+			case "resource":
+				d.hpa.Metrics = append(d.hpa.Metrics, "resource/"+f[1])
+			default:
+				d.hpa.Metrics = append(d.hpa.Metrics, strings.Trim(f[0], `"`))
+				d.hpa.CPUOnly = false
+			}
+			d.hpa.Line = s.here()
+		}
+	}
+}
+
+// eventLine files an Events row.
+func (d *describeState) eventLine(s *textScanner, t string) bool {
+	switch {
+	case strings.Contains(t, "Liveness probe failed") || strings.Contains(t, "Startup probe failed"):
+		s.e.K8s.ProbeFailures = append(s.e.K8s.ProbeFailures, s.here())
+	case strings.Contains(t, "Back-off restarting failed container"):
+		s.e.K8s.CrashLoop = append(s.e.K8s.CrashLoop, s.here())
+	case strings.Contains(t, "OOMKilling") || strings.Contains(t, "OOMKilled"):
+		s.e.K8s.OOMKilled = append(s.e.K8s.OOMKilled, s.here())
+	case strings.Contains(t, "FailedScheduling"):
+		s.e.K8s.SchedulingFailures = append(s.e.K8s.SchedulingFailures, s.here())
+	default:
+		return false
+	}
+	return true
+}
+
+// container returns the container being described, starting one.
+func (d *describeState) container(s *textScanner) {
+	if d.cont == nil {
+		d.cont = &ContainerFacts{Workload: "Pod/" + d.object, Line: s.here()}
+	}
+}
+
+func (d *describeState) flushLabels(s *textScanner) {
+	if len(d.labels) == 0 {
+		return
+	}
+	if n, err := strconv.Atoi(d.labels[labelReplicas]); err == nil && n > 1 {
+		s.e.K8s.Sharing = append(s.e.K8s.Sharing, d.labelAt)
+	} else if v := d.labels[labelSharing]; v != "" && v != "none" {
+		s.e.K8s.Sharing = append(s.e.K8s.Sharing, d.labelAt)
+	}
+	if _, err := gpu.FromNodeLabels(d.labels); err == nil {
+		s.e.K8s.GPUHints = append(s.e.K8s.GPUHints, GPUHint{Labels: d.labels, Line: d.labelAt})
+	}
+	d.labels = nil
+}
+
+// flush ends the object being described.
+func (d *describeState) flush(s *textScanner) {
+	d.flushLabels(s)
+	d.flushContainer(s)
+	if d.hpa != nil {
+		s.e.K8s.HPAs = append(s.e.K8s.HPAs, *d.hpa)
+	}
+	*d = describeState{active: d.active, object: d.object}
+}
+
+// flushContainer ends the container being described.
+func (d *describeState) flushContainer(s *textScanner) {
+	if d.cont != nil {
+		c := *d.cont
+		if set, ok := commandSettings(d.cmd, d.args); ok {
+			env := c.Settings.Env
+			c.Settings, c.HasSettings, c.ArgsLine = set, true, d.argLine
+			if len(env) > 0 {
+				if c.Settings.Env == nil {
+					c.Settings.Env = map[string]string{}
+				}
+				for k, v := range env {
+					c.Settings.Env[k] = v
+				}
+			}
+		}
+		c.VLLM = c.VLLM || strings.Contains(strings.Join(append(d.cmd, d.args...), " "), "vllm")
+		s.e.K8s.Containers = append(s.e.K8s.Containers, c)
+	}
+	d.cont, d.args, d.cmd, d.argLine = nil, nil, nil, Line{}
+}
+
+func (d *describeState) finish(s *textScanner) {
+	if d.active {
+		d.flush(s)
+	}
+}
+
+// describeProbeBudget reads "http-get http://:8000/health delay=30s
+// timeout=1s period=10s #success=1 #failure=3".
+func describeProbeBudget(spec string) float64 {
+	delay, period, fail := 0.0, float64(defaultProbePeriod), float64(defaultProbeFailure)
+	for _, f := range strings.Fields(spec) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "s"), 64)
+		if err != nil || n < 0 || n > 1e7 {
+			continue
+		}
+		switch k {
+		case "delay":
+			delay = n
+		case "period":
+			period = n
+		case "#failure":
+			fail = n
+		}
+	}
+	return delay + fail*period
+}

@@ -1,0 +1,392 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
+)
+
+// Finding codes: stable strings, the rows of the root-cause matrix.
+const (
+	CodeWeightsTooLarge = "weights_too_large"
+	CodeKVCachePressure = "kv_cache_pressure"
+	CodeMaxModelLen     = "max_model_len_too_large"
+	CodeUtilizationEdge = "utilization_edge"
+	CodeOutsideBudget   = "outside_budget"
+	CodeFragmentation   = "fragmentation"
+	CodeOtherProcesses  = "other_processes"
+	CodeTensorParallel  = "tensor_parallel_misuse"
+	CodeK8sScheduling   = "k8s_scheduling"
+	CodeVersionDrift    = "version_drift"
+)
+
+// Confidence labels and bounds (see the package doc).
+const (
+	confidenceCap       = 0.99
+	levelHigh, levelMed = 0.75, 0.45
+	labelHigh, labelMed = "high", "medium"
+	labelLow            = "low"
+	// maxEvidencePerResult bounds the lines cited per finding.
+	maxEvidencePerResult = 8
+)
+
+// matrixOrder breaks confidence ties: the order of the root-cause matrix,
+// causes that stop vLLM outright first.
+var matrixOrder = []string{
+	CodeMaxModelLen, CodeWeightsTooLarge, CodeOtherProcesses, CodeOutsideBudget, CodeKVCachePressure,
+	CodeUtilizationEdge, CodeFragmentation, CodeTensorParallel, CodeK8sScheduling, CodeVersionDrift,
+}
+
+var titles = map[string]string{
+	CodeWeightsTooLarge: "The weights (static memory) take most of the GPU",
+	CodeKVCachePressure: "Long contexts × concurrency outgrow the KV cache",
+	CodeMaxModelLen:     "--max-model-len does not fit in the KV cache",
+	CodeUtilizationEdge: "--gpu-memory-utilization leaves too little outside vLLM's budget",
+	CodeOutsideBudget:   "CUDA-graph capture or sampler warm-up ran past the budget",
+	CodeFragmentation:   "Allocator fragmentation: memory reserved but unallocated",
+	CodeOtherProcesses:  "Another process holds memory on the GPU",
+	CodeTensorParallel:  "Tensor parallelism is misconfigured",
+	CodeK8sScheduling:   "Kubernetes scheduling amplifies the problem",
+	CodeVersionDrift:    "The vLLM version changed how memory is budgeted",
+}
+
+// Remedy actions.
+const (
+	ActionSetFlag      = "set_flag"
+	ActionSetEnv       = "set_env"
+	ActionEditManifest = "edit_manifest"
+	ActionHardware     = "change_hardware"
+	ActionSplitPools   = "split_pools"
+	ActionFreeGPU      = "free_the_gpu"
+	ActionPinVersion   = "pin_version"
+)
+
+// Finding is one cause, with its confidence, evidence and remedies.
+type Finding struct {
+	Code  string `json:"code"`
+	Title string `json:"title"`
+	// Confidence is 1 − Π(1 − wᵢ) over the finding's signals (see the
+	// package doc); Level is its label.
+	Confidence float64 `json:"confidence"`
+	Level      string  `json:"confidence_level"`
+	// Reasons are the signals in words, strongest first.
+	Reasons  []string `json:"reasons"`
+	Evidence []Line   `json:"evidence"`
+	// Remedies are ranked, most direct first.
+	Remedies []Remedy `json:"remedies"`
+
+	weights []float64
+}
+
+// Remedy is one change to make.
+type Remedy struct {
+	Action string `json:"action"`
+	// Args are what to paste: vLLM flags ("--max-num-seqs", "64"),
+	// environment assignments, manifest fields, a GPU.
+	Args []string `json:"args"`
+	Why  string   `json:"why"`
+}
+
+// DeadEnd is a fix the evidence invites that will not work.
+type DeadEnd struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Diagnosis is doctor's answer.
+type Diagnosis struct {
+	// Findings are ordered most likely first.
+	Findings   []Finding  `json:"findings"`
+	DeadEnds   []DeadEnd  `json:"dead_ends"`
+	Memory     Memory     `json:"memory"`
+	Deployment Deployment `json:"deployment"`
+	Inputs     []*Input   `json:"inputs"`
+	// Command is the deployment's command with the flag remedies of the
+	// findings of medium or high confidence applied.
+	Command string   `json:"suggested_command,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Healthy reports whether nothing is wrong.
+func (d Diagnosis) Healthy() bool { return len(d.Findings) == 0 }
+
+// Memory holds the numbers read from the evidence and the plan computed
+// for the deployment. Bytes are int64.
+type Memory struct {
+	OOM         *OOMFacts             `json:"oom,omitempty"`
+	Startup     *vllm.StartupReport   `json:"startup,omitempty"`
+	GPUs        []telemetry.GPU       `json:"gpus,omitempty"`
+	Metrics     *telemetry.VLLMSample `json:"metrics,omitempty"`
+	Preemptions float64               `json:"preemptions,omitempty"`
+	MaxKVUsage  float64               `json:"max_kv_cache_usage,omitempty"`
+	Traffic     *TrafficSummary       `json:"traffic,omitempty"`
+	Plan        *PlanSummary          `json:"plan,omitempty"`
+	Recommended *PlanSummary          `json:"recommended,omitempty"`
+}
+
+// TrafficSummary is the request logs' distribution.
+type TrafficSummary struct {
+	Requests int64            `json:"requests"`
+	Input    traffic.Summary  `json:"input_tokens"`
+	Output   traffic.Summary  `json:"output_tokens"`
+	Total    traffic.Summary  `json:"total_tokens"`
+	Buckets  []traffic.Bucket `json:"buckets"`
+	Surges   int              `json:"surging_windows"`
+}
+
+// PlanSummary is a memory plan's figures per GPU.
+type PlanSummary struct {
+	Utilization     float64          `json:"gpu_memory_utilization"`
+	MaxModelLen     int              `json:"max_model_len"`
+	MaxNumSeqs      int              `json:"max_num_seqs"`
+	TotalBytes      int64            `json:"total_bytes"`
+	RequestedBytes  int64            `json:"requested_bytes"`
+	WeightsBytes    int64            `json:"weights_bytes"`
+	ActivationBytes int64            `json:"activation_bytes"`
+	NonTorchBytes   int64            `json:"non_torch_bytes"`
+	CUDAGraphBytes  int64            `json:"cudagraph_bytes"`
+	KVCacheBytes    int64            `json:"kv_cache_bytes"`
+	KVBytesPerToken int64            `json:"kv_bytes_per_token"`
+	KVTokens        int64            `json:"kv_cache_tokens"`
+	MaxConcurrency  float64          `json:"max_concurrency"`
+	MaxFitLen       int              `json:"max_fit_model_len"`
+	Fits            bool             `json:"fits"`
+	Problems        []memory.Finding `json:"problems,omitempty"`
+	Warnings        []memory.Finding `json:"warnings,omitempty"`
+}
+
+func planSummary(b memory.Budget) *PlanSummary {
+	p := b.PerGPU
+	return &PlanSummary{Utilization: b.Settings.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs,
+		TotalBytes: p.Total, RequestedBytes: p.Requested, WeightsBytes: p.Weights, ActivationBytes: p.Activation,
+		NonTorchBytes: p.NonTorch, CUDAGraphBytes: p.CUDAGraph, KVCacheBytes: p.KVCache, KVBytesPerToken: b.KVBytesPerToken,
+		KVTokens: b.KVTokens, MaxConcurrency: math.Round(b.MaxConcurrency*100) / 100, MaxFitLen: b.MaxFitLen, Fits: b.Fits,
+		Problems: b.Problems, Warnings: b.Warnings}
+}
+
+// diag is one diagnosis in progress.
+type diag struct {
+	ev       *Evidence
+	opt      Options
+	dep      Deployment
+	in       memory.Input
+	base     *memory.Budget
+	rec      *memory.Recommendation
+	typical  int // typical context for max-num-seqs (traffic p90), 0 = Recommend's default
+	findings map[string]*Finding
+	dead     []DeadEnd
+	notes    []string
+}
+
+// Diagnose turns evidence into findings, most likely first.
+func Diagnose(ev *Evidence, opt Options) Diagnosis {
+	if opt.Policy == "" {
+		opt.Policy = memory.PolicyHeadroom
+	}
+	g := &diag{ev: ev, opt: opt, findings: map[string]*Finding{}}
+	g.dep, g.notes = resolve(ev, opt)
+	if ev.Traffic != nil && ev.Traffic.Requests() > 0 {
+		g.typical = int(ev.Traffic.Total().Quantile(0.90))
+	}
+	if in, ok := g.dep.input(g.dep.Settings); ok {
+		g.in = in
+		if b, err := memory.Plan(in); err == nil {
+			g.base = &b
+			if r, err := memory.Recommend(in, memory.Options{Policy: opt.Policy, TypicalContext: g.typical}); err == nil {
+				g.rec = &r
+			}
+		} else {
+			g.notes = append(g.notes, "the planner cannot plan this deployment: "+err.Error())
+		}
+	}
+	g.rules()
+	g.remedies()
+	g.deadEnds()
+
+	out := Diagnosis{Deployment: g.dep, Inputs: ev.Inputs, Notes: g.notes, DeadEnds: g.dead, Findings: []Finding{}}
+	if out.DeadEnds == nil {
+		out.DeadEnds = []DeadEnd{}
+	}
+	for _, f := range g.findings {
+		f.Confidence = combine(f.weights)
+		f.Level = level(f.Confidence)
+		if len(f.Evidence) > maxEvidencePerResult {
+			f.Evidence = f.Evidence[:maxEvidencePerResult]
+		}
+		if f.Remedies == nil {
+			f.Remedies = []Remedy{}
+		}
+		out.Findings = append(out.Findings, *f)
+	}
+	sort.SliceStable(out.Findings, func(i, j int) bool {
+		a, b := out.Findings[i], out.Findings[j]
+		if a.Confidence != b.Confidence {
+			return a.Confidence > b.Confidence
+		}
+		return slices.Index(matrixOrder, a.Code) < slices.Index(matrixOrder, b.Code)
+	})
+	out.Memory = g.memory()
+	out.Command = g.command(out.Findings)
+	return out
+}
+
+// combine is 1 − Π(1 − wᵢ), capped and rounded to two decimals.
+func combine(ws []float64) float64 {
+	miss := 1.0
+	for _, w := range ws {
+		miss *= 1 - math.Min(math.Max(w, 0), 1)
+	}
+	return math.Round(math.Min(1-miss, confidenceCap)*100) / 100
+}
+
+func level(c float64) string {
+	switch {
+	case c >= levelHigh:
+		return labelHigh
+	case c >= levelMed:
+		return labelMed
+	}
+	return labelLow
+}
+
+// signal adds one piece of evidence for a cause.
+func (g *diag) signal(code string, w float64, reason string, lines ...Line) {
+	f := g.findings[code]
+	if f == nil {
+		f = &Finding{Code: code, Title: titles[code], Evidence: []Line{}}
+		g.findings[code] = f
+	}
+	// Keep the reasons strongest first.
+	i := 0
+	for i < len(f.weights) && f.weights[i] >= w {
+		i++
+	}
+	f.weights = slices.Insert(f.weights, i, w)
+	f.Reasons = slices.Insert(f.Reasons, i, reason)
+	for _, l := range lines {
+		if l.zero() || slices.Contains(f.Evidence, l) {
+			continue
+		}
+		f.Evidence = append(f.Evidence, l)
+	}
+}
+
+func (g *diag) has(code string) bool { return g.findings[code] != nil }
+
+func (g *diag) memory() Memory {
+	var m Memory
+	if len(g.ev.OOMs) > 0 {
+		o := g.ev.OOMs[0]
+		m.OOM = &o
+	}
+	for _, l := range g.ev.Logs {
+		if l.Report.Profiled || l.Report.WeightsBytes > 0 || len(l.Report.Errors) > 0 {
+			r := l.Report
+			m.Startup = &r
+			break
+		}
+	}
+	for _, gf := range g.ev.GPUs {
+		if len(gf.GPUs) > 0 {
+			m.GPUs = gf.GPUs
+			break
+		}
+	}
+	for _, mf := range g.ev.Metrics {
+		if mf.VLLM != nil {
+			m.Metrics = mf.VLLM
+			m.Preemptions = math.Max(m.Preemptions, mf.VLLM.PreemptionsTotal)
+			m.MaxKVUsage = math.Max(m.MaxKVUsage, mf.VLLM.KVCacheUsage)
+		}
+	}
+	for _, l := range g.ev.Logs {
+		m.Preemptions = math.Max(m.Preemptions, float64(l.Preemptions))
+		m.MaxKVUsage = math.Max(m.MaxKVUsage, l.MaxKVUsage)
+	}
+	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
+		t := &TrafficSummary{Requests: p.Requests(), Input: p.Input().Summary(), Output: p.Output().Summary(),
+			Total: p.Total().Summary(), Buckets: p.Buckets()}
+		for _, w := range p.Windows().Windows {
+			if w.Surge {
+				t.Surges++
+			}
+		}
+		m.Traffic = t
+	}
+	if g.base != nil {
+		m.Plan = planSummary(*g.base)
+	}
+	if g.rec != nil && g.rec.MaxModelLen > 0 {
+		m.Recommended = planSummary(g.rec.Budget)
+	}
+	return m
+}
+
+// command applies the first flag remedy of each finding of medium or
+// high confidence to the deployment's settings, most likely first.
+func (g *diag) command(fs []Finding) string {
+	if g.dep.Settings.Model == "" {
+		return ""
+	}
+	base := g.dep.Settings.Args()
+	var extra []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if f.Confidence < levelMed {
+			continue
+		}
+		for _, r := range f.Remedies {
+			if r.Action != ActionSetFlag || len(r.Args) == 0 {
+				continue
+			}
+			// Only the finding's first flag remedy, and only flags no
+			// likelier finding set.
+			if !seen[r.Args[0]] {
+				for _, a := range r.Args {
+					if strings.HasPrefix(a, "--") {
+						seen[a] = true
+					}
+				}
+				extra = append(extra, r.Args...)
+			}
+			break
+		}
+	}
+	if len(extra) == 0 {
+		return ""
+	}
+	set, err := vllm.ParseFlags(append(base, extra...))
+	if err != nil {
+		return ""
+	}
+	set.Model, set.Env = g.dep.Settings.Model, g.dep.Settings.Env
+	return set.CommandLine()
+}
+
+// gib renders bytes as vLLM logs them.
+func gib(b int64) string { return memory.GiB(b) }
+
+// thousands renders 7420 as "7,420".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

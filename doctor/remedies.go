@@ -1,0 +1,543 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
+)
+
+// needPlan is the remedy given when the planner has nothing to compute
+// with: it says what to add.
+func (g *diag) needPlan() Remedy {
+	return Remedy{Action: ActionSetFlag, Args: []string{},
+		Why: "give the model and GPU (--gpu H100-80GB -- vllm serve MODEL ...) for values computed by the planner"}
+}
+
+func (g *diag) remedies() {
+	for code, f := range g.findings {
+		var rs []Remedy
+		switch code {
+		case CodeKVCachePressure:
+			rs = g.kvRemedies()
+		case CodeMaxModelLen:
+			rs = g.maxLenRemedies()
+		case CodeUtilizationEdge:
+			rs = g.utilRemedies()
+		case CodeWeightsTooLarge:
+			rs = g.weightsRemedies()
+		case CodeOutsideBudget:
+			rs = g.outsideRemedies()
+		case CodeFragmentation:
+			rs = g.fragmentationRemedies()
+		case CodeOtherProcesses:
+			rs = g.otherRemedies()
+		case CodeTensorParallel:
+			rs = g.tpRemedies()
+		case CodeK8sScheduling:
+			rs = g.k8sRemedies()
+		case CodeVersionDrift:
+			rs = g.versionRemedies()
+		}
+		f.Remedies = rs
+	}
+}
+
+// with plans the deployment with a change to its settings. Figures
+// measured by a start-up log stay only while the change leaves what they
+// depend on as it was: the sharding (tensor and pipeline parallel) and the
+// weights' format.
+func (g *diag) with(change func(*vllm.Settings)) (memory.Budget, bool) {
+	if g.base == nil {
+		return memory.Budget{}, false
+	}
+	in := g.in
+	in.Settings = g.base.Settings
+	change(&in.Settings)
+	if !sameLayout(g.base.Settings, in.Settings) {
+		in.Measured = nil
+	}
+	b, err := memory.Plan(in)
+	return b, err == nil
+}
+
+// sameLayout reports whether two settings shard and store the weights
+// alike, so figures measured under one hold for the other.
+func sameLayout(a, b vllm.Settings) bool {
+	return a.TensorParallelSize == b.TensorParallelSize && a.PipelineParallelSize == b.PipelineParallelSize &&
+		a.Quantization == b.Quantization && a.Dtype == b.Dtype && a.CPUOffloadGiB == b.CPUOffloadGiB
+}
+
+// predicted is the deployment's input without measured figures, for
+// alternatives that change the layout (more GPUs, quantization).
+func (g *diag) predicted() memory.Input {
+	in := g.in
+	in.Measured = nil
+	return in
+}
+
+// typicalContext is the context max-num-seqs is sized for: the traffic's
+// p90 total tokens, else the rule of memory.Recommend (a quarter of
+// max-model-len).
+func (g *diag) typicalContext() (int, string) {
+	if g.typical > 0 {
+		return g.typical, "the p90 of the request logs"
+	}
+	if g.base != nil && g.base.MaxModelLen > 0 {
+		return max(g.base.MaxModelLen/4, 1), "a quarter of --max-model-len, as no request log was given"
+	}
+	return 0, ""
+}
+
+func (g *diag) kvRemedies() []Remedy {
+	if g.base == nil {
+		return []Remedy{g.needPlan()}
+	}
+	var rs []Remedy
+	b := g.base
+	cur := b.Settings.MaxNumSeqs
+	if typ, from := g.typicalContext(); typ > 0 {
+		// The rule of memory.Recommend at the utilization in use: as many
+		// requests as the KV cache holds at the typical context.
+		n := int(b.KVTokens / int64(typ))
+		n = max(n, 1)
+		if n < cur {
+			kv := int64(n) * int64(typ) * b.KVBytesPerToken
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},
+				Why: fmt.Sprintf("--max-num-seqs %d -> %d: KV for %d x %s-token requests = %s, fits in %s (the KV cache per GPU at --gpu-memory-utilization %.2f; %s-token requests is %s). Fewer requests at once also shrink the runtime activation and sampler peak",
+					cur, n, n, thousands(int64(typ)), gib(kv), gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization, thousands(int64(typ)), from)})
+		}
+	}
+	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
+		p99 := p.Total().Quantile(0.99)
+		target := roundUp(p99, 1024)
+		if target < int64(b.MaxModelLen) {
+			if nb, ok := g.with(func(s *vllm.Settings) { s.MaxModelLen = int(target) }); ok && nb.Fits {
+				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.FormatInt(target, 10)},
+					Why: fmt.Sprintf("--max-model-len %d -> %d: 99%% of requests need at most %s tokens; one request of %d tokens no longer ties up %s of KV cache (%.2f requests of the new maximum fit at once, %.2f of the old)",
+						b.MaxModelLen, target, thousands(p99), b.MaxModelLen, gib(int64(b.MaxModelLen)*b.KVBytesPerToken), nb.MaxConcurrency, b.MaxConcurrency)})
+			}
+		}
+		if pools := g.pools(); len(pools) == 2 {
+			short, long := pools[0], pools[1]
+			rs = append(rs, Remedy{Action: ActionSplitPools, Args: short.Args,
+				Why: fmt.Sprintf("serve short and long requests from separate pools: %s (%.0f%% of requests, up to %s tokens): %s; %s (%.0f%%, up to %s tokens): %s",
+					short.Name, 100*short.Share, thousands(short.MaxTokens), strings.Join(short.Args, " "),
+					long.Name, 100*long.Share, thousands(long.MaxTokens), strings.Join(long.Args, " "))})
+		}
+	}
+	if g.rec != nil && g.rec.GPUMemoryUtilization < b.Settings.GPUMemoryUtilization-0.005 && g.oomIn(PhaseServing, "") {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", g.rec.GPUMemoryUtilization)},
+			Why: fmt.Sprintf("--gpu-memory-utilization %.2f -> %.2f: the runtime peak needs room outside the budget; %s", b.Settings.GPUMemoryUtilization, g.rec.GPUMemoryUtilization, utilWhy(g.rec))})
+	}
+	if !b.Settings.Set["enable-prefix-caching"] && !vllm.UsesV1(b.Settings.Version, b.Settings.Env) {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--enable-prefix-caching"},
+			Why: "requests that share a prompt prefix share its KV blocks (on by default in the V1 engine; off in this V0 release)"})
+	}
+	return rs
+}
+
+func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
+
+// utilWhy is memory.Recommend's reason for its utilization.
+func utilWhy(r *memory.Recommendation) string {
+	for _, w := range r.Why {
+		if strings.HasPrefix(w, "gpu-memory-utilization ") {
+			return strings.TrimPrefix(w, "gpu-memory-utilization ")
+		}
+	}
+	return ""
+}
+
+// pools splits the traffic into short and long pools with their flags.
+func (g *diag) pools() []traffic.Pool {
+	if g.base == nil {
+		return nil
+	}
+	ps, err := traffic.Split(g.ev.Traffic, g.in, memory.Options{Policy: g.opt.Policy})
+	if err != nil {
+		return nil
+	}
+	return ps
+}
+
+func (g *diag) maxLenRemedies() []Remedy {
+	var rs []Remedy
+	var logEst int
+	var logLen int
+	for _, l := range g.ev.Logs {
+		if l.Report.HasEstimate {
+			logEst, logLen = l.Report.EstimatedMaxLen, l.Report.MaxModelLen
+		}
+		if l.Report.ModelMaxLen > 0 && logEst == 0 {
+			logEst, logLen = l.Report.ModelMaxLen, 0
+		}
+	}
+	if g.base != nil {
+		b := g.base
+		fit := b.MaxFitLen
+		if b.Model.MaxPositions > 0 {
+			fit = min(fit, b.Model.MaxPositions)
+		}
+		if bs := b.Settings.BlockSize; bs > 0 && fit < b.Model.MaxPositions {
+			fit = fit / bs * bs
+		}
+		if fit > 0 && fit < b.MaxModelLen {
+			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
+			if logEst > 0 {
+				why += fmt.Sprintf(" (vLLM's own estimate: %d)", logEst)
+			}
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.Itoa(fit)}, Why: why})
+		}
+		for _, a := range memory.Alternatives(g.predicted(), gpu.Devices()) {
+			switch a.Code {
+			case "kv_cache_fp8", "more_gpus":
+				rs = append(rs, alternative(a))
+			}
+		}
+		if vllm.SupportsAutoMaxModelLen(b.Settings.Version) {
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", "auto"},
+				Why: fmt.Sprintf("vLLM %s fits the context to the memory itself at start-up", b.Settings.Version)})
+		}
+		return rs
+	}
+	if logEst > 0 {
+		why := fmt.Sprintf("vLLM estimated that %d tokens fit", logEst)
+		if logLen > 0 {
+			why = fmt.Sprintf("--max-model-len %d -> %d: %s", logLen, logEst, why)
+		}
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.Itoa(logEst)}, Why: why})
+	}
+	return append(rs, g.needPlan())
+}
+
+func alternative(a memory.Alternative) Remedy {
+	if len(a.Args) > 0 {
+		return Remedy{Action: ActionSetFlag, Args: a.Args, Why: a.Message}
+	}
+	args := []string{}
+	if a.GPU != "" {
+		args = append(args, a.GPU)
+	}
+	return Remedy{Action: ActionHardware, Args: args, Why: a.Message}
+}
+
+func (g *diag) utilRemedies() []Remedy {
+	if g.base == nil || g.rec == nil {
+		return []Remedy{g.needPlan()}
+	}
+	b, r := g.base, g.rec
+	cur := b.Settings.GPUMemoryUtilization
+	var rs []Remedy
+	if r.GPUMemoryUtilization < cur-0.005 {
+		nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = r.GPUMemoryUtilization })
+		why := fmt.Sprintf("--gpu-memory-utilization %.2f -> %.2f: %s", cur, r.GPUMemoryUtilization, utilWhy(r))
+		if ok {
+			why += fmt.Sprintf("; the KV cache becomes %s (%s tokens, %.2f requests of %d tokens at once)", gib(nb.PerGPU.KVCache), thousands(nb.KVTokens), nb.MaxConcurrency, nb.MaxModelLen)
+		}
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", r.GPUMemoryUtilization)}, Why: why})
+	}
+	if len(rs) > 0 && vllm.SupportsKVCacheMemory(b.Settings.Version) && r.Budget.PerGPU.KVCache > 0 {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--kv-cache-memory", strconv.FormatInt(r.Budget.PerGPU.KVCache, 10)},
+			Why: fmt.Sprintf("or fix the KV cache at %s per GPU (what the recommended utilization gives); vLLM then ignores --gpu-memory-utilization", gib(r.Budget.PerGPU.KVCache))})
+	}
+	if len(rs) == 0 {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+			Why: fmt.Sprintf("--gpu-memory-utilization %.2f is within the computed %.2f: %s", cur, r.GPUMemoryUtilization, utilWhy(r))})
+	}
+	return rs
+}
+
+func (g *diag) weightsRemedies() []Remedy {
+	if g.base == nil {
+		return []Remedy{g.needPlan()}
+	}
+	var rs []Remedy
+	for _, a := range memory.Alternatives(g.predicted(), gpu.Devices()) {
+		rs = append(rs, alternative(a))
+	}
+	if len(rs) == 0 {
+		// The planner thinks it fits (measured figures may say
+		// otherwise): say what each lever gives.
+		b := g.base
+		if b.Model.Quant == nil && b.Settings.Quantization == "" {
+			if nb, ok := g.with(func(s *vllm.Settings) { s.Quantization = "fp8" }); ok {
+				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--quantization", "fp8"},
+					Why: fmt.Sprintf("fp8 weights: %s per GPU instead of %s, the KV cache grows to %s", gib(nb.PerGPU.Weights), gib(b.PerGPU.Weights), gib(nb.PerGPU.KVCache))})
+			}
+		}
+		tp := b.Settings.TensorParallelSize
+		if n := tp * 2; b.Model.Heads%n == 0 {
+			if nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = n }); ok {
+				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(n)},
+					Why: fmt.Sprintf("shard over %d GPUs: %s of weights per GPU instead of %s; the KV cache grows to %s per GPU (%s tokens)", n, gib(nb.PerGPU.Weights), gib(b.PerGPU.Weights), gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))})
+			}
+		}
+	}
+	if bt := g.base.Settings.MaxNumBatchedTokens; g.oomIn(PhaseProfiling) && bt > 2048 {
+		if nb, ok := g.with(func(s *vllm.Settings) { s.MaxNumBatchedTokens = 2048 }); ok {
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-batched-tokens", "2048"},
+				Why: fmt.Sprintf("--max-num-batched-tokens %d -> 2048: the profile run's activation falls from %s to %s", bt, gib(g.base.PerGPU.Activation), gib(nb.PerGPU.Activation))})
+		}
+	}
+	return rs
+}
+
+func (g *diag) outsideRemedies() []Remedy {
+	if g.base == nil || g.rec == nil {
+		return []Remedy{g.needPlan()}
+	}
+	b, r := g.base, g.rec
+	var rs []Remedy
+	if r.GPUMemoryUtilization < b.Settings.GPUMemoryUtilization-0.005 {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", r.GPUMemoryUtilization)},
+			Why: fmt.Sprintf("--gpu-memory-utilization %.2f -> %.2f: %s", b.Settings.GPUMemoryUtilization, r.GPUMemoryUtilization, utilWhy(r))})
+	}
+	v := b.Settings.Version
+	if vllm.CUDAGraphEstimate(v) && !vllm.CUDAGraphsInBudget(v, b.Settings.Env) {
+		rs = append(rs, Remedy{Action: ActionSetEnv, Args: []string{vllm.EnvEstimateCUDAGraphs + "=1"},
+			Why: fmt.Sprintf("vLLM %s estimates CUDA-graph memory but leaves it outside the budget unless asked; with the estimate inside, the KV cache shrinks by ~%s and capture cannot run past the card", v, gib(b.PerGPU.CUDAGraph))})
+	}
+	if g.oomIn(PhaseSampler) {
+		seqs := b.Settings.MaxNumSeqs
+		if n := max(seqs/4, 1); n < seqs {
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},
+				Why: fmt.Sprintf("--max-num-seqs %d -> %d: the sampler warm-up holds logits for max-num-seqs rows (%d × %s vocabulary × 4 bytes = %s), outside the budget", seqs, n, seqs, thousands(int64(b.Model.Vocab)), gib(int64(seqs)*int64(b.Model.Vocab)*4))})
+		}
+	}
+	if !b.Settings.EnforceEager {
+		if nb, ok := g.with(func(s *vllm.Settings) { s.EnforceEager = true }); ok {
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--enforce-eager"},
+				Why: fmt.Sprintf("no CUDA graphs at all (%s saved; decoding is slower); the card then holds %s of %s", gib(b.PerGPU.CUDAGraph), gib(nb.Footprint), gib(nb.PerGPU.Total))})
+		}
+	}
+	return rs
+}
+
+func (g *diag) fragmentationRemedies() []Remedy {
+	sleep := false
+	for _, l := range g.ev.Logs {
+		sleep = sleep || l.SleepMode
+	}
+	var unalloc, tried int64
+	for _, o := range g.ev.OOMs {
+		unalloc, tried = max(unalloc, reservedUnallocated(o.OOM)), max(tried, o.OOM.Tried)
+	}
+	if sleep {
+		rs := []Remedy{{Action: ActionSetFlag, Args: []string{}, Why: "expandable segments are not safe here: vLLM's sleep mode (CuMemAllocator) refuses PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; lower the utilization instead"}}
+		return append(rs, g.utilRemedies()...)
+	}
+	return []Remedy{{Action: ActionSetEnv, Args: []string{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
+		Why: fmt.Sprintf("%s sat reserved but unallocated when %s could not be allocated; expandable segments let PyTorch grow and reuse segments instead of fragmenting (safe unless vLLM runs with --enable-sleep-mode)", gib(unalloc), gib(tried))}}
+}
+
+func (g *diag) otherRemedies() []Remedy {
+	var rs []Remedy
+	// Who holds the card, from nvidia-smi or the OOM message.
+	var held []string
+	var others int64
+	for _, gf := range g.ev.GPUs {
+		for _, x := range gf.GPUs {
+			if len(x.Processes) < 2 {
+				continue
+			}
+			ps := append([]telemetry.Process(nil), x.Processes...)
+			sort.Slice(ps, func(i, j int) bool { return ps[i].UsedBytes > ps[j].UsedBytes })
+			for i, p := range ps {
+				held = append(held, fmt.Sprintf("PID %d %s (%s)", p.PID, p.Name, gib(max(p.UsedBytes, 0))))
+				if i > 0 && p.UsedBytes > 0 {
+					others += p.UsedBytes
+				}
+			}
+		}
+	}
+	var total int64
+	for _, o := range g.ev.OOMs {
+		total = max(total, o.OOM.Total)
+		if len(held) == 0 {
+			for _, p := range o.OOM.Processes {
+				held = append(held, fmt.Sprintf("PID %d (%s)", p.PID, gib(p.Bytes)))
+			}
+		}
+		if o.OOM.Total > 0 && o.OOM.ProcessInUse > 0 {
+			others = max(others, o.OOM.Total-o.OOM.Free-o.OOM.ProcessInUse)
+		}
+	}
+	for _, l := range g.ev.Logs {
+		if r := l.Report; r.TotalBytes > 0 && r.FreeBytes > 0 {
+			others = max(others, r.TotalBytes-r.FreeBytes)
+			total = max(total, r.TotalBytes)
+		}
+	}
+	why := "give vLLM a GPU of its own: stop or move the other process"
+	if len(held) > 0 {
+		why += " (" + strings.Join(held, ", ") + ")"
+	}
+	rs = append(rs, Remedy{Action: ActionFreeGPU, Args: []string{}, Why: why})
+	if g.base != nil && others > 0 {
+		if total == 0 {
+			total = g.base.PerGPU.Total
+		}
+		// The most vLLM may ask for beside the others: what they leave
+		// free, less the context and reserve the planner keeps outside.
+		room := total - others - g.base.PerGPU.Context - (g.base.PerGPU.Total/100 + 150<<20)
+		u := math.Floor(float64(room)/float64(total)*100) / 100
+		if u > 0 {
+			nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = u })
+			why := fmt.Sprintf("or share the card: %s is held by others, so vLLM may ask for at most %.2f of %s", gib(others), u, gib(total))
+			if ok && nb.Fits {
+				why += fmt.Sprintf("; the KV cache is then %s (%s tokens)", gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))
+				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", u)}, Why: why})
+			} else {
+				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{}, Why: why + ", and at that the model does not fit: the card must be freed"})
+			}
+		}
+	}
+	return rs
+}
+
+func (g *diag) tpRemedies() []Remedy {
+	if g.base == nil {
+		return []Remedy{g.needPlan()}
+	}
+	b := g.base
+	count := g.dep.GPUCount
+	for _, gf := range g.ev.GPUs {
+		count = max(count, len(gf.GPUs))
+	}
+	var rs []Remedy
+	heads := b.Model.Heads
+	best := 0
+	for n := max(count, b.Settings.TensorParallelSize); n >= 1; n-- {
+		if heads%n == 0 && n*b.Settings.PipelineParallelSize <= max(count, 1) {
+			best = n
+			break
+		}
+	}
+	if best > 0 && best != b.Settings.TensorParallelSize {
+		nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = best })
+		why := fmt.Sprintf("--tensor-parallel-size %d -> %d: divides the model's %d heads and uses the GPUs there are", b.Settings.TensorParallelSize, best, heads)
+		if ok {
+			why += fmt.Sprintf("; %s of weights and %s of KV cache per GPU (%s tokens)", gib(nb.PerGPU.Weights), gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))
+		}
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(best)}, Why: why})
+	}
+	if len(rs) == 0 {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+			Why: fmt.Sprintf("keep --tensor-parallel-size %d; more shards do not shrink the per-GPU KV cache of each request once every GPU holds whole KV heads", b.Settings.TensorParallelSize)})
+	}
+	return rs
+}
+
+func (g *diag) k8sRemedies() []Remedy {
+	var rs []Remedy
+	k := g.ev.K8s
+	if len(k.OOMKilled) > 0 {
+		var limit int64
+		for _, c := range k.Containers {
+			if c.VLLM && c.MemoryLimit > 0 {
+				limit = c.MemoryLimit
+			}
+		}
+		if limit > 0 {
+			// No model of vLLM's host memory exists here: doubling is a
+			// rule of thumb, and says so.
+			to := fmt.Sprintf("%dGi", roundUp(2*limit, 1<<30)>>30)
+			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"resources.limits.memory", to},
+				Why: fmt.Sprintf("OOMKilled is the host-memory limit (%s now): raise it (doubling is a starting point, not a computed value); GPU settings do not change it", gib(limit))})
+		} else {
+			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"resources.limits.memory"},
+				Why: "OOMKilled is the container's host-memory limit: raise resources.limits.memory; GPU settings do not change it"})
+		}
+	}
+	startup := g.startupSeconds()
+	for _, c := range k.Containers {
+		if !c.VLLM {
+			continue
+		}
+		hasStart := false
+		for _, p := range c.Probes {
+			hasStart = hasStart || p.Kind == "startup"
+		}
+		need := math.Max(2*startup, 600)
+		if len(c.Probes) > 0 && (!hasStart || len(k.ProbeFailures) > 0) {
+			fails := int(math.Ceil(need / defaultProbePeriod))
+			why := fmt.Sprintf("a startup probe of %d × %ds = %.0f s keeps the liveness probe off until vLLM is up", fails, defaultProbePeriod, float64(fails*defaultProbePeriod))
+			if startup > 0 {
+				why += fmt.Sprintf(" (this start-up took %.0f s; twice that, at least 10 minutes)", startup)
+			}
+			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.httpGet.path", "/health", "startupProbe.periodSeconds", strconv.Itoa(defaultProbePeriod), "startupProbe.failureThreshold", strconv.Itoa(fails)}, Why: why})
+			break
+		}
+	}
+	for _, h := range k.HPAs {
+		if h.CPUOnly {
+			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"spec.metrics[].pods.metric.name", "vllm:num_requests_waiting"},
+				Why: fmt.Sprintf("scale %s on queue depth (vllm:num_requests_waiting) or KV use (vllm:kv_cache_usage_perc) through a custom-metrics adapter instead of CPU", h.Name)})
+		}
+	}
+	if len(k.Sharing) > 0 {
+		rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"nodeSelector", labelSharing + "=none"},
+			Why: "run vLLM on a GPU that is not time-sliced (or a MIG slice of its own): time-slicing shares memory with no isolation"})
+	}
+	for _, h := range k.GPUHints {
+		if !strings.HasPrefix(h.Name, "nvidia.com/mig-") || g.base == nil {
+			continue
+		}
+		sel, err := gpu.Resolve(h.Name)
+		if err != nil {
+			continue
+		}
+		if r, ok := g.biggerMIG(sel.Device); ok {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{}, Why: "see the evidence: the pod restarts before vLLM is up"})
+	}
+	return rs
+}
+
+// biggerMIG finds the smallest MIG slice of the same GPU that fits.
+func (g *diag) biggerMIG(cur gpu.Device) (Remedy, bool) {
+	slices := gpu.MIGSlices()
+	sort.SliceStable(slices, func(i, j int) bool { return slices[i].TotalBytes < slices[j].TotalBytes })
+	for _, d := range slices {
+		if d.Parent != cur.Parent || d.TotalBytes <= cur.TotalBytes || strings.Contains(d.MIG, "+") {
+			continue
+		}
+		in := g.in
+		in.Device, in.Count = d, 0
+		if b, err := memory.Plan(in); err == nil && b.Fits {
+			return Remedy{Action: ActionEditManifest, Args: []string{"resources.limits", "nvidia.com/mig-" + d.MIG + ": 1"},
+				Why: fmt.Sprintf("the smallest %s MIG slice that fits is %s (%s): KV cache %s, %s tokens", d.Parent, d.MIG, gib(d.TotalBytes), gib(b.PerGPU.KVCache), thousands(b.KVTokens))}, true
+		}
+	}
+	return Remedy{}, false
+}
+
+func (g *diag) versionRemedies() []Remedy {
+	var rs []Remedy
+	if g.base != nil && g.rec != nil && g.rec.MaxModelLen > 0 {
+		args := []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", g.rec.GPUMemoryUtilization),
+			"--max-model-len", strconv.Itoa(g.rec.MaxModelLen), "--max-num-seqs", strconv.Itoa(g.rec.MaxNumSeqs)}
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: args,
+			Why: fmt.Sprintf("re-tune for vLLM %s instead of carrying the old settings over: %s", g.base.Settings.Version, strings.Join(g.rec.Why, "; "))})
+	}
+	pin := "pin the image to the release the settings were tuned on, and upgrade with a load test (headroom plan --vllm-version NEW)"
+	if len(rs) > 0 {
+		pin = "or " + pin
+	}
+	rs = append(rs, Remedy{Action: ActionPinVersion, Args: []string{}, Why: pin})
+	if g.base == nil {
+		rs = append(rs, g.needPlan())
+	}
+	return rs
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const corpus = "../../doctor/testdata/corpus/"
+
+// TestDoctorJSONContract: the fields the issue names, most likely first,
+// exit 1 when something is wrong.
+func TestDoctorJSONContract(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", corpus+"preemption", "--gpu", "H100-80GB", "-o", "json")
+	if code != ExitNoFit {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var d struct {
+		Findings []struct {
+			Code       string  `json:"code"`
+			Confidence float64 `json:"confidence"`
+			Evidence   []struct {
+				Source string `json:"source"`
+				Line   int    `json:"line"`
+				Text   string `json:"text"`
+			} `json:"evidence"`
+			Remedies []struct {
+				Action string   `json:"action"`
+				Args   []string `json:"args"`
+				Why    string   `json:"why"`
+			} `json:"remedies"`
+		} `json:"findings"`
+		DeadEnds []map[string]string `json:"dead_ends"`
+		Memory   map[string]any      `json:"memory"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Findings) == 0 || d.Findings[0].Code != "kv_cache_pressure" {
+		t.Fatalf("findings %+v", d.Findings)
+	}
+	f := d.Findings[0]
+	if f.Confidence < 0.75 || len(f.Evidence) == 0 || f.Evidence[0].Line == 0 {
+		t.Errorf("finding %+v", f)
+	}
+	// The first remedy lowers --max-num-seqs from vLLM's V0 default (256)
+	// to what the KV cache holds at the traffic's p90 length.
+	r := f.Remedies[0]
+	if r.Action != "set_flag" || len(r.Args) != 2 || r.Args[0] != "--max-num-seqs" || !strings.HasPrefix(r.Why, "--max-num-seqs 256 -> "+r.Args[1]+": KV for "+r.Args[1]+" x ") {
+		t.Errorf("remedy %+v", r)
+	}
+	if len(d.DeadEnds) == 0 || d.Memory["traffic"] == nil || d.Memory["plan"] == nil {
+		t.Errorf("dead ends %v memory %v", d.DeadEnds, d.Memory)
+	}
+}
+
+func TestDoctorTextAndMarkdown(t *testing.T) {
+	code, out, _ := run(t, offline, "doctor", corpus+"capture-oom.log")
+	if code != ExitNoFit || !strings.Contains(out, "1. outside_budget:") || !strings.Contains(out, "--gpu-memory-utilization 0.94") ||
+		!strings.Contains(out, "Dead ends") || !strings.Contains(out, "capture-oom.log:20:") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = run(t, offline, "doctor", corpus+"maxlen.log", "-o", "markdown")
+	if code != ExitNoFit || !strings.Contains(out, "### 1. `max_model_len_too_large`") || !strings.Contains(out, "```") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestDoctorHealthy(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", corpus+"healthy.log")
+	if code != ExitFits || !strings.Contains(out, "nothing wrong") {
+		t.Errorf("exit %d: %s %s", code, out, errs)
+	}
+}
+
+// TestDoctorPastedCommand: the seed's OOM text plus the deployment's
+// command and GPU give computed remedies.
+func TestDoctorPastedCommand(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", corpus+"seed001-oom.txt", "--gpu", "A100-80GB", "-o", "json",
+		"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "256", "--max-model-len", "8192")
+	if code != ExitNoFit {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `"--max-num-seqs"`) || !strings.Contains(out, "--max-num-seqs 256 -> ") || strings.Contains(out, `\u003e`) {
+		t.Errorf("no max-num-seqs remedy:\n%s", out)
+	}
+}
+
+func TestDoctorBadInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "notes.txt")
+	os.WriteFile(empty, []byte("nothing here\n"), 0o644)
+	for _, args := range [][]string{
+		{"doctor"},
+		{"doctor", filepath.Join(dir, "missing.log")},
+		{"doctor", empty},
+		{"doctor", corpus + "healthy.log", "-o", "yaml"},
+	} {
+		code, _, errs := run(t, offline, args...)
+		if code != ExitBadInput || strings.Count(strings.TrimSpace(errs), "\n") != 0 || errs == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package traffic
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"testing"
+	"time"
+)
+
+// FuzzParseLine: never panics, and a record holds counts a log can hold.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		"2025-06-20T12:34:56.789Z input_tokens=7420 output_tokens=312",
+		`{"created":1718886896,"usage":{"prompt_tokens":7,"completion_tokens":3}}`,
+		"INFO 06-20 12:34:56 [logger.py:39] Received request x: params: SamplingParams(max_tokens=5), prompt_token_ids: [1, 2",
+		"(APIServer pid=1) INFO 02-29 23:59:60 num_prompt_tokens: 4",
+		"ts=9999999999999999999 input_tokens=1",
+		"2025-06-20T12:34:56+99:99 input_tokens=0000000000001",
+		"input_tokens=12345678_",
+		"\x00_tokens=\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, ok := ParseLine(line)
+		if !ok {
+			if r != (Record{}) {
+				t.Fatalf("no record but %+v", r)
+			}
+			return
+		}
+		if r.Input < 0 || r.Output < 0 || r.Input >= 1e12 || r.Output >= 1e12 {
+			t.Fatalf("counts %+v", r)
+		}
+		if r.HasTime && (r.Unix < -1e11 || r.Unix > 1e13) {
+			t.Fatalf("time %d", r.Unix)
+		}
+	})
+}
+
+// FuzzRead: any bytes, plain or gzipped, read without panic; every
+// request is counted once whatever the number of workers.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("input_tokens=1 output_tokens=2\nnoise\n\n2025-06-20T12:00:00Z prompt_tokens=3"), false)
+	f.Add([]byte(`{"usage":{"prompt_tokens":1}}`+"\r\n"), true)
+	f.Add([]byte{0x1f, 0x8b, 0x08}, false)
+	f.Fuzz(func(t *testing.T, data []byte, zip bool) {
+		if zip {
+			var b bytes.Buffer
+			w := gzip.NewWriter(&b)
+			w.Write(data)
+			w.Close()
+			data = b.Bytes()
+		}
+		var got []int64
+		for _, workers := range []int{1, 2} {
+			p, err := NewProfile(Options{Window: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Read(context.Background(), bytes.NewReader(data), p, ReadOptions{Workers: workers})
+			if err != nil {
+				continue // a broken gzip stream is an error, not a panic
+			}
+			if p.Requests() < 0 || p.Requests() != p.Input().Count() || p.Requests() != p.Total().Count() {
+				t.Fatalf("requests %d, input count %d, total count %d", p.Requests(), p.Input().Count(), p.Total().Count())
+			}
+			got = append(got, p.Requests(), p.Skipped())
+			p.Windows()
+			p.Buckets()
+		}
+		if len(got) == 4 && (got[0] != got[2] || got[1] != got[3]) {
+			t.Fatalf("serial %v vs parallel %v", got[:2], got[2:])
+		}
+	})
+}
