@@ -76,7 +76,7 @@ func tokenBytesPerLayer(s model.Spec, tp int, kvBytes int) int64 {
 // newKVLayout builds the layout for decoder layers [first, last).
 func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout {
 	perToken := tokenBytesPerLayer(s, tp, kvBytes)
-	l := kvLayout{blockSize: blockSize}
+	l := kvLayout{blockSize: blockSize, layers: make([]layerSpec, 0, last-first)}
 	for i := first; i < last; i++ {
 		k := s.LayerKind(i)
 		if k.Kind == model.NoMixer {
@@ -132,14 +132,29 @@ func (l *kvLayout) group() {
 	if len(l.layers) == 0 {
 		return
 	}
-	counts := map[layerSpec]int{}
+	// Few distinct specs: a linear scan beats a map here.
+	type kindCount struct {
+		spec  layerSpec
+		count int
+	}
+	var counts []kindCount
 	for _, ls := range l.layers {
-		counts[ls.key()]++
+		found := false
+		for i := range counts {
+			if counts[i].spec == ls.key() {
+				counts[i].count++
+				found = true
+				break
+			}
+		}
+		if !found {
+			counts = append(counts, kindCount{ls.key(), 1})
+		}
 	}
 	l.pageBytes = 0
-	for k := range counts {
-		if k.pageBytes > l.pageBytes {
-			l.pageBytes = k.pageBytes
+	for _, k := range counts {
+		if k.spec.pageBytes > l.pageBytes {
+			l.pageBytes = k.spec.pageBytes
 		}
 	}
 	if len(counts) == 1 {
@@ -149,7 +164,7 @@ func (l *kvLayout) group() {
 	}
 	vals := make([]int, 0, len(counts))
 	for _, c := range counts {
-		vals = append(vals, c)
+		vals = append(vals, c.count)
 	}
 	sort.Ints(vals)
 	lo, hi := vals[0], vals[len(vals)-1]

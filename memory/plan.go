@@ -147,14 +147,15 @@ func Plan(in Input) (Budget, error) {
 	}
 
 	requested := int64(math.Ceil(float64(in.Device.TotalBytes) * set.GPUMemoryUtilization))
-	whole := splitWeights(s, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
+	layers := layerParams(s)
+	whole := splitWeights(s, layers, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
 	b.WeightsTotal = int64(whole.bytes(b.DtypeBytes, format, true)) + ropeCacheBytes(s, b.DtypeBytes)
 	scale := checkpointScale(s, b.DtypeBytes, format, whole)
 
 	first := true
 	for _, st := range stages(s.Layers, pp) {
 		p := Parts{Total: in.Device.TotalBytes, Requested: requested, Context: contextBytes(tp)}
-		p.Weights = int64(splitWeights(s, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
+		p.Weights = int64(splitWeights(s, layers, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0)
 		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean)

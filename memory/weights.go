@@ -87,14 +87,24 @@ type weightParts struct {
 	totalDense  float64
 }
 
-// splitWeights counts the parameters one TP rank of stage st holds.
+// layerParams counts every decoder layer's parameters once per plan.
+func layerParams(s model.Spec) []model.LayerParams {
+	out := make([]model.LayerParams, s.Layers)
+	for i := range out {
+		out[i] = s.Layer(i)
+	}
+	return out
+}
+
+// splitWeights counts the parameters one TP rank of stage st holds;
+// layers are the model's per-layer counts (layerParams).
 //
 // Source: vllm-memory.md §2.2 and §5 — vocab-parallel embeddings and LM head
 // (vocabulary padded to a multiple of 64, then split), column/row-parallel
 // projections and experts split by TP, KV projections replicated when TP
 // exceeds the KV heads, MLA down projections, norms and routers replicated.
 // The vision tower is counted as split by TP (vLLM shards most encoders).
-func splitWeights(s model.Spec, st stage, tp int) weightParts {
+func splitWeights(s model.Spec, layers []model.LayerParams, st stage, tp int) weightParts {
 	var w weightParts
 	t := float64(tp)
 	vocabPadded := float64((s.Vocab + 63) / 64 * 64)
@@ -114,8 +124,7 @@ func splitWeights(s model.Spec, st stage, tp int) weightParts {
 	if s.KVHeads > 0 && tp > s.KVHeads {
 		kvShare = 1 / float64(s.KVHeads)
 	}
-	for i := 0; i < s.Layers; i++ {
-		p := s.Layer(i)
+	for i, p := range layers {
 		sharded := float64(p.QO + p.MLAUp + p.MLP + p.Shared)
 		w.totalLinear += float64(p.Linear())
 		w.totalExpert += float64(p.Experts)
