@@ -4,8 +4,8 @@
 //
 // Evidence is recognised by content, never by file name: PyTorch's CUDA
 // out-of-memory message, vLLM start-up and runtime logs (read with the
-// vllm package's line recognisers, plus the settings lines, preemption
-// warnings, engine statistics and traceback frames read here), nvidia-smi
+// vllm package's line recognisers; the Python literals of the settings
+// lines and Python's traceback frames are read here), nvidia-smi
 // output (the default screen, --query-gpu CSV, dmon; read by telemetry),
 // Prometheus text from vLLM's /metrics (telemetry, which parses it with
 // prometheus/common/expfmt), request logs (traffic), and Kubernetes

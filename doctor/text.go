@@ -115,13 +115,18 @@ func (s *textScanner) plain(l string) {
 		return
 	}
 	if ev, ok := vllm.ParseLogLine(l); ok {
-		s.event(ev)
-		// The engine's config line is also its version line.
-		s.extras(l)
-		return
-	}
-	if s.extras(l) {
-		return
+		if s.extra(ev) {
+			return
+		}
+		if !extraKinds[ev.Kind] {
+			s.event(ev)
+			if ev.Kind == vllm.LogVersion && ev.Args != "" {
+				// The engine's config line is also its version line.
+				s.engineConfig(ev.Args)
+				s.in.addKind(KindVLLMLog)
+			}
+			return
+		}
 	}
 	if s.desc.line(s, l) {
 		s.in.addKind(KindDescribe)
@@ -284,14 +289,22 @@ func (s *textScanner) phase(msg string) (string, Line) {
 	return "", Line{}
 }
 
-// extras recognises the vLLM lines the vllm package does not: the
-// settings (non-default args, the engine config line), preemption
-// warnings, engine statistics, CUDA-graph capture starting, engine death
-// and the start-up time.
-func (s *textScanner) extras(l string) bool {
-	switch {
-	case strings.Contains(l, "non-default args: {"):
-		m, ok := parsePyDict(l[strings.Index(l, "non-default args: {")+len("non-default args: "):])
+// extraKinds are the recognised lines that feed LogFacts directly rather
+// than the start-up report and its cited events.
+var extraKinds = map[vllm.LogKind]bool{
+	vllm.LogArgs: true, vllm.LogNamespaceArgs: true, vllm.LogEngineConfig: true,
+	vllm.LogPreemption: true, vllm.LogStats: true, vllm.LogCaptureStart: true,
+	vllm.LogEngineDead: true, vllm.LogInitTime: true,
+}
+
+// extra records the settings lines, preemption warnings, engine
+// statistics, CUDA-graph capture starting, engine death and the start-up
+// time. It reports false for other kinds, and for an args dict that does
+// not parse (the line is then read as something else).
+func (s *textScanner) extra(ev vllm.LogEvent) bool {
+	switch ev.Kind {
+	case vllm.LogArgs:
+		m, ok := parsePyDict(ev.Args)
 		if !ok {
 			return false
 		}
@@ -300,48 +313,36 @@ func (s *textScanner) extras(l string) bool {
 		if v, ok := m["enable_sleep_mode"].(bool); ok && v {
 			s.logFacts().SleepMode = true
 		}
-	case strings.Contains(l, "args: Namespace("):
-		// V0 and early V1 servers log every argument as an argparse
-		// Namespace: "args: Namespace(host=None, model='x', ...)".
-		body := l[strings.Index(l, "args: Namespace(")+len("args: Namespace("):]
-		body = strings.TrimSuffix(strings.TrimRight(body, " "), ")")
-		s.ndArgs = parseKeywords(body)
+	case vllm.LogNamespaceArgs:
+		s.ndArgs = parseKeywords(ev.Args)
 		s.settingsLine()
-	case strings.Contains(l, "LLM engine") && strings.Contains(l, " with config: "):
-		cfg := parseKeywords(l[strings.Index(l, " with config: ")+len(" with config: "):])
-		s.cfgArgs = translateConfig(cfg)
-		s.settingsLine()
-	case preemptionLine(l):
+	case vllm.LogEngineConfig:
+		s.engineConfig(ev.Args)
+	case vllm.LogPreemption:
 		log := s.logFacts()
 		log.Preemptions++
 		if log.PreemptionLine.zero() {
 			log.PreemptionLine = s.here()
 		}
-	case strings.Contains(l, "KV cache usage: "):
+	case vllm.LogStats:
 		log := s.logFacts()
-		if u, ok := percentAfter(l, "KV cache usage: "); ok && u > log.MaxKVUsage {
-			log.MaxKVUsage, log.KVUsageLine = u, s.here()
+		if ev.KVUsage > log.MaxKVUsage {
+			log.MaxKVUsage, log.KVUsageLine = ev.KVUsage, s.here()
 		}
-		if n, ok := intAfter(l, "Running: "); ok {
-			log.MaxRunning = max(log.MaxRunning, n)
-		}
-		for _, k := range []string{"Waiting: ", "Pending: "} {
-			if n, ok := intAfter(l, k); ok {
-				log.MaxWaiting = max(log.MaxWaiting, n)
-			}
-		}
+		log.MaxRunning = max(log.MaxRunning, ev.Running)
+		log.MaxWaiting = max(log.MaxWaiting, ev.Waiting)
 		s.mark(PhaseServing, s.here())
-	case strings.Contains(l, "Capturing CUDA graph") || strings.Contains(l, "Capturing cudagraphs") || strings.Contains(l, "Capturing the model for CUDA graphs"):
+	case vllm.LogCaptureStart:
 		s.logFacts()
 		s.mark(PhaseCapture, s.here())
-	case strings.Contains(l, "EngineDeadError") || strings.Contains(l, "EngineCore encountered a fatal error") || strings.Contains(l, "Engine loop has died"):
+	case vllm.LogEngineDead:
 		log := s.logFacts()
 		if log.EngineDead.zero() {
 			log.EngineDead = s.here()
 		}
-	case strings.Contains(l, "init engine (profile, create kv cache, warmup model) took "):
-		if f, ok := floatAfter(l, "warmup model) took "); ok {
-			s.logFacts().InitSeconds = f
+	case vllm.LogInitTime:
+		if ev.Seconds > 0 {
+			s.logFacts().InitSeconds = ev.Seconds
 		}
 	default:
 		return false
@@ -350,14 +351,10 @@ func (s *textScanner) extras(l string) bool {
 	return true
 }
 
-// preemptionLine matches V0's "Sequence group X is preempted by
-// PreemptionMode.RECOMPUTE mode because there is not enough KV cache
-// space" and later builds' "Preempted request ..." warnings.
-func preemptionLine(l string) bool {
-	if !strings.Contains(l, "reempt") {
-		return false
-	}
-	return strings.Contains(l, "KV cache space") || strings.Contains(l, "is preempted by") || strings.Contains(l, "Preempted request") || strings.Contains(l, "preempted request")
+// engineConfig reads the engine config line's keyword list.
+func (s *textScanner) engineConfig(args string) {
+	s.cfgArgs = translateConfig(parseKeywords(args))
+	s.settingsLine()
 }
 
 // settingsLine rebuilds the log's settings from what it showed: the
@@ -431,43 +428,6 @@ func translateConfig(cfg map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// percentAfter reads "95.1%" after key as a fraction.
-func percentAfter(l, key string) (float64, bool) {
-	f, ok := floatAfter(l, key)
-	if !ok || f < 0 || f > 100 {
-		return 0, false
-	}
-	return f / 100, true
-}
-
-func floatAfter(l, key string) (float64, bool) {
-	i := strings.Index(l, key)
-	if i < 0 {
-		return 0, false
-	}
-	rest := l[i+len(key):]
-	j := 0
-	for j < len(rest) && (rest[j] >= '0' && rest[j] <= '9' || rest[j] == '.') {
-		j++
-	}
-	f, err := strconv.ParseFloat(rest[:j], 64)
-	return f, err == nil
-}
-
-func intAfter(l, key string) (int, bool) {
-	i := strings.Index(l, key)
-	if i < 0 {
-		return 0, false
-	}
-	rest := l[i+len(key):]
-	j := 0
-	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' && j < 9 {
-		j++
-	}
-	n, err := strconv.Atoi(rest[:j])
-	return n, err == nil
 }
 
 // command recognises a pasted `vllm serve ...` or api_server command line,

@@ -132,6 +132,47 @@ const (
 	// LogErrEngineInit: "RuntimeError: Engine core initialization failed.
 	// See root cause above." (V1): the cause is on an earlier line.
 	LogErrEngineInit LogKind = "engine_init_failed"
+
+	// Lines that show the settings, as Python literals in Args:
+	//
+	// LogArgs: "non-default args: {'model': 'x', 'max_model_len': 8192}"
+	// (V1 api_server since 0.9; Args is the dict, from its "{").
+	LogArgs LogKind = "non_default_args"
+	// LogNamespaceArgs: "args: Namespace(host=None, model='x', ...)" (V0
+	// and early V1 servers log every argument; Args is the keyword list
+	// inside the parentheses).
+	LogNamespaceArgs LogKind = "namespace_args"
+	// LogEngineConfig: "Initializing an LLM engine with config: model='x',
+	// ..., max_seq_len=8192, ..." when the line names no version (a line
+	// that does is a LogVersion event with the same Args). Args is the
+	// keyword list after "with config: ".
+	LogEngineConfig LogKind = "engine_config"
+
+	// Run-time lines:
+	//
+	// LogPreemption: V0's "Sequence group X is preempted by
+	// PreemptionMode.RECOMPUTE mode because there is not enough KV cache
+	// space" and later builds' "Preempted request ..." warnings.
+	LogPreemption LogKind = "preemption"
+	// LogStats: the engine's periodic statistics, V1 "Engine 000: Avg
+	// prompt throughput: 8210.1 tokens/s, ..., Running: 24 reqs, Waiting: 0
+	// reqs, GPU KV cache usage: 31.4%, ..." (V0: "..., Running: 61 reqs,
+	// Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 88.4%, ...").
+	// KVUsage, Running and Waiting carry its numbers.
+	LogStats LogKind = "engine_stats"
+	// LogCaptureStart: CUDA graph capture begins ("Capturing CUDA graphs
+	// (mixed prefill-decode, PIECEWISE): 61%|..." progress bars, V0's
+	// "Capturing cudagraphs for decoding" and "Capturing the model for CUDA
+	// graphs").
+	LogCaptureStart LogKind = "cudagraph_capture_start"
+	// LogEngineDead: the engine died while serving ("EngineDeadError",
+	// "EngineCore encountered a fatal error", V0's "Engine loop has
+	// died"). Not a start-up error: IsError is false.
+	LogEngineDead LogKind = "engine_dead"
+	// LogInitTime: "init engine (profile, create kv cache, warmup model)
+	// took 26.14 seconds" (V1 core.py); Seconds is the time, 0 when it
+	// does not parse.
+	LogInitTime LogKind = "engine_init_time"
 )
 
 // IsError reports whether the kind is an error that stops start-up.
@@ -184,6 +225,16 @@ type LogEvent struct {
 	Device int `json:"device"`
 	// OOM holds the numbers of a CUDA out-of-memory message (LogErrOOM).
 	OOM *OOM `json:"oom,omitempty"`
+	// Args is the Python-literal text of a settings line (LogArgs: a
+	// dict; LogNamespaceArgs, LogEngineConfig and a LogVersion config
+	// line: a keyword list), unclipped, for the reader to parse.
+	Args string `json:"args,omitempty"`
+	// KVUsage is LogStats' "GPU KV cache usage" as a fraction; Running
+	// and Waiting its request counts (V0's "Pending" is Waiting). A figure
+	// the line lacks stays 0.
+	KVUsage float64 `json:"kv_cache_usage,omitempty"`
+	Running int     `json:"running,omitempty"`
+	Waiting int     `json:"waiting,omitempty"`
 	// Message is the message itself, from its start (for errors, from the
 	// exception name when there is one), clipped to MaxMessageLen bytes.
 	Message string `json:"message"`
@@ -305,6 +356,10 @@ var (
 	v0MaxLenRe   = regexp.MustCompile(`max seq len \(` + intPat + `\) is larger than the maximum number of tokens that can be stored in KV cache \(` + intPat + `\)`)
 	aboveModelRe = regexp.MustCompile(`User-specified max_model_len \(` + intPat + `\) is greater than the derived max_model_len \(\w+=` + intPat)
 	argErrRe     = regexp.MustCompile(`error: (?:argument \S+|unrecognized arguments)`)
+	kvUsageRe    = regexp.MustCompile(`KV cache usage: (\d+(?:\.\d+)?)`)
+	runningRe    = regexp.MustCompile(`Running: (\d{1,9})`)
+	waitingRe    = regexp.MustCompile(`(?:Waiting|Pending): (\d{1,9})`)
+	initTimeRe   = regexp.MustCompile(`warmup model\) took (\d+(?:\.\d+)?)`)
 	exceptionRe  = regexp.MustCompile(`(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): `)
 	deviceRe     = regexp.MustCompile(`^(?:cuda:)?(\d+)$`)
 	versionWord  = regexp.MustCompile(`^v?\d+\.\d+`)
@@ -369,6 +424,18 @@ var recognizers = []recognizer{
 		return event(LogReady, l, "Application startup complete"), true
 	}},
 	{"Uvicorn running on", func(l string) (LogEvent, bool) { return event(LogReady, l, "Uvicorn running on"), true }},
+	{argsMarker, parseArgs},
+	{namespaceMarker, parseNamespace},
+	{configMarker, parseEngineConfig},
+	{"reempt", parsePreemption},
+	{"KV cache usage: ", parseStats},
+	{"Capturing CUDA graph", captureStart("Capturing CUDA graph")},
+	{"Capturing cudagraphs", captureStart("Capturing cudagraphs")},
+	{"Capturing the model for CUDA graphs", captureStart("Capturing the model for CUDA graphs")},
+	{"EngineDeadError", engineDead("EngineDeadError")},
+	{"EngineCore encountered a fatal error", engineDead("EngineCore encountered a fatal error")},
+	{"Engine loop has died", engineDead("Engine loop has died")},
+	{"init engine (profile, create kv cache, warmup model) took ", parseInitTime},
 }
 
 // ParseLogLine recognises one line of vLLM's output (any version's
@@ -428,10 +495,111 @@ func parseVersionLine(l string) (LogEvent, bool) {
 			}
 			ev := event(LogVersion, l, m[0])
 			ev.Version = v
+			if strings.Contains(l, "LLM engine") {
+				ev.Args = after(l, configMarker)
+			}
 			return ev, true
 		}
 	}
 	return LogEvent{}, false
+}
+
+// The markers that open the settings lines' Python literals.
+const (
+	argsMarker      = "non-default args: {"
+	namespaceMarker = "args: Namespace("
+	configMarker    = " with config: "
+)
+
+// after is the text of l after marker, "" when it is not there.
+func after(l, marker string) string {
+	i := strings.Index(l, marker)
+	if i < 0 {
+		return ""
+	}
+	return l[i+len(marker):]
+}
+
+func parseArgs(l string) (LogEvent, bool) {
+	ev := event(LogArgs, l, "non-default args: ")
+	// Keep the dict's opening brace: Args is the whole literal.
+	ev.Args = "{" + after(l, argsMarker)
+	return ev, true
+}
+
+func parseNamespace(l string) (LogEvent, bool) {
+	ev := event(LogNamespaceArgs, l, namespaceMarker)
+	ev.Args = strings.TrimSuffix(strings.TrimRight(after(l, namespaceMarker), " "), ")")
+	return ev, true
+}
+
+func parseEngineConfig(l string) (LogEvent, bool) {
+	if !strings.Contains(l, "LLM engine") {
+		return LogEvent{}, false
+	}
+	ev := event(LogEngineConfig, l, "LLM engine")
+	ev.Args = after(l, configMarker)
+	return ev, true
+}
+
+func parsePreemption(l string) (LogEvent, bool) {
+	if !strings.Contains(l, "KV cache space") && !strings.Contains(l, "is preempted by") &&
+		!strings.Contains(l, "Preempted request") && !strings.Contains(l, "preempted request") {
+		return LogEvent{}, false
+	}
+	anchor := "reempt"
+	for _, a := range []string{"Sequence group", "Preempted request", "preempted request"} {
+		if strings.Contains(l, a) {
+			anchor = a
+			break
+		}
+	}
+	return event(LogPreemption, l, anchor), true
+}
+
+// parseStats reads the statistics line; one whose numbers do not parse
+// still says the engine was serving.
+func parseStats(l string) (LogEvent, bool) {
+	ev := event(LogStats, l, statsAnchor(l))
+	if m := kvUsageRe.FindStringSubmatch(l); m != nil {
+		if f, err := strconv.ParseFloat(m[1], 64); err == nil && f <= 100 {
+			ev.KVUsage = f / 100
+		}
+	}
+	if m := runningRe.FindStringSubmatch(l); m != nil {
+		ev.Running, _ = strconv.Atoi(m[1])
+	}
+	for _, m := range waitingRe.FindAllStringSubmatch(l, 4) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			ev.Waiting = max(ev.Waiting, n)
+		}
+	}
+	return ev, true
+}
+
+// statsAnchor starts the message at "Avg prompt throughput" when the line
+// has it, else at the usage figure.
+func statsAnchor(l string) string {
+	if strings.Contains(l, "Avg prompt throughput") {
+		return "Avg prompt throughput"
+	}
+	return "KV cache usage: "
+}
+
+func captureStart(anchor string) func(string) (LogEvent, bool) {
+	return func(l string) (LogEvent, bool) { return event(LogCaptureStart, l, anchor), true }
+}
+
+func engineDead(anchor string) func(string) (LogEvent, bool) {
+	return func(l string) (LogEvent, bool) { return event(LogEngineDead, l, anchor), true }
+}
+
+func parseInitTime(l string) (LogEvent, bool) {
+	ev := event(LogInitTime, l, "init engine")
+	if m := initTimeRe.FindStringSubmatch(l); m != nil {
+		ev.Seconds, _ = seconds(m[1])
+	}
+	return ev, true
 }
 
 func parseLoading(l string) (LogEvent, bool) {

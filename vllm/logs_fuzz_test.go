@@ -31,6 +31,9 @@ func saneEvent(t *testing.T, ev LogEvent) {
 	if ev.Utilization > 1 {
 		t.Fatalf("utilization %v", ev.Utilization)
 	}
+	if ev.KVUsage < 0 || ev.KVUsage > 1 || ev.Running < 0 || ev.Waiting < 0 || len(ev.Args) > MaxLineLen {
+		t.Fatalf("run-time figures in %+v", ev)
+	}
 	if o := ev.OOM; o != nil {
 		for _, b := range []int64{o.Tried, o.Total, o.Free, o.ProcessInUse, o.Allocated, o.PrivatePools, o.ReservedUnallocated, o.Reserved} {
 			if b < 0 || b > maxLogBytes {
@@ -58,6 +61,11 @@ func FuzzParseLogLine(f *testing.F) {
 		"# GPU blocks: 7109, # CPU blocks: 512",
 		"ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (20272).",
 		"\x1b[32mINFO\x1b[0m Application startup complete.\r",
+		"non-default args: {'model': 'x', 'max_model_len': 8192}",
+		"args: Namespace(host=None, model='x', max_model_len=32768)",
+		"Initializing an LLM engine with config: model='x', max_seq_len=2048",
+		"Running: 58 reqs, Swapped: 0 reqs, Pending: 37 reqs, GPU KV cache usage: 99.6%, CPU KV cache usage: 0.0%.",
+		"init engine (profile, create kv cache, warmup model) took 26.14 seconds",
 	} {
 		f.Add(s)
 	}

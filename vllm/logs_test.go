@@ -24,7 +24,7 @@ func TestParseLogLine(t *testing.T) {
 		{"version api server", "(APIServer pid=1) INFO 11-22 10:00:01 [api_server.py:1805] vLLM API server version 0.19.0",
 			LogEvent{Kind: LogVersion, Version: Version{0, 19, 0, ""}, Device: -1, Message: "vLLM API server version 0.19.0"}},
 		{"version V0 engine", "INFO 11-22 12:00:03 llm_engine.py:249] Initializing an LLM engine (v0.4.0.post1) with config: model='m'",
-			LogEvent{Kind: LogVersion, Version: Version{0, 4, 0, ".post1"}, Device: -1, Message: "Initializing an LLM engine (v0.4.0.post1) with config: model='m'"}},
+			LogEvent{Kind: LogVersion, Version: Version{0, 4, 0, ".post1"}, Args: "model='m'", Device: -1, Message: "Initializing an LLM engine (v0.4.0.post1) with config: model='m'"}},
 		{"weights V1", "INFO 11-22 10:00:23 [gpu_model_runner.py:2392] Model loading took 14.99 GiB memory and 4.830211 seconds",
 			LogEvent{Kind: LogWeights, Memory: MemoryFigures{Weights: g(14.99)}, Seconds: 4.830211, Device: -1, Message: "Model loading took 14.99 GiB memory and 4.830211 seconds"}},
 		{"weights V1 0.8", "INFO 03-01 10:00:23 [gpu_model_runner.py:1100] Model loading took 14.9889 GiB and 5.120000 seconds",
@@ -104,6 +104,40 @@ func TestParseLogLine(t *testing.T) {
 			LogEvent{Kind: LogErrArgument, Device: -1, Message: "error: argument --max-model-len: invalid int value: 'auto'"}},
 		{"engine init", "(EngineCore_DP0 pid=301) ERROR [core.py:708] RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
 			LogEvent{Kind: LogErrEngineInit, Device: -1, Message: "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"}},
+		// The settings and run-time lines below are from the doctor corpus
+		// (doctor/testdata/corpus), written after vLLM 0.19.0 and 0.6.3.
+		{"non-default args", "(APIServer pid=1) INFO 11-22 10:00:01 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.98}",
+			LogEvent{Kind: LogArgs, Args: "{'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.98}", Device: -1,
+				Message: "non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.98}"}},
+		{"V0 namespace args", "INFO 06-20 11:58:02 api_server.py:529] args: Namespace(host=None, port=8000, model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=32768, max_num_seqs=256, gpu_memory_utilization=0.9)",
+			LogEvent{Kind: LogNamespaceArgs, Args: "host=None, port=8000, model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=32768, max_num_seqs=256, gpu_memory_utilization=0.9", Device: -1,
+				Message: "args: Namespace(host=None, port=8000, model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=32768, max_num_seqs=256, gpu_memory_utilization=0.9)"}},
+		{"engine config with version", "(EngineCore_DP0 pid=301) INFO 11-22 11:00:14 [core.py:90] Initializing a V1 LLM engine (v0.19.0) with config: model='moonshotai/Kimi-Dev-72B', tensor_parallel_size=4",
+			LogEvent{Kind: LogVersion, Version: Version{0, 19, 0, ""}, Args: "model='moonshotai/Kimi-Dev-72B', tensor_parallel_size=4", Device: -1,
+				Message: "Initializing a V1 LLM engine (v0.19.0) with config: model='moonshotai/Kimi-Dev-72B', tensor_parallel_size=4"}},
+		{"engine config without version", "INFO llm_engine.py:72] Initializing an LLM engine with config: model='facebook/opt-125m', dtype=torch.float16, max_seq_len=2048",
+			LogEvent{Kind: LogEngineConfig, Args: "model='facebook/opt-125m', dtype=torch.float16, max_seq_len=2048", Device: -1,
+				Message: "LLM engine with config: model='facebook/opt-125m', dtype=torch.float16, max_seq_len=2048"}},
+		{"V0 preemption", "WARNING 06-20 12:05:14 scheduler.py:1439] Sequence group chatcmpl-8a1f0c2e is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance.",
+			LogEvent{Kind: LogPreemption, Device: -1, Message: "Sequence group chatcmpl-8a1f0c2e is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance."}},
+		// 31.4% = 0.314; V1 names the queue "Waiting".
+		{"V1 stats", "(APIServer pid=1) INFO 11-22 10:10:42 [loggers.py:123] Engine 000: Avg prompt throughput: 8210.1 tokens/s, Avg generation throughput: 1130.9 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 31.4%, Prefix cache hit rate: 41.0%",
+			LogEvent{Kind: LogStats, KVUsage: 0.314, Running: 24, Device: -1,
+				Message: "Avg prompt throughput: 8210.1 tokens/s, Avg generation throughput: 1130.9 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 31.4%, Prefix cache hit rate: 41.0%"}},
+		// V0 names the queue "Pending"; 99.6% = 0.996.
+		{"V0 stats", "INFO 06-20 12:05:20 metrics.py:349] Avg prompt throughput: 30412.9 tokens/s, Avg generation throughput: 1802.0 tokens/s, Running: 58 reqs, Swapped: 0 reqs, Pending: 37 reqs, GPU KV cache usage: 99.6%, CPU KV cache usage: 0.0%.",
+			LogEvent{Kind: LogStats, KVUsage: 0.996, Running: 58, Waiting: 37, Device: -1,
+				Message: "Avg prompt throughput: 30412.9 tokens/s, Avg generation throughput: 1802.0 tokens/s, Running: 58 reqs, Swapped: 0 reqs, Pending: 37 reqs, GPU KV cache usage: 99.6%, CPU KV cache usage: 0.0%."}},
+		{"capture progress bar", "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  61%|██████    | 41/67 [00:02<00:01, 19.87it/s]",
+			LogEvent{Kind: LogCaptureStart, Device: -1, Message: "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  61%|██████    | 41/67 [00:02<00:01, 19.87it/s]"}},
+		{"V0 capture", "INFO 11-22 12:00:15 model_runner.py:1402] Capturing cudagraphs for decoding.",
+			LogEvent{Kind: LogCaptureStart, Device: -1, Message: "Capturing cudagraphs for decoding."}},
+		{"engine dead", "(APIServer pid=1) ERROR 11-23 16:40:19 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+			LogEvent{Kind: LogEngineDead, Device: -1, Message: "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."}},
+		{"engine fatal error", "(EngineCore_DP0 pid=140) ERROR 11-23 16:40:19 [core.py:787] EngineCore encountered a fatal error.",
+			LogEvent{Kind: LogEngineDead, Device: -1, Message: "EngineCore encountered a fatal error."}},
+		{"init time", "(EngineCore_DP0 pid=212) INFO 11-22 10:00:49 [core.py:218] init engine (profile, create kv cache, warmup model) took 26.14 seconds",
+			LogEvent{Kind: LogInitTime, Seconds: 26.14, Device: -1, Message: "init engine (profile, create kv cache, warmup model) took 26.14 seconds"}},
 		{"ANSI colour", "\x1b[1;36m(EngineCore_DP0 pid=212)\x1b[0;0m \x1b[32mINFO\x1b[0m 11-22 10:01:02 [gpu_worker.py:298] Available KV cache memory: 3.02 GiB\r",
 			LogEvent{Kind: LogAvailableKV, Memory: MemoryFigures{AvailableKV: g(3.02)}, Device: -1, Message: "Available KV cache memory: 3.02 GiB"}},
 	}
@@ -221,8 +255,8 @@ func TestLogScannerV019(t *testing.T) {
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("got  %+v\nwant %+v", r, want)
 	}
-	wantKinds := []LogKind{LogVersion, LogVersion, LogLoading, LogWeights, LogProfile, LogAvailableKV, LogCUDAGraphEstimate,
-		LogKVTokens, LogConcurrency, LogGraphCapture, LogCUDAGraphPool, LogGPUBlocks, LogReady}
+	wantKinds := []LogKind{LogVersion, LogArgs, LogVersion, LogLoading, LogWeights, LogProfile, LogAvailableKV, LogCUDAGraphEstimate,
+		LogKVTokens, LogConcurrency, LogCaptureStart, LogGraphCapture, LogCUDAGraphPool, LogInitTime, LogGPUBlocks, LogReady}
 	if !reflect.DeepEqual(kinds, wantKinds) {
 		t.Errorf("events %v\nwant   %v", kinds, wantKinds)
 	}
