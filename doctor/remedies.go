@@ -104,10 +104,9 @@ func (g *diag) kvRemedies() []Remedy {
 	b := g.base
 	cur := b.Settings.MaxNumSeqs
 	if typ, from := g.typicalContext(); typ > 0 {
-		// The rule of memory.Recommend at the utilization in use: as many
+		// memory.Recommend's rule at the utilization in use: as many
 		// requests as the KV cache holds at the typical context.
-		n := int(b.KVTokens / int64(typ))
-		n = max(n, 1)
+		n := memory.SeqsAt(*b, typ)
 		if n < cur {
 			kv := int64(n) * int64(typ) * b.KVBytesPerToken
 			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},

@@ -198,15 +198,23 @@ func Plan(in Input) (Budget, error) {
 			b.MaxModelLen = min(b.MaxFitLen, s.MaxPositions)
 		}
 	}
-	if b.MaxModelLen > 0 {
-		b.MaxConcurrency = float64(b.KVTokens) / float64(b.MaxModelLen)
-	}
+	b.MaxConcurrency = b.ConcurrencyAt(b.MaxModelLen)
 	b.Footprint = b.PerGPU.Context + b.PerGPU.Requested
 	if !b.CUDAGraphInBudget {
 		b.Footprint += b.PerGPU.CUDAGraph
 	}
 	b.check(dp)
 	return b, nil
+}
+
+// ConcurrencyAt is how many requests of the given length the KV cache
+// holds at once; vLLM 0.19.0 logs it for max-model-len as "Maximum
+// concurrency for L tokens per request: C.CCx" (KV tokens / L).
+func (b Budget) ConcurrencyAt(tokens int) float64 {
+	if tokens <= 0 {
+		return 0
+	}
+	return float64(b.KVTokens) / float64(tokens)
 }
 
 func pick(measured, predicted int64) int64 {

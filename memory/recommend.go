@@ -129,8 +129,7 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 	if r.TypicalContext <= 0 {
 		r.TypicalContext = max(r.MaxModelLen/4, 1)
 	}
-	seqs := int(b.KVTokens / int64(r.TypicalContext))
-	seqs = max(min(seqs, b.Settings.MaxNumSeqs), 1)
+	seqs := SeqsAt(b, r.TypicalContext)
 	r.MaxNumSeqs = seqs
 	if seqs < b.Settings.MaxNumSeqs {
 		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %d KV tokens hold %d requests of %d tokens (typical context) at once; more would queue or be preempted", seqs, b.KVTokens, seqs, r.TypicalContext))
@@ -142,6 +141,17 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		return Recommendation{}, err
 	}
 	return r, nil
+}
+
+// SeqsAt is the --max-num-seqs a budget sustains: as many requests of
+// typicalContext tokens as its KV cache holds at once, at least 1 and at
+// most the max-num-seqs in use.
+func SeqsAt(b Budget, typicalContext int) int {
+	if typicalContext <= 0 {
+		return max(b.Settings.MaxNumSeqs, 1)
+	}
+	n := int(b.KVTokens / int64(typicalContext))
+	return max(min(n, b.Settings.MaxNumSeqs), 1)
 }
 
 // alignDown floors n to a multiple of block unless n is the model's

@@ -36,7 +36,7 @@ func BucketConcurrency(p *Profile, b memory.Budget) []Concurrency {
 		if bk.Count == 0 || bk.Total.P90 <= 0 {
 			continue
 		}
-		kv := math.Floor(float64(b.KVTokens)/float64(bk.Total.P90)*100) / 100
+		kv := math.Floor(b.ConcurrencyAt(int(bk.Total.P90))*100) / 100
 		out = append(out, Concurrency{Bucket: bk.Name, Tokens: bk.Total.P90, KVConcurrency: kv,
 			MaxNumSeqs: b.Settings.MaxNumSeqs, Effective: math.Min(kv, float64(b.Settings.MaxNumSeqs))})
 	}
