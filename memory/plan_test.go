@@ -276,6 +276,13 @@ func TestKAITOPolicy(t *testing.T) {
 			t.Errorf("%d GiB: %.2f, want %.2f", memGiB, got, want)
 		}
 	}
+	// KAITO reads the nominal size: a T4 (16 GB) gets 0.90 although CUDA
+	// reports 14.75 GiB of it.
+	b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen2.5-0.5B-Instruct"), Device: device(t, "T4"),
+		Settings: vllm.Settings{MaxModelLen: 4096}})
+	if got, _ := memory.Utilization(b, memory.PolicyKAITO); got != 0.90 {
+		t.Errorf("T4: %.2f, want 0.90", got)
+	}
 }
 
 // The recommended utilization leaves the card room for everything vLLM

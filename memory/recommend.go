@@ -61,9 +61,15 @@ type Recommendation struct {
 func Utilization(b Budget, policy string) (float64, string) {
 	p := b.PerGPU
 	if policy == PolicyKAITO {
-		u := math.Floor((1-1.5*gib/float64(p.Total))*100) / 100
+		// KAITO divides its SKU table's nominal memory (80Gi for an
+		// 80 GB card), not what CUDA reports.
+		mem := b.Device.NominalBytes
+		if mem <= 0 {
+			mem = p.Total
+		}
+		u := math.Floor((1-1.5*gib/float64(mem))*100) / 100
 		u = math.Min(0.95, u)
-		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(p.Total), u)
+		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(mem), u)
 	}
 	outside := p.Context + reserveBytes(p.Total) + samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
 	graphs := ""
