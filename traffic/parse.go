@@ -227,6 +227,17 @@ func valueAfterKey(line []byte, p int) (int64, bool) {
 	if p+1 < len(line) && line[p] == '=' && line[p+1]-'0' <= 9 {
 		return parseCount(line, p+1) // key=value, the common case
 	}
+	p, ok := valueStart(line, p)
+	if !ok {
+		return 0, false
+	}
+	return parseCount(line, p)
+}
+
+// valueStart skips from the end of a key (p) past an optional closing
+// quote, spaces, the separator (= or :), more spaces and an opening quote:
+// where the value begins, or false when no separator follows the key.
+func valueStart(line []byte, p int) (int, bool) {
 	if p < len(line) && line[p] == '"' {
 		p++
 	}
@@ -234,7 +245,7 @@ func valueAfterKey(line []byte, p int) (int64, bool) {
 		p++
 	}
 	if p >= len(line) || (line[p] != '=' && line[p] != ':') {
-		return 0, false
+		return p, false
 	}
 	p++
 	for p < len(line) && (line[p] == ' ' || line[p] == '\t') {
@@ -243,7 +254,7 @@ func valueAfterKey(line []byte, p int) (int64, bool) {
 	if p < len(line) && (line[p] == '"' || line[p] == '\'') {
 		p++
 	}
-	return parseCount(line, p)
+	return p, true
 }
 
 // parseCount reads a count of at most maxDigits digits at p; the byte
@@ -455,21 +466,9 @@ func (c *dateCache) keyedTime(line []byte) (int64, bool) {
 // timeValue reads the value of a time key ending at p: a date, or Unix
 // time whose unit follows from its size.
 func (c *dateCache) timeValue(line []byte, p int) (int64, bool) {
-	if p < len(line) && line[p] == '"' {
-		p++
-	}
-	for p < len(line) && line[p] == ' ' {
-		p++
-	}
-	if p >= len(line) || (line[p] != '=' && line[p] != ':') {
+	p, ok := valueStart(line, p)
+	if !ok {
 		return 0, false
-	}
-	p++
-	for p < len(line) && line[p] == ' ' {
-		p++
-	}
-	if p < len(line) && (line[p] == '"' || line[p] == '\'') {
-		p++
 	}
 	if t, _, ok := c.parseDateTime(line, p); ok {
 		return t, true
