@@ -20,19 +20,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -150,7 +143,7 @@ func run(ctx context.Context, c config) (report, error) {
 		return report{}, err
 	}
 	defer os.RemoveAll(dir)
-	cert, err := selfSigned(dir)
+	cert, err := admission.WriteSelfSignedCert(dir, 1)
 	if err != nil {
 		return report{}, err
 	}
@@ -370,35 +363,4 @@ func reviews() ([]review, error) {
 		out = append(out, review{path: s.path, uid: s.uid, body: body, allowed: s.allowed, patched: s.patch})
 	}
 	return out, nil
-}
-
-// selfSigned writes a fresh certificate for 127.0.0.1 to dir.
-func selfSigned(dir string) (*x509.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "headroom-bench"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	err = errors.Join(
-		os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600),
-		os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseCertificate(der)
 }
