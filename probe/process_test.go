@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"headroom.dev/headroom/internal/standin"
 
 	"headroom.dev/headroom/vllm"
 )
@@ -24,38 +25,19 @@ import (
 // lines for a hidden KV capacity, serves /health, and can hang, crash,
 // ignore SIGTERM or start an engine-core child in its process group.
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
-
-// fakeVLLM builds the stand-in once per test binary.
+// fakeVLLM is the built stand-in (internal/standin).
 func fakeVLLM(t *testing.T) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakevllm")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "vllm")
-		out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakevllm").CombinedOutput()
-		if err != nil {
-			fakeErr = fmt.Errorf("building the stand-in: %v\n%s", err, out)
-		}
-	})
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
+	bin, err := standin.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return fakeBin
+	return bin
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fakeBin != "" {
-		os.RemoveAll(filepath.Dir(fakeBin))
-	}
+	standin.Remove()
 	os.Exit(code)
 }
 

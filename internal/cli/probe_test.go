@@ -5,11 +5,11 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"headroom.dev/headroom/internal/standin"
 )
 
 // The probe command is driven against the engine stand-in
@@ -17,38 +17,19 @@ import (
 // (there is no GPU where these tests run); its behaviour is set through
 // FAKEVLLM_* assignments in the pasted command, as VLLM_* ones would be.
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
-
+// fakeVLLM is the built stand-in (internal/standin).
 func fakeVLLM(t *testing.T) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakevllm-cli")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "vllm")
-		if out, err := exec.Command("go", "build", "-o", fakeBin, "../../probe/testdata/fakevllm").CombinedOutput(); err != nil {
-			fakeErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
+	bin, err := standin.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {})
-	return fakeBin
+	return bin
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fakeBin != "" {
-		os.RemoveAll(filepath.Dir(fakeBin))
-	}
+	standin.Remove()
 	os.Exit(code)
 }
 
