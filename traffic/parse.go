@@ -75,13 +75,16 @@ func ParseLine(line []byte) (Record, bool) {
 // parse is ParseLine filling r (which must be zero), with c's cache.
 func (c *dateCache) parse(line []byte, r *Record) bool {
 	have := 0 // keyInput | keyOutput bits found
-	for i := 0; have != keyInput|keyOutput; {
-		j := bytes.IndexByte(line[i:], '_')
+	// The search is for the 'k' of "_tokens": rarer in logs than '_',
+	// which also starts request_id, latency_ms and most other keys, so
+	// fewer stops on the way to the counts.
+	for i := kOffset; i < len(line) && have != keyInput|keyOutput; {
+		j := bytes.IndexByte(line[i:], 'k')
 		if j < 0 {
 			break
 		}
-		u := i + j
-		i = u + 1
+		u := i + j - kOffset // the '_' of "_tokens"
+		i = u + kOffset + 1
 		if len(line)-u < 8 || binary.LittleEndian.Uint64(line[u:])&mask7 != leTokens {
 			continue
 		}
@@ -121,6 +124,9 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 	}
 	return true
 }
+
+// kOffset is the index of 'k' in "_tokens".
+const kOffset = 3
 
 // Key kinds found before "_tokens".
 const (
