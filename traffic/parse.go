@@ -94,8 +94,16 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 		}
 		var v int64
 		var ok bool
-		if p := u + 7; p+1 < len(line) && line[p] == '=' && line[p+1]-'0' <= 9 {
-			v, ok = parseCount(line, p+1) // key=value, the common case
+		if p := u + 7; p+10 <= len(line) && line[p] == '=' {
+			// key=value with one to seven digits and a separator after
+			// them, the common case, inline.
+			x := binary.LittleEndian.Uint64(line[p+1:])
+			n := bits.TrailingZeros64(nonDigits(x)) >> 3
+			if c := line[p+1+n]; n >= 1 && n <= 7 && (c == ' ' || c == ',' || c == '}') {
+				v, ok = swarDigits(x, n), true
+			} else {
+				v, ok = valueAfterKey(line, p)
+			}
 		} else {
 			v, ok = valueAfterKey(line, p)
 		}
