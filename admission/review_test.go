@@ -17,7 +17,9 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // fixture reads testdata/reviews/NAME.json.
@@ -46,7 +48,7 @@ func fakeCluster(t testing.TB) Cluster {
 	cpu := int32(70)
 	target := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "vllm-qwen", Namespace: "llm"}}
 	target.Spec.Template.Spec.Containers = []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.19.0", Args: []string{"--model", "Qwen/Qwen2.5-7B-Instruct"}}}
-	return Cluster{Client: fake.NewClientset(
+	return Cluster{Client: fake.NewSimpleDynamicClient(testScheme(t),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-moe-config", Namespace: "llm"}, Data: map[string]string{keyConfig: string(mixtral)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "phi4-inference", Namespace: "llm"}, Data: map[string]string{
 			kaitoConfigKey: "max_probe_steps: 6\nvllm:\n  max-model-len: 16384\n  cpu-offload-gb: 0\n"}},
@@ -59,6 +61,16 @@ func fakeCluster(t testing.TB) Cluster {
 			}},
 		&target,
 	)}
+}
+
+// testScheme knows the objects of fakeCluster, for the fake client to
+// store them as the API server would.
+func testScheme(t testing.TB) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func newTestHandler(t testing.TB) *Handler {

@@ -191,7 +191,7 @@ func TestWebhookE2E(t *testing.T) {
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = seen
 	cs := kubernetes.NewForConfigOrDie(wcfg)
-	cluster := admission.Cluster{Client: kubernetes.NewForConfigOrDie(cfg)}
+	cluster := admission.Cluster{Client: dynamic.NewForConfigOrDie(cfg)}
 	metrics := admission.NewMetrics()
 	dir := env.WebhookInstallOptions.LocalServingCertDir
 	srv, err := admission.NewServer(admission.ServerConfig{

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -91,7 +91,7 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 		if err != nil {
 			return err
 		}
-		client, err := kubernetes.NewForConfig(cfg)
+		client, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			return fmt.Errorf("API client: %v", err)
 		}
