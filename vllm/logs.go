@@ -313,67 +313,80 @@ const (
 	gibPat  = `(\d+(?:\.\d+)?)\s?(GiB|GB)`
 )
 
+// lazyRE compiles a pattern on first use. The log patterns are many, and
+// compiling them when the program started took 2 ms of the start of every
+// headroom command, most of which never read a log.
+func lazyRE(expr string) func() *regexp.Regexp {
+	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+	lazyPatterns = append(lazyPatterns, re)
+	return re
+}
+
+// lazyPatterns are the patterns made by lazyRE, so that a test compiles
+// them all.
+var lazyPatterns []func() *regexp.Regexp
+
 var (
-	ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+	ansiRe = lazyRE(`\x1b\[[0-9;?]*[A-Za-z]`)
 
-	versionRes = []*regexp.Regexp{
-		regexp.MustCompile(`vLLM API server version v?(\d+\.\d+[^\s,)]*)`),
-		regexp.MustCompile(`Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+[^\s,)]*)\)`),
+	versionRes = []func() *regexp.Regexp{
+		lazyRE(`vLLM API server version v?(\d+\.\d+[^\s,)]*)`),
+		lazyRE(`Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+[^\s,)]*)\)`),
 	}
-	weightsRe    = regexp.MustCompile(`Model loading took ` + gibPat + `(?: memory)? and ` + numPat + ` s`)
-	weightsV0Re  = regexp.MustCompile(`Loading model weights took ` + gibPat)
-	profileRe    = regexp.MustCompile(`Memory profiling takes ` + numPat + ` seconds`)
-	nonKVRe      = regexp.MustCompile(`Total non KV cache memory: ` + gibPat)
-	peakIncRe    = regexp.MustCompile(`torch peak memory increase: ` + gibPat)
-	nonTorchIncR = regexp.MustCompile(`non-torch forward increase memory: ` + gibPat)
-	weightsMemRe = regexp.MustCompile(`weights memory: ` + gibPat)
-	budgetRe     = regexp.MustCompile(`total_gpu_memory \(` + gibPat + `\) x gpu_memory_utilization \(` + numPat + `\) = ` + gibPat)
-	breakdownRes = map[string]*regexp.Regexp{
-		"weights":    regexp.MustCompile(`model weights take ` + gibPat),
-		"non_torch":  regexp.MustCompile(`non_torch_memory takes ` + gibPat),
-		"activation": regexp.MustCompile(`activation peak memory takes ` + gibPat),
-		"kv":         regexp.MustCompile(`reserved for KV Cache is ` + gibPat),
+	weightsRe    = lazyRE(`Model loading took ` + gibPat + `(?: memory)? and ` + numPat + ` s`)
+	weightsV0Re  = lazyRE(`Loading model weights took ` + gibPat)
+	profileRe    = lazyRE(`Memory profiling takes ` + numPat + ` seconds`)
+	nonKVRe      = lazyRE(`Total non KV cache memory: ` + gibPat)
+	peakIncRe    = lazyRE(`torch peak memory increase: ` + gibPat)
+	nonTorchIncR = lazyRE(`non-torch forward increase memory: ` + gibPat)
+	weightsMemRe = lazyRE(`weights memory: ` + gibPat)
+	budgetRe     = lazyRE(`total_gpu_memory \(` + gibPat + `\) x gpu_memory_utilization \(` + numPat + `\) = ` + gibPat)
+	breakdownRes = map[string]func() *regexp.Regexp{
+		"weights":    lazyRE(`model weights take ` + gibPat),
+		"non_torch":  lazyRE(`non_torch_memory takes ` + gibPat),
+		"activation": lazyRE(`activation peak memory takes ` + gibPat),
+		"kv":         lazyRE(`reserved for KV Cache is ` + gibPat),
 	}
-	v0ProfileRe  = regexp.MustCompile(`(\w+)=` + numPat + `\s?(GiB|GB)?`)
-	availKVRe    = regexp.MustCompile(`Available KV cache memory: ` + gibPat)
-	kvTokensRe   = regexp.MustCompile(`GPU KV cache size: ` + intPat + ` tokens`)
-	concurRe     = regexp.MustCompile(`Maximum concurrency for ` + intPat + ` tokens per request: ` + numPat + `x`)
-	blocksRe     = regexp.MustCompile(`#\s?(?i:GPU|CUDA|XPU|NPU|HPU) blocks: ` + intPat + `(?:, #\s?CPU blocks: ` + intPat + `)?`)
-	cfgBlocksRe  = regexp.MustCompile(`num_gpu_blocks is: ` + intPat)
-	graphEstRe   = regexp.MustCompile(`Estimated CUDA graph memory: ` + gibPat)
-	graphPoolRe  = regexp.MustCompile(`CUDA graph pool memory: ` + gibPat + ` \(actual\)(?:, ` + gibPat + ` \(estimated\))?`)
-	captureRe    = regexp.MustCompile(`Graph capturing finished in ` + numPat + ` secs?(?:, took ` + sizePat + `)?`)
-	summaryFree  = regexp.MustCompile(`Free memory on device(?: (\S+))? \(` + numPat + `/` + numPat + ` ?GiB\) on startup`)
-	summaryUtil  = regexp.MustCompile(`utilization is \(` + numPat + `, ` + gibPat + `\)`)
-	summaryParts = regexp.MustCompile(gibPat + ` for (weight|peak activation|non-torch memory|CUDAGraph memory)`)
-	freeErrUtil  = regexp.MustCompile(`less than desired GPU memory utilization \(` + numPat + `, ` + gibPat + `\)`)
-	autoFitRe    = regexp.MustCompile(`Auto-fit max_model_len: reduced from ` + intPat + ` to ` + intPat + `(?:.*?\(` + gibPat + ` available for KV cache\))?`)
-	autoFullRe   = regexp.MustCompile(`Auto-fit max_model_len:.*?full model context length(?:\D*` + intPat + `)?(?:.*?\(` + gibPat + ` available for KV cache\))?`)
-	maxLenLRe    = regexp.MustCompile(`max seq len \(` + intPat + `\)`)
-	maxLenNeedRe = regexp.MustCompile(gibPat + ` KV cache is needed`)
-	maxLenAvail  = regexp.MustCompile(`available KV cache memory \(` + gibPat + `\)`)
-	maxLenEstRe  = regexp.MustCompile(`estimated maximum model length is (-?\d[\d,]*)`)
-	v0MaxLenRe   = regexp.MustCompile(`max seq len \(` + intPat + `\) is larger than the maximum number of tokens that can be stored in KV cache \(` + intPat + `\)`)
-	aboveModelRe = regexp.MustCompile(`User-specified max_model_len \(` + intPat + `\) is greater than the derived max_model_len \(\w+=` + intPat)
-	argErrRe     = regexp.MustCompile(`error: (?:argument \S+|unrecognized arguments)`)
-	kvUsageRe    = regexp.MustCompile(`KV cache usage: (\d+(?:\.\d+)?)`)
-	runningRe    = regexp.MustCompile(`Running: (\d{1,9})`)
-	waitingRe    = regexp.MustCompile(`(?:Waiting|Pending): (\d{1,9})`)
-	initTimeRe   = regexp.MustCompile(`warmup model\) took (\d+(?:\.\d+)?)`)
-	exceptionRe  = regexp.MustCompile(`(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): `)
-	deviceRe     = regexp.MustCompile(`^(?:cuda:)?(\d+)$`)
-	versionWord  = regexp.MustCompile(`^v?\d+\.\d+`)
+	v0ProfileRe  = lazyRE(`(\w+)=` + numPat + `\s?(GiB|GB)?`)
+	availKVRe    = lazyRE(`Available KV cache memory: ` + gibPat)
+	kvTokensRe   = lazyRE(`GPU KV cache size: ` + intPat + ` tokens`)
+	concurRe     = lazyRE(`Maximum concurrency for ` + intPat + ` tokens per request: ` + numPat + `x`)
+	blocksRe     = lazyRE(`#\s?(?i:GPU|CUDA|XPU|NPU|HPU) blocks: ` + intPat + `(?:, #\s?CPU blocks: ` + intPat + `)?`)
+	cfgBlocksRe  = lazyRE(`num_gpu_blocks is: ` + intPat)
+	graphEstRe   = lazyRE(`Estimated CUDA graph memory: ` + gibPat)
+	graphPoolRe  = lazyRE(`CUDA graph pool memory: ` + gibPat + ` \(actual\)(?:, ` + gibPat + ` \(estimated\))?`)
+	captureRe    = lazyRE(`Graph capturing finished in ` + numPat + ` secs?(?:, took ` + sizePat + `)?`)
+	summaryFree  = lazyRE(`Free memory on device(?: (\S+))? \(` + numPat + `/` + numPat + ` ?GiB\) on startup`)
+	summaryUtil  = lazyRE(`utilization is \(` + numPat + `, ` + gibPat + `\)`)
+	summaryParts = lazyRE(gibPat + ` for (weight|peak activation|non-torch memory|CUDAGraph memory)`)
+	freeErrUtil  = lazyRE(`less than desired GPU memory utilization \(` + numPat + `, ` + gibPat + `\)`)
+	autoFitRe    = lazyRE(`Auto-fit max_model_len: reduced from ` + intPat + ` to ` + intPat + `(?:.*?\(` + gibPat + ` available for KV cache\))?`)
+	autoFullRe   = lazyRE(`Auto-fit max_model_len:.*?full model context length(?:\D*` + intPat + `)?(?:.*?\(` + gibPat + ` available for KV cache\))?`)
+	maxLenLRe    = lazyRE(`max seq len \(` + intPat + `\)`)
+	maxLenNeedRe = lazyRE(gibPat + ` KV cache is needed`)
+	maxLenAvail  = lazyRE(`available KV cache memory \(` + gibPat + `\)`)
+	maxLenEstRe  = lazyRE(`estimated maximum model length is (-?\d[\d,]*)`)
+	v0MaxLenRe   = lazyRE(`max seq len \(` + intPat + `\) is larger than the maximum number of tokens that can be stored in KV cache \(` + intPat + `\)`)
+	aboveModelRe = lazyRE(`User-specified max_model_len \(` + intPat + `\) is greater than the derived max_model_len \(\w+=` + intPat)
+	argErrRe     = lazyRE(`error: (?:argument \S+|unrecognized arguments)`)
+	kvUsageRe    = lazyRE(`KV cache usage: (\d+(?:\.\d+)?)`)
+	runningRe    = lazyRE(`Running: (\d{1,9})`)
+	waitingRe    = lazyRE(`(?:Waiting|Pending): (\d{1,9})`)
+	initTimeRe   = lazyRE(`warmup model\) took (\d+(?:\.\d+)?)`)
+	exceptionRe  = lazyRE(`(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): `)
+	deviceRe     = lazyRE(`^(?:cuda:)?(\d+)$`)
+	versionWord  = lazyRE(`^v?\d+\.\d+`)
 
-	oomTriedRe   = regexp.MustCompile(`Tried to allocate ` + sizePat)
-	oomTotalRe   = regexp.MustCompile(`GPU (\d+) has a total capacity of ` + sizePat + ` of which ` + sizePat + ` is free`)
-	oomProcRe    = regexp.MustCompile(`Process (\d+) has ` + sizePat + ` memory in use`)
-	oomThisRe    = regexp.MustCompile(`this process has ` + sizePat + ` memory in use`)
-	oomAllocRe   = regexp.MustCompile(`Of the allocated memory ` + sizePat + ` is allocated by PyTorch`)
-	oomPoolsRe   = regexp.MustCompile(`with ` + sizePat + ` allocated in private pools`)
-	oomUnallocRe = regexp.MustCompile(`and ` + sizePat + ` is reserved by PyTorch but unallocated`)
-	oomCurrentRe = regexp.MustCompile(`current allocated: ` + sizePat)
-	oomOldRe     = regexp.MustCompile(`\(GPU (\d+); ` + sizePat + ` total capacity; ` + sizePat + ` already allocated; ` + sizePat + ` free;(?: ` + sizePat + ` (?:allowed;|reserved in total))?`)
-	oomOldResRe  = regexp.MustCompile(sizePat + ` reserved in total by PyTorch`)
+	oomTriedRe   = lazyRE(`Tried to allocate ` + sizePat)
+	oomTotalRe   = lazyRE(`GPU (\d+) has a total capacity of ` + sizePat + ` of which ` + sizePat + ` is free`)
+	oomProcRe    = lazyRE(`Process (\d+) has ` + sizePat + ` memory in use`)
+	oomThisRe    = lazyRE(`this process has ` + sizePat + ` memory in use`)
+	oomAllocRe   = lazyRE(`Of the allocated memory ` + sizePat + ` is allocated by PyTorch`)
+	oomPoolsRe   = lazyRE(`with ` + sizePat + ` allocated in private pools`)
+	oomUnallocRe = lazyRE(`and ` + sizePat + ` is reserved by PyTorch but unallocated`)
+	oomCurrentRe = lazyRE(`current allocated: ` + sizePat)
+	oomOldRe     = lazyRE(`\(GPU (\d+); ` + sizePat + ` total capacity; ` + sizePat + ` already allocated; ` + sizePat + ` free;(?: ` + sizePat + ` (?:allowed;|reserved in total))?`)
+	oomOldResRe  = lazyRE(sizePat + ` reserved in total by PyTorch`)
 )
 
 // recognizer matches one kind of line. needle is a cheap substring test
@@ -447,7 +460,7 @@ func ParseLogLine(line string) (LogEvent, bool) {
 		line = line[:MaxLineLen]
 	}
 	if strings.IndexByte(line, 0x1b) >= 0 {
-		line = ansiRe.ReplaceAllString(line, "")
+		line = ansiRe().ReplaceAllString(line, "")
 	}
 	line = strings.TrimRight(line, "\r\n")
 	for _, r := range recognizers {
@@ -474,7 +487,7 @@ func messageFrom(line, anchor string) string {
 	}
 	// Step back over "ValueError: " or "torch.OutOfMemoryError: " when the
 	// anchor follows an exception name.
-	if loc := exceptionRe.FindAllStringIndex(line[:i], -1); len(loc) > 0 {
+	if loc := exceptionRe().FindAllStringIndex(line[:i], -1); len(loc) > 0 {
 		if last := loc[len(loc)-1]; strings.TrimSpace(line[last[1]:i]) == "" {
 			i = last[0]
 		}
@@ -488,7 +501,7 @@ func messageFrom(line, anchor string) string {
 
 func parseVersionLine(l string) (LogEvent, bool) {
 	for _, re := range versionRes {
-		if m := re.FindStringSubmatch(l); m != nil {
+		if m := re().FindStringSubmatch(l); m != nil {
 			v, err := ParseVersion(strings.TrimRight(m[1], "."))
 			if err != nil {
 				return LogEvent{}, false
@@ -561,15 +574,15 @@ func parsePreemption(l string) (LogEvent, bool) {
 // still says the engine was serving.
 func parseStats(l string) (LogEvent, bool) {
 	ev := event(LogStats, l, statsAnchor(l))
-	if m := kvUsageRe.FindStringSubmatch(l); m != nil {
+	if m := kvUsageRe().FindStringSubmatch(l); m != nil {
 		if f, err := strconv.ParseFloat(m[1], 64); err == nil && f <= 100 {
 			ev.KVUsage = f / 100
 		}
 	}
-	if m := runningRe.FindStringSubmatch(l); m != nil {
+	if m := runningRe().FindStringSubmatch(l); m != nil {
 		ev.Running, _ = strconv.Atoi(m[1])
 	}
-	for _, m := range waitingRe.FindAllStringSubmatch(l, 4) {
+	for _, m := range waitingRe().FindAllStringSubmatch(l, 4) {
 		if n, err := strconv.Atoi(m[1]); err == nil {
 			ev.Waiting = max(ev.Waiting, n)
 		}
@@ -596,7 +609,7 @@ func engineDead(anchor string) func(string) (LogEvent, bool) {
 
 func parseInitTime(l string) (LogEvent, bool) {
 	ev := event(LogInitTime, l, "init engine")
-	if m := initTimeRe.FindStringSubmatch(l); m != nil {
+	if m := initTimeRe().FindStringSubmatch(l); m != nil {
 		ev.Seconds, _ = seconds(m[1])
 	}
 	return ev, true
@@ -608,7 +621,7 @@ func parseLoading(l string) (LogEvent, bool) {
 }
 
 func parseWeights(l string) (LogEvent, bool) {
-	if m := weightsRe.FindStringSubmatch(l); m != nil {
+	if m := weightsRe().FindStringSubmatch(l); m != nil {
 		b, ok1 := gib(m[1])
 		s, ok2 := seconds(m[3])
 		if !ok1 || !ok2 {
@@ -618,7 +631,7 @@ func parseWeights(l string) (LogEvent, bool) {
 		ev.Memory.Weights, ev.Seconds = b, s
 		return ev, true
 	}
-	if m := weightsV0Re.FindStringSubmatch(l); m != nil {
+	if m := weightsV0Re().FindStringSubmatch(l); m != nil {
 		b, ok := gib(m[1])
 		if !ok {
 			return LogEvent{}, false
@@ -631,7 +644,7 @@ func parseWeights(l string) (LogEvent, bool) {
 }
 
 func parseProfile(l string) (LogEvent, bool) {
-	m := profileRe.FindStringSubmatch(l)
+	m := profileRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -642,7 +655,7 @@ func parseProfile(l string) (LogEvent, bool) {
 	ev := event(LogProfile, l, "Memory profiling takes")
 	ev.Seconds = s
 	for _, f := range []struct {
-		re  *regexp.Regexp
+		re  func() *regexp.Regexp
 		dst *int64
 	}{
 		{nonKVRe, &ev.Memory.NonKV},
@@ -650,7 +663,7 @@ func parseProfile(l string) (LogEvent, bool) {
 		{nonTorchIncR, &ev.Memory.NonTorch},
 		{weightsMemRe, &ev.Memory.Weights},
 	} {
-		if sm := f.re.FindStringSubmatch(l); sm != nil {
+		if sm := f.re().FindStringSubmatch(l); sm != nil {
 			if b, ok := gib(sm[1]); ok {
 				*f.dst = b
 			}
@@ -660,7 +673,7 @@ func parseProfile(l string) (LogEvent, bool) {
 }
 
 func parseBudget(l string) (LogEvent, bool) {
-	m := budgetRe.FindStringSubmatch(l)
+	m := budgetRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -679,7 +692,7 @@ func parseBreakdown(l string) (LogEvent, bool) {
 	ev := event(LogBreakdown, l, "model weights take")
 	found := false
 	for key, re := range breakdownRes {
-		sm := re.FindStringSubmatch(l)
+		sm := re().FindStringSubmatch(l)
 		if sm == nil {
 			continue
 		}
@@ -705,7 +718,7 @@ func parseBreakdown(l string) (LogEvent, bool) {
 func parseV0Profile(l string) (LogEvent, bool) {
 	ev := event(LogV0Profile, l, "Memory profiling results:")
 	found := false
-	for _, m := range v0ProfileRe.FindAllStringSubmatch(l, -1) {
+	for _, m := range v0ProfileRe().FindAllStringSubmatch(l, -1) {
 		if m[1] == "gpu_memory_utilization" {
 			if u, ok := fraction(m[2]); ok {
 				ev.Utilization, found = u, true
@@ -733,9 +746,9 @@ func parseV0Profile(l string) (LogEvent, bool) {
 	return ev, found
 }
 
-func parseGiBLine(kind LogKind, re *regexp.Regexp, set func(*MemoryFigures, int64)) func(string) (LogEvent, bool) {
+func parseGiBLine(kind LogKind, re func() *regexp.Regexp, set func(*MemoryFigures, int64)) func(string) (LogEvent, bool) {
 	return func(l string) (LogEvent, bool) {
-		m := re.FindStringSubmatch(l)
+		m := re().FindStringSubmatch(l)
 		if m == nil {
 			return LogEvent{}, false
 		}
@@ -750,7 +763,7 @@ func parseGiBLine(kind LogKind, re *regexp.Regexp, set func(*MemoryFigures, int6
 }
 
 func parseKVTokens(l string) (LogEvent, bool) {
-	m := kvTokensRe.FindStringSubmatch(l)
+	m := kvTokensRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -764,7 +777,7 @@ func parseKVTokens(l string) (LogEvent, bool) {
 }
 
 func parseConcurrency(l string) (LogEvent, bool) {
-	m := concurRe.FindStringSubmatch(l)
+	m := concurRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -779,7 +792,7 @@ func parseConcurrency(l string) (LogEvent, bool) {
 }
 
 func parseBlocks(l string) (LogEvent, bool) {
-	if m := blocksRe.FindStringSubmatch(l); m != nil {
+	if m := blocksRe().FindStringSubmatch(l); m != nil {
 		n, ok := count(m[1])
 		if !ok {
 			return LogEvent{}, false
@@ -793,7 +806,7 @@ func parseBlocks(l string) (LogEvent, bool) {
 		}
 		return ev, true
 	}
-	if m := cfgBlocksRe.FindStringSubmatch(l); m != nil {
+	if m := cfgBlocksRe().FindStringSubmatch(l); m != nil {
 		n, ok := count(m[1])
 		if !ok {
 			return LogEvent{}, false
@@ -806,7 +819,7 @@ func parseBlocks(l string) (LogEvent, bool) {
 }
 
 func parseGraphPool(l string) (LogEvent, bool) {
-	m := graphPoolRe.FindStringSubmatch(l)
+	m := graphPoolRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -825,7 +838,7 @@ func parseGraphPool(l string) (LogEvent, bool) {
 }
 
 func parseCapture(l string) (LogEvent, bool) {
-	m := captureRe.FindStringSubmatch(l)
+	m := captureRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -844,7 +857,7 @@ func parseCapture(l string) (LogEvent, bool) {
 }
 
 func parseSummary(l string) (LogEvent, bool) {
-	m := summaryFree.FindStringSubmatch(l)
+	m := summaryFree().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -856,7 +869,7 @@ func parseSummary(l string) (LogEvent, bool) {
 	ev := event(LogMemorySummary, l, "Free memory on device")
 	ev.Device = deviceIndex(m[1])
 	ev.Memory.Free, ev.Memory.Total = free, total
-	if u := summaryUtil.FindStringSubmatch(l); u != nil {
+	if u := summaryUtil().FindStringSubmatch(l); u != nil {
 		if f, ok := fraction(u[1]); ok {
 			ev.Utilization = f
 		}
@@ -864,7 +877,7 @@ func parseSummary(l string) (LogEvent, bool) {
 			ev.Memory.Requested = b
 		}
 	}
-	for _, p := range summaryParts.FindAllStringSubmatch(l, -1) {
+	for _, p := range summaryParts().FindAllStringSubmatch(l, -1) {
 		b, ok := gib(p[1])
 		if !ok {
 			continue
@@ -885,7 +898,7 @@ func parseSummary(l string) (LogEvent, bool) {
 
 func parseFreeMemoryErr(l string) (LogEvent, bool) {
 	ev := event(LogErrFreeMemory, l, "Free memory on device")
-	if m := summaryFree.FindStringSubmatch(l); m != nil {
+	if m := summaryFree().FindStringSubmatch(l); m != nil {
 		ev.Device = deviceIndex(m[1])
 		if b, ok := gib(m[2]); ok {
 			ev.Memory.Free = b
@@ -894,7 +907,7 @@ func parseFreeMemoryErr(l string) (LogEvent, bool) {
 			ev.Memory.Total = b
 		}
 	}
-	if m := freeErrUtil.FindStringSubmatch(l); m != nil {
+	if m := freeErrUtil().FindStringSubmatch(l); m != nil {
 		if f, ok := fraction(m[1]); ok {
 			ev.Utilization = f
 		}
@@ -906,7 +919,7 @@ func parseFreeMemoryErr(l string) (LogEvent, bool) {
 }
 
 func parseAutoFit(l string) (LogEvent, bool) {
-	if m := autoFitRe.FindStringSubmatch(l); m != nil {
+	if m := autoFitRe().FindStringSubmatch(l); m != nil {
 		from, ok1 := length(m[1])
 		to, ok2 := length(m[2])
 		if !ok1 || !ok2 {
@@ -921,7 +934,7 @@ func parseAutoFit(l string) (LogEvent, bool) {
 		}
 		return ev, true
 	}
-	if m := autoFullRe.FindStringSubmatch(l); m != nil {
+	if m := autoFullRe().FindStringSubmatch(l); m != nil {
 		ev := event(LogAutoFit, l, "Auto-fit max_model_len:")
 		if m[1] != "" {
 			if n, ok := length(m[1]); ok {
@@ -940,22 +953,22 @@ func parseAutoFit(l string) (LogEvent, bool) {
 
 func parseMaxLenErr(l string) (LogEvent, bool) {
 	ev := event(LogErrMaxLen, l, "To serve at least one request")
-	if m := maxLenLRe.FindStringSubmatch(l); m != nil {
+	if m := maxLenLRe().FindStringSubmatch(l); m != nil {
 		if n, ok := length(m[1]); ok {
 			ev.MaxModelLen = n
 		}
 	}
-	if m := maxLenNeedRe.FindStringSubmatch(l); m != nil {
+	if m := maxLenNeedRe().FindStringSubmatch(l); m != nil {
 		if b, ok := gib(m[1]); ok {
 			ev.Memory.KVNeeded = b
 		}
 	}
-	if m := maxLenAvail.FindStringSubmatch(l); m != nil {
+	if m := maxLenAvail().FindStringSubmatch(l); m != nil {
 		if b, ok := gib(m[1]); ok {
 			ev.Memory.AvailableKV = b
 		}
 	}
-	if m := maxLenEstRe.FindStringSubmatch(l); m != nil {
+	if m := maxLenEstRe().FindStringSubmatch(l); m != nil {
 		raw := m[1]
 		if strings.HasPrefix(raw, "-") {
 			// estimate_max_model_len returns 0 when nothing fits; a
@@ -969,7 +982,7 @@ func parseMaxLenErr(l string) (LogEvent, bool) {
 }
 
 func parseV0MaxLenErr(l string) (LogEvent, bool) {
-	m := v0MaxLenRe.FindStringSubmatch(l)
+	m := v0MaxLenRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -984,7 +997,7 @@ func parseV0MaxLenErr(l string) (LogEvent, bool) {
 }
 
 func parseAboveModel(l string) (LogEvent, bool) {
-	m := aboveModelRe.FindStringSubmatch(l)
+	m := aboveModelRe().FindStringSubmatch(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -999,7 +1012,7 @@ func parseAboveModel(l string) (LogEvent, bool) {
 }
 
 func parseArgErr(l string) (LogEvent, bool) {
-	m := argErrRe.FindStringIndex(l)
+	m := argErrRe().FindStringIndex(l)
 	if m == nil {
 		return LogEvent{}, false
 	}
@@ -1019,15 +1032,15 @@ func parseOOM(l string) (LogEvent, bool) {
 	}
 	ev := event(LogErrOOM, l, anchor)
 	o := &OOM{}
-	if m := oomTriedRe.FindStringSubmatch(l); m != nil {
+	if m := oomTriedRe().FindStringSubmatch(l); m != nil {
 		o.Tried, _ = size(m[1], m[2])
 	}
-	if m := oomTotalRe.FindStringSubmatch(l); m != nil {
+	if m := oomTotalRe().FindStringSubmatch(l); m != nil {
 		ev.Device = deviceIndex(m[1])
 		o.Total, _ = size(m[2], m[3])
 		o.Free, _ = size(m[4], m[5])
 	}
-	for _, m := range oomProcRe.FindAllStringSubmatch(l, 64) {
+	for _, m := range oomProcRe().FindAllStringSubmatch(l, 64) {
 		pid, err := strconv.Atoi(m[1])
 		b, ok := size(m[2], m[3])
 		if err != nil || !ok {
@@ -1036,26 +1049,26 @@ func parseOOM(l string) (LogEvent, bool) {
 		o.Processes = append(o.Processes, ProcessMemory{PID: pid, Bytes: b})
 		o.ProcessInUse = addBytes(o.ProcessInUse, b)
 	}
-	if m := oomThisRe.FindStringSubmatch(l); m != nil {
+	if m := oomThisRe().FindStringSubmatch(l); m != nil {
 		o.ProcessInUse, _ = size(m[1], m[2])
 	}
-	if m := oomAllocRe.FindStringSubmatch(l); m != nil {
+	if m := oomAllocRe().FindStringSubmatch(l); m != nil {
 		o.Allocated, _ = size(m[1], m[2])
-	} else if m := oomCurrentRe.FindStringSubmatch(l); m != nil {
+	} else if m := oomCurrentRe().FindStringSubmatch(l); m != nil {
 		o.Allocated, _ = size(m[1], m[2])
 	}
-	if m := oomPoolsRe.FindStringSubmatch(l); m != nil {
+	if m := oomPoolsRe().FindStringSubmatch(l); m != nil {
 		o.PrivatePools, _ = size(m[1], m[2])
 	}
-	if m := oomUnallocRe.FindStringSubmatch(l); m != nil {
+	if m := oomUnallocRe().FindStringSubmatch(l); m != nil {
 		o.ReservedUnallocated, _ = size(m[1], m[2])
 	}
-	if m := oomOldRe.FindStringSubmatch(l); m != nil {
+	if m := oomOldRe().FindStringSubmatch(l); m != nil {
 		ev.Device = deviceIndex(m[1])
 		o.Total, _ = size(m[2], m[3])
 		o.Allocated, _ = size(m[4], m[5])
 		o.Free, _ = size(m[6], m[7])
-		if m := oomOldResRe.FindStringSubmatch(l); m != nil {
+		if m := oomOldResRe().FindStringSubmatch(l); m != nil {
 			o.Reserved, _ = size(m[1], m[2])
 		}
 	}
@@ -1066,7 +1079,7 @@ func parseOOM(l string) (LogEvent, bool) {
 
 // deviceIndex reads "cuda:1" or "1"; -1 when there is none.
 func deviceIndex(s string) int {
-	m := deviceRe.FindStringSubmatch(s)
+	m := deviceRe().FindStringSubmatch(s)
 	if m == nil {
 		return -1
 	}
@@ -1161,11 +1174,11 @@ func positive(s string) (float64, bool) {
 func VersionFromOutput(out string) (Version, error) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		w := strings.TrimSpace(ansiRe.ReplaceAllString(lines[i], ""))
+		w := strings.TrimSpace(ansiRe().ReplaceAllString(lines[i], ""))
 		if f := strings.Fields(w); len(f) > 0 {
 			w = f[len(f)-1] // "vllm 0.19.0" or "0.19.0"
 		}
-		if !versionWord.MatchString(w) {
+		if !versionWord().MatchString(w) {
 			continue
 		}
 		if v, err := ParseVersion(w); err == nil {

@@ -408,3 +408,16 @@ func TestVersionFromOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestLogPatternsCompile compiles every pattern that is compiled on first
+// use, so that a bad one fails here and not in a user's run.
+func TestLogPatternsCompile(t *testing.T) {
+	if len(lazyPatterns) != 54 {
+		t.Fatalf("%d lazily compiled patterns, logs.go has 54", len(lazyPatterns))
+	}
+	for _, re := range lazyPatterns {
+		if re() == nil {
+			t.Fatal("nil pattern")
+		}
+	}
+}
