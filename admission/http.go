@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,12 +135,40 @@ func cleanWarnings(ws []string) []string {
 			}
 			return r
 		}, strings.ToValidUTF8(w, " "))
-		if r := []rune(w); len(r) > maxWarningRunes {
-			w = string(r[:maxWarningRunes-3]) + "..."
+		if utf8.RuneCountInString(w) > maxWarningRunes {
+			w = string([]rune(w)[:maxWarningRunes-3]) + "..."
 		}
 		out = append(out, "headroom: "+w)
 	}
 	return out
+}
+
+// readBody reads a review's body, at most MaxBodyBytes. The API server
+// sends a Content-Length: reading into a buffer of that size takes one
+// allocation where io.ReadAll grows chunks from 512 bytes and copies them
+// into a final slice.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	n := r.ContentLength
+	if n <= 0 || n > MaxBodyBytes {
+		return io.ReadAll(rd)
+	}
+	// One byte more than announced, so the read that meets the end of the
+	// body does not grow the buffer.
+	buf := make([]byte, 0, n+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		m, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // ValidateHandler serves POST /validate.
@@ -160,7 +190,7 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 			fail(http.StatusMethodNotAllowed, "use POST with an admission.k8s.io/v1 AdmissionReview")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		body, err := readBody(w, r)
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -194,6 +224,11 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 		level := slog.LevelDebug
 		if verdict != VerdictAllowed {
 			level = slog.LevelInfo
+		}
+		if !h.log.Enabled(r.Context(), level) {
+			// Most reviews are allowed and logged at debug level: the
+			// line's attributes would be built only to be dropped.
+			return
 		}
 		attrs := []slog.Attr{
 			slog.String("endpoint", name), slog.String("verdict", verdict), slog.String("uid", string(req.UID)),

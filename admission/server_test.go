@@ -6,9 +6,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,4 +256,40 @@ func TestServerEndpoints(t *testing.T) {
 	if _, ok := families["go_goroutines"]; !ok {
 		t.Error("no Go runtime metrics")
 	}
+}
+
+// TestReadBody: a body is read whole whatever its Content-Length says
+// (right, missing, too small, zero), and one over MaxBodyBytes is refused.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name   string
+		length int64
+		body   string
+	}{
+		{"exact", int64(len(body)), body},
+		{"unknown", -1, body},
+		{"announced short", 10, body},
+		{"empty", 0, ""},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(tc.body))
+		r.ContentLength = tc.length
+		got, err := readBody(httptest.NewRecorder(), r)
+		if err != nil || string(got) != tc.body {
+			t.Errorf("%s: read %d bytes, %v; want %d", tc.name, len(got), err, len(tc.body))
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/validate", io.LimitReader(zeros{}, MaxBodyBytes+1))
+	r.ContentLength = MaxBodyBytes
+	var tooBig *http.MaxBytesError
+	if _, err := readBody(httptest.NewRecorder(), r); !errors.As(err, &tooBig) {
+		t.Errorf("a body over %d bytes: %v, want http.MaxBytesError", MaxBodyBytes, err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
