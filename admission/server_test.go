@@ -44,7 +44,12 @@ func writeCert(t *testing.T, dir string, serial int64, mtime time.Time) *x509.Ce
 // return nil.
 func testServer(t *testing.T, dir string, h *Handler, m *Metrics) string {
 	t.Helper()
-	s, err := NewServer(ServerConfig{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), Handler: h, Metrics: m})
+	return startTestServer(t, ServerConfig{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), Handler: h, Metrics: m})
+}
+
+func startTestServer(t *testing.T, cfg ServerConfig) string {
+	t.Helper()
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,4 +297,26 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestServerHTTP2OptIn: a client that offers HTTP/2 gets HTTP/1.1 from the
+// default server, and HTTP/2 when the server enables it.
+func TestServerHTTP2OptIn(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeCert(t, dir, 1, time.Now())
+	for _, enable := range []bool{false, true} {
+		url := startTestServer(t, ServerConfig{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
+			Handler: NewHandler(Deps{}), EnableHTTP2: enable})
+		client := newClient(cert)
+		client.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+		resp, err := client.Get(url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := map[bool]int{false: 1, true: 2}[enable]
+		if resp.ProtoMajor != want {
+			t.Errorf("EnableHTTP2 %v: answered over %s, want HTTP/%d", enable, resp.Proto, want)
+		}
+	}
 }

@@ -23,6 +23,11 @@
 //     (admission.TuneGC; GOGC in the environment wins): the server as
 //     `headroom webhook` runs, and the generator so that its own
 //     collections, which hold up the reading of answers, stay rare.
+//   - It speaks HTTP/1.1, as `headroom webhook` serves by default (-http2:
+//     HTTP/2 on both sides, as with --enable-http2). Before the load it
+//     opens the pool of 25 connections that client-go's transport, the API
+//     server's webhook client, keeps per host, so the first bursts do not
+//     pay TLS handshakes that a running API server has long paid.
 //   - The reviews cycle through four real cases: a Deployment that fits, one
 //     denied with the planner's numbers, one mutated by autofix, and one
 //     whose model is unknown. Every answer must be the one its case expects.
@@ -103,7 +108,7 @@ type config struct {
 	rate       int
 	duration   time.Duration
 	p99        time.Duration
-	http1      bool
+	http2      bool
 	inProcess  bool
 	cpuProfile string
 }
@@ -116,7 +121,7 @@ func main() {
 	flag.IntVar(&c.rate, "rate", 500, "requests per second (at most 5000)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send (at most 1m)")
 	flag.DurationVar(&c.p99, "p99", 5*time.Millisecond, "target for the 99th percentile admission latency")
-	flag.BoolVar(&c.http1, "http1", false, "use HTTP/1.1 (default HTTP/2, as the API server's webhook client)")
+	flag.BoolVar(&c.http2, "http2", false, "serve and send over HTTP/2, as `headroom webhook --enable-http2` (default HTTP/1.1, what the webhook serves by default)")
 	flag.BoolVar(&c.inProcess, "inprocess", false, "run the server in this process rather than in a child process")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the server process to this file (with -inprocess: of the whole process)")
 	flag.Parse()
@@ -267,7 +272,7 @@ func run(ctx context.Context, c config) (rep report, err error) {
 	pool.AddCert(srv.cert)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   !c.http1,
+		ForceAttemptHTTP2:   c.http2,
 		MaxIdleConnsPerHost: maxInFlight,
 	}}
 	defer client.CloseIdleConnections()
@@ -287,6 +292,9 @@ func run(ctx context.Context, c config) (rep report, err error) {
 		}
 		cases[i].answer = body
 	}
+	if err := warmPool(client, cases); err != nil {
+		return report{}, fmt.Errorf("warm-up: %v", err)
+	}
 	floor := timerFloor(c)
 	before, err := srv.stats()
 	if err != nil {
@@ -302,11 +310,46 @@ func run(ctx context.Context, c config) (rep report, err error) {
 	rep.floor = floor
 	rep.server = after.since(before)
 	rep.serverPID = srv.pid
-	rep.proto = "HTTP/2"
-	if c.http1 {
-		rep.proto = "HTTP/1.1"
+	rep.proto = "HTTP/1.1"
+	if c.http2 {
+		rep.proto = "HTTP/2"
 	}
 	return rep, nil
+}
+
+// poolConns is the number of connections warmPool opens: client-go's
+// transport, which the API server's webhook client uses, keeps up to 25
+// idle connections per host (k8s.io/client-go/transport, idleConnsPerHost).
+const poolConns = 25
+
+// warmPool sends poolConns reviews at once, twice, so that over HTTP/1.1
+// the client holds the pool of connections a running API server holds to
+// its webhook; otherwise the first bursts of the load would pay TLS
+// handshakes that a warm API server does not. Over HTTP/2 all go on one
+// connection.
+func warmPool(client *http.Client, cases []review) error {
+	for range 2 {
+		errs := make(chan error, poolConns)
+		var start sync.WaitGroup
+		start.Add(1)
+		for i := range poolConns {
+			go func(k review) {
+				start.Wait()
+				status, body, err := post(client, k)
+				if err == nil {
+					err = check(k, status, body)
+				}
+				errs <- err
+			}(cases[i%len(cases)])
+		}
+		start.Done()
+		for range poolConns {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // offset is when request i is due, from the start of the schedule.

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	case os.Getenv(serveEnv) == "1":
 		os.Exit(serveMain(os.Args[1:], os.Stdin, os.Stdout))
 	case os.Getenv(generatorEnv) == "1":
-		srv, err := startChild("")
+		srv, err := startChild("", false)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

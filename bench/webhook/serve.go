@@ -65,14 +65,14 @@ type server struct {
 // same binary.
 func startServer(ctx context.Context, c config) (*server, error) {
 	if c.inProcess {
-		return startInProcess(ctx, c.cpuProfile)
+		return startInProcess(ctx, c.cpuProfile, c.http2)
 	}
-	return startChild(c.cpuProfile)
+	return startChild(c.cpuProfile, c.http2)
 }
 
 // listen starts the server on 127.0.0.1:0. It returns the address, the
 // certificate and a function that stops the server and removes its files.
-func listen(ctx context.Context) (addr string, cert *x509.Certificate, stop func() error, err error) {
+func listen(ctx context.Context, http2 bool) (addr string, cert *x509.Certificate, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "headroom-bench-")
 	if err != nil {
 		return "", nil, nil, err
@@ -87,7 +87,8 @@ func listen(ctx context.Context) (addr string, cert *x509.Certificate, stop func
 	}
 	srv, err := admission.NewServer(admission.ServerConfig{
 		CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
-		Handler: admission.NewHandler(admission.Deps{Metrics: admission.NewMetrics()}),
+		Handler:     admission.NewHandler(admission.Deps{Metrics: admission.NewMetrics()}),
+		EnableHTTP2: http2,
 	})
 	if err != nil {
 		return fail(err)
@@ -106,8 +107,8 @@ func listen(ctx context.Context) (addr string, cert *x509.Certificate, stop func
 	}, nil
 }
 
-func startInProcess(ctx context.Context, cpuProfile string) (*server, error) {
-	addr, cert, stop, err := listen(ctx)
+func startInProcess(ctx context.Context, cpuProfile string, http2 bool) (*server, error) {
+	addr, cert, stop, err := listen(ctx, http2)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func profile(path string) (stop func(), err error) {
 // its address and certificate. The child serves until its stdin closes:
 // stop closes it, and if this process dies the kernel closes it too, so
 // the child never outlives the generator.
-func startChild(cpuProfile string) (*server, error) {
+func startChild(cpuProfile string, http2 bool) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find this program to start the server: %v", err)
@@ -150,6 +151,9 @@ func startChild(cpuProfile string) (*server, error) {
 	var args []string
 	if cpuProfile != "" {
 		args = append(args, "-cpuprofile", cpuProfile)
+	}
+	if http2 {
+		args = append(args, "-http2")
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), serveEnv+"=1")
@@ -239,6 +243,7 @@ func startChild(cpuProfile string) (*server, error) {
 func serveMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
+	http2 := fs.Bool("http2", false, "offer HTTP/2 as well as HTTP/1.1")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -246,7 +251,7 @@ func serveMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	admission.TuneGC(os.Getenv("GOGC"))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer cancel()
-	addr, cert, stop, err := listen(ctx)
+	addr, cert, stop, err := listen(ctx, *http2)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench server: %v\n", err)
 		return 1
