@@ -9,7 +9,7 @@
 # once before timing so every tool finds it in the page cache.
 set -euo pipefail
 size="${1:-1073741824}"
-runs="${2:-3}"
+runs="${2:-5}"
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="$(mktemp -d /tmp/headroom-bench.XXXXXX)"
