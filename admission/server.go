@@ -37,10 +37,10 @@ type ServerConfig struct {
 	Log *slog.Logger
 	// EnableHTTP2 offers HTTP/2 next to HTTP/1.1. Off by default: HTTP/2
 	// servers were open to stream-reset and CONTINUATION floods
-	// (CVE-2023-44487, and CVE-2023-45288 in Go's own HTTP/2), which is why Kubernetes
-	// webhook and operator scaffolding (kubebuilder) turns it off unless
-	// asked, and the API server reuses pooled HTTP/1.1 connections to a
-	// webhook just as well. Over HTTP/1.1 a review is served on its
+	// (CVE-2023-44487, and CVE-2023-45288 in Go's own HTTP/2), which is
+	// why Kubernetes webhook and operator scaffolding (kubebuilder) turns
+	// it off unless asked, and the API server reuses pooled HTTP/1.1
+	// connections to a webhook just as well. Over HTTP/1.1 a review is served on its
 	// connection's goroutine, whose stack has grown already, where HTTP/2
 	// starts a goroutine per request and grows its stack again: in the load
 	// benchmark a review cost 0.62-0.73 ms of server CPU over HTTP/1.1
