@@ -92,7 +92,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		var fixes []string
 		var alts []memory.Alternative
 		if explain {
-			alts = memory.Alternatives(in, h.devices)
+			alts = memory.AlternativesFrom(in, b, h.devices)
 		}
 		for _, alt := range alts {
 			if len(fixes) == maxAlternatives {

@@ -57,7 +57,9 @@ func recommendFills(a assessment) (fills, error) {
 	if !needLen && !needUtil {
 		return fills{plan: *a.budget}, nil
 	}
-	rec, err := memory.Recommend(in, memory.Options{})
+	// Only the utilization and the length are filled: the max-num-seqs
+	// half of Recommend would be two plans thrown away, and in is planned.
+	rec, err := memory.RecommendContext(in, *a.budget, memory.Options{})
 	if err != nil {
 		return fills{}, err
 	}

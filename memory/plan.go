@@ -111,7 +111,12 @@ type Budget struct {
 }
 
 // Plan computes the budget.
-func Plan(in Input) (Budget, error) {
+func Plan(in Input) (Budget, error) { return planWith(in, nil) }
+
+// planWith is Plan for a search that plans one model many times: layers,
+// when not nil, holds the model's per-layer counts, filled by the first
+// plan and reused by the next ones, as they depend on the model alone.
+func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	s := in.Model
 	if s.Layers <= 0 || s.Hidden <= 0 || s.Heads <= 0 {
 		return Budget{}, fmt.Errorf("model %q has no usable architecture (layers %d, hidden %d, heads %d)", s.ID, s.Layers, s.Hidden, s.Heads)
@@ -147,15 +152,23 @@ func Plan(in Input) (Budget, error) {
 	}
 
 	requested := int64(math.Ceil(float64(in.Device.TotalBytes) * set.GPUMemoryUtilization))
-	layers := layerParams(s)
-	whole := splitWeights(s, layers, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
+	var perLayer []model.LayerParams
+	if layers != nil && *layers != nil {
+		perLayer = *layers
+	} else {
+		perLayer = layerParams(s)
+		if layers != nil {
+			*layers = perLayer
+		}
+	}
+	whole := splitWeights(s, perLayer, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
 	b.WeightsTotal = int64(whole.bytes(b.DtypeBytes, format, true)) + ropeCacheBytes(s, b.DtypeBytes)
 	scale := checkpointScale(s, b.DtypeBytes, format, whole)
 
 	first := true
 	for _, st := range stages(s.Layers, pp) {
 		p := Parts{Total: in.Device.TotalBytes, Requested: requested, Context: contextBytes(tp)}
-		p.Weights = int64(splitWeights(s, layers, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
+		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0)
 		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean)

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -409,6 +410,71 @@ func BenchmarkAlternatives(b *testing.B) {
 	for b.Loop() {
 		if len(memory.Alternatives(in, devs)) == 0 {
 			b.Fatal("no alternatives")
+		}
+	}
+}
+
+// The variants for a plan already made answer as the functions that plan
+// the input themselves: the admission webhook relies on it to plan a
+// container once per review.
+func TestFromPlanMatches(t *testing.T) {
+	auto := vllm.Settings{MaxModelLen: vllm.AutoMaxModelLen, Version: v019}
+	for _, in := range []memory.Input{
+		{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"), Settings: vllm.Settings{Version: v019}},
+		{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"), Settings: vllm.Settings{MaxModelLen: 131072, Version: v019}},
+		{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"), Settings: vllm.Settings{MaxModelLen: 4096, GPUMemoryUtilization: 0.8, Version: v019}},
+		{Model: spec(t, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(t, "H100-80GB"), Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}},
+		{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "L4"), Settings: auto},
+	} {
+		name := in.Model.ID + " on " + in.Device.Name
+		base := plan(t, in)
+		for _, policy := range []string{memory.PolicyHeadroom, memory.PolicyKAITO} {
+			opt := memory.Options{Policy: policy}
+			full, err := memory.Recommend(in, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := memory.RecommendContext(in, base, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if part.Policy != full.Policy || part.GPUMemoryUtilization != full.GPUMemoryUtilization || part.MaxModelLen != full.MaxModelLen {
+				t.Errorf("%s, %s: RecommendContext %s %.2f %d, Recommend %s %.2f %d", name, policy,
+					part.Policy, part.GPUMemoryUtilization, part.MaxModelLen, full.Policy, full.GPUMemoryUtilization, full.MaxModelLen)
+			}
+			if len(part.Why) > len(full.Why) || strings.Join(part.Why, "\n") != strings.Join(full.Why[:len(part.Why)], "\n") {
+				t.Errorf("%s, %s: reasons %q are not the start of %q", name, policy, part.Why, full.Why)
+			}
+		}
+		want, got := memory.Alternatives(in, gpu.Devices()), memory.AlternativesFrom(in, base, gpu.Devices())
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: AlternativesFrom %+v, Alternatives %+v", name, got, want)
+		}
+	}
+}
+
+// A search plans one model many times and counts its layers once: each
+// plan that reuses the counts is the plan that makes its own, whatever
+// the first plan of the search was (another GPU, TP size, quantization).
+func TestPlanReusesLayerCounts(t *testing.T) {
+	for _, id := range []string{"meta-llama/Llama-3.1-8B-Instruct", "deepseek-ai/DeepSeek-V2-Lite-Chat", "Qwen/Qwen2.5-7B-Instruct"} {
+		var layers []model.LayerParams
+		for _, in := range []memory.Input{
+			{Model: spec(t, id), Device: device(t, "L4"), Settings: vllm.Settings{MaxModelLen: 131072, Version: v019}},
+			{Model: spec(t, id), Device: device(t, "L4"), Settings: vllm.Settings{MaxModelLen: 4096, TensorParallelSize: 2, Version: v019}},
+			{Model: spec(t, id), Device: device(t, "A100-80GB"), Settings: vllm.Settings{Quantization: "fp8", PipelineParallelSize: 2, Version: v019}},
+			{Model: spec(t, id), Device: device(t, "H100-80GB"), Settings: vllm.Settings{KVCacheDtype: "fp8", Version: v019}},
+		} {
+			got, err := memory.PlanWith(in, &layers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := plan(t, in); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s on %s %+v: the plan with reused layer counts differs", id, in.Device.Name, in.Settings)
+			}
+		}
+		if len(layers) == 0 {
+			t.Errorf("%s: the layer counts were not kept for the next plan", id)
 		}
 	}
 }

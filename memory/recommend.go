@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -91,36 +92,9 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 	if err != nil {
 		return Recommendation{}, err
 	}
-	r := Recommendation{Policy: opt.Policy}
-	if r.Policy == "" {
-		r.Policy = PolicyHeadroom
-	}
-	u, why := Utilization(base, r.Policy)
-	r.GPUMemoryUtilization = u
-	r.Why = append(r.Why, "gpu-memory-utilization "+why)
-
-	at := in
-	at.Settings = base.Settings
-	at.Settings.GPUMemoryUtilization = u
-	if at.Settings.MaxModelLen == vllm.AutoMaxModelLen {
-		at.Settings.MaxModelLen = 0
-	}
-	b, err := Plan(at)
+	r, at, b, err := recommendLen(in, base, opt)
 	if err != nil {
 		return Recommendation{}, err
-	}
-	r.MaxModelLen = alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
-	switch user := in.Settings.MaxModelLen; {
-	case user > 0 && user <= r.MaxModelLen:
-		// The user chose a context that fits: keep it, and say how far it could go.
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would)", user, r.MaxModelLen))
-		r.MaxModelLen = user
-	case r.MaxModelLen <= 0:
-		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))
-	case r.MaxModelLen >= b.Model.MaxPositions:
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %d tokens)", r.MaxModelLen, b.KVTokens))
-	default:
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), b.Model.MaxPositions))
 	}
 	if r.MaxModelLen <= 0 {
 		r.Budget = b
@@ -147,6 +121,55 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		return Recommendation{}, err
 	}
 	return r, nil
+}
+
+// RecommendContext is the first half of Recommend for a plan already made
+// (base is Plan(in)): the utilization and the max-model-len, with their
+// reasons. MaxNumSeqs, TypicalContext and Budget stay zero. A caller that
+// fills only those two flags skips the two plans Recommend adds for
+// max-num-seqs, and the plan of in it has already made.
+func RecommendContext(in Input, base Budget, opt Options) (Recommendation, error) {
+	r, _, _, err := recommendLen(in, base, opt)
+	if err != nil {
+		return Recommendation{}, err
+	}
+	return r, nil
+}
+
+// recommendLen picks the utilization and max-model-len; it returns the
+// input at that utilization and its plan, which Recommend goes on from.
+func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Input, b Budget, err error) {
+	r = Recommendation{Policy: opt.Policy}
+	if r.Policy == "" {
+		r.Policy = PolicyHeadroom
+	}
+	u, why := Utilization(base, r.Policy)
+	r.GPUMemoryUtilization = u
+	r.Why = append(r.Why, "gpu-memory-utilization "+why)
+
+	at = in
+	at.Settings = base.Settings
+	at.Settings.GPUMemoryUtilization = u
+	if at.Settings.MaxModelLen == vllm.AutoMaxModelLen {
+		at.Settings.MaxModelLen = 0
+	}
+	if b, err = Plan(at); err != nil {
+		return Recommendation{}, Input{}, Budget{}, err
+	}
+	r.MaxModelLen = alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
+	switch user := in.Settings.MaxModelLen; {
+	case user > 0 && user <= r.MaxModelLen:
+		// The user chose a context that fits: keep it, and say how far it could go.
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would)", user, r.MaxModelLen))
+		r.MaxModelLen = user
+	case r.MaxModelLen <= 0:
+		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))
+	case r.MaxModelLen >= b.Model.MaxPositions:
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %d tokens)", r.MaxModelLen, b.KVTokens))
+	default:
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), b.Model.MaxPositions))
+	}
+	return r, at, b, nil
 }
 
 // SeqsAt is the --max-num-seqs a budget sustains: as many requests of
@@ -187,11 +210,23 @@ type Alternative struct {
 // GPUs (the smallest tensor-parallel size that fits), quantization (fp8
 // weights, fp8 KV cache), a shorter context, or a bigger GPU from devices.
 func Alternatives(in Input, devices []gpu.Device) []Alternative {
-	var out []Alternative
 	base, err := Plan(in)
-	if err != nil || base.Fits {
+	if err != nil {
 		return nil
 	}
+	return AlternativesFrom(in, base, devices)
+}
+
+// AlternativesFrom is Alternatives for a plan already made: base must be
+// Plan(in). A caller that has planned in to find the problems does not
+// plan it again.
+func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative {
+	if base.Fits {
+		return nil
+	}
+	var out []Alternative
+	// Every candidate plans the same model.
+	var layers []model.LayerParams
 	// fits tries a change at the user's utilization, then at the
 	// recommended one; extra holds the utilization flag when it was needed.
 	fits := func(mod func(*Input)) (extra []string, ok bool) {
@@ -199,7 +234,7 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 		c.Settings = base.Settings
 		c.Count = 0
 		mod(&c)
-		b, err := Plan(c)
+		b, err := planWith(c, &layers)
 		if err != nil {
 			return nil, false
 		}
@@ -213,7 +248,7 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 			return nil, false
 		}
 		c.Settings.GPUMemoryUtilization = u
-		if b, err = Plan(c); err != nil || !b.Fits {
+		if b, err = planWith(c, &layers); err != nil || !b.Fits {
 			return nil, false
 		}
 		return []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", u)}, true
@@ -266,7 +301,7 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 		c.Device = bigger[i]
 		c.Settings = in.Settings
 		c.Count = 0
-		if b, err := Plan(c); err == nil && b.Fits {
+		if b, err := planWith(c, &layers); err == nil && b.Fits {
 			best = &bigger[i]
 			break
 		}
