@@ -14,6 +14,7 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -138,22 +139,22 @@ func CalibrationPath(getenv func(string) string) (string, error) {
 }
 
 // AppendRecord adds one record to the file, creating it and its directory.
-// The line is written with one write to a file opened with O_APPEND, so
-// records of probes running at the same time do not interleave.
+// telemetry.LineFile writes the line whole, so records of probes running at
+// the same time do not interleave and a line cut short by a crash stays
+// alone on its line.
 func AppendRecord(path string, r Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := telemetry.OpenLineFile(path, telemetry.LineFileOptions{})
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(line); err != nil {
+	if err := f.WriteLine(line); err != nil {
 		f.Close()
 		return err
 	}

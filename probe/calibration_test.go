@@ -78,6 +78,27 @@ func TestAppendConcurrent(t *testing.T) {
 	}
 }
 
+// TestAppendAfterCutLine: a file cut short mid-record (disk full, power
+// loss) keeps the next record on a line of its own.
+func TestAppendAfterCutLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "calibration.jsonl")
+	if err := os.WriteFile(path, []byte(`{"model":"m","gpu":"g","vllm_versi`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendRecord(path, llamaH100(time.Unix(0, 0))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, skipped, err := ReadRecords(f)
+	if err != nil || len(got) != 1 || skipped != 1 {
+		t.Errorf("%d records, %d skipped, %v; want 1 record after 1 cut line", len(got), skipped, err)
+	}
+}
+
 func TestReadRecordsSkipsBadLines(t *testing.T) {
 	good, _ := json.Marshal(llamaH100(time.Unix(0, 0)))
 	text := strings.Join([]string{

@@ -2,13 +2,10 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
-	"os/exec"
-	"strconv"
-	"strings"
 	"time"
+
+	"headroom.dev/headroom/telemetry"
 )
 
 // GPUMemory is one GPU's memory as the driver reports it.
@@ -20,8 +17,8 @@ type GPUMemory struct {
 }
 
 // MemoryGauge reads the GPUs' memory, so that a launch can wait until the
-// previous one's memory is released. It is kept this small so that a
-// fuller GPU telemetry source can stand behind it.
+// previous one's memory is released. It is kept this small so that tests
+// can stand in for a GPU.
 type MemoryGauge interface {
 	// Read returns every visible GPU.
 	Read(ctx context.Context) ([]GPUMemory, error)
@@ -29,85 +26,53 @@ type MemoryGauge interface {
 	Source() string
 }
 
-// SMIGauge reads nvidia-smi's CSV output.
-type SMIGauge struct {
-	// Bin is the nvidia-smi executable (default "nvidia-smi" on PATH).
-	Bin string
-}
+// gaugeReadTimeout bounds one reading: nvidia-smi can hang on a driver
+// that stopped answering.
+const gaugeReadTimeout = 30 * time.Second
 
-// smiQuery is the nvidia-smi query; memory is in MiB with nounits.
-var smiQuery = []string{"--query-gpu=index,name,memory.total,memory.used", "--format=csv,noheader,nounits"}
+// telemetryGauge reads through telemetry's GPU reader, which owns NVML
+// and the nvidia-smi fallback.
+type telemetryGauge struct{ r telemetry.GPUReader }
 
-// Read runs nvidia-smi once (at most 30 seconds).
-func (g SMIGauge) Read(ctx context.Context) ([]GPUMemory, error) {
-	bin := g.Bin
-	if bin == "" {
-		bin = "nvidia-smi"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// Read fails when a GPU's total or used memory is not reported: the wait
+// for the release compares them.
+func (g telemetryGauge) Read(ctx context.Context) ([]GPUMemory, error) {
+	ctx, cancel := context.WithTimeout(ctx, gaugeReadTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, smiQuery...).Output()
+	gpus, err := g.r.GPUs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", bin, err)
+		return nil, err
 	}
-	return ParseSMI(string(out))
+	out := make([]GPUMemory, 0, len(gpus))
+	for _, d := range gpus {
+		if d.TotalBytes == telemetry.Unknown || d.UsedBytes == telemetry.Unknown {
+			return nil, fmt.Errorf("%s does not report the memory of GPU %d", g.r.Source(), d.Index)
+		}
+		out = append(out, GPUMemory{Index: d.Index, Name: d.Name, TotalBytes: d.TotalBytes, UsedBytes: d.UsedBytes})
+	}
+	return out, nil
 }
 
-// Source is "nvidia-smi".
-func (g SMIGauge) Source() string { return "nvidia-smi" }
+func (g telemetryGauge) Source() string { return g.r.Source() }
 
-// ParseSMI reads the output of
-// `nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv,noheader,nounits`:
-// one line per GPU, e.g. "0, NVIDIA H100 80GB HBM3, 81559, 1234" (MiB).
-// GPU names hold no commas; a line that does not parse is an error, and so
-// is output with no GPU.
-func ParseSMI(out string) ([]GPUMemory, error) {
-	var gpus []GPUMemory
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, ",")
-		if len(f) != 4 {
-			return nil, fmt.Errorf("nvidia-smi line %q: want index, name, total, used", clip(line, 80))
-		}
-		idx, err1 := strconv.Atoi(strings.TrimSpace(f[0]))
-		total, err2 := mibBytes(f[2])
-		used, err3 := mibBytes(f[3])
-		if err := errors.Join(err1, err2, err3); err != nil || idx < 0 || used > total {
-			return nil, fmt.Errorf("nvidia-smi line %q: want index, name, total MiB, used MiB (used ≤ total)", clip(line, 80))
-		}
-		gpus = append(gpus, GPUMemory{Index: idx, Name: strings.TrimSpace(f[1]), TotalBytes: total, UsedBytes: used})
-	}
-	if len(gpus) == 0 {
-		return nil, errors.New("nvidia-smi listed no GPU")
-	}
-	return gpus, nil
-}
+// Close releases NVML; callers find it through interface{ Close() }.
+func (g telemetryGauge) Close() { _ = g.r.Close() }
 
-// mibBytes reads a MiB figure ("81559", or "[N/A]" which is an error).
-func mibBytes(s string) (int64, error) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 || math.IsNaN(f) || f > 1<<30 {
-		return 0, fmt.Errorf("not a MiB figure: %q", s)
-	}
-	return int64(f * (1 << 20)), nil
-}
-
-// FindGauge picks the best gauge there is: NVML, else nvidia-smi, else
-// none (nil), with a note saying what that means.
+// FindGauge picks the best gauge there is: NVML, else nvidia-smi on PATH,
+// else none (nil), with a note saying what that means.
 func FindGauge(ctx context.Context) (MemoryGauge, string) {
-	nv, nvErr := NewNVMLGauge()
-	if nvErr == nil {
-		if _, err := nv.Read(ctx); err == nil {
-			return nv, ""
+	return findGauge(ctx, telemetry.OpenOptions{})
+}
+
+func findGauge(ctx context.Context, opt telemetry.OpenOptions) (MemoryGauge, string) {
+	// Process names are not read: the gauge uses the devices' totals only.
+	opt.ProcName = func(int) string { return "" }
+	if r, err := telemetry.OpenGPUs(opt); err == nil {
+		g := telemetryGauge{r}
+		if _, err := g.Read(ctx); err == nil {
+			return g, ""
 		}
-		nv.Close()
-	}
-	smi := SMIGauge{}
-	if _, err := smi.Read(ctx); err == nil {
-		return smi, ""
+		g.Close()
 	}
 	return nil, "neither NVML nor nvidia-smi answers here: launches do not wait for the GPU memory to be released"
 }

@@ -7,62 +7,47 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"headroom.dev/headroom/telemetry"
 )
 
-func TestParseSMI(t *testing.T) {
-	// nvidia-smi prints MiB; an H100 80GB HBM3 reports 81559 MiB in all.
-	out := "0, NVIDIA H100 80GB HBM3, 81559, 1234\n1, NVIDIA H100 80GB HBM3, 81559, 77000\n"
-	got, err := ParseSMI(out)
-	want := []GPUMemory{
-		{Index: 0, Name: "NVIDIA H100 80GB HBM3", TotalBytes: 81559 << 20, UsedBytes: 1234 << 20},
-		{Index: 1, Name: "NVIDIA H100 80GB HBM3", TotalBytes: 81559 << 20, UsedBytes: 77000 << 20},
-	}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v, %v", got, err)
-	}
-	for _, bad := range []string{"", "\n", "0, NVIDIA A100, [N/A], 12", "0, a, 10, 20", "x, a, 10, 1", "0, NVIDIA, A100, 10, 1", "-1, a, 10, 1"} {
-		if g, err := ParseSMI(bad); err == nil {
-			t.Errorf("ParseSMI(%q) = %+v; want an error", bad, g)
-		}
-	}
-}
-
-func FuzzParseSMI(f *testing.F) {
-	f.Add("0, NVIDIA H100 80GB HBM3, 81559, 1234\n")
-	f.Add("0, NVIDIA L4, 23034, 0\n1, NVIDIA L4, 23034, 23034\n")
-	f.Add("0, Tesla T4, 15360.5, 1e3\n")
-	f.Fuzz(func(t *testing.T, out string) {
-		gpus, err := ParseSMI(out)
-		if err != nil {
-			if gpus != nil {
-				t.Fatalf("error with GPUs: %v", gpus)
-			}
-			return
-		}
-		if len(gpus) == 0 {
-			t.Fatal("no GPUs without an error")
-		}
-		for _, g := range gpus {
-			if g.Index < 0 || g.UsedBytes < 0 || g.UsedBytes > g.TotalBytes || strings.Contains(g.Name, ",") {
-				t.Fatalf("GPU %+v", g)
-			}
-		}
-	})
-}
-
-func TestSMIGauge(t *testing.T) {
-	// A script stands in for nvidia-smi (there is no GPU here).
+// fakeSMI writes a script that stands in for nvidia-smi (there is no GPU
+// here), printing gpuCSV for the GPU query and no compute process.
+func fakeSMI(t *testing.T, gpuCSV string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nvidia-smi")
-	script := "#!/bin/sh\n[ \"$1\" = \"--query-gpu=index,name,memory.total,memory.used\" ] || exit 9\necho '0, NVIDIA L4, 23034, 512'\n"
+	script := "#!/bin/sh\ncase \"$1\" in\n" +
+		"--query-gpu=*) printf '%s' '" + gpuCSV + "' ;;\n" +
+		"--query-compute-apps=*) echo 'pid, process_name, used_gpu_memory [MiB], gpu_uuid' ;;\n" +
+		"*) exit 9 ;;\nesac\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got, err := SMIGauge{Bin: bin}.Read(context.Background())
-	if err != nil || len(got) != 1 || got[0].UsedBytes != 512<<20 || got[0].Name != "NVIDIA L4" {
-		t.Errorf("got %+v, %v", got, err)
+	return bin
+}
+
+func TestSMIGauge(t *testing.T) {
+	// nvidia-smi prints MiB; an L4 reports 23034 MiB in all.
+	bin := fakeSMI(t, "index, name, uuid, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"+
+		"0, NVIDIA L4, GPU-1, 23034, 512, 22522\n")
+	g, note := findGauge(context.Background(), telemetry.OpenOptions{SMIPath: bin})
+	if g == nil {
+		t.Fatalf("no gauge: %s", note)
 	}
-	if _, err := (SMIGauge{Bin: filepath.Join(t.TempDir(), "none")}).Read(context.Background()); err == nil {
-		t.Error("a missing nvidia-smi reads")
+	got, err := g.Read(context.Background())
+	want := []GPUMemory{{Index: 0, Name: "NVIDIA L4", TotalBytes: 23034 << 20, UsedBytes: 512 << 20}}
+	if err != nil || !reflect.DeepEqual(got, want) || g.Source() != "nvidia-smi" {
+		t.Errorf("got %+v from %s, %v; want %+v", got, g.Source(), err, want)
+	}
+}
+
+// TestSMIGaugeNotAvailable: a GPU whose used memory nvidia-smi does not
+// report gives no gauge, since the release cannot be told.
+func TestSMIGaugeNotAvailable(t *testing.T) {
+	bin := fakeSMI(t, "index, name, uuid, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"+
+		"0, NVIDIA A100, GPU-1, 81920, [N/A], [N/A]\n")
+	if g, note := findGauge(context.Background(), telemetry.OpenOptions{SMIPath: bin}); g != nil || !strings.Contains(note, "neither NVML nor nvidia-smi") {
+		t.Errorf("got %v, %q", g, note)
 	}
 }
 

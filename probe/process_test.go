@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"headroom.dev/headroom/internal/standin"
-
 	"headroom.dev/headroom/vllm"
 )
 
@@ -25,21 +24,7 @@ import (
 // lines for a hidden KV capacity, serves /health, and can hang, crash,
 // ignore SIGTERM or start an engine-core child in its process group.
 
-// fakeVLLM is the built stand-in (internal/standin).
-func fakeVLLM(t *testing.T) string {
-	t.Helper()
-	bin, err := standin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	standin.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { standin.Main(m) }
 
 // fakeProcess is a Process running the stand-in with env; the pid file
 // and argument log live in a temporary directory.
@@ -47,7 +32,7 @@ func fakeProcess(t *testing.T, env ...string) (*Process, string) {
 	t.Helper()
 	dir := t.TempDir()
 	env = append(env, "FAKEVLLM_PIDFILE="+filepath.Join(dir, "pids"), "FAKEVLLM_ARGSFILE="+filepath.Join(dir, "args"))
-	return &Process{Bin: fakeVLLM(t), Env: env, Grace: 2 * time.Second, HealthEvery: 50 * time.Millisecond}, dir
+	return &Process{Bin: standin.Bin(t), Env: env, Grace: 2 * time.Second, HealthEvery: 50 * time.Millisecond}, dir
 }
 
 // pids reads the "PID PGID" lines the stand-in wrote.

@@ -4,28 +4,14 @@ import "encoding/json"
 
 // JSON renders Unknown as null, so a reader never mistakes -1 for a size.
 
-func opt(v int64) *int64 {
+func opt[T int | int64](v T) *T {
 	if v == Unknown {
 		return nil
 	}
 	return &v
 }
 
-func optInt(v int) *int {
-	if v == Unknown {
-		return nil
-	}
-	return &v
-}
-
-func unopt(p *int64) int64 {
-	if p == nil {
-		return Unknown
-	}
-	return *p
-}
-
-func unoptInt(p *int) int {
+func unopt[T int | int64](p *T) T {
 	if p == nil {
 		return Unknown
 	}
@@ -47,8 +33,8 @@ type gpuJSON struct {
 
 // MarshalJSON writes Unknown values as null.
 func (g GPU) MarshalJSON() ([]byte, error) {
-	return json.Marshal(gpuJSON{optInt(g.Index), g.Name, g.UUID, g.BusID, opt(g.TotalBytes), opt(g.UsedBytes),
-		opt(g.FreeBytes), opt(g.ReservedBytes), optInt(g.UtilizationPercent), g.Processes})
+	return json.Marshal(gpuJSON{opt(g.Index), g.Name, g.UUID, g.BusID, opt(g.TotalBytes), opt(g.UsedBytes),
+		opt(g.FreeBytes), opt(g.ReservedBytes), opt(g.UtilizationPercent), g.Processes})
 }
 
 // UnmarshalJSON reads null or absent values as Unknown.
@@ -57,9 +43,9 @@ func (g *GPU) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*g = GPU{Index: unoptInt(j.Index), Name: j.Name, UUID: j.UUID, BusID: j.BusID, TotalBytes: unopt(j.TotalBytes),
+	*g = GPU{Index: unopt(j.Index), Name: j.Name, UUID: j.UUID, BusID: j.BusID, TotalBytes: unopt(j.TotalBytes),
 		UsedBytes: unopt(j.UsedBytes), FreeBytes: unopt(j.FreeBytes), ReservedBytes: unopt(j.ReservedBytes),
-		UtilizationPercent: unoptInt(j.UtilizationPercent), Processes: j.Processes}
+		UtilizationPercent: unopt(j.UtilizationPercent), Processes: j.Processes}
 	return nil
 }
 
@@ -76,7 +62,7 @@ type processJSON struct {
 
 // MarshalJSON writes Unknown values as null.
 func (p Process) MarshalJSON() ([]byte, error) {
-	return json.Marshal(processJSON{optInt(p.GPUIndex), p.GPUUUID, optInt(p.GI), optInt(p.CI), optInt(p.PID),
+	return json.Marshal(processJSON{opt(p.GPUIndex), p.GPUUUID, opt(p.GI), opt(p.CI), opt(p.PID),
 		p.Type, p.Name, opt(p.UsedBytes)})
 }
 
@@ -86,7 +72,7 @@ func (p *Process) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Process{GPUIndex: unoptInt(j.GPUIndex), GPUUUID: j.GPUUUID, GI: unoptInt(j.GI), CI: unoptInt(j.CI),
-		PID: unoptInt(j.PID), Type: j.Type, Name: j.Name, UsedBytes: unopt(j.UsedBytes)}
+	*p = Process{GPUIndex: unopt(j.GPUIndex), GPUUUID: j.GPUUUID, GI: unopt(j.GI), CI: unopt(j.CI),
+		PID: unopt(j.PID), Type: j.Type, Name: j.Name, UsedBytes: unopt(j.UsedBytes)}
 	return nil
 }

@@ -293,14 +293,7 @@ func ParseQueryGPUFields(r io.Reader, fields []string) ([]GPU, error) {
 // processes is an empty list, whether nvidia-smi printed just the header or
 // "No running processes found".
 func ParseComputeApps(r io.Reader) ([]Process, error) {
-	return ParseComputeAppsFields(r, ComputeAppsFields)
-}
-
-// ParseComputeAppsFields is ParseComputeApps for header-less output of
-// another field list.
-func ParseComputeAppsFields(r io.Reader, fields []string) ([]Process, error) {
-	fields = canonicalList(fields)
-	t, err := readCSV(r, fields, "process_name")
+	t, err := readCSV(r, canonicalList(ComputeAppsFields), "process_name")
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,21 +16,7 @@ import (
 // (there is no GPU where these tests run); its behaviour is set through
 // FAKEVLLM_* assignments in the pasted command, as VLLM_* ones would be.
 
-// fakeVLLM is the built stand-in (internal/standin).
-func fakeVLLM(t *testing.T) string {
-	t.Helper()
-	bin, err := standin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	standin.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { standin.Main(m) }
 
 func probeEnv(t *testing.T) map[string]string {
 	return map[string]string{"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": t.TempDir()}
@@ -42,7 +27,7 @@ func probeEnv(t *testing.T) map[string]string {
 // makes the next plan use the measured weights.
 func TestProbeThenPlan(t *testing.T) {
 	env := probeEnv(t)
-	code, out, errs := run(t, env, "probe", "--gpu", "L4", "--vllm-bin", fakeVLLM(t), "-o", "json",
+	code, out, errs := run(t, env, "probe", "--gpu", "L4", "--vllm-bin", standin.Bin(t), "-o", "json",
 		"--", "FAKEVLLM_VERSION=0.10.0", "FAKEVLLM_KV_TOKENS=20000", "FAKEVLLM_SPLIT=1",
 		"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.92")
 	if code != 0 {
@@ -110,7 +95,7 @@ func TestProbeThenPlan(t *testing.T) {
 }
 
 func TestProbeTable(t *testing.T) {
-	code, out, errs := run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", fakeVLLM(t), "--no-calibration",
+	code, out, errs := run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", standin.Bin(t), "--no-calibration",
 		"--", "FAKEVLLM_KV_TOKENS=30000", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -128,7 +113,7 @@ func TestProbeTable(t *testing.T) {
 	if strings.Contains(out, "calibration records:") {
 		t.Error("--no-calibration wrote records")
 	}
-	code, out, errs = run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", fakeVLLM(t), "-o", "yaml",
+	code, out, errs = run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", standin.Bin(t), "-o", "yaml",
 		"--", "FAKEVLLM_KV_TOKENS=30000", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct")
 	if code != 0 || !strings.Contains(out, "max_model_len: 30000\n") || !strings.Contains(out, "  max_model_len: auto\n") {
 		t.Errorf("yaml: exit %d %s\n%s", code, errs, out)
@@ -136,7 +121,7 @@ func TestProbeTable(t *testing.T) {
 }
 
 func TestProbeNothingStarts(t *testing.T) {
-	code, out, errs := run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", fakeVLLM(t), "--vllm-version", "0.19.0",
+	code, out, errs := run(t, probeEnv(t), "probe", "--gpu", "L4", "--vllm-bin", standin.Bin(t), "--vllm-version", "0.19.0",
 		"--", "FAKEVLLM_FAIL=oom", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct")
 	if code != ExitNoFit || !strings.Contains(errs, "headroom: torch.OutOfMemoryError: CUDA out of memory") || !strings.Contains(out, "no --max-model-len started") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -144,7 +129,7 @@ func TestProbeNothingStarts(t *testing.T) {
 }
 
 func TestProbeBadInput(t *testing.T) {
-	fake := fakeVLLM(t)
+	fake := standin.Bin(t)
 	for _, tt := range []struct {
 		args []string
 		want string

@@ -1,6 +1,6 @@
 // Package standin builds the vLLM engine stand-in (probe/testdata/fakevllm)
 // that tests launch where a real `vllm serve` would need a GPU. Test
-// binaries call Path for the built program and Remove from TestMain.
+// binaries call Bin for the built program and Main from TestMain.
 package standin
 
 import (
@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"testing"
 )
 
 // pkg is the stand-in's import path; `go build` finds it from any
@@ -21,9 +22,9 @@ var (
 	err  error
 )
 
-// Path builds the stand-in once per test binary, as an executable named
+// path builds the stand-in once per test binary, as an executable named
 // vllm, and returns its path.
-func Path() (string, error) {
+func path() (string, error) {
 	once.Do(func() {
 		dir, e := os.MkdirTemp("", "fakevllm")
 		if e != nil {
@@ -38,9 +39,27 @@ func Path() (string, error) {
 	return bin, err
 }
 
-// Remove deletes what Path built.
-func Remove() {
+// remove deletes what path built.
+func remove() {
 	if bin != "" {
 		os.RemoveAll(filepath.Dir(bin))
 	}
+}
+
+// Bin is path for a test: a failed build fails the test.
+func Bin(t testing.TB) string {
+	t.Helper()
+	b, err := path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Main runs a test binary's tests and removes the stand-in: call it from
+// TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	remove()
+	os.Exit(code)
 }
