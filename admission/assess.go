@@ -111,7 +111,8 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 	if b.AutoFit && len(problems) == 0 {
 		warn("--max-model-len auto: vLLM will serve about %d tokens of context here", b.MaxModelLen)
 	}
-	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); sub.gpu.count > used {
+	// b.Settings carries vLLM's defaults: every size is at least 1.
+	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * b.Settings.DataParallelSize; sub.gpu.count > used {
 		hint := ""
 		if tp := sub.gpu.count / b.Settings.PipelineParallelSize; tp > 0 && spec.Heads%tp == 0 {
 			hint = fmt.Sprintf("; set --tensor-parallel-size %d to shard the model over all of them", tp)

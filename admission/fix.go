@@ -9,35 +9,20 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// Allocator settings the mutating webhook adds.
-const (
-	envAllocConf = "PYTORCH_CUDA_ALLOC_CONF"
-	// allocConfValue lets PyTorch grow segments instead of fragmenting
-	// reserved memory (KAITO issue #976: 737 MiB reserved but unallocated
-	// at the OOM on a 16 GB GPU; vLLM issue #41158 asks for it by default).
-	allocConfValue = "expandable_segments:True"
-)
-
-// allocConfSafe reports whether PYTORCH_CUDA_ALLOC_CONF=expandable_segments
-// can be added to a container, and why not. Not with more than one GPU per
-// server: vLLM crashed with it at tensor-parallel size > 1 (custom
-// all-reduce IPC, KAITO issue #1077, which removed it in PR #1120);
-// pipeline parallelism is left out too, as untested. Not with
-// --enable-sleep-mode, whose memory pool allocator PyTorch refuses to
-// combine with expandable segments (unverified across releases; it costs
-// nothing to leave out). Never over a value the user set, and not when
-// envFrom may set it: an env entry would override that.
+// allocConfSafe reports whether the mutating webhook may add
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to a container: where
+// vLLM's rule allows it (vllm.ExpandableSegmentsSafe), never over a value
+// the user set, and not when envFrom may set it: an env entry would
+// override that.
 func allocConfSafe(c corev1.Container, l launch, set vllm.Settings) bool {
-	if hasEnv(c, envAllocConf) || len(c.EnvFrom) > 0 {
+	if hasEnv(c, vllm.AllocConfEnv) || len(c.EnvFrom) > 0 {
 		return false
 	}
-	if _, ok := l.settings.Env[envAllocConf]; ok {
+	if _, ok := l.settings.Env[vllm.AllocConfEnv]; ok {
 		return false
 	}
-	if l.settings.Set["enable-sleep-mode"] {
-		return false
-	}
-	return max(set.TensorParallelSize, 1) == 1 && max(set.PipelineParallelSize, 1) == 1
+	safe, _ := vllm.ExpandableSegmentsSafe(set.TensorParallelSize, set.PipelineParallelSize, l.settings.Set["enable-sleep-mode"])
+	return safe
 }
 
 // fills are the flags autofix adds and the plan they give.
@@ -66,14 +51,10 @@ func recommendFills(a assessment) (fills, error) {
 	util, maxLen := rec.GPUMemoryUtilization, rec.MaxModelLen
 	if !needUtil {
 		// Recommend sizes the context at its own utilization; at the
-		// user's it may be shorter.
-		at := in
-		at.Settings.MaxModelLen = 0
-		b, err := memory.Plan(at)
-		if err != nil {
-			return fills{}, err
-		}
-		maxLen = min(maxLen, b.MaxFitLen)
+		// user's it may be shorter. a.budget is planned at the user's
+		// utilization with no --max-model-len (needLen), so its MaxFitLen
+		// is that length.
+		maxLen = min(maxLen, a.budget.MaxFitLen)
 	}
 	try := func(withUtil bool) (fills, error) {
 		var f fills
@@ -111,7 +92,7 @@ func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l 
 		set = a.budget.Settings
 	}
 	if allocConfSafe(c, l, set) {
-		appendList(p, cpath+pointer("env"), c.Env != nil, corev1.EnvVar{Name: envAllocConf, Value: allocConfValue})
+		appendList(p, cpath+pointer("env"), c.Env != nil, corev1.EnvVar{Name: vllm.AllocConfEnv, Value: vllm.ExpandableSegments})
 	}
 	if !autofix || !a.planned() {
 		return nil, a.budget

@@ -35,7 +35,7 @@ func FuzzReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"kaito.sh","version":"v1beta1","kind":"Workspace"},"operation":"CREATE","object":{"resource":{"count":-1}}}}`))
 	h := newTestHandler(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := DecodeReview(body)
+		r, err := decodeReview(body)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line: %q", err)

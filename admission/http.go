@@ -1,15 +1,14 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -18,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MaxBodyBytes bounds an AdmissionReview body. The API server stores
+// maxBodyBytes bounds an AdmissionReview body. The API server stores
 // objects of up to 1.5 MiB (etcd's default request limit); an UPDATE review
 // carries the object and the old object plus the envelope, so 4 MiB holds
 // the largest real review with room. A larger body gets HTTP 413, and the
 // webhook's failurePolicy (Ignore) lets the object through.
-const MaxBodyBytes = 4 << 20
+const maxBodyBytes = 4 << 20
 
 // maxWarningRunes bounds one warning. The API server truncates each warning
 // to 256 runes only once the response's warnings pass 4096 runes
@@ -31,10 +30,10 @@ const MaxBodyBytes = 4 << 20
 // a long model name from crowding out the other warnings.
 const maxWarningRunes = 1024
 
-// DecodeReview reads an admission.k8s.io/v1 AdmissionReview request body.
+// decodeReview reads an admission.k8s.io/v1 AdmissionReview request body.
 // It returns one-line errors for anything else: malformed JSON, another
 // apiVersion or kind, a missing request or uid.
-func DecodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	var r admissionv1.AdmissionReview
 	if err := decodeObject(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %s", errNotReview, oneLine(err))
@@ -143,32 +142,18 @@ func cleanWarnings(ws []string) []string {
 	return out
 }
 
-// readBody reads a review's body, at most MaxBodyBytes. The API server
-// sends a Content-Length: reading into a buffer of that size takes one
-// allocation where io.ReadAll grows chunks from 512 bytes and copies them
-// into a final slice.
+// readBody reads a review's body, at most maxBodyBytes. The API server
+// sends a Content-Length: a buffer sized from it, with bytes.MinRead to
+// spare so that ReadFrom never grows it, takes one allocation of the body's
+// size, where io.ReadAll grows from 512 bytes by copying: for a 45 KiB
+// review 15 allocations and twice the bytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	n := r.ContentLength
-	if n <= 0 || n > MaxBodyBytes {
-		return io.ReadAll(rd)
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= maxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
 	}
-	// One byte more than announced, so the read that meets the end of the
-	// body does not grow the buffer.
-	buf := make([]byte, 0, n+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 512)
-		}
-		m, err := rd.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	return buf.Bytes(), err
 }
 
 // ValidateHandler serves POST /validate.
@@ -194,13 +179,13 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes))
+				fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBodyBytes))
 				return
 			}
 			fail(http.StatusBadRequest, "cannot read body: "+oneLine(err))
 			return
 		}
-		review, err := DecodeReview(body)
+		review, err := decodeReview(body)
 		if err != nil {
 			fail(http.StatusBadRequest, err.Error())
 			return

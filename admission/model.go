@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -162,10 +163,8 @@ func clip(s string) string {
 		return s
 	}
 	cut := limit
-	for cut > 0 && !isRuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "..."
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"headroom.dev/headroom/memory"
 )
 
 // Expected start-up time of a vLLM server, for the probe check. vLLM must
@@ -69,6 +71,6 @@ func probeWarning(c corev1.Container, weightBytes int64) string {
 		// hung server for the pod's whole life; a startup probe does not.
 		fix = fmt.Sprintf("add a startupProbe with periodSeconds %d and failureThreshold %d", period, int64(math.Ceil(want.Seconds()/float64(period))))
 	}
-	return fmt.Sprintf("container %q: its %s restarts it after %s (initialDelaySeconds %d + failureThreshold %d × periodSeconds %d), but vLLM is expected to need about %s to load %.2f GiB of weights and start (%s + %s per GiB); %s",
-		c.Name, name, window, p.InitialDelaySeconds, failures, period, want, float64(weightBytes)/bytesPerGiB, loadBase, loadPerGiB, fix)
+	return fmt.Sprintf("container %q: its %s restarts it after %s (initialDelaySeconds %d + failureThreshold %d × periodSeconds %d), but vLLM is expected to need about %s to load %s of weights and start (%s + %s per GiB); %s",
+		c.Name, name, window, p.InitialDelaySeconds, failures, period, want, memory.GiB(weightBytes), loadBase, loadPerGiB, fix)
 }

@@ -1,12 +1,10 @@
 package admission
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,9 +52,8 @@ type Handler struct {
 	metrics       *Metrics
 	lookupTimeout time.Duration
 	catalog       catalogCache
-	// devices are the catalog's GPUs, smallest first, for the planner's
-	// "smallest GPU that fits" search: in this order it stops planning at
-	// the first one that fits.
+	// devices are the catalog's GPUs, which the planner searches for the
+	// smallest that fits; copied once rather than for every denial.
 	devices []gpu.Device
 }
 
@@ -73,7 +70,6 @@ func NewHandler(d Deps) *Handler {
 		h.lookupTimeout = defaultLookupTimeout
 	}
 	h.devices = gpu.Devices()
-	slices.SortStableFunc(h.devices, func(a, b gpu.Device) int { return cmp.Compare(a.TotalBytes, b.TotalBytes) })
 	return h
 }
 

@@ -29,7 +29,7 @@ func fixture(t testing.TB, name string) *admissionv1.AdmissionReview {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeReview(body)
+	r, err := decodeReview(body)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -235,7 +235,7 @@ func TestDenialNumbers(t *testing.T) {
 }
 
 // mutate runs the mutating webhook on a fixture and decodes its patch.
-func mutate(t *testing.T, h *Handler, name string) ([]PatchOp, *admissionv1.AdmissionResponse) {
+func mutate(t *testing.T, h *Handler, name string) ([]patchOp, *admissionv1.AdmissionResponse) {
 	t.Helper()
 	r := fixture(t, name)
 	resp := h.Mutate(context.Background(), r.Request)
@@ -251,7 +251,7 @@ func mutate(t *testing.T, h *Handler, name string) ([]PatchOp, *admissionv1.Admi
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("%s: patch without patchType JSONPatch", name)
 	}
-	var ops []PatchOp
+	var ops []patchOp
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}
@@ -280,15 +280,15 @@ func TestMutateExactPatches(t *testing.T) {
 		want    string // the patch, as JSON; "" for none
 	}{
 		// No autofix: only the allocator setting, on a container without env.
-		{"mutate-env-only", mustJSON([]PatchOp{{Op: "add", Path: "/spec/template/spec/containers/0/env", Value: []any{envVar}}})},
+		{"mutate-env-only", mustJSON([]patchOp{{Op: "add", Path: "/spec/template/spec/containers/0/env", Value: []any{envVar}}})},
 		// An env list exists: append to it.
-		{"mutate-env-append", mustJSON([]PatchOp{{Op: "add", Path: "/spec/containers/0/env/-", Value: envVar}})},
+		{"mutate-env-append", mustJSON([]patchOp{{Op: "add", Path: "/spec/containers/0/env/-", Value: envVar}})},
 		{"pod-owned", ""},
 		{"deployment-not-vllm", ""},
 		{"deployment-delete", ""},
 		{"hpa-cpu", ""},
 		// TP 1 but the model is unknown: the allocator setting still applies.
-		{"pod-unknown-model", mustJSON([]PatchOp{{Op: "add", Path: "/spec/containers/0/env", Value: []any{envVar}}})},
+		{"pod-unknown-model", mustJSON([]patchOp{{Op: "add", Path: "/spec/containers/0/env", Value: []any{envVar}}})},
 	}
 	h := newTestHandler(t)
 	for _, tc := range tests {
@@ -373,6 +373,52 @@ func TestAutofixRoundTrip(t *testing.T) {
 	// and the plan annotation is current.
 	if again := h.Mutate(context.Background(), &req); len(again.Patch) != 0 {
 		t.Errorf("second mutation patched again: %s", again.Patch)
+	}
+}
+
+// TestAutofixAtUserUtilization: with --gpu-memory-utilization given and no
+// --max-model-len, autofix adds only the length, and one that fits at the
+// user's utilization rather than at the one it would recommend (0.89 here,
+// with room for about 32,000 tokens). Llama 3.1 8B on an L4 (22.03 GiB) at
+// 0.8: 17.62 GiB budget − 14.96 GiB weights = 2.66 GiB for KV, activation
+// and non-torch memory; at 8192 tokens a GiB (TestDenialNumbers) at most
+// 21,900 tokens, and with at most 2.5 GiB of activation and overhead at
+// least 1,300.
+func TestAutofixAtUserUtilization(t *testing.T) {
+	h := newTestHandler(t)
+	r := fixture(t, "mutate-autofix")
+	var d appsv1.Deployment
+	if err := json.Unmarshal(r.Request.Object.Raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Args = append(c.Args, "--gpu-memory-utilization", "0.8")
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := *r.Request
+	req.Object.Raw = raw
+	resp := h.Mutate(context.Background(), &req)
+	var ops []patchOp
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for _, op := range ops {
+		if op.Path == "/spec/template/spec/containers/0/args/-" {
+			added = append(added, op.Value.(string))
+		}
+	}
+	if len(added) != 1 || !strings.HasPrefix(added[0], "--max-model-len=") {
+		t.Fatalf("args added %q, want --max-model-len alone", added)
+	}
+	if n, _ := strconv.Atoi(strings.TrimPrefix(added[0], "--max-model-len=")); n < 1300 || n > 21900 {
+		t.Errorf("%s, want 1300 to 21900", added[0])
+	}
+	req.Object.Raw = applyPatch(t, raw, resp.Patch)
+	if v := h.Validate(context.Background(), &req); !v.Allowed {
+		t.Errorf("the patched Deployment is denied: %s", v.Result.Message)
 	}
 }
 

@@ -91,7 +91,7 @@ func (g *diag) typicalContext() (int, string) {
 		return g.typical, "the p90 of the request logs"
 	}
 	if g.base != nil && g.base.MaxModelLen > 0 {
-		return max(g.base.MaxModelLen/4, 1), "a quarter of --max-model-len, as no request log was given"
+		return memory.DefaultTypicalContext(g.base.MaxModelLen), "a quarter of --max-model-len, as no request log was given"
 	}
 	return 0, ""
 }
@@ -181,13 +181,7 @@ func (g *diag) maxLenRemedies() []Remedy {
 	}
 	if g.base != nil {
 		b := g.base
-		fit := b.MaxFitLen
-		if b.Model.MaxPositions > 0 {
-			fit = min(fit, b.Model.MaxPositions)
-		}
-		if bs := b.Settings.BlockSize; bs > 0 && fit < b.Model.MaxPositions {
-			fit = fit / bs * bs
-		}
+		fit := b.FitLen()
 		if fit > 0 && fit < b.MaxModelLen {
 			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
 			if logEst > 0 {
@@ -329,12 +323,13 @@ func (g *diag) fragmentationRemedies() []Remedy {
 	for _, o := range g.ev.OOMs {
 		unalloc, tried = max(unalloc, reservedUnallocated(o.OOM)), max(tried, o.OOM.Tried)
 	}
-	if sleep {
-		rs := []Remedy{{Action: ActionSetFlag, Args: []string{}, Why: "expandable segments are not safe here: vLLM's sleep mode (CuMemAllocator) refuses PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; lower the utilization instead"}}
+	set := g.dep.Settings
+	if safe, why := vllm.ExpandableSegmentsSafe(set.TensorParallelSize, set.PipelineParallelSize, sleep); !safe {
+		rs := []Remedy{{Action: ActionSetFlag, Args: []string{}, Why: fmt.Sprintf("expandable segments are not safe here (%s=%s: %s); lower the utilization instead", vllm.AllocConfEnv, vllm.ExpandableSegments, why)}}
 		return append(rs, g.utilRemedies()...)
 	}
-	return []Remedy{{Action: ActionSetEnv, Args: []string{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
-		Why: fmt.Sprintf("%s sat reserved but unallocated when %s could not be allocated; expandable segments let PyTorch grow and reuse segments instead of fragmenting (safe unless vLLM runs with --enable-sleep-mode)", gib(unalloc), gib(tried))}}
+	return []Remedy{{Action: ActionSetEnv, Args: []string{vllm.AllocConfEnv + "=" + vllm.ExpandableSegments},
+		Why: fmt.Sprintf("%s sat reserved but unallocated when %s could not be allocated; expandable segments let PyTorch grow and reuse segments instead of fragmenting", gib(unalloc), gib(tried))}}
 }
 
 func (g *diag) otherRemedies() []Remedy {
@@ -384,11 +379,7 @@ func (g *diag) otherRemedies() []Remedy {
 		if total == 0 {
 			total = g.base.PerGPU.Total
 		}
-		// The most vLLM may ask for beside the others: what they leave
-		// free, less the context and reserve the planner keeps outside.
-		room := total - others - g.base.PerGPU.Context - (g.base.PerGPU.Total/100 + 150<<20)
-		u := math.Floor(float64(room)/float64(total)*100) / 100
-		if u > 0 {
+		if u := memory.UtilizationBeside(total, others, g.base.PerGPU); u > 0 {
 			nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = u })
 			why := fmt.Sprintf("or share the card: %s is held by others, so vLLM may ask for at most %.2f of %s", gib(others), u, gib(total))
 			if ok && nb.Fits {

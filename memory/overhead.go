@@ -43,6 +43,10 @@ func contextBytes(tp int) int64 {
 	return gibs(0.51)
 }
 
+// calibratedCaptureSize is the max_cudagraph_capture_size of the v0.19.0
+// calibration runs that cudaGraphBytes is fitted to.
+const calibratedCaptureSize = 512
+
 // cudaGraphBytes estimates the CUDA-graph pool captured after the KV cache
 // is allocated (vllm-memory.md §2.4): a base plus a per-layer share that
 // grows with the width each rank holds; MLA layers keep several times more
@@ -50,15 +54,13 @@ func contextBytes(tp int) int64 {
 // Zero with --enforce-eager. Calibrated at max_cudagraph_capture_size 512
 // on v0.19.0/H100 ("CUDA graph pool memory: … (actual)"): Llama-3.1-8B
 // 0.91 GiB, TP=2 0.76, TP=4 0.67; Llama-3.3-70B TP=2 1.79; DeepSeek-V2-Lite
-// 1.57; the per-layer share scales with the capture size.
+// 1.57; the per-layer share scales with the capture size. captureSize is
+// the settings' after vllm's WithDefaults, which fills vLLM's default.
 func cudaGraphBytes(s model.Spec, st stage, tp, captureSize int, eager bool) int64 {
 	if eager {
 		return 0
 	}
-	if captureSize <= 0 {
-		captureSize = 512
-	}
-	scale := float64(captureSize) / 512
+	scale := float64(max(captureSize, 0)) / calibratedCaptureSize
 	var perLayer float64
 	for i := st.first; i < st.last; i++ {
 		var l float64

@@ -84,6 +84,9 @@ type Budget struct {
 	// KVBytesPerToken is the KV memory one token of context costs on one
 	// GPU worker, over its full-attention and MLA layers.
 	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// ModelKVBytesPerToken is the same cost for the whole model: every
+	// layer, no head split among tensor-parallel ranks.
+	ModelKVBytesPerToken int64 `json:"model_kv_bytes_per_token"`
 	// WeightsTotal is the whole model's weight bytes as loaded.
 	WeightsTotal int64 `json:"weights_total_bytes"`
 
@@ -202,6 +205,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		first = false
 	}
 	b.KVTokens = b.layout.tokens(b.NumBlocks)
+	b.ModelKVBytesPerToken = newKVLayout(s, 0, s.Layers, 1, b.KVDtypeBytes, set.BlockSize).perTokenBytes()
 	if set.MaxModelLen == vllm.AutoMaxModelLen {
 		// --max-model-len auto: vLLM runs the same search after profiling
 		// and serves the largest length that fits, at most the model's

@@ -74,9 +74,13 @@ func TestLlama8BOnH100(t *testing.T) {
 	if e := math.Abs(float64(b.KVTokens)/476016 - 1); e > 0.005 {
 		t.Errorf("KV tokens %d vs 476,016 logged: %.2f%% off", b.KVTokens, e*100)
 	}
-	// vLLM 0.19.0 logs "Maximum concurrency for 8192 tokens per request: 58.11x" = tokens / 8192.
-	if got := b.MaxConcurrency; math.Abs(got-float64(b.KVTokens)/8192) > 1e-9 {
-		t.Errorf("max concurrency %.4f, want tokens/8192", got)
+	// Logged: num_gpu_blocks 29,751, and "Maximum concurrency for 8192
+	// tokens per request: 58.11x" (476,016 / 8192 = 58.11).
+	if e := math.Abs(float64(b.NumBlocks)/29751 - 1); e > 0.005 {
+		t.Errorf("blocks %d vs 29,751 logged: %.2f%% off", b.NumBlocks, e*100)
+	}
+	if got := b.MaxConcurrency; math.Abs(got-float64(b.KVTokens)/8192) > 1e-9 || math.Abs(got/58.11-1) > 0.005 {
+		t.Errorf("max concurrency %.4f, want tokens/8192 and within 0.5%% of 58.11 logged", got)
 	}
 	if !b.Fits || len(b.Problems) != 0 {
 		t.Errorf("want a fit, got problems %v", b.Problems)
@@ -475,6 +479,22 @@ func TestPlanReusesLayerCounts(t *testing.T) {
 		}
 		if len(layers) == 0 {
 			t.Errorf("%s: the layer counts were not kept for the next plan", id)
+		}
+	}
+}
+
+// TestModelKVBytesPerToken: Llama-3.1-8B keeps K and V for 8 KV heads of
+// 128 dims in each of 32 layers, 2 bytes each in bfloat16:
+// 32 × 2 × 8 × 128 × 2 = 131,072 bytes per token for the whole model.
+// Tensor parallelism over 2 GPUs gives each 4 heads (65,536 bytes);
+// the whole model's figure does not change.
+func TestModelKVBytesPerToken(t *testing.T) {
+	const whole = 32 * 2 * 8 * 128 * 2
+	for _, tp := range []int{1, 2} {
+		b := plan(t, memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"),
+			Settings: vllm.Settings{MaxModelLen: 8192, TensorParallelSize: tp, Version: v019}})
+		if b.ModelKVBytesPerToken != whole || b.KVBytesPerToken != whole/int64(tp) {
+			t.Errorf("tp %d: model %d, per GPU %d bytes per token; want %d and %d", tp, b.ModelKVBytesPerToken, b.KVBytesPerToken, whole, whole/tp)
 		}
 	}
 }

@@ -72,7 +72,8 @@ func Utilization(b Budget, policy string) (float64, string) {
 		u = math.Min(0.95, u)
 		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(mem), u)
 	}
-	outside := p.Context + reserveBytes(p.Total) + samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
+	sampler := samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
+	outside := p.Context + reserveBytes(p.Total) + sampler
 	graphs := ""
 	if !b.CUDAGraphInBudget {
 		outside += p.CUDAGraph
@@ -82,7 +83,7 @@ func Utilization(b Budget, policy string) (float64, string) {
 	u = math.Min(u, maxUtilization)
 	why := fmt.Sprintf("%.2f leaves %s of %s for what vLLM does not budget: CUDA context %s, sampler warm-up %s%s, fragmentation reserve %s",
 		u, GiB(p.Total-int64(u*float64(p.Total))), GiB(p.Total), GiB(p.Context),
-		GiB(samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)), graphs, GiB(reserveBytes(p.Total)))
+		GiB(sampler), graphs, GiB(reserveBytes(p.Total)))
 	return u, why
 }
 
@@ -107,7 +108,7 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 	}
 	r.TypicalContext = opt.TypicalContext
 	if r.TypicalContext <= 0 {
-		r.TypicalContext = max(r.MaxModelLen/4, 1)
+		r.TypicalContext = DefaultTypicalContext(r.MaxModelLen)
 	}
 	seqs := SeqsAt(b, r.TypicalContext)
 	r.MaxNumSeqs = seqs
@@ -156,7 +157,7 @@ func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Inpu
 	if b, err = Plan(at); err != nil {
 		return Recommendation{}, Input{}, Budget{}, err
 	}
-	r.MaxModelLen = alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
+	r.MaxModelLen = b.FitLen()
 	switch user := in.Settings.MaxModelLen; {
 	case user > 0 && user <= r.MaxModelLen:
 		// The user chose a context that fits: keep it, and say how far it could go.
@@ -181,6 +182,27 @@ func SeqsAt(b Budget, typicalContext int) int {
 	}
 	n := int(b.KVTokens / int64(typicalContext))
 	return max(min(n, b.Settings.MaxNumSeqs), 1)
+}
+
+// DefaultTypicalContext is the request length max-num-seqs is sized for
+// when no traffic is known: a quarter of max-model-len, as most requests
+// are far shorter than the longest allowed.
+func DefaultTypicalContext(maxModelLen int) int { return max(maxModelLen/4, 1) }
+
+// FitLen is the longest --max-model-len whose KV cache fits the budget,
+// block-aligned (or the model's maximum): what to tell a user whose
+// context is too long.
+func (b Budget) FitLen() int {
+	return alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
+}
+
+// UtilizationBeside is the most --gpu-memory-utilization vLLM may ask for
+// on a card of total bytes of which other processes hold held: what they
+// leave, less the CUDA context and the reserve kept outside vLLM's budget
+// (p's), floored to a hundredth. Zero or less when nothing is left.
+func UtilizationBeside(total, held int64, p Parts) float64 {
+	room := total - held - p.Context - reserveBytes(p.Total)
+	return math.Floor(float64(room)/float64(total)*100) / 100
 }
 
 // alignDown floors n to a multiple of block unless n is the model's
@@ -283,7 +305,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		}
 	}
 	if base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
-		l := alignDown(base.MaxFitLen, base.Settings.BlockSize, base.Model.MaxPositions)
+		l := base.FitLen()
 		out = append(out, Alternative{Code: "shorter_context", Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l), Args: []string{"--max-model-len", fmt.Sprint(l)}})
 	}
 	// The smallest bigger GPU that fits: try candidates in size order and

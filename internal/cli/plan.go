@@ -258,7 +258,7 @@ func buildReport(e evidence, opt memory.Options) (Report, error) {
 	}
 	var alts []memory.Alternative
 	if !b.Fits {
-		alts = memory.Alternatives(in, gpu.Devices())
+		alts = memory.AlternativesFrom(in, b, gpu.Devices())
 	}
 	notes := e.note
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {

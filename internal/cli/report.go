@@ -121,25 +121,14 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	if s.Quant != nil {
 		q = s.Quant.Method
 	}
-	// KV per token of the whole model (all layers, before TP splits heads).
-	whole := int64(0)
-	if tp := set.TensorParallelSize; tp > 0 {
-		whole = b.KVBytesPerToken * int64(set.PipelineParallelSize)
-		if s.MLA == nil && s.KVHeads >= tp {
-			whole *= int64(tp)
-		}
-	}
 	dtype := set.Dtype
 	if d, err := vllm.ResolveDtype(set.Dtype, s.Dtype); err == nil {
 		dtype = d // what vLLM loads: "auto" resolved against the checkpoint
 	}
-	unused := p.Total - p.Context - p.Requested
-	if !b.CUDAGraphInBudget {
-		unused -= p.CUDAGraph
-	}
+	unused := p.Total - b.Footprint
 	r := Report{
 		Model: ModelReport{Name: s.ID, Architecture: s.Architecture, Params: s.Params(), WeightsBytes: b.WeightsTotal,
-			KVBytesPerToken: whole, MaxPositionEmbeddings: s.MaxPositions, Layers: s.Layers,
+			KVBytesPerToken: b.ModelKVBytesPerToken, MaxPositionEmbeddings: s.MaxPositions, Layers: s.Layers,
 			Attention: attentionSummary(s), Quantization: q, WeightsSource: wsrc},
 		GPU: GPUReport{Name: e.sel.Device.Name, Count: b.Count, TotalBytes: e.sel.Device.TotalBytes, SKU: e.sel.SKU},
 		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
