@@ -33,15 +33,6 @@ type TensorInfo struct {
 // Bytes is the size of the tensor's data.
 func (t TensorInfo) Bytes() int64 { return t.End - t.Begin }
 
-// Elements is the product of the tensor's shape (1 for a scalar).
-func (t TensorInfo) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
-
 // SafetensorsHeader is the parsed header of one .safetensors file.
 type SafetensorsHeader struct {
 	// Tensors are sorted by name.

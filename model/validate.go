@@ -15,33 +15,34 @@ func (s Spec) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("model %q: %s: check its config.json", name, fmt.Sprintf(format, a...))
 	}
-	inRange := func(field string, v, lo, hi int64) error {
-		if v < lo || v > hi {
-			return bad("%s = %d is out of range (%d to %d)", field, v, lo, hi)
+	type bound struct {
+		field     string
+		v, lo, hi int64
+	}
+	inRange := func(bs ...bound) error {
+		for _, b := range bs {
+			if b.v < b.lo || b.v > b.hi {
+				return bad("%s = %d is out of range (%d to %d)", b.field, b.v, b.lo, b.hi)
+			}
 		}
 		return nil
 	}
-	for _, r := range []struct {
-		field     string
-		v, lo, hi int64
-	}{
-		{"layers", int64(s.Layers), 1, maxLayers},
-		{"hidden", int64(s.Hidden), 1, maxWidth},
-		{"intermediate", int64(s.Intermediate), 1, maxWidth},
-		{"heads", int64(s.Heads), 1, maxHeads},
-		{"kv_heads", int64(s.KVHeads), 1, int64(max(s.Heads, 1))},
-		{"head_dim", int64(s.HeadDim), 1, maxWidth},
-		{"v_head_dim", int64(s.VHeadDim), 0, maxWidth},
-		{"vocab", int64(s.Vocab), 1, maxVocab},
-		{"max_position_embeddings", int64(s.MaxPositions), 1, maxPositions},
-		{"rotary_dim", int64(s.RotaryDim), 0, int64(max(s.HeadDim, 0))},
-		{"rope_positions", int64(s.RopePositions), 0, maxRopePositions},
-		{"rope_tables", int64(s.RopeTables), 0, 2},
-		{"checkpoint_bytes", s.CheckpointBytes, 0, math.MaxInt64},
-	} {
-		if err := inRange(r.field, r.v, r.lo, r.hi); err != nil {
-			return err
-		}
+	if err := inRange(
+		bound{"layers", int64(s.Layers), 1, maxLayers},
+		bound{"hidden", int64(s.Hidden), 1, maxWidth},
+		bound{"intermediate", int64(s.Intermediate), 1, maxWidth},
+		bound{"heads", int64(s.Heads), 1, maxHeads},
+		bound{"kv_heads", int64(s.KVHeads), 1, int64(max(s.Heads, 1))},
+		bound{"head_dim", int64(s.HeadDim), 1, maxWidth},
+		bound{"v_head_dim", int64(s.VHeadDim), 0, maxWidth},
+		bound{"vocab", int64(s.Vocab), 1, maxVocab},
+		bound{"max_position_embeddings", int64(s.MaxPositions), 1, maxPositions},
+		bound{"rotary_dim", int64(s.RotaryDim), 0, int64(max(s.HeadDim, 0))},
+		bound{"rope_positions", int64(s.RopePositions), 0, maxRopePositions},
+		bound{"rope_tables", int64(s.RopeTables), 0, 2},
+		bound{"checkpoint_bytes", s.CheckpointBytes, 0, math.MaxInt64},
+	); err != nil {
+		return err
 	}
 	if s.Heads%s.KVHeads != 0 {
 		return bad("%d heads cannot be grouped over %d KV heads", s.Heads, s.KVHeads)
@@ -74,50 +75,40 @@ func (s Spec) Validate() error {
 		}
 	}
 	if m := s.MoE; m != nil {
-		for _, r := range []struct {
-			field     string
-			v, lo, hi int64
-		}{
-			{"moe.experts", int64(m.Experts), 2, maxExperts},
-			{"moe.top_k", int64(m.TopK), 1, int64(max(m.Experts, 1))},
-			{"moe.intermediate", int64(m.Intermediate), 1, maxWidth},
-			{"moe.shared", int64(m.Shared), 0, maxExperts},
-			{"moe.shared_inter", int64(m.SharedInter), 0, maxExperts * maxWidth},
-			{"moe.dense_layers", int64(m.DenseLayers), 0, int64(s.Layers)},
-			{"moe.layer_freq", int64(m.LayerFreq), 0, int64(s.Layers)},
-		} {
-			if err := inRange(r.field, r.v, r.lo, r.hi); err != nil {
-				return err
-			}
+		if err := inRange(
+			bound{"moe.experts", int64(m.Experts), 2, maxExperts},
+			bound{"moe.top_k", int64(m.TopK), 1, int64(max(m.Experts, 1))},
+			bound{"moe.intermediate", int64(m.Intermediate), 1, maxWidth},
+			bound{"moe.shared", int64(m.Shared), 0, maxExperts},
+			bound{"moe.shared_inter", int64(m.SharedInter), 0, maxExperts * maxWidth},
+			bound{"moe.dense_layers", int64(m.DenseLayers), 0, int64(s.Layers)},
+			bound{"moe.layer_freq", int64(m.LayerFreq), 0, int64(s.Layers)},
+		); err != nil {
+			return err
 		}
 		if (m.Shared > 0) != (m.SharedInter > 0) {
 			return bad("%d shared experts with a total width of %d", m.Shared, m.SharedInter)
 		}
 	}
 	if m := s.MLA; m != nil {
-		for _, r := range []struct {
-			field     string
-			v, lo, hi int64
-		}{
-			{"mla.kv_lora_rank", int64(m.KVLoraRank), 1, maxWidth},
-			{"mla.q_lora_rank", int64(m.QLoraRank), 0, maxWidth},
-			{"mla.qk_rope_head_dim", int64(m.QKRopeHeadDim), 1, maxWidth},
-			{"mla.qk_nope_head_dim", int64(m.QKNopeHeadDim), 0, maxWidth},
-			{"mla.v_head_dim", int64(m.VHeadDim), 1, maxWidth},
-		} {
-			if err := inRange(r.field, r.v, r.lo, r.hi); err != nil {
-				return err
-			}
+		if err := inRange(
+			bound{"mla.kv_lora_rank", int64(m.KVLoraRank), 1, maxWidth},
+			bound{"mla.q_lora_rank", int64(m.QLoraRank), 0, maxWidth},
+			bound{"mla.qk_rope_head_dim", int64(m.QKRopeHeadDim), 1, maxWidth},
+			bound{"mla.qk_nope_head_dim", int64(m.QKNopeHeadDim), 0, maxWidth},
+			bound{"mla.v_head_dim", int64(m.VHeadDim), 1, maxWidth},
+		); err != nil {
+			return err
 		}
 	}
 	if q := s.Quant; q != nil {
 		if q.Method == "" {
 			return bad("quantization has no method")
 		}
-		if err := inRange("quantization.bits", int64(q.Bits), 0, 16); err != nil {
-			return err
-		}
-		if err := inRange("quantization.group_size", int64(q.GroupSize), 0, maxWidth); err != nil {
+		if err := inRange(
+			bound{"quantization.bits", int64(q.Bits), 0, 16},
+			bound{"quantization.group_size", int64(q.GroupSize), 0, maxWidth},
+		); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,7 @@ func BenchmarkReadFile(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				p, _ := NewProfile(Options{Window: DefaultWindow})
-				if err := ReadFile(context.Background(), name, p, ReadOptions{Workers: w}, nil); err != nil {
+				if err := ReadFile(context.Background(), name, p, ReadOptions{Workers: w}); err != nil {
 					b.Fatal(err)
 				}
 			}

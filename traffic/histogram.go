@@ -53,30 +53,15 @@ func bucketRange(i int) (lo, hi int64) {
 // Add counts v; negative values count as 0 and values of 2^40 or more as
 // 2^40 − 1 (ParseLine never yields either).
 func (h *Histogram) Add(v int64) {
-	if uint64(v) >= 1<<40 || h.counts == nil {
-		h.addSlow(v)
-		return
+	if h.counts == nil {
+		h.counts = make([]uint64, numBuckets)
 	}
-	h.counts[bucketOf(v)]++
-	h.n++
-	h.sum += uint64(v)
-	h.max = max(h.max, v)
+	h.add(min(max(v, 0), 1<<40-1))
 }
 
 // add counts v, which must lie in [0, 2^40), on a histogram whose table
 // is allocated (Profile's are): the hot path, small enough to inline.
 func (h *Histogram) add(v int64) {
-	h.counts[bucketOf(v)]++
-	h.n++
-	h.sum += uint64(v)
-	h.max = max(h.max, v)
-}
-
-func (h *Histogram) addSlow(v int64) {
-	v = min(max(v, 0), 1<<40-1)
-	if h.counts == nil {
-		h.counts = make([]uint64, numBuckets)
-	}
 	h.counts[bucketOf(v)]++
 	h.n++
 	h.sum += uint64(v)

@@ -254,7 +254,7 @@ func TestReadFileMapped(t *testing.T) {
 	for _, w := range []int{1, 2, 3} {
 		p, _ := NewProfile(Options{Window: time.Minute})
 		var done atomic.Int64
-		if err := ReadFile(context.Background(), name, p, ReadOptions{Workers: w}, &done); err != nil {
+		if err := ReadFile(context.Background(), name, p, ReadOptions{Workers: w, Progress: &done}); err != nil {
 			t.Fatal(err)
 		}
 		if done.Load() != int64(b.Len()) {
@@ -275,7 +275,7 @@ func TestReadFileMapped(t *testing.T) {
 	if !strings.HasPrefix(want, "200001 0 ") {
 		t.Errorf("got %s", want)
 	}
-	if err := ReadFile(context.Background(), t.TempDir(), p, ReadOptions{}, nil); err == nil {
+	if err := ReadFile(context.Background(), t.TempDir(), p, ReadOptions{}); err == nil {
 		t.Error("a directory was read")
 	}
 }

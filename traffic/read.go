@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Block sizes of the reader: lines are parsed in blocks of blockSize
@@ -24,11 +25,17 @@ type ReadOptions struct {
 	// Workers is the number of goroutines parsing blocks; <= 1 parses in
 	// the caller's goroutine.
 	Workers int
+	// Progress, when not nil, is advanced by the bytes read (or, for a
+	// mapped file, parsed), for a progress line.
+	Progress *atomic.Int64
 }
 
 // Read streams r (plain text, or gzip recognised by its magic bytes) into
 // p. It stops at ctx's end or the first read error.
 func Read(ctx context.Context, r io.Reader, p *Profile, opt ReadOptions) error {
+	if opt.Progress != nil {
+		r = &countingReader{r: r, n: opt.Progress}
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -18,9 +19,8 @@ const chunkSize = 4 << 20
 // into memory where the platform allows it (mapFile), so its bytes are
 // parsed where the page cache holds them, by opt.Workers goroutines,
 // without a copy through read buffers; gzip files, special files and
-// platforms without mapping go through Read. progress, when not nil, is
-// advanced by the bytes parsed.
-func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions, progress *atomic.Int64) error {
+// platforms without mapping go through Read.
+func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -37,25 +37,23 @@ func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions, pro
 		if data, unmap, err := mapFile(f, st.Size()); err == nil {
 			defer unmap()
 			if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-				return Read(ctx, &countingReader{r: bytes.NewReader(data), n: progress}, p, opt)
+				return Read(ctx, bytes.NewReader(data), p, opt)
 			}
-			return parseMapped(ctx, data, p, opt.Workers, progress)
+			return parseMapped(ctx, data, p, opt.Workers, opt.Progress)
 		}
 	}
-	return Read(ctx, &countingReader{r: f, n: progress}, p, opt)
+	return Read(ctx, f, p, opt)
 }
 
-// countingReader adds what it reads to n (when n is not nil).
+// countingReader adds what it reads to n.
 type countingReader struct {
-	r interface{ Read([]byte) (int, error) }
+	r io.Reader
 	n *atomic.Int64
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
-	if c.n != nil {
-		c.n.Add(int64(n))
-	}
+	c.n.Add(int64(n))
 	return n, err
 }
 

@@ -27,10 +27,9 @@ var (
 
 // Sizes the rules below use; each is explained at its rule.
 const (
-	largeDeviceBatchMinBytes   = int64(70) << 30
-	defaultCaptureSizeCeiling  = 512
-	v0CaptureSizeCeiling       = 256
-	captureSizeGenerationLimit = 1 << 16
+	largeDeviceBatchMinBytes  = int64(70) << 30
+	defaultCaptureSizeCeiling = 512
+	v0CaptureSizeCeiling      = 256
 )
 
 // Environment variables that switch memory rules.
@@ -193,8 +192,8 @@ func LogsKVCacheTokens(v Version, env map[string]string) bool {
 // is a property of the model, not of the release.
 func DefaultBlockSize(v Version) int { return 16 }
 
-// DefaultBatch is what vLLM's OpenAI server uses for --max-num-batched-tokens
-// and --max-num-seqs when they are not given.
+// defaultBatch is what vLLM's OpenAI server uses for --max-num-batched-tokens
+// and --max-num-seqs when they are not given (v1: the V1 engine runs).
 //
 // V1 (from 0.8.0), vllm-memory.md §2.3: "if device memory ≥ 70 GiB and the
 // name does not contain "a100" (H100/H200/MI300 …): max_num_batched_tokens
@@ -211,10 +210,6 @@ func DefaultBlockSize(v Version) int { return 16 }
 // max_num_batched_tokens = max(max_model_len, 2048)", and max_num_seqs 256.
 // V0 turned chunked prefill on by itself for contexts over 32K in the
 // OpenAI server; that case is not modelled.
-func DefaultBatch(v Version, deviceName string, deviceTotalBytes int64, maxModelLen int) (maxNumBatchedTokens, maxNumSeqs int) {
-	return defaultBatch(V1ByDefault(v), deviceName, deviceTotalBytes, maxModelLen)
-}
-
 func defaultBatch(v1 bool, deviceName string, deviceTotalBytes int64, maxModelLen int) (int, int) {
 	if !v1 {
 		return max(maxModelLen, 2048), 256
@@ -225,8 +220,9 @@ func defaultBatch(v1 bool, deviceName string, deviceTotalBytes int64, maxModelLe
 	return 2048, 256
 }
 
-// DefaultMaxCudagraphCaptureSize is the largest batch (in tokens) vLLM
-// captures a CUDA graph for when --max-cudagraph-capture-size is not given.
+// defaultCaptureSize is the largest batch (in tokens) vLLM captures a CUDA
+// graph for when --max-cudagraph-capture-size is not given (v1: the V1
+// engine runs; twiceSeqs: the release is captureTwiceSeqsSince or later).
 //
 //   - V1 from 0.10.0: min(2 × max_num_seqs, 512), and never more than
 //     max_num_batched_tokens. From vLLM's CompilationConfig docstring: "If
@@ -241,11 +237,6 @@ func defaultBatch(v1 bool, deviceName string, deviceTotalBytes int64, maxModelLe
 //     multiple of 8 (V0 model runner, _BATCH_SIZES_TO_CAPTURE).
 //
 // maxNumSeqs or maxNumBatchedTokens ≤ 0 mean unknown and put no limit.
-func DefaultMaxCudagraphCaptureSize(v Version, maxNumSeqs, maxNumBatchedTokens int) int {
-	v = orNewest(v)
-	return defaultCaptureSize(V1ByDefault(v), v.AtLeast(captureTwiceSeqsSince), maxNumSeqs, maxNumBatchedTokens)
-}
-
 func defaultCaptureSize(v1, twiceSeqs bool, maxNumSeqs, maxNumBatchedTokens int) int {
 	if !v1 {
 		if maxNumSeqs <= 0 {
@@ -273,41 +264,6 @@ func padBatch(n int) int {
 		return 4
 	}
 	return (n + 7) / 8 * 8
-}
-
-// CaptureSizes lists the batch sizes (tokens) vLLM captures CUDA graphs
-// for, up to maxSize; maxSize ≤ 0 means the default, min(2 × maxNumSeqs,
-// 512) (512 when maxNumSeqs is unknown, ≤ 0).
-//
-// The pattern is vLLM's CompilationConfig default, "[1, 2, 4] +
-// list(range(8, 256, 8)) + list(range(256, max_cudagraph_capture_size + 1,
-// 16))": 51 sizes up to 512. Releases before max_cudagraph_capture_size
-// existed (0.11-era and older, unverified exact) used multiples of 8 all the
-// way (67 sizes up to 512). In FULL_AND_PIECEWISE mode (the v0.19.0
-// default) the full decode graphs use only the sizes ≤ max_num_seqs, while
-// the piecewise graphs use all. A size above 65536 is cut there: no real
-// batch is that large, and the list stays small.
-func CaptureSizes(maxSize, maxNumSeqs int) []int {
-	if maxSize <= 0 {
-		maxSize = defaultCaptureSizeCeiling
-		if maxNumSeqs > 0 {
-			maxSize = min(2*maxNumSeqs, maxSize)
-		}
-	}
-	maxSize = min(maxSize, captureSizeGenerationLimit)
-	var sizes []int
-	for _, n := range []int{1, 2, 4} {
-		if n <= maxSize {
-			sizes = append(sizes, n)
-		}
-	}
-	for n := 8; n < 256 && n <= maxSize; n += 8 {
-		sizes = append(sizes, n)
-	}
-	for n := 256; n <= maxSize; n += 16 {
-		sizes = append(sizes, n)
-	}
-	return sizes
 }
 
 // WithDefaults fills every field that is not given with what the vLLM

@@ -168,9 +168,9 @@ func TestDefaultBatch(t *testing.T) {
 		{"V0 auto context", "0.6.5", "NVIDIA L4", 22 * gib, AutoMaxModelLen, 2048, 256},
 	}
 	for _, tt := range tests {
-		tokens, seqs := DefaultBatch(v(tt.ver), tt.device, tt.total, tt.maxModelLen)
-		if tokens != tt.tokens || seqs != tt.seqs {
-			t.Errorf("%s: DefaultBatch = %d/%d, want %d/%d", tt.name, tokens, seqs, tt.tokens, tt.seqs)
+		got := Settings{}.WithDefaults(v(tt.ver), tt.device, tt.total, tt.maxModelLen)
+		if got.MaxNumBatchedTokens != tt.tokens || got.MaxNumSeqs != tt.seqs {
+			t.Errorf("%s: defaults %d/%d, want %d/%d", tt.name, got.MaxNumBatchedTokens, got.MaxNumSeqs, tt.tokens, tt.seqs)
 		}
 	}
 }
@@ -192,41 +192,14 @@ func TestDefaultMaxCudagraphCaptureSize(t *testing.T) {
 		{"0.7.3", 256, 8192, 256}, // V0 stops at 256
 		{"0.7.3", 100, 8192, 104}, // 100 rounded up to a multiple of 8
 		{"0.7.3", 3, 8192, 4},
-		{"0.7.3", 0, 0, 256},
-		{"0.19.0", 0, 0, 512},
+		{"0.7.3", 0, 0, 256},  // the default 256 seqs
+		{"0.19.0", 0, 0, 512}, // the default 256 seqs: min(2 × 256, 512)
 	}
 	for _, tt := range tests {
-		if got := DefaultMaxCudagraphCaptureSize(v(tt.ver), tt.seqs, tt.tokens); got != tt.want {
-			t.Errorf("DefaultMaxCudagraphCaptureSize(%s, %d, %d) = %d, want %d", tt.ver, tt.seqs, tt.tokens, got, tt.want)
+		set := Settings{MaxNumSeqs: tt.seqs, MaxNumBatchedTokens: tt.tokens}.WithDefaults(v(tt.ver), "", 0, 8192)
+		if got := set.MaxCudagraphCaptureSize; got != tt.want {
+			t.Errorf("%s, %d seqs, %d tokens: capture size %d, want %d", tt.ver, tt.seqs, tt.tokens, got, tt.want)
 		}
-	}
-}
-
-func TestCaptureSizes(t *testing.T) {
-	// [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16): 3 + 31 + 17 = 51.
-	want512 := []int{1, 2, 4,
-		8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128,
-		136, 144, 152, 160, 168, 176, 184, 192, 200, 208, 216, 224, 232, 240, 248,
-		256, 272, 288, 304, 320, 336, 352, 368, 384, 400, 416, 432, 448, 464, 480, 496, 512}
-	if got := CaptureSizes(0, 1024); !reflect.DeepEqual(got, want512) {
-		t.Errorf("CaptureSizes(0, 1024) = %v (%d sizes), want %v (51)", got, len(got), want512)
-	}
-	if got := CaptureSizes(512, 8); !reflect.DeepEqual(got, want512) {
-		t.Errorf("CaptureSizes(512, 8): an explicit size is not cut by max_num_seqs, got %v", got)
-	}
-	if got, want := CaptureSizes(0, 64), want512[:19]; !reflect.DeepEqual(got, want) {
-		t.Errorf("CaptureSizes(0, 64) = %v, want %v (up to 2 × 64 = 128)", got, want)
-	}
-	if got, want := CaptureSizes(300, 0), want512[:37]; !reflect.DeepEqual(got, want) {
-		t.Errorf("CaptureSizes(300, 0) = %v, want %v (…, 272, 288)", got, want)
-	}
-	if got, want := CaptureSizes(3, 0), []int{1, 2}; !reflect.DeepEqual(got, want) {
-		t.Errorf("CaptureSizes(3, 0) = %v, want %v", got, want)
-	}
-	// Absurd sizes stop at 65536: 3 + 31 + (65536 − 256)/16 + 1 = 4115 sizes.
-	got := CaptureSizes(1<<40, 0)
-	if len(got) != 4115 || got[len(got)-1] != 65536 {
-		t.Errorf("CaptureSizes(2^40) has %d sizes ending at %d, want 4115 ending at 65536", len(got), got[len(got)-1])
 	}
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -132,7 +131,7 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	w := cmd.OutOrStdout()
 	switch f.output {
 	case "json":
-		err = writeJSONText(w, d)
+		err = writeJSON(w, d)
 	case "markdown", "md":
 		err = writeDoctorMarkdown(w, d)
 	default:
@@ -218,15 +217,6 @@ func readEvidence(ctx context.Context, cmd *cobra.Command, ev *doctor.Evidence, 
 	}
 	defer fh.Close()
 	return ev.Read(ctx, p, fh)
-}
-
-// writeJSONText is writeJSON without HTML escaping: remedies read
-// "--max-num-seqs 256 -> 64", and "->" should not come out as "-\u003e".
-func writeJSONText(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // remedyText renders a remedy's args as what to paste.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,21 @@ func TestDoctorJSONContract(t *testing.T) {
 		DeadEnds []map[string]string `json:"dead_ends"`
 		Memory   map[string]any      `json:"memory"`
 	}
+	var figures struct {
+		Memory struct {
+			Plan struct {
+				KVTokens int64 `json:"kv_cache_tokens"`
+			} `json:"plan"`
+			Traffic struct {
+				Total struct {
+					P90 int64 `json:"p90"`
+				} `json:"total_tokens"`
+			} `json:"traffic"`
+		} `json:"memory"`
+	}
+	if err := json.Unmarshal([]byte(out), &figures); err != nil {
+		t.Fatal(err)
+	}
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +62,19 @@ func TestDoctorJSONContract(t *testing.T) {
 		t.Errorf("finding %+v", f)
 	}
 	// The first remedy lowers --max-num-seqs from vLLM's V0 default (256)
-	// to what the KV cache holds at the traffic's p90 length.
+	// to what the KV cache holds at the traffic's p90 length: the planned
+	// KV tokens divided by that length, rounded down. The long requests of
+	// requests.log are 7,420 + 512 = 7,932 tokens; the p90 read from the
+	// histogram lies within 1% of them.
+	p90, kv := figures.Memory.Traffic.Total.P90, figures.Memory.Plan.KVTokens
+	if p90 < 7932*99/100 || p90 > 7932 || kv <= 0 {
+		t.Fatalf("p90 %d (want about 7,932), KV tokens %d", p90, kv)
+	}
+	want := strconv.FormatInt(min(kv/p90, 256), 10)
 	r := f.Remedies[0]
-	if r.Action != "set_flag" || len(r.Args) != 2 || r.Args[0] != "--max-num-seqs" || !strings.HasPrefix(r.Why, "--max-num-seqs 256 -> "+r.Args[1]+": KV for "+r.Args[1]+" x ") {
-		t.Errorf("remedy %+v", r)
+	if r.Action != "set_flag" || len(r.Args) != 2 || r.Args[0] != "--max-num-seqs" || r.Args[1] != want ||
+		!strings.HasPrefix(r.Why, "--max-num-seqs 256 -> "+want+": KV for "+want+" x ") {
+		t.Errorf("remedy %+v, want --max-num-seqs %s (%d KV tokens / %d)", r, want, kv, p90)
 	}
 	if len(d.DeadEnds) == 0 || d.Memory["traffic"] == nil || d.Memory["plan"] == nil {
 		t.Errorf("dead ends %v memory %v", d.DeadEnds, d.Memory)

@@ -152,7 +152,7 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 		}
 	}
 	if f.plan.output == "json" {
-		return writeJSONText(cmd.OutOrStdout(), rep)
+		return writeJSON(cmd.OutOrStdout(), rep)
 	}
 	return writeProfileTable(cmd.OutOrStdout(), rep)
 }
@@ -172,27 +172,15 @@ func readProfile(ctx context.Context, cmd *cobra.Command, env Env, p *traffic.Pr
 	stop := startProgress(env.Stderr, name, size, &done)
 	var err error
 	if name == "-" {
-		err = traffic.Read(ctx, &countingReader{r: cmd.InOrStdin(), n: &done}, p, traffic.ReadOptions{Workers: workers})
+		err = traffic.Read(ctx, cmd.InOrStdin(), p, traffic.ReadOptions{Workers: workers, Progress: &done})
 	} else {
-		err = traffic.ReadFile(ctx, name, p, traffic.ReadOptions{Workers: workers}, &done)
+		err = traffic.ReadFile(ctx, name, p, traffic.ReadOptions{Workers: workers, Progress: &done})
 	}
 	stop()
 	if err != nil {
 		return fmt.Errorf("%s: %v", name, unwrapPathError(err))
 	}
 	return nil
-}
-
-// countingReader counts the bytes read from stdin, for the progress line.
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -29,9 +29,12 @@ func render(w io.Writer, format string, r Report) error {
 	}
 }
 
+// writeJSON leaves HTML characters as they are: messages read
+// "--max-num-seqs 256 -> 64", and "->" should not come out as "-\u003e".
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
@@ -190,14 +193,15 @@ func writeKAITO(w io.Writer, r Report) error {
 		return '-'
 	}, name)
 	vllmSection := map[string]any{}
-	for i := 0; i+1 < len(r.VLLMArgs); i += 2 {
-		k := strings.TrimPrefix(r.VLLMArgs[i], "--")
-		if strings.HasPrefix(r.VLLMArgs[i+1], "--") {
-			vllmSection[k] = true
-			i--
+	args := r.VLLMArgs
+	for i := 0; i < len(args); i++ {
+		k := strings.TrimPrefix(args[i], "--")
+		if i+1 == len(args) || strings.HasPrefix(args[i+1], "--") {
+			vllmSection[k] = true // a switch such as --enforce-eager
 			continue
 		}
-		v := r.VLLMArgs[i+1]
+		i++
+		v := args[i]
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			vllmSection[k] = n
 		} else if x, err := strconv.ParseFloat(v, 64); err == nil {

@@ -147,14 +147,7 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		if f.file != "" {
 			progress.update(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
 		}
-		if f.count > 0 && n >= f.count {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
-		if ctx.Err() != nil {
+		if !nextReading(ctx, tick, n, f.count) {
 			break
 		}
 	}
@@ -162,6 +155,19 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		progress.done(fmt.Sprintf("wrote to %s", f.file))
 	}
 	return nil
+}
+
+// nextReading waits for the tick after reading n; false once count
+// readings (0: no limit) are taken or ctx is done.
+func nextReading(ctx context.Context, tick *time.Ticker, n, count int) bool {
+	if count > 0 && n >= count {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+	case <-tick.C:
+	}
+	return ctx.Err() == nil
 }
 
 // lineSink takes whole lines.

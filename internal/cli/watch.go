@@ -236,14 +236,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 		if err := emitWatch(env, f.output, live, r, alerts, scrapeErr, alertFile); err != nil {
 			return err
 		}
-		if f.count > 0 && n >= f.count {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
-		if ctx.Err() != nil {
+		if !nextReading(ctx, tick, n, f.count) {
 			break
 		}
 	}

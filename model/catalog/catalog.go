@@ -348,7 +348,7 @@ func commonPrefix(a, b string) int {
 // Check parses every entry of the embedded catalog and reports each problem
 // on its own line: malformed or duplicate entries, clashing aliases, missing
 // or unused config files, configs the parser rejects. Lookup skips broken
-// entries silently; Check is how tests (and `headroom` self-checks) see them.
+// entries silently; Check is how the catalog's tests see them.
 func Check() error {
 	return check(embeddedIndex())
 }
@@ -363,10 +363,9 @@ func check(ix *index) error {
 			errs = append(errs, err)
 			continue
 		}
-		if v, ok := any(&s).(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("model catalog: %s: %w", e.ID, err))
-			}
+		// Again after the entry's checkpoint size is applied.
+		if err := s.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("model catalog: %s: %w", e.ID, err))
 		}
 	}
 	files, err := fs.ReadDir(ix.fsys, configDir)
