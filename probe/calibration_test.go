@@ -37,12 +37,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, skipped, err := ReadRecords(f)
+	got, skipped, err := readFile(t, path)
 	if err != nil || skipped != 0 || len(got) != 2 || !got[0].Time.Equal(at) || got[1].MaxNumSeqs != 256 || got[0].VLLMVersion != v019 {
 		t.Fatalf("got %+v, %d skipped, %v", got, skipped, err)
 	}
@@ -70,9 +65,7 @@ func TestAppendConcurrent(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	f, _ := os.Open(path)
-	defer f.Close()
-	got, skipped, err := ReadRecords(f)
+	got, skipped, err := readFile(t, path)
 	if err != nil || skipped != 0 || len(got) != 40 {
 		t.Errorf("%d records, %d skipped, %v", len(got), skipped, err)
 	}
@@ -88,12 +81,7 @@ func TestAppendAfterCutLine(t *testing.T) {
 	if err := AppendRecord(path, llamaH100(time.Unix(0, 0))); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, skipped, err := ReadRecords(f)
+	got, skipped, err := readFile(t, path)
 	if err != nil || len(got) != 1 || skipped != 1 {
 		t.Errorf("%d records, %d skipped, %v; want 1 record after 1 cut line", len(got), skipped, err)
 	}
@@ -212,4 +200,15 @@ func FuzzReadRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readFile reads the records of the file at path.
+func readFile(t *testing.T, path string) ([]Record, int, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return ReadRecords(f)
 }
