@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"headroom.dev/headroom/internal/editdist"
+	"headroom.dev/headroom/names"
 )
 
 // noiseTokens are words that appear in vendor and GFD product names but do
@@ -108,7 +108,7 @@ func Suggest(name string, n int) []string {
 		if input == "" || cand == "" {
 			return
 		}
-		score := float64(editdist.Levenshtein(input, cand))
+		score := float64(names.Levenshtein(input, cand))
 		// A known name that starts with what was typed is the likeliest
 		// meaning of a truncated name ("H10", "Standard_NC24").
 		if len(input) >= 2 && strings.HasPrefix(cand, input) && score > 0.5 {
@@ -116,7 +116,7 @@ func Suggest(name string, n int) []string {
 		}
 		// Among equals, the name that agrees longer from the start wins
 		// ("H10" is nearer H20 than A10).
-		score -= 0.001 * float64(commonPrefix(input, cand))
+		score -= 0.001 * float64(names.CommonPrefix(input, cand))
 		if old, ok := best[display]; !ok {
 			best[display] = score
 			order = append(order, display)
@@ -151,12 +151,4 @@ func Suggest(name string, n int) []string {
 		order = order[:n]
 	}
 	return order
-}
-
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }

@@ -31,8 +31,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"headroom.dev/headroom/internal/editdist"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/names"
 )
 
 //go:embed catalog.json configs/*.json
@@ -307,10 +307,10 @@ func (ix *index) suggest(name string, n int) []string {
 			if len(q) >= 3 && strings.Contains(k, q) {
 				c.sub = true
 			}
-			if d := editdist.Levenshtein(q, k); c.dist < 0 || d < c.dist {
+			if d := names.Levenshtein(q, k); c.dist < 0 || d < c.dist {
 				c.dist = d
 			}
-			c.prefix = max(c.prefix, commonPrefix(q, k))
+			c.prefix = max(c.prefix, names.CommonPrefix(q, k))
 		}
 		if c.sub || c.dist <= limit {
 			cs = append(cs, c)
@@ -334,15 +334,6 @@ func (ix *index) suggest(name string, n int) []string {
 		out = append(out, c.id)
 	}
 	return out
-}
-
-// commonPrefix is the length in bytes of the longest common prefix of a and b.
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // Check parses every entry of the embedded catalog and reports each problem

@@ -1,4 +1,4 @@
-package editdist
+package names
 
 import "testing"
 
@@ -22,6 +22,22 @@ func TestLevenshtein(t *testing.T) {
 		}
 		if got := Levenshtein(tc.b, tc.a); got != tc.want {
 			t.Errorf("not symmetric for %q, %q", tc.a, tc.b)
+		}
+	}
+}
+
+func TestCommonPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"h10", "h100", 3},
+		{"h10", "a10", 0},
+		{"llama-3.1-8b", "llama-3.1-70b", 10}, // "llama-3.1-" is 10 bytes
+		{"", "h100", 0},
+	} {
+		if got := CommonPrefix(tc.a, tc.b); got != tc.want {
+			t.Errorf("CommonPrefix(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
