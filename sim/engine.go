@@ -102,6 +102,9 @@ type req struct {
 	computed  int
 	generated int
 	blocks    [][]int32 // per group; −1 for a block freed out of the window
+	// freed is group 0's blocks as the last preemption freed them, with
+	// prefix caching: they keep their hashes until evicted.
+	freed []int32
 	// firstAt is the time of the first token; < 0 before it.
 	firstAt     float64
 	preemptions int
@@ -188,7 +191,7 @@ func (e *Engine) newReq() *req {
 		for i := range blocks {
 			blocks[i] = blocks[i][:0]
 		}
-		*q = req{blocks: blocks}
+		*q = req{blocks: blocks, freed: q.freed[:0]}
 	} else {
 		q = &req{blocks: make([][]int32, len(e.cfg.Groups))}
 	}
@@ -320,7 +323,7 @@ func (e *Engine) schedule(res *StepResult) {
 			e.gauges.PrefixHits += int64(hits * e.cfg.BlockSize)
 			blocks := r.blocks[0]
 			for i := range hits {
-				b, _ := e.pool.lookup(e.key(r, i))
+				b, _ := e.cached(r, i)
 				e.pool.touch(b)
 				blocks = append(blocks, b)
 			}
@@ -349,7 +352,7 @@ func (e *Engine) schedule(res *StepResult) {
 func (e *Engine) cacheHits(r *req) (hits, free int) {
 	limit := (r.numTokens() - 1) / e.cfg.BlockSize
 	for hits < limit {
-		b, ok := e.pool.lookup(e.key(r, hits))
+		b, ok := e.cached(r, hits)
 		if !ok {
 			break
 		}
@@ -361,11 +364,27 @@ func (e *Engine) cacheHits(r *req) (hits, free int) {
 	return hits, free
 }
 
+// cached finds r's block i in the cache: a shared-prefix block in the
+// map, r's own in the blocks its preemption freed, if the block still
+// holds the hash.
+func (e *Engine) cached(r *req, i int) (int32, bool) {
+	k := e.key(r, i)
+	if k&sharedKey != 0 {
+		return e.pool.lookup(k)
+	}
+	if i < len(r.freed) {
+		if b := r.freed[i]; e.pool.key[b] == k {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
 // key is the hash of r's block i: the shared prefix's chain for blocks
 // wholly inside it, r's own chain after.
 func (e *Engine) key(r *req, i int) uint64 {
 	if r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens {
-		return blockKey(r.PrefixID<<1|1, i)
+		return blockKey(r.PrefixID<<1|1, i) | sharedKey
 	}
 	return blockKey(r.handle<<1, i)
 }
@@ -431,6 +450,9 @@ func (e *Engine) freeBlocks(r *req) {
 }
 
 func (e *Engine) preempt(v *req, res *StepResult) {
+	if e.caching {
+		v.freed = append(v.freed[:0], v.blocks[0]...)
+	}
 	e.freeBlocks(v)
 	v.computed = 0
 	v.preemptions++

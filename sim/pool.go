@@ -48,7 +48,9 @@ func (p *pool) take() int32 {
 	b := p.next[p.n]
 	p.unlink(b)
 	if p.key != nil && p.key[b] != 0 {
-		delete(p.cache, p.key[b])
+		if p.key[b]&sharedKey != 0 {
+			delete(p.cache, p.key[b])
+		}
 		p.key[b] = 0
 	}
 	p.ref[b] = 1
@@ -73,17 +75,25 @@ func (p *pool) release(b int32) {
 	}
 }
 
-// register hashes a full block unless another block already has the hash
-// (vLLM keeps the first).
+// sharedKey marks the hash of a shared-prefix block: only those are
+// found by other requests, so only those go into the map. A request's own
+// blocks are found again only by itself after a preemption, through the
+// list of blocks it freed (req.freed) and the hash each block still holds.
+const sharedKey = 1 << 63
+
+// register hashes a full block unless it has a hash or, for a shared
+// block, another block already has the hash (vLLM keeps the first).
 func (p *pool) register(b int32, k uint64) {
 	if p.key == nil || p.key[b] != 0 {
 		return
 	}
-	if _, ok := p.cache[k]; ok {
-		return
+	if k&sharedKey != 0 {
+		if _, ok := p.cache[k]; ok {
+			return
+		}
+		p.cache[k] = b
 	}
 	p.key[b] = k
-	p.cache[k] = b
 }
 
 func (p *pool) lookup(k uint64) (int32, bool) {
@@ -99,15 +109,12 @@ func (p *pool) lookup(k uint64) (int32, bool) {
 func (p *pool) usage() float64 { return 1 - float64(p.free)/float64(p.n) }
 
 // blockKey is the hash of block i of a chain: splitmix64 of the chain id
-// and the index, never 0. Shared prefixes and requests use disjoint chain
-// ids (see req.chain).
+// and the index, never 0, without the sharedKey bit (Engine.key sets it
+// for shared prefixes).
 func blockKey(chain uint64, i int) uint64 {
 	z := chain*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 1
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	z ^= z >> 31
-	if z == 0 {
-		z = 1
-	}
-	return z
+	return z&^sharedKey | 1
 }

@@ -1,7 +1,5 @@
 package sim
 
-import "time"
-
 // Batch is what one step's forward pass does.
 type Batch struct {
 	// Requests and Tokens are the scheduled requests and their new tokens.
@@ -59,10 +57,14 @@ func (m *Roofline) StepTime(b Batch) float64 {
 	if b.Tokens == 0 {
 		return m.Overhead
 	}
-	flops := 2*m.ActiveParams*float64(b.Tokens) + m.AttentionFLOPsPerPair*float64(b.AttentionPairs)
-	bytes := m.WeightBytes + m.KVBytesPerToken*float64(b.ContextTokens)
+	flops, bytes := m.work(b)
 	return max(flops/(m.PeakFLOPs*m.FLOPsEfficiency), bytes/(m.Bandwidth*m.BandwidthEfficiency)) + m.Overhead
 }
 
-// Seconds converts a duration to simulated seconds.
-func Seconds(d time.Duration) float64 { return d.Seconds() }
+// work is a batch's FLOPs and the bytes it reads: the weights once, and
+// the KV of every context token.
+func (m *Roofline) work(b Batch) (flops, bytes float64) {
+	flops = 2*m.ActiveParams*float64(b.Tokens) + m.AttentionFLOPsPerPair*float64(b.AttentionPairs)
+	bytes = m.WeightBytes + m.KVBytesPerToken*float64(b.ContextTokens)
+	return flops, bytes
+}
