@@ -88,6 +88,7 @@ type Gauges struct {
 	Preemptions int64
 	Finished    int64
 	Rejected    int64
+	Aborted     int64
 	// PromptTokens and GenerationTokens count computed prompt tokens of
 	// admitted requests and sampled tokens, as vLLM's counters do.
 	PromptTokens, GenerationTokens int64
@@ -534,6 +535,33 @@ func (e *Engine) finishStep(res *StepResult) {
 	e.running = kept
 }
 
+// Abort drops a request wherever it is (a client that went away, as
+// vLLM aborts it): its blocks go back to the pool. It reports whether the
+// request was still there. An aborted request is not counted as finished.
+func (e *Engine) Abort(handle uint64) bool {
+	for i, r := range e.running {
+		if r.handle == handle {
+			e.running = append(e.running[:i], e.running[i+1:]...)
+			e.running = e.running[:len(e.running):cap(e.running)]
+			e.drop(r)
+			return true
+		}
+	}
+	for _, q := range []*ring{&e.waiting, &e.pending} {
+		if r := q.remove(handle); r != nil {
+			e.drop(r)
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) drop(r *req) {
+	e.freeBlocks(r)
+	e.gauges.Aborted++
+	e.free = append(e.free, r)
+}
+
 // ring is a FIFO with a cheap push at the front (preempted requests).
 type ring struct {
 	buf        []*req
@@ -566,6 +594,24 @@ func (q *ring) pushFront(r *req) {
 	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
 	q.buf[q.head] = r
 	q.size++
+}
+
+// remove takes the request with the handle out of the queue, keeping the
+// order of the others.
+func (q *ring) remove(handle uint64) *req {
+	for i := range q.size {
+		r := q.at(i)
+		if r.handle != handle {
+			continue
+		}
+		for j := i; j < q.size-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.at(j + 1)
+		}
+		q.buf[(q.head+q.size-1)%len(q.buf)] = nil
+		q.size--
+		return r
+	}
+	return nil
 }
 
 func (q *ring) popFront() *req {

@@ -239,3 +239,25 @@ func TestRejections(t *testing.T) {
 		t.Errorf("fits: %+v", got["fits"])
 	}
 }
+
+// Aborting the running request of a pool of 10 usable blocks returns
+// its 2 blocks (ceil(20 / 16) = 2: usage 0.2 before, 0 after); a waiting
+// one leaves the queue; a handle already gone is reported.
+func TestAbort(t *testing.T) {
+	e := newEngine(t, Config{NumGPUBlocks: 11, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64})
+	a, _ := e.Add(Request{ID: "A", PromptTokens: 20, OutputTokens: 5})
+	b, _ := e.Add(Request{ID: "B", PromptTokens: 4, OutputTokens: 5})
+	e.Step()
+	if g := e.Gauges(); g.Running != 1 || g.Waiting != 1 || math.Abs(g.KVUsage-0.2) > 1e-12 {
+		t.Fatalf("before: %+v", g)
+	}
+	if !e.Abort(a) || !e.Abort(b) || e.Abort(a) {
+		t.Fatal("abort results")
+	}
+	if g := e.Gauges(); g.Running != 0 || g.Waiting != 0 || g.KVUsage != 0 || g.Aborted != 2 || g.Finished != 0 {
+		t.Errorf("after: %+v", g)
+	}
+	if res := e.Step(); !res.Idle {
+		t.Errorf("engine not idle after aborting everything: %+v", res)
+	}
+}

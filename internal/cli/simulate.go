@@ -54,7 +54,6 @@ type simulateFlags struct {
 	listen            string
 	timeScale         float64
 	servedModelName   string
-	wordsPerTokenRule bool
 }
 
 func newSimulateCmd(env Env) *cobra.Command {

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -143,5 +149,63 @@ func TestSimulateCompareTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the command writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// --serve listens, answers /health and a completion, and stops with its
+// context (exit 0).
+func TestSimulateServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, append(simBase, "--serve", "--listen", "127.0.0.1:0", "--time-scale", "100", "--served-model-name", "m"),
+			Env{Stdout: io.Discard, Stderr: &errb, Getenv: func(k string) string { return offline[k] }})
+	}()
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, after, ok := strings.Cut(errb.String(), "on http://"); ok {
+			base = "http://" + strings.Fields(after)[0]
+		}
+	}
+	if base == "" {
+		t.Fatalf("no address in %q", errb.String())
+	}
+	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"a b c","max_tokens":2}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("completion: %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"completion_tokens":2`) {
+		t.Errorf("completion: %s", body)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit %d: %s", c, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--serve did not stop with its context")
 	}
 }
