@@ -47,13 +47,13 @@ type simulateFlags struct {
 	blocksOverride, longPrefill       int
 	noPrefixCaching, noChunkedPrefill bool
 
-	window            time.Duration
-	trace, plot, slo  string
-	compare           bool
-	serve             bool
-	listen            string
-	timeScale         float64
-	servedModelName   string
+	window           time.Duration
+	trace, plot, slo string
+	compare          bool
+	serve            bool
+	listen           string
+	timeScale        float64
+	servedModelName  string
 }
 
 func newSimulateCmd(env Env) *cobra.Command {
@@ -268,13 +268,12 @@ func loadCalibration(name, device string) (sim.Calibration, error) {
 
 // workload opens the traffic, again for every compared deployment.
 type workload struct {
-	env                 Env
-	file                string
-	speedup             float64
-	synth               sim.Synthetic
-	promptName, outName string
-	stdinUsed           bool
-	describe            string
+	env       Env
+	file      string
+	speedup   float64
+	synth     sim.Synthetic
+	stdinUsed bool
+	describe  string
 	// filter, when set, keeps only the requests it accepts (a pool of a
 	// split).
 	filter func(sim.Request) bool
