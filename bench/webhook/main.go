@@ -1,79 +1,36 @@
-// Command webhook is the load benchmark of headroom's admission webhook: it
-// starts the real HTTPS server (admission.NewServer and NewHandler, a fresh
-// self-signed certificate, no API server: ConfigMap and HPA lookups are off,
-// as with `headroom webhook --no-cluster`) on a loopback port, fires
-// AdmissionReviews at it at a fixed rate for a fixed time, and prints
-// latency percentiles and errors.
+// Command webhook is the load benchmark of headroom's admission webhook: the
+// real HTTPS server (admission.NewServer and NewHandler, a fresh self-signed
+// certificate, no API server, as `headroom webhook --no-cluster`) on a
+// loopback port, AdmissionReviews at a fixed rate for a fixed time, and the
+// latency percentiles, errors and the server's CPU and garbage per review.
 //
 //	go run ./bench/webhook                      # 500 req/s for 10 s, p99 target 5 ms
 //	go run ./bench/webhook -rate 1000 -duration 5s
 //	go run ./bench/webhook -inprocess           # server and generator in one process
 //
-// How it measures, and why:
+// Why it measures this way (the measurements behind each choice are in the
+// README's webhook section):
+//   - The server runs in a process of its own, as the webhook does behind
+//     the API server: in one process the generator's goroutines and garbage
+//     would count as the webhook's latency. Both run with the server's GOGC.
+//   - The load is open-loop, each request due at start + i/rate, so a
+//     stalled server shows as latency, not as a slower sender (no
+//     coordinated omission). The sender sleeps to absolute deadlines
+//     (clock_nanosleep on Linux), hands each request to a sender goroutine
+//     started before the load, and uses HTTP/1.1 over the warm pool of 25
+//     connections client-go keeps per webhook host.
+//   - The admission latency runs from handing the request to the HTTP
+//     client to reading the answer, as the API server's
+//     apiserver_admission_webhook_admission_duration_seconds does; the
+//     latency from due time adds the sender's lateness, and the timer floor
+//     (the pacer alone before the load) is the machine's share of it.
+//   - Four real cases cycle (fits, denied, autofixed, unknown model) and
+//     every answer is checked.
 //
-//   - The server runs in its own process: the benchmark starts its own
-//     binary again as a child that serves and prints its address and
-//     certificate. In a cluster the caller, the API server, is another
-//     process too; in one process the generator's goroutines and garbage
-//     would share the server's scheduler and collector and be counted as
-//     the webhook's latency. The child serves until its stdin closes, so it
-//     also ends when the generator dies. -inprocess runs both in one
-//     process, as this benchmark did before.
-//   - Both processes run with the server command's garbage collector target
-//     (admission.TuneGC; GOGC in the environment wins): the server as
-//     `headroom webhook` runs, and the generator so that its own
-//     collections, which hold up the reading of answers, stay rare.
-//   - It speaks HTTP/1.1, as `headroom webhook` serves by default (-http2:
-//     HTTP/2 on both sides, as with --enable-http2). Before the load it
-//     opens the pool of 25 connections that client-go's transport, the API
-//     server's webhook client, keeps per host, so the first bursts do not
-//     pay TLS handshakes that a running API server has long paid.
-//   - The reviews cycle through four real cases: a Deployment that fits, one
-//     denied with the planner's numbers, one mutated by autofix, and one
-//     whose model is unknown. Every answer must be the one its case expects.
-//   - The load is open-loop: request i is due at start + i/rate whatever the
-//     earlier ones did, so a stalled server shows as latency rather than as
-//     a slower send rate (no coordinated omission). More than 256 in
-//     flight count as errors.
-//   - Requests are posted by 256 sender goroutines started before the load
-//     and fed through a channel, and the pacer yields its P after each
-//     hand-off (runtime.Gosched) so that the sender that took the job runs
-//     at once on it, where otherwise the job waits on a P whose thread is
-//     going back to sleep until another thread is woken to take it. In
-//     interleaved runs against a goroutine started per request and no
-//     yield, the two cut the generator's CPU per review by about 40%
-//     (median 0.64 to 0.38 ms), the pool ~40 µs of it; their effect on the
-//     sender lateness was within the machine's noise. One Go P more than
-//     CPUs in the generator, so that the woken pacer need not wait for a
-//     P, made no measurable difference and was left out.
-//   - The sender wakes at each due time in clock_nanosleep with an absolute
-//     deadline, on an OS thread of its own (Linux; time.Sleep elsewhere):
-//     time.Sleep wakes up to a millisecond or more late on an idle runtime,
-//     and that lateness is the generator's, not the webhook's.
-//   - Two latencies are reported. The admission latency runs from the moment
-//     the request is handed to the HTTP client, on the goroutine that writes
-//     it, to the moment the response body has been read, before the
-//     benchmark decodes and checks it: what the API server's
-//     apiserver_admission_webhook_admission_duration_seconds measures, whose
-//     clock also starts before its client writes the request. The latency
-//     from due time adds the sender's lateness (waking, handing the request
-//     to a sender goroutine and that goroutine being scheduled).
-//   - The timer floor is the same pacer, at the same rate, for up to a
-//     second before the load with nothing else running: how late the
-//     machine wakes a sleeping thread. On a shared or oversubscribed VM it
-//     alone can approach the target.
-//   - Each process's counters over the load (collections, bytes allocated
-//     and, on Linux, CPU time per review) are printed, the server's read
-//     from the child; with -inprocess they are the one process's.
-//
-// The verdict: FAIL when any request fails (an error, a wrong answer, more
-// than 256 in flight), when the admission latency's p99 is over -p99, or
-// when the p99 from due time is over -p99 plus the timer floor's p99. The
-// last check keeps coordinated omission out: a server that stalls delays
-// the requests due during the stall and shows there, even where the
-// admission latency of each request looks short; the machine's timer floor
-// is allowed for because the webhook cannot do better than the sender's
-// wake-up. The exit status is 1 on FAIL, 2 when the benchmark cannot run.
+// The verdict: FAIL on any failed request, when the admission p99 is over
+// -p99, or when the p99 from due time is over -p99 plus the timer floor's
+// p99 (a stall cannot hide behind a late sender). Exit 1 on FAIL, 2 when
+// the benchmark cannot run.
 package main
 
 import (
@@ -410,7 +367,8 @@ func load(ctx context.Context, c config, client *http.Client, cases []review) re
 		rep.late = append(rep.late, sent.Sub(due))
 		mu.Unlock()
 	}
-	// The senders are started before the load (package documentation).
+	// The senders are started before the load: a goroutine started per
+	// request costs the generator CPU the webhook's answers wait on.
 	// jobs never fills: a job is queued only with a slot, and there are
 	// as many slots as senders.
 	jobs := make(chan job, maxInFlight)
@@ -438,8 +396,8 @@ func load(ctx context.Context, c config, client *http.Client, cases []review) re
 		wg.Add(1)
 		jobs <- job{cases[i%len(cases)], due}
 		// Let the sender that took the job run now, on this P, rather than
-		// leave it on a P whose thread goes back to sleep (package
-		// documentation).
+		// leave the job on a P whose thread goes back to sleep until
+		// another is woken to take it.
 		runtime.Gosched()
 	}
 	wg.Wait()
