@@ -171,7 +171,8 @@ func TestVerdict(t *testing.T) {
 	// A side with its p99 admission latency, p99 from due time and CPU
 	// per review (over two reviews).
 	sd := func(p99, due, cpu int) side {
-		return side{admission: ms(1, p99), fromDue: ms(1, due), server: runtimeStats{CPU: 2 * time.Duration(cpu) * time.Microsecond}}
+		return side{admission: ms(1, p99), fromDue: ms(1, due), server: runtimeStats{CPU: 2 * time.Duration(cpu) * time.Microsecond},
+			rounds: []roundP99{{ms(p99)[0], ms(due)[0]}}}
 	}
 	noop := sd(2, 3, 100)
 	c := config{maxP99Ratio: 1.5, maxCPURatio: 2}
@@ -194,6 +195,18 @@ func TestVerdict(t *testing.T) {
 		{"costly", report{webhook: sd(2, 3, 250), noop: noop}, false},
 		// No CPU time on this platform: the CPU rule does not apply.
 		{"no CPU figures", report{webhook: sd(2, 3, 0), noop: sd(2, 3, 0)}, true},
+		// Three pairs of rounds; a stall in the webhook's second round
+		// (40 ms ÷ 2 ms) moves one pair's ratio, not the median of 1, 20
+		// and 1.
+		{"one stalled round", report{
+			webhook: side{admission: ms(1, 2, 40, 2), fromDue: ms(1, 3, 40, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(40)[0], ms(40)[0]}, {ms(2)[0], ms(3)[0]}}},
+			noop:    side{admission: ms(1, 2, 2, 2), fromDue: ms(1, 3, 3, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}}},
+		}, true},
+		// Slow in every round: 3 of 3 pairs at 2.
+		{"slow in every round", report{
+			webhook: side{admission: ms(1, 4), fromDue: ms(1, 6), rounds: []roundP99{{ms(4)[0], ms(6)[0]}, {ms(4)[0], ms(6)[0]}, {ms(4)[0], ms(6)[0]}}},
+			noop:    side{admission: ms(1, 2), fromDue: ms(1, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}}},
+		}, false},
 	} {
 		if ok, why := tc.r.verdict(c); ok != tc.ok {
 			t.Errorf("%s: verdict %v (%v), want %v", tc.name, ok, why, tc.ok)
