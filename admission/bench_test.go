@@ -26,7 +26,8 @@ var benchCases = []struct {
 // BenchmarkReview measures one review without HTTP or TLS (the load
 // benchmark with both is bench/webhook): first, an input the handler has
 // not planned before (its model's catalog entry already parsed); repeat,
-// one it has, as every Pod of a reviewed Deployment is.
+// one it has, as the validating webhook has when the mutating webhook has
+// just reviewed the object.
 func BenchmarkReview(b *testing.B) {
 	for _, seen := range []string{"first", "repeat"} {
 		h := NewHandler(Deps{Metrics: NewMetrics()})

@@ -13,15 +13,17 @@ import (
 const maxCachedPlans = 4096
 
 // planCache remembers what the planner said about an input. Reviews repeat
-// their inputs: every Pod a ReplicaSet creates carries its Deployment's
-// template, which was reviewed already, and an update that leaves the
-// containers alone plans the same input again. The planner is pure, so a
-// repeated input gets the remembered answer: the plan, and when asked for
-// them the alternatives of a denial (a dozen more plans, about 0.5 ms) and
-// autofix's fills (two or three). Only inputs whose model comes from the
-// embedded catalog are kept: a model from a ConfigMap can change under the
-// same name. The Budgets it hands out share their slices; callers only
-// read them.
+// their inputs: manifests are applied again unchanged (GitOps controllers
+// do it on a schedule, and the API server calls webhooks before it finds
+// an update changes nothing), and an edit that leaves the model, the GPU
+// and the vLLM flags alone (an image tag, a label, the replicas) plans the
+// same input again. The planner is pure, so a repeated input gets the
+// remembered answer: the plan, and when asked for them the alternatives of
+// a denial (a dozen more plans, about 0.5 ms) and autofix's fills (two or
+// three plans). Only inputs whose model comes from the embedded catalog are
+// kept: a model from a ConfigMap can change under the same name. Past
+// maxCachedPlans inputs nothing more is kept, as in catalogCache. The
+// Budgets it hands out share their slices; callers only read them.
 type planCache struct {
 	mu      sync.Mutex
 	entries map[string]*planEntry
