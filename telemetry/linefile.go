@@ -119,7 +119,8 @@ func lastByte(path string, size int64) (byte, error) {
 	return b[0], nil
 }
 
-// write appends b in one write(2); the caller holds the lock.
+// write appends b in one write(2); on a regular file the caller holds the
+// lock.
 func (l *LineFile) write(b []byte) error {
 	n, err := l.f.Write(b)
 	l.size += int64(n)
