@@ -17,6 +17,9 @@ func FuzzParseLine(f *testing.F) {
 		"(APIServer pid=1) INFO 02-29 23:59:60 num_prompt_tokens: 4",
 		"ts=9999999999999999999 input_tokens=1",
 		"2025-06-20T12:34:56+99:99 input_tokens=0000000000001",
+		"2025-06-20T12:34:56.99999999999999Z input_tokens=1",
+		`{"created": 1718886896.9999999999, "usage": {"prompt_tokens": 1}}`,
+		"INFO 06-20 12:34:56,12 input_tokens=3",
 		"input_tokens=12345678_",
 		"\x00_tokens=\xff",
 	} {
@@ -35,6 +38,9 @@ func FuzzParseLine(f *testing.F) {
 		}
 		if r.HasTime && (r.Unix < -1e11 || r.Unix > 1e13) {
 			t.Fatalf("time %d", r.Unix)
+		}
+		if r.Nano < 0 || r.Nano >= 1e9 || (!r.HasTime && r.Nano != 0) {
+			t.Fatalf("nanoseconds %d (has time %v)", r.Nano, r.HasTime)
 		}
 	})
 }
