@@ -167,9 +167,10 @@ type PlanSummary struct {
 	Problems        []memory.Finding `json:"problems,omitempty"`
 	Warnings        []memory.Finding `json:"warnings,omitempty"`
 	// Sources say, per number above, where it comes from: SourceLog,
-	// SourceDerived or SourcePlan; numbers not listed are settings or
-	// follow from these.
-	Sources Sources `json:"sources"`
+	// SourceDerived or SourcePlan (keyed as in memory.Budget, so the
+	// longest context is "max_fit_len"); numbers not listed are settings
+	// or follow from these.
+	Sources memory.Origins `json:"sources"`
 }
 
 // Where a number of a plan summary comes from.
@@ -185,17 +186,6 @@ const (
 	SourcePlan = "plan"
 )
 
-// Sources is the source of each number of a PlanSummary, keyed like it.
-type Sources struct {
-	Weights    string `json:"weights_bytes"`
-	Activation string `json:"activation_bytes"`
-	NonTorch   string `json:"non_torch_bytes"`
-	CUDAGraph  string `json:"cudagraph_bytes"`
-	KVCache    string `json:"kv_cache_bytes"`
-	KVTokens   string `json:"kv_cache_tokens"`
-	MaxFitLen  string `json:"max_fit_model_len"`
-}
-
 // source names a memory.Origin as the report does: doctor's measured
 // numbers all come from start-up logs.
 func source(origin string) string {
@@ -208,11 +198,15 @@ func source(origin string) string {
 	return SourcePlan
 }
 
+// sources are a budget's origins as the report names them.
+func sources(o memory.Origins) memory.Origins {
+	return memory.Origins{Weights: source(o.Weights), Activation: source(o.Activation), NonTorch: source(o.NonTorch),
+		CUDAGraph: source(o.CUDAGraph), KVCache: source(o.KVCache), KVTokens: source(o.KVTokens), MaxFitLen: source(o.MaxFitLen)}
+}
+
 func planSummary(b memory.Budget) *PlanSummary {
 	p := b.PerGPU
-	o := b.Origins
-	return &PlanSummary{Sources: Sources{Weights: source(o.Weights), Activation: source(o.Activation), NonTorch: source(o.NonTorch),
-		CUDAGraph: source(o.CUDAGraph), KVCache: source(o.KVCache), KVTokens: source(o.KVTokens), MaxFitLen: source(o.MaxFitLen)},
+	return &PlanSummary{Sources: sources(b.Origins),
 		Utilization: b.Settings.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs,
 		TotalBytes: p.Total, RequestedBytes: p.Requested, WeightsBytes: p.Weights, ActivationBytes: p.Activation,
 		NonTorchBytes: p.NonTorch, CUDAGraphBytes: p.CUDAGraph, KVCacheBytes: p.KVCache, KVBytesPerToken: b.KVBytesPerToken,

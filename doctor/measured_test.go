@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -39,7 +40,7 @@ func TestMeasuredOutranksPlan(t *testing.T) {
 	if got := p.ActivationBytes + p.NonTorchBytes; got != 17531247002-16095389942 {
 		t.Errorf("activation + non-torch %d, want %d", got, 17531247002-16095389942)
 	}
-	want := Sources{Weights: SourceLog, Activation: SourceDerived, NonTorch: SourcePlan, CUDAGraph: SourcePlan,
+	want := memory.Origins{Weights: SourceLog, Activation: SourceDerived, NonTorch: SourcePlan, CUDAGraph: SourcePlan,
 		KVCache: SourceLog, KVTokens: SourceDerived, MaxFitLen: SourceDerived}
 	if p.Sources != want {
 		t.Errorf("sources %+v, want %+v", p.Sources, want)
