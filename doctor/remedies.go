@@ -223,7 +223,7 @@ func (g *diag) maxLenRemedies() []Remedy {
 		}
 		for _, a := range memory.Alternatives(g.predicted(), gpu.Devices()) {
 			switch a.Code {
-			case "kv_cache_fp8", "more_gpus":
+			case memory.AltKVCacheFP8, memory.AltMoreGPUs, memory.AltTensorShards:
 				rs = append(rs, alternative(a))
 			}
 		}
