@@ -97,30 +97,33 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 		if k == keyNone || have&k != 0 {
 			continue
 		}
-		var v int64
-		var ok bool
-		if p := u + 7; p+10 <= len(line) && line[p] == '=' {
-			// key=value with one to seven digits and a separator after
-			// them, the common case, inline.
-			x := binary.LittleEndian.Uint64(line[p+1:])
-			n := bits.TrailingZeros64(nonDigits(x)) >> 3
-			if c := line[p+1+n]; n >= 1 && n <= 7 && (c == ' ' || c == ',' || c == '}') {
-				v, ok = swarDigits(x, n), true
+		v, sp, ok := countAt(line, u+7)
+		for ok {
+			if k == keyInput {
+				r.Input = v
 			} else {
-				v, ok = valueAfterKey(line, p)
+				r.Output = v
 			}
-		} else {
-			v, ok = valueAfterKey(line, p)
+			have |= k
+			// Side by side ("input_tokens=N output_tokens=M", the common
+			// order or the other): the next key is read where it
+			// stands, without a search. It is the first of its kind,
+			// as the search would have found it next.
+			if sp < 0 || have == keyInput|keyOutput || len(line)-sp < 16 {
+				break
+			}
+			w := binary.LittleEndian.Uint64(line[sp+1:])
+			switch {
+			case k == keyInput && w&mask6 == leOutput && binary.LittleEndian.Uint64(line[sp+7:]) == leTokensEq:
+				k = keyOutput
+				v, sp, ok = countAt(line, sp+14)
+			case k == keyOutput && w&mask5 == leInput && binary.LittleEndian.Uint64(line[sp+6:]) == leTokensEq:
+				k = keyInput
+				v, sp, ok = countAt(line, sp+13)
+			default:
+				ok = false
+			}
 		}
-		if !ok {
-			continue
-		}
-		if k == keyInput {
-			r.Input = v
-		} else {
-			r.Output = v
-		}
-		have |= k
 	}
 	haveIn, haveOut := have&keyInput != 0, have&keyOutput != 0
 	if !haveIn || !haveOut {
@@ -138,6 +141,27 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 	return true
 }
 
+// countAt reads the value of a count key whose name ends at p: the count,
+// and the index of the space after it when it was written "key=N " (-1
+// otherwise), where a next key may stand.
+func countAt(line []byte, p int) (v int64, space int, ok bool) {
+	if p+10 <= len(line) && line[p] == '=' {
+		// key=value with one to seven digits and a separator after them,
+		// the common case, inline.
+		x := binary.LittleEndian.Uint64(line[p+1:])
+		n := bits.TrailingZeros64(nonDigits(x)) >> 3
+		if c := line[p+1+n]; n >= 1 && n <= 7 && (c == ' ' || c == ',' || c == '}') {
+			space = -1
+			if c == ' ' {
+				space = p + 1 + n
+			}
+			return swarDigits(x, n), space, true
+		}
+	}
+	v, ok = valueAfterKey(line, p)
+	return v, -1, ok
+}
+
 // kOffset is the index of 'k' in "_tokens".
 const kOffset = 3
 
@@ -152,8 +176,11 @@ const (
 // and a compare: leTokens is "_tokens" (7 bytes, masked by mask7); the
 // others are the last bytes of the 8 before the underscore.
 const (
+	mask5         = 1<<40 - 1
+	mask6         = 1<<48 - 1
 	mask7         = 1<<56 - 1
 	leTokens      = '_' | 't'<<8 | 'o'<<16 | 'k'<<24 | 'e'<<32 | 'n'<<40 | 's'<<48
+	leTokensEq    = leTokens | '='<<56
 	leInput       = 'i' | 'n'<<8 | 'p'<<16 | 'u'<<24 | 't'<<32
 	lePrompt      = 'p' | 'r'<<8 | 'o'<<16 | 'm'<<24 | 'p'<<32 | 't'<<40
 	leOutput      = 'o' | 'u'<<8 | 't'<<16 | 'p'<<24 | 'u'<<32 | 't'<<40
@@ -375,7 +402,11 @@ func (c *dateCache) leadingTime(line []byte) (unix int64, nano int32, noYear, ok
 		if line[16] == ':' && s1 <= 6 && s2 <= 9 && s1*10+s2 <= 60 {
 			j := 19
 			if line[j] == '.' || line[j] == ',' {
-				nano, j = fraction(line, j+1)
+				if ms, ok := millis(line, j+1); ok {
+					nano, j = ms, j+4 // the common ".123"
+				} else {
+					nano, j = fraction(line, j+1)
+				}
 			}
 			if j == len(line) || (line[j] != '+' && line[j] != '-') {
 				return c.minute + int64(s1)*10 + int64(s2), nano, false, true
@@ -526,6 +557,19 @@ func (c *dateCache) timeValue(line []byte, p int) (int64, int32, bool) {
 // maxUnixDigits bounds a Unix time: nanoseconds since 1970 take 19 digits
 // until 2286.
 const maxUnixDigits = 19
+
+// millis reads a fraction of exactly three digits at i as nanoseconds:
+// the milliseconds most logs print, without fraction's general path.
+func millis(b []byte, i int) (int32, bool) {
+	if i+3 >= len(b) {
+		return 0, false
+	}
+	d0, d1, d2 := b[i]-'0', b[i+1]-'0', b[i+2]-'0'
+	if d0 > 9 || d1 > 9 || d2 > 9 || b[i+3]-'0' <= 9 {
+		return 0, false
+	}
+	return int32(d0)*1e8 + int32(d1)*1e7 + int32(d2)*1e6, true
+}
 
 // fracScale[n] turns n fraction digits into nanoseconds: 10^(9−n).
 var fracScale = [10]int64{1e9, 1e8, 1e7, 1e6, 1e5, 1e4, 1e3, 100, 10, 1}
