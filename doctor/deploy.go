@@ -267,7 +267,7 @@ func (d *Deployment) measure(ev *Evidence) {
 		if r.AvailableKVBytes > 0 && (!l.HasSettings || l.Settings.KVCacheMemoryBytes <= 0) {
 			// The KV cache was sized at the log's utilization: the
 			// one it logged, else its flags', else its release's default.
-			d.measured.AvailableKV, d.measured.Utilization = r.AvailableKVBytes, logUtilization(l)
+			d.measured.AvailableKV, d.measured.KVTokens, d.measured.Utilization = r.AvailableKVBytes, r.KVTokens, logUtilization(l)
 		}
 		d.Measured = l.Source
 		d.measuredKVTokens = r.KVTokens

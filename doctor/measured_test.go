@@ -1,11 +1,15 @@
 package doctor
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -74,4 +78,36 @@ func TestMeasuredOutranksPlan(t *testing.T) {
 
 func slicesEqual(got []string, want ...string) bool {
 	return strings.Join(got, " ") == strings.Join(want, " ")
+}
+
+// vllm/testdata/logs/v0.19.0-llama-3.1-8b-h100.log carries the figures of a
+// real launch (calibration row Llama-3.1-8B-Instruct, H100, util 0.95):
+// "Available KV cache memory: 58.11 GiB" and "GPU KV cache size: 476,016
+// tokens". 58.11 GiB = 62,395,137,392 B would be 29,752 blocks of 2 MiB
+// (62,395,137,392 / 2,097,152 = 29,752.3); the logged tokens say 476,016 /
+// 16 = 29,751, and the plan keeps the engine's count.
+func TestMeasuredTokensFromRealLog(t *testing.T) {
+	ev, err := NewEvidence(traffic.Options{Window: traffic.DefaultWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join("..", "vllm", "testdata", "logs", "v0.19.0-llama-3.1-8b-h100.log")
+	fh, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := ev.Read(context.Background(), name, fh); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := gpu.Resolve("H100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Diagnose(ev, Options{ResolveModel: catalogModel, GPU: sel, HasGPU: true})
+	p := d.Memory.Plan
+	if p == nil || p.KVTokens != 476016 || p.Sources.KVTokens != SourceLog || p.Sources.KVCache != SourceLog ||
+		p.KVCacheBytes < 29751*2097152 || p.KVCacheBytes >= 29752*2097152 {
+		t.Errorf("plan %+v, want 476,016 tokens in 29,751 blocks, both from the log", p)
+	}
 }

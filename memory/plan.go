@@ -29,7 +29,10 @@ type Measured struct {
 	// its KV cache as its budget less that, and the parts the launch did
 	// not log absorb the difference from their predictions (first the
 	// activation peak, the least certain prediction, then non-torch).
-	AvailableKV int64   `json:"available_kv_cache_bytes,omitempty"`
+	AvailableKV int64 `json:"available_kv_cache_bytes,omitempty"`
+	// KVTokens is the same launch's "GPU KV cache size: N tokens", which
+	// pins AvailableKV (logged to two decimals of a GiB) to whole blocks.
+	KVTokens    int64   `json:"kv_cache_tokens,omitempty"`
 	Utilization float64 `json:"gpu_memory_utilization,omitempty"`
 	Source      string  `json:"source,omitempty"`
 }
@@ -218,26 +221,34 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		if b.CUDAGraphInBudget {
 			avail -= p.CUDAGraph
 		}
+		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
 		if m := in.Measured; m != nil && m.AvailableKV > 0 && set.KVCacheMemoryBytes <= 0 {
 			at := m.Utilization
 			if at <= 0 {
 				at = set.GPUMemoryUtilization
 			}
-			nonKV := int64(math.Ceil(float64(in.Device.TotalBytes)*at)) - m.AvailableKV
+			kv := m.AvailableKV
+			b.Origins.KVTokens = OriginDerived
+			if m.KVTokens > 0 {
+				// The GiB are logged to two decimals, the tokens to the
+				// block: keep the bytes inside the blocks the tokens name.
+				lo, hi := layout.bytesForTokens(m.KVTokens)
+				kv = min(max(kv, lo), hi)
+				b.Origins.KVTokens = OriginMeasured
+			}
+			nonKV := int64(math.Ceil(float64(in.Device.TotalBytes)*at)) - kv
 			absorb(&p, &b.Origins, m, nonKV-(requested-avail))
 			avail = requested - nonKV
-			b.Origins.KVCache = OriginDerived
-			if at == set.GPUMemoryUtilization {
-				b.Origins.KVCache = OriginMeasured
+			b.Origins.KVCache, b.Origins.MaxFitLen = OriginMeasured, OriginDerived
+			if at != set.GPUMemoryUtilization {
+				b.Origins.KVCache, b.Origins.KVTokens = OriginDerived, OriginDerived
 			}
-			b.Origins.KVTokens, b.Origins.MaxFitLen = OriginDerived, OriginDerived
 		}
 		if set.KVCacheMemoryBytes > 0 {
 			avail = set.KVCacheMemoryBytes
 		}
 		p.KVCache = max(avail, 0)
 		b.Stages = append(b.Stages, p)
-		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
 		blocks := layout.blocks(avail)
 		fitLen := layout.maxLen(avail, set.MaxNumBatchedTokens, max(s.MaxPositions, b.MaxModelLen))
 		if first || blocks < b.NumBlocks {

@@ -556,3 +556,21 @@ func TestMeasuredKVCacheOutranksPlan(t *testing.T) {
 		t.Errorf("predicted fit %d (origin %s), want above the measured 28672, from the plan", p.MaxFitLen, p.Origins.KVCache)
 	}
 }
+
+// The same L4 launch, had it also logged "GPU KV cache size: 28,656
+// tokens": 3.50 GiB is a rounding of anything from 3.495 to 3.505 GiB, the
+// tokens name 28,656 / 16 = 1791 blocks exactly, so the KV cache is held to
+// 1791 blocks of 2 MiB: at most 1792 × 2,097,152 − 1 = 3,758,096,383 B.
+func TestMeasuredTokensPinTheBlocks(t *testing.T) {
+	in := memory.Input{
+		Model:    spec(t, "meta-llama/Llama-3.1-8B-Instruct"),
+		Device:   device(t, "L4"),
+		Settings: vllm.Settings{Version: v019},
+		Measured: &memory.Measured{Weights: 16095389942, AvailableKV: 3758096384, KVTokens: 28656, Utilization: 0.90},
+	}
+	b := plan(t, in)
+	if b.KVTokens != 28656 || b.MaxFitLen != 28656 || b.PerGPU.KVCache != 3758096383 || b.Origins.KVTokens != memory.OriginMeasured {
+		t.Errorf("KV %d B, %d tokens, fit %d, tokens from %s; want 3758096383 B, 28656, 28656, measured",
+			b.PerGPU.KVCache, b.KVTokens, b.MaxFitLen, b.Origins.KVTokens)
+	}
+}
