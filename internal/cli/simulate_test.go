@@ -209,3 +209,25 @@ func TestSimulateServe(t *testing.T) {
 		t.Fatal("--serve did not stop with its context")
 	}
 }
+
+// --plot writes an SVG or a PNG by extension, and refuses other names.
+func TestSimulatePlot(t *testing.T) {
+	dir := t.TempDir()
+	args := append(simBase, "--rate", "2", "--duration", "20s", "--step-time", "fixed:20ms")
+	for name, magic := range map[string]string{"kv.svg": "<svg", "kv.png": "\x89PNG"} {
+		p := filepath.Join(dir, name)
+		if code, _, errs := run(t, offline, append(args, "--plot", p)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data[:min(len(data), 512)]), magic) {
+			t.Errorf("%s: not a %q file (%v)", name, magic, err)
+		}
+		if name == "kv.svg" && !strings.Contains(string(data), "KV-cache usage") {
+			t.Error("the SVG has no KV-cache panel")
+		}
+	}
+	if code, _, errs := run(t, offline, append(args, "--plot", filepath.Join(dir, "kv.pdf"))...); code != ExitBadInput || !strings.Contains(errs, ".svg or .png") {
+		t.Errorf("pdf: exit %d: %s", code, errs)
+	}
+}
