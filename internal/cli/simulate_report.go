@@ -125,7 +125,7 @@ func rowOf(label string, d deployment, c sim.Config, r *sim.Report, slos []sloTa
 // settings and, with a profile, on each pool of its split (requests
 // routed by prompt + output tokens).
 func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
-	sched schedulerFlags, cal sim.Calibration, slos []sloTarget) ([]compareRow, error) {
+	sched schedulerFlags, cal calibration, slos []sloTarget) ([]compareRow, error) {
 	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
 	rows := []compareRow{rowOf("given", given, givenCfg, givenRep, slos)}
 	rec, err := memory.Recommend(given.in, memory.Options{Policy: f.plan.policy})

@@ -231,3 +231,36 @@ func TestSimulatePlot(t *testing.T) {
 		t.Errorf("pdf: exit %d: %s", code, errs)
 	}
 }
+
+// One request at a time (0.1 req/s, 1 prompt token, 50 output tokens),
+// so TPOT is one decode step: weights / (bandwidth × efficiency) + 1 ms,
+// the KV of at most 51 tokens being 0.04% of the 8B model's 16 GB. A
+// calibration of half the default bandwidth efficiency (0.4 for 0.8)
+// doubles the step less its overhead.
+func TestSimulateCalibration(t *testing.T) {
+	cal := writeFile(t, "cal.jsonl", `{"gpu":"A100-80GB","flops_efficiency":0.1,"bandwidth_efficiency":0.1,"overhead_s":0.5}
+{"gpu":"H100-80GB","flops_efficiency":0.5,"bandwidth_efficiency":0.4,"overhead_s":0.001}
+`)
+	args := append(simBase, "--rate", "0.1", "--duration", "100s", "--prompt-tokens", "fixed:1", "--output-tokens", "fixed:50", "-o", "json")
+	tpot := func(extra ...string) float64 {
+		code, out, errs := run(t, offline, append(args, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r struct {
+			TPOT struct{ Mean float64 } `json:"tpot_ms"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.TPOT.Mean
+	}
+	def, slow := tpot(), tpot("--calibration", cal)
+	if r := (slow - 1) / (def - 1); r < 1.98 || r > 2.02 {
+		t.Errorf("TPOT %v ms by default, %v ms calibrated: ratio less overhead %.3f, want 2", def, slow, r)
+	}
+	bad := writeFile(t, "bad.jsonl", `{"gpu":"H100-80GB","flops_efficiency":-1}`+"\n")
+	if code, _, errs := run(t, offline, append(args, "--calibration", bad)...); code != ExitBadInput || !strings.Contains(errs, "line 1") {
+		t.Errorf("bad calibration: exit %d: %s", code, errs)
+	}
+}
