@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -262,5 +263,57 @@ func TestSimulateCalibration(t *testing.T) {
 	bad := writeFile(t, "bad.jsonl", `{"gpu":"H100-80GB","flops_efficiency":-1}`+"\n")
 	if code, _, errs := run(t, offline, append(args, "--calibration", bad)...); code != ExitBadInput || !strings.Contains(errs, "line 1") {
 		t.Errorf("bad calibration: exit %d: %s", code, errs)
+	}
+}
+
+// --compare with a profile: `headroom profile -o json` of a log (90%
+// short requests, 10% long) proposes a short and a long pool; simulate
+// runs the given settings, the recommended ones and each pool on the same
+// synthetic traffic drawn from the profile, the pools seeing only their
+// requests.
+func TestSimulateComparePools(t *testing.T) {
+	var log strings.Builder
+	for i := range 600 {
+		prompt := 200 + i%800
+		if i%10 == 0 {
+			prompt = 9000 + i
+		}
+		fmt.Fprintf(&log, "2025-06-01T10:%02d:%02dZ prompt_tokens=%d completion_tokens=%d\n", i/60, i%60, prompt, 20+i%200)
+	}
+	logFile := writeFile(t, "req.log", log.String())
+	code, prof, errs := run(t, offline, "profile", logFile, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--max-model-len", "20480", "-o", "json")
+	if code != 0 {
+		t.Fatalf("profile: exit %d: %s", code, errs)
+	}
+	profFile := writeFile(t, "profile.json", prof)
+	code, out, errs := run(t, offline, append(simBase, "--max-model-len", "20480", "--rate", "2", "--duration", "60s", "--step-time", "fixed:5ms",
+		"--profile", profFile, "--compare", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	var r struct {
+		Requests int64
+		Compare  []compareRow `json:"compare"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{}
+	var pooled int64
+	for _, c := range r.Compare {
+		labels = append(labels, c.Label)
+		if strings.HasPrefix(c.Label, "pool ") {
+			pooled += c.Requests
+			if c.MaxTokens <= 0 {
+				t.Errorf("%s has no token bound", c.Label)
+			}
+		}
+	}
+	if strings.Join(labels, ",") != "given,recommended,pool short,pool long" {
+		t.Fatalf("rows: %v", labels)
+	}
+	// Every request is routed to exactly one pool.
+	if pooled != r.Requests || r.Compare[0].Requests != r.Requests {
+		t.Errorf("pools served %d requests, the given settings %d", pooled, r.Requests)
 	}
 }
