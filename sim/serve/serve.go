@@ -98,8 +98,8 @@ type stream struct {
 
 // New returns a server; call Run to drive the engine and serve Handler.
 func New(opt Options) (*Server, error) {
-	if opt.Engine == nil {
-		return nil, errors.New("serve: no engine")
+	if opt.Engine == nil || !opt.Engine.Config().TokenEvents {
+		return nil, errors.New("serve: needs an engine configured with TokenEvents")
 	}
 	if opt.TimeScale == 0 {
 		opt.TimeScale = 1
