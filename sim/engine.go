@@ -126,8 +126,8 @@ type Engine struct {
 	// fullOnly: one group of full-attention (or MLA) layers, the common
 	// case allocate takes a short path for.
 	fullOnly bool
-	now     float64
-	last    float64 // arrival of the last request added
+	now      float64
+	last     float64 // arrival of the last request added
 
 	pending ring // added, not yet arrived
 	waiting ring // arrived (and preempted), FCFS
