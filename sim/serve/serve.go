@@ -167,8 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// sleep waits d of real time, or less when a request arrives (the
-// engine may then have something to do sooner).
+// sleep waits d of real time, or until ctx ends.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-s.opt.Clock.After(d):
