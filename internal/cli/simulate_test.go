@@ -55,6 +55,10 @@ func TestSimulateJSON(t *testing.T) {
 	if ttft := m["ttft_ms"].(map[string]any); ttft["max"].(float64) != 3000 || ttft["p50"].(float64) < 996 || ttft["p50"].(float64) > 1004 {
 		t.Errorf("ttft: %v", ttft)
 	}
+	code, out, _ = run(t, offline, append(simBase, "--max-num-seqs", "2", "--step-time", "fixed:1s", "--requests", reqs, "-o", "yaml")...)
+	if code != 0 || !strings.Contains(out, "\nttft_ms:\n") || !strings.Contains(out, "\nduration_s: 4\n") {
+		t.Errorf("yaml: exit %d:\n%s", code, out)
+	}
 	data, err := os.ReadFile(trace)
 	if err != nil {
 		t.Fatal(err)
