@@ -56,7 +56,7 @@ func TestSimulateJSON(t *testing.T) {
 		t.Errorf("ttft: %v", ttft)
 	}
 	code, out, _ = run(t, offline, append(simBase, "--max-num-seqs", "2", "--step-time", "fixed:1s", "--requests", reqs, "-o", "yaml")...)
-	if code != 0 || !strings.Contains(out, "\nttft_ms:\n") || !strings.Contains(out, "\nduration_s: 4\n") {
+	if code != 0 || !strings.Contains(out, "\nttft_ms:\n") || !strings.Contains("\n"+out, "\nduration_s: 4\n") {
 		t.Errorf("yaml: exit %d:\n%s", code, out)
 	}
 	data, err := os.ReadFile(trace)
