@@ -299,17 +299,6 @@ func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, g
 	}
 	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
 	best := rowOf("", given, givenCfg, givenRep, slos)
-	better := func(a, b compareRow) bool {
-		switch {
-		case a.Rejected != b.Rejected:
-			return a.Rejected < b.Rejected
-		case a.E2E.P99 != b.E2E.P99:
-			return a.E2E.P99 < b.E2E.P99
-		case a.Preemptions != b.Preemptions:
-			return a.Preemptions < b.Preemptions
-		}
-		return a.Settings.MaxNumSeqs > b.Settings.MaxNumSeqs
-	}
 	for _, n := range cands[1:] {
 		s := given.budget.Settings
 		s.MaxNumSeqs = n
@@ -324,10 +313,25 @@ func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, g
 		if err != nil {
 			return compareRow{}, err
 		}
-		if row := rowOf("", d, cfg, rep, slos); better(row, best) {
+		if row := rowOf("", d, cfg, rep, slos); betterRow(row, best) {
 			best = row
 		}
 	}
 	best.Label = fmt.Sprintf("simulated best max-num-seqs (of %d tried)", len(cands))
 	return best, nil
+}
+
+// betterRow orders the candidates of tuneMaxNumSeqs: fewer rejections,
+// then the lower E2E p99, then fewer preemptions, then the larger
+// max-num-seqs.
+func betterRow(a, b compareRow) bool {
+	switch {
+	case a.Rejected != b.Rejected:
+		return a.Rejected < b.Rejected
+	case a.E2E.P99 != b.E2E.P99:
+		return a.E2E.P99 < b.E2E.P99
+	case a.Preemptions != b.Preemptions:
+		return a.Preemptions < b.Preemptions
+	}
+	return a.Settings.MaxNumSeqs > b.Settings.MaxNumSeqs
 }
