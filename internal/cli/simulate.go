@@ -517,6 +517,9 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if f.window <= 0 {
 		return badInput("--window must be positive")
 	}
+	if err := plotFormat(f.plot); err != nil {
+		return err
+	}
 	w, err := newWorkload(cmd, env, f)
 	if err != nil {
 		return err

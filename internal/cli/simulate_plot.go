@@ -20,10 +20,10 @@ import (
 // KV-cache usage, running and waiting requests, and preemptions per
 // window; SVG or PNG by the file's extension.
 func plotSeries(name string, r *sim.Report) error {
-	ext := strings.ToLower(filepath.Ext(name))
-	if ext != ".svg" && ext != ".png" {
-		return badInput("--plot %s: give a .svg or .png file", name)
+	if err := plotFormat(name); err != nil {
+		return err
 	}
+	ext := strings.ToLower(filepath.Ext(name))
 	panels, err := seriesPlots(r)
 	if err != nil {
 		return err
@@ -102,4 +102,15 @@ func seriesPlots(r *sim.Report) ([]*plot.Plot, error) {
 		}
 	}
 	return []*plot.Plot{kvp, reqs, prep}, nil
+}
+
+// plotFormat checks --plot's name before a run: SVG or PNG by extension.
+func plotFormat(name string) error {
+	if name == "" {
+		return nil
+	}
+	if ext := strings.ToLower(filepath.Ext(name)); ext != ".svg" && ext != ".png" {
+		return badInput("--plot %s: give a .svg or .png file", name)
+	}
+	return nil
 }
