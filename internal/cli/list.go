@@ -22,9 +22,9 @@ func newGPUsCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
 			case "json":
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+				return writeJSON(cmd.OutOrStdout(), report.GPUs())
 			case "yaml":
-				return writeYAML(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+				return writeYAML(cmd.OutOrStdout(), report.GPUs())
 			case "table":
 			default:
 				return badInput("unknown output format %q: use table, json or yaml", output)

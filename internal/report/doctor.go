@@ -79,4 +79,3 @@ func readInput(ctx context.Context, ev *doctor.Evidence, in Input) error {
 	defer r.Close()
 	return ev.Read(ctx, in.Name, r)
 }
-

@@ -260,3 +260,16 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
+
+// GPUCatalog is `headroom gpus -o json`: every device, instance type and
+// MIG slice the GPU catalog knows.
+type GPUCatalog struct {
+	Devices []gpu.Device `json:"devices"`
+	SKUs    []gpu.SKU    `json:"skus"`
+	MIG     []gpu.Device `json:"mig"`
+}
+
+// GPUs lists the GPU catalog.
+func GPUs() GPUCatalog {
+	return GPUCatalog{Devices: gpu.Devices(), SKUs: gpu.SKUs(), MIG: gpu.MIGSlices()}
+}

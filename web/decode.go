@@ -1,0 +1,172 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
+)
+
+// planBody is the JSON of POST /api/plan: the CLI's plan flags by their
+// JSON names. Flags holds vLLM flags by name without dashes
+// ({"max-model-len": "8192"}); they win over the same flags in Command, as
+// headroom's flags do over a pasted command.
+type planBody struct {
+	Model          string            `json:"model"`
+	Config         string            `json:"config"`
+	GPU            string            `json:"gpu"`
+	GPUCount       int               `json:"gpu_count"`
+	GPUMemory      string            `json:"gpu_memory"`
+	VLLMVersion    string            `json:"vllm_version"`
+	Command        string            `json:"command"`
+	Flags          map[string]string `json:"flags"`
+	EnforceEager   *bool             `json:"enforce_eager"`
+	Policy         string            `json:"policy"`
+	TypicalContext int               `json:"typical_context"`
+	AllGPUs        bool              `json:"all_gpus"`
+}
+
+// doctorBody is the JSON of POST /api/doctor: the evidence as text, and
+// what the doctor's flags would say.
+type doctorBody struct {
+	Text        string            `json:"text"`
+	Model       string            `json:"model"`
+	GPU         string            `json:"gpu"`
+	GPUCount    int               `json:"gpu_count"`
+	GPUMemory   string            `json:"gpu_memory"`
+	VLLMVersion string            `json:"vllm_version"`
+	Command     string            `json:"command"`
+	Flags       map[string]string `json:"flags"`
+	Policy      string            `json:"policy"`
+}
+
+type planCall struct {
+	req report.Request
+	opt memory.Options
+}
+
+type doctorCall struct {
+	req    report.Request
+	text   string
+	policy string
+}
+
+// maxFlags bounds the flags of one request; vLLM has about a hundred.
+const maxFlags = 64
+
+func decodePlan(body []byte) (planCall, error) {
+	var b planBody
+	if err := decodeStrict(body, &b); err != nil {
+		return planCall{}, err
+	}
+	req, err := requestFrom(b.Model, b.GPU, b.GPUMemory, b.VLLMVersion, b.Command, b.GPUCount, b.Flags)
+	if err != nil {
+		return planCall{}, err
+	}
+	if b.EnforceEager != nil {
+		req.Flags = append(req.Flags, fmt.Sprintf("--enforce-eager=%t", *b.EnforceEager))
+	}
+	req.Config = []byte(b.Config)
+	req.AllGPUs = b.AllGPUs
+	policy, err := policyFrom(b.Policy)
+	if err != nil {
+		return planCall{}, err
+	}
+	if b.TypicalContext < 0 {
+		return planCall{}, errors.New("typical_context must be positive")
+	}
+	if req.AllGPUs && (req.GPU != "" || req.GPUMemory != "") {
+		return planCall{}, errors.New("all_gpus plans on every GPU: leave gpu and gpu_memory empty")
+	}
+	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}}, nil
+}
+
+func decodeDoctor(body []byte) (doctorCall, error) {
+	var b doctorBody
+	if err := decodeStrict(body, &b); err != nil {
+		return doctorCall{}, err
+	}
+	req, err := requestFrom(b.Model, b.GPU, b.GPUMemory, b.VLLMVersion, b.Command, b.GPUCount, b.Flags)
+	if err != nil {
+		return doctorCall{}, err
+	}
+	policy, err := policyFrom(b.Policy)
+	if err != nil {
+		return doctorCall{}, err
+	}
+	return doctorCall{req: req, text: b.Text, policy: policy}, nil
+}
+
+// decodeStrict reads exactly one JSON object with known fields only, so a
+// misspelt field is an error instead of a silent default.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
+	}
+	if dec.More() {
+		return errors.New("request has more than one JSON value: send one object")
+	}
+	return nil
+}
+
+func requestFrom(model, gpuName, gpuMemory, version, command string, gpuCount int, flags map[string]string) (report.Request, error) {
+	req := report.Request{Model: strings.TrimSpace(model), GPU: strings.TrimSpace(gpuName), GPUMemory: strings.TrimSpace(gpuMemory),
+		Version: strings.TrimSpace(version), GPUCount: gpuCount}
+	if gpuCount < 0 {
+		return req, errors.New("gpu_count must be positive")
+	}
+	if strings.TrimSpace(command) != "" {
+		words, err := vllm.SplitCommandLine(command)
+		if err != nil {
+			return req, fmt.Errorf("command: %v", err)
+		}
+		req.Command = words
+	}
+	if len(flags) > maxFlags {
+		return req, fmt.Errorf("%d flags: at most %d", len(flags), maxFlags)
+	}
+	names := make([]string, 0, len(flags))
+	for name := range flags {
+		if !flagName(name) {
+			return req, fmt.Errorf("flag %q: give vLLM flag names without dashes, like max-model-len", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := strings.TrimSpace(flags[name]); v != "" {
+			req.Flags = append(req.Flags, "--"+name, v)
+		}
+	}
+	return req, nil
+}
+
+func flagName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func policyFrom(p string) (string, error) {
+	switch p {
+	case "":
+		return memory.PolicyHeadroom, nil
+	case memory.PolicyHeadroom, memory.PolicyKAITO:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: use headroom or kaito", p)
+}
