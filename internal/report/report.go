@@ -35,8 +35,9 @@ type Report struct {
 	// Frontier is the concurrency × context frontier (memory.Budget.Frontier).
 	Frontier []memory.FrontierPoint `json:"frontier"`
 
-	// Command is the recommended `vllm serve` line, for the table.
-	Command string `json:"-"`
+	// Command is the recommended `vllm serve` line: the user's command
+	// with VLLMArgs applied, ready to paste.
+	Command string `json:"vllm_command"`
 }
 
 // ModelReport describes the model.
