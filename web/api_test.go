@@ -22,7 +22,7 @@ var offline = map[string]string{"HF_HUB_OFFLINE": "1"}
 
 func getenv(k string) string { return offline[k] }
 
-func newServer(t *testing.T) *httptest.Server {
+func newServer(t testing.TB) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true}))
 	t.Cleanup(srv.Close)
