@@ -40,26 +40,17 @@ func runCLI(t *testing.T, args ...string) (int, []byte) {
 	return code, out.Bytes()
 }
 
-func post(t *testing.T, url string, body string) (int, []byte) {
+// call sends one request; a body makes it a POST of JSON.
+func call(t *testing.T, method, url, body string) (int, http.Header, []byte) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("POST %s: Content-Type %q", url, ct)
-	}
-	return resp.StatusCode, b
-}
-
-func get(t *testing.T, url string) (int, http.Header, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +60,20 @@ func get(t *testing.T, url string) (int, http.Header, []byte) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, b
+}
+
+func post(t *testing.T, url string, body string) (int, []byte) {
+	t.Helper()
+	code, h, b := call(t, http.MethodPost, url, body)
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("POST %s: Content-Type %q", url, ct)
+	}
+	return code, b
+}
+
+func get(t *testing.T, url string) (int, http.Header, []byte) {
+	t.Helper()
+	return call(t, http.MethodGet, url, "")
 }
 
 // The page and the CLI cannot disagree: the same plan gives the same bytes.
@@ -259,13 +264,8 @@ func TestMethodsAndLimits(t *testing.T) {
 	srv := newServer(t)
 	code, _, got := get(t, srv.URL+"/api/plan")
 	checkError(t, code, got, http.StatusMethodNotAllowed, "POST")
-	resp, err := http.Post(srv.URL+"/api/gpus", "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	checkError(t, resp.StatusCode, b, http.StatusMethodNotAllowed, "GET")
+	code, got = post(t, srv.URL+"/api/gpus", "{}")
+	checkError(t, code, got, http.StatusMethodNotAllowed, "GET")
 
 	// 1 MiB of config.json is refused before it is parsed.
 	big := `{"gpu": "L4", "config": "` + strings.Repeat("x", 1<<20) + `"}`

@@ -13,29 +13,11 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// planBody is the JSON of POST /api/plan: the CLI's plan flags by their
-// JSON names. Flags holds vLLM flags by name without dashes
-// ({"max-model-len": "8192"}); they win over the same flags in Command, as
-// headroom's flags do over a pasted command.
-type planBody struct {
-	Model          string            `json:"model"`
-	Config         string            `json:"config"`
-	GPU            string            `json:"gpu"`
-	GPUCount       int               `json:"gpu_count"`
-	GPUMemory      string            `json:"gpu_memory"`
-	VLLMVersion    string            `json:"vllm_version"`
-	Command        string            `json:"command"`
-	Flags          map[string]string `json:"flags"`
-	EnforceEager   *bool             `json:"enforce_eager"`
-	Policy         string            `json:"policy"`
-	TypicalContext int               `json:"typical_context"`
-	AllGPUs        bool              `json:"all_gpus"`
-}
-
-// doctorBody is the JSON of POST /api/doctor: the evidence as text, and
-// what the doctor's flags would say.
-type doctorBody struct {
-	Text        string            `json:"text"`
+// fields are what both bodies hold: the model, the GPU and the vLLM
+// settings, by the JSON names of the CLI's flags. Flags holds vLLM flags by
+// name without dashes ({"max-model-len": "8192"}); they win over the same
+// flags in Command, as headroom's flags do over a pasted command.
+type fields struct {
 	Model       string            `json:"model"`
 	GPU         string            `json:"gpu"`
 	GPUCount    int               `json:"gpu_count"`
@@ -44,6 +26,22 @@ type doctorBody struct {
 	Command     string            `json:"command"`
 	Flags       map[string]string `json:"flags"`
 	Policy      string            `json:"policy"`
+}
+
+// planBody is the JSON of POST /api/plan.
+type planBody struct {
+	fields
+	Config         string `json:"config"`
+	EnforceEager   *bool  `json:"enforce_eager"`
+	TypicalContext int    `json:"typical_context"`
+	AllGPUs        bool   `json:"all_gpus"`
+}
+
+// doctorBody is the JSON of POST /api/doctor: the evidence as text, and
+// what the doctor's flags would say.
+type doctorBody struct {
+	fields
+	Text string `json:"text"`
 }
 
 type planCall struct {
@@ -62,10 +60,7 @@ const maxFlags = 64
 
 func decodePlan(body []byte) (planCall, error) {
 	var b planBody
-	if err := decodeStrict(body, &b); err != nil {
-		return planCall{}, err
-	}
-	req, err := requestFrom(b.Model, b.GPU, b.GPUMemory, b.VLLMVersion, b.Command, b.GPUCount, b.Flags)
+	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
 		return planCall{}, err
 	}
@@ -74,10 +69,6 @@ func decodePlan(body []byte) (planCall, error) {
 	}
 	req.Config = []byte(b.Config)
 	req.AllGPUs = b.AllGPUs
-	policy, err := policyFrom(b.Policy)
-	if err != nil {
-		return planCall{}, err
-	}
 	if b.TypicalContext < 0 {
 		return planCall{}, errors.New("typical_context must be positive")
 	}
@@ -89,14 +80,7 @@ func decodePlan(body []byte) (planCall, error) {
 
 func decodeDoctor(body []byte) (doctorCall, error) {
 	var b doctorBody
-	if err := decodeStrict(body, &b); err != nil {
-		return doctorCall{}, err
-	}
-	req, err := requestFrom(b.Model, b.GPU, b.GPUMemory, b.VLLMVersion, b.Command, b.GPUCount, b.Flags)
-	if err != nil {
-		return doctorCall{}, err
-	}
-	policy, err := policyFrom(b.Policy)
+	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
 		return doctorCall{}, err
 	}
@@ -117,9 +101,24 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-func requestFrom(model, gpuName, gpuMemory, version, command string, gpuCount int, flags map[string]string) (report.Request, error) {
-	req := report.Request{Model: strings.TrimSpace(model), GPU: strings.TrimSpace(gpuName), GPUMemory: strings.TrimSpace(gpuMemory),
-		Version: strings.TrimSpace(version), GPUCount: gpuCount}
+// decodeFields decodes body into v, whose common part is f, and turns f
+// into a request and a policy.
+func decodeFields(body []byte, v any, f *fields) (report.Request, string, error) {
+	if err := decodeStrict(body, v); err != nil {
+		return report.Request{}, "", err
+	}
+	req, err := requestFrom(*f)
+	if err != nil {
+		return req, "", err
+	}
+	policy, err := policyFrom(f.Policy)
+	return req, policy, err
+}
+
+func requestFrom(f fields) (report.Request, error) {
+	gpuCount, command, flags := f.GPUCount, f.Command, f.Flags
+	req := report.Request{Model: strings.TrimSpace(f.Model), GPU: strings.TrimSpace(f.GPU), GPUMemory: strings.TrimSpace(f.GPUMemory),
+		Version: strings.TrimSpace(f.VLLMVersion), GPUCount: gpuCount}
 	if gpuCount < 0 {
 		return req, errors.New("gpu_count must be positive")
 	}

@@ -12,8 +12,6 @@ import (
 	"headroom.dev/headroom/internal/report"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 func render(w io.Writer, format string, r report.Report) error {
 	switch format {
 	case "json":

@@ -2,15 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/internal/httpserve"
 	"headroom.dev/headroom/web"
 )
 
@@ -44,26 +43,11 @@ server's disk (upload a config.json instead).`,
 }
 
 // serve runs srv on ln until ctx ends (main cancels it on SIGINT and
-// SIGTERM), then gives requests in flight a few seconds to finish.
+// SIGTERM).
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	log.Info("serving", "url", fmt.Sprintf("http://%s/", ln.Addr()))
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(stop); err != nil {
-		return err
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, srv, ln)
 }

@@ -1,39 +1,19 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a buffer the server's log and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // headroom serve answers on the address it logs and stops cleanly when
 // its context ends (main cancels it on SIGINT and SIGTERM).
 func TestServeStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, logs syncBuffer
+	var out, logs telemetrySyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--offline"}, Env{Stdout: &out, Stderr: &logs, Getenv: func(string) string { return "" }})
