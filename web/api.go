@@ -90,11 +90,28 @@ func (a *api) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
-	if a.opt.Simulate != nil {
-		a.opt.Simulate.ServeHTTP(w, r)
+	if a.opt.Simulate == nil {
+		writeError(w, http.StatusNotImplemented, "simulation is not in this build of headroom yet: the plan's frontier shows the concurrency the KV cache holds")
 		return
 	}
-	writeError(w, http.StatusNotImplemented, "simulation is not in this build of headroom yet: the plan's frontier shows the concurrency the KV cache holds")
+	body, ok := readBody(w, r, maxPlanBody)
+	if !ok {
+		return
+	}
+	req, err := decodeSimulate(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	req.Plan.Offline = req.Plan.Offline || a.opt.Offline
+	out, err := a.opt.Simulate(r.Context(), req)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(out)
 }
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {

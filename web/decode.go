@@ -44,6 +44,33 @@ type doctorBody struct {
 	Text string `json:"text"`
 }
 
+// simulateBody is the JSON of POST /api/simulate: a plan (as for
+// /api/plan) and a synthetic traffic.
+type simulateBody struct {
+	Plan         planFields `json:"plan"`
+	Rate         float64    `json:"rate"`
+	DurationS    float64    `json:"duration_s"`
+	PromptTokens int        `json:"prompt_tokens"`
+	OutputTokens int        `json:"output_tokens"`
+	Bursts       []string   `json:"bursts"`
+}
+
+// planFields is a plan inside another body: the common fields, and the
+// config.json upload.
+type planFields struct {
+	fields
+	Config string `json:"config"`
+}
+
+// Bounds of a simulation one request may ask for: the server answers
+// within its write timeout.
+const (
+	maxSimSeconds  = 3600
+	maxSimRequests = 200_000
+	maxSimTokens   = 1 << 20
+	maxBursts      = 16
+)
+
 type planCall struct {
 	req report.Request
 	opt memory.Options
@@ -85,6 +112,32 @@ func decodeDoctor(body []byte) (doctorCall, error) {
 		return doctorCall{}, err
 	}
 	return doctorCall{req: req, text: b.Text, policy: policy}, nil
+}
+
+func decodeSimulate(body []byte) (SimulateRequest, error) {
+	var b simulateBody
+	if err := decodeStrict(body, &b); err != nil {
+		return SimulateRequest{}, err
+	}
+	req, err := requestFrom(b.Plan.fields)
+	if err != nil {
+		return SimulateRequest{}, err
+	}
+	req.Config = []byte(b.Plan.Config)
+	s := SimulateRequest{Plan: req, Rate: b.Rate, DurationS: b.DurationS, PromptTokens: b.PromptTokens, OutputTokens: b.OutputTokens, Bursts: b.Bursts}
+	switch {
+	case !(b.Rate >= 0) || !(b.DurationS > 0) || b.DurationS > maxSimSeconds:
+		return s, fmt.Errorf("rate must be 0 or more and duration_s between 0 and %d seconds", maxSimSeconds)
+	case b.Rate*b.DurationS > maxSimRequests:
+		return s, fmt.Errorf("rate × duration_s is %.0f requests: at most %d here (run `headroom simulate` for more)", b.Rate*b.DurationS, maxSimRequests)
+	case b.PromptTokens <= 0 || b.OutputTokens <= 0 || b.PromptTokens > maxSimTokens || b.OutputTokens > maxSimTokens:
+		return s, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
+	case len(b.Bursts) > maxBursts:
+		return s, fmt.Errorf("%d bursts: at most %d", len(b.Bursts), maxBursts)
+	case b.Rate == 0 && len(b.Bursts) == 0:
+		return s, errors.New("no traffic: give a rate or a burst")
+	}
+	return s, nil
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a
