@@ -34,7 +34,7 @@ server's disk (upload a config.json instead).`,
 				return badInput("--listen %s: %v", listen, err)
 			}
 			h := web.Handler(web.Options{Env: reportEnv(env), Offline: offline || getenv(env, "HF_HUB_OFFLINE") == "1", Log: log})
-			return serve(cmd.Context(), web.NewServer(listen, h), ln, log)
+			return serveWeb(cmd.Context(), web.NewServer(listen, h), ln, log)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port); the default is reachable from this machine only")
@@ -42,9 +42,9 @@ server's disk (upload a config.json instead).`,
 	return cmd
 }
 
-// serve runs srv on ln until ctx ends (main cancels it on SIGINT and
+// serveWeb runs srv on ln until ctx ends (main cancels it on SIGINT and
 // SIGTERM).
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
+func serveWeb(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
