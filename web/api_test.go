@@ -29,6 +29,16 @@ func newServer(t testing.TB) *httptest.Server {
 	return srv
 }
 
+// newSimServer is newServer with the CLI's simulator, as `headroom serve`
+// runs it.
+func newSimServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true,
+		Simulate: cli.Simulator(cli.Env{Getenv: getenv})}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // runCLI runs headroom with args in the same environment as the server.
 func runCLI(t *testing.T, args ...string) (int, []byte) {
 	t.Helper()
@@ -203,6 +213,54 @@ func TestDoctorMatchesCLI(t *testing.T) {
 	got = bytes.ReplaceAll(got, []byte(`"pasted"`), []byte(`"testdata/oom.txt"`))
 	if !bytes.Equal(got, want) {
 		t.Errorf("API and CLI differ:\nAPI: %s\nCLI: %s", got, want)
+	}
+}
+
+// The simulation panel shows `headroom simulate -o json` for the same
+// plan and traffic. The page asks for about 60 windows (--window).
+func TestSimulateSameBytesAsCLI(t *testing.T) {
+	srv := newSimServer(t)
+	_, want := runCLI(t, "simulate", "-o", "json", "--gpu", "L4", "--max-model-len", "16384", "--offline",
+		"--rate", "2", "--duration", "60s", "--window", "1s", "--prompt-tokens", "fixed:1024", "--output-tokens", "fixed:128",
+		"--burst", "20x8000@30s", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct")
+	code, got := post(t, srv.URL+"/api/simulate", `{"plan": {"gpu": "L4", "command": "vllm serve Qwen/Qwen2.5-7B-Instruct", "flags": {"max-model-len": "16384"}},
+		"rate": 2, "duration_s": 60, "prompt_tokens": 1024, "output_tokens": 128, "bursts": ["20x8000@30s"]}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %.600s\nCLI: %.600s", code, got, want)
+	}
+	var r struct {
+		Requests int64 `json:"requests"`
+		Series   []struct {
+			KVUsage float64 `json:"kv_usage"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	// 2/s for 60 s is about 120 Poisson arrivals, plus the burst's 20.
+	if r.Requests < 100 || r.Requests > 180 || len(r.Series) < 50 {
+		t.Errorf("%d requests, %d windows", r.Requests, len(r.Series))
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	srv := newSimServer(t)
+	plan := `"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}`
+	cases := []struct{ name, body, says string }{
+		{"file-writing flag", `{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct", "flags": {"trace": "/tmp/x"}}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "flag --trace"},
+		{"no traffic", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no traffic"},
+		{"too many requests", `{` + plan + `, "rate": 1000, "duration_s": 3600, "prompt_tokens": 10, "output_tokens": 10}`, "at most"},
+		{"bad burst", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10, "bursts": ["lots"]}`, "COUNTxTOKENS"},
+		{"no tokens", `{` + plan + `, "rate": 1, "duration_s": 10}`, "prompt_tokens"},
+		{"uploaded config", `{"plan": {"gpu": "L4", "config": "{}"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "config.json"},
+		{"unknown model", `{"plan": {"gpu": "L4", "model": "no/such-model"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no/such-model"},
+		{"server's disk", `{"plan": {"gpu": "L4", "model": "/etc"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, got := post(t, srv.URL+"/api/simulate", c.body)
+			checkError(t, code, got, http.StatusBadRequest, c.says)
+		})
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/internal/report"
@@ -69,7 +71,13 @@ const (
 	maxSimRequests = 200_000
 	maxSimTokens   = 1 << 20
 	maxBursts      = 16
+	// maxBurstRequests bounds one burst's requests.
+	maxBurstRequests = 10_000
 )
+
+// burstForm is COUNTxTOKENS@TIME with the time in seconds, the form the
+// page sends (the simulator reads more forms).
+var burstForm = regexp.MustCompile(`^([0-9]{1,6})x([0-9]{1,8})@[0-9]{1,5}(\.[0-9]{1,3})?s$`)
 
 type planCall struct {
 	req report.Request
@@ -136,6 +144,17 @@ func decodeSimulate(body []byte) (SimulateRequest, error) {
 		return s, fmt.Errorf("%d bursts: at most %d", len(b.Bursts), maxBursts)
 	case b.Rate == 0 && len(b.Bursts) == 0:
 		return s, errors.New("no traffic: give a rate or a burst")
+	}
+	for _, burst := range b.Bursts {
+		m := burstForm.FindStringSubmatch(burst)
+		if m == nil {
+			return s, fmt.Errorf("burst %q: want COUNTxTOKENS@SECONDSs, e.g. 50x30000@60s", burst)
+		}
+		count, _ := strconv.Atoi(m[1])
+		tokens, _ := strconv.Atoi(m[2])
+		if count > maxBurstRequests || tokens > maxSimTokens {
+			return s, fmt.Errorf("burst %q: at most %d requests of %d tokens", burst, maxBurstRequests, maxSimTokens)
+		}
 	}
 	return s, nil
 }

@@ -97,7 +97,7 @@ const readLegend = `Object.fromEntries(Array.from(document.querySelectorAll('#le
 // they must be the API's plan JSON for the same input.
 func TestPageInBrowser(t *testing.T) {
 	exe := browser(t)
-	srv := newServer(t)
+	srv := newSimServer(t)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 900),
 		chromedp.Flag("headless", true), chromedp.DisableGPU, chromedp.NoSandbox)
@@ -213,16 +213,35 @@ func TestPageInBrowser(t *testing.T) {
 	if finding != "kv_cache_pressure" {
 		t.Errorf("doctor's first finding %q, want kv_cache_pressure (as `headroom doctor` says for this OOM)", finding)
 	}
+	// The simulation panel draws `headroom simulate -o json`'s series.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#sim-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#sim-result svg")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	points := run(t, ctx, chromedp.Evaluate[int](`document.querySelector('#sim-result polyline[data-series=kv_usage]').points.length`))
+	code, js = post(t, srv.URL+"/api/simulate", mustJSON(t, map[string]any{"plan": map[string]any{"gpu": "H100-80GB", "command": command},
+		"rate": 5, "duration_s": 120, "prompt_tokens": 1024, "output_tokens": 256, "bursts": []string{"50x30000@30s"}}))
+	var sim struct {
+		Series []json.RawMessage `json:"series"`
+	}
+	if err := json.Unmarshal(js, &sim); code != 200 || err != nil {
+		t.Fatalf("API: %d %s", code, js)
+	}
+	if points != len(sim.Series) || points < 50 {
+		t.Errorf("the chart has %d points, the API's series %d windows", points, len(sim.Series))
+	}
 	errs.check(t)
 
 	if os.Getenv("HEADROOM_SCREENSHOTS") == "1" {
-		screenshots(t, ctx, srv.URL+"/"+hash)
+		screenshots(t, ctx, srv.URL+"/"+hash, string(oom))
 	}
 }
 
 // screenshots writes the page at desktop and phone width to
 // docs/screenshots/ (PNG), for the README.
-func screenshots(t *testing.T, ctx context.Context, url string) {
+func screenshots(t *testing.T, ctx context.Context, url, oom string) {
 	dir := filepath.Join("..", "docs", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -236,6 +255,11 @@ func screenshots(t *testing.T, ctx context.Context, url string) {
 			chromedp.Navigate("about:blank"),
 			chromedp.Navigate(url),
 			chromedp.WaitVisible(chromedp.CSS("#all-gpus tbody tr")),
+			chromedp.SetValue(chromedp.ID("doctor-text"), oom),
+			chromedp.Click(chromedp.CSS("#doctor-form button[type=submit]")),
+			chromedp.WaitVisible(chromedp.CSS("#doctor-result .finding")),
+			chromedp.Click(chromedp.CSS("#sim-form button[type=submit]")),
+			chromedp.WaitVisible(chromedp.CSS("#sim-result svg")),
 		); err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,8 @@ var fuzzSeeds = []string{
 	`{"text": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "gpu": "L4"}`,
 	`{"gpu": "L4", "command": "vllm serve 'x"}`,
 	`{"flags": {"--x": "1"}}`,
+	`{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}, "rate": 2, "duration_s": 60, "prompt_tokens": 1024, "output_tokens": 128, "bursts": ["20x8000@30s"]}`,
+	`{"plan": {"gpu": "L4"}, "rate": -1, "duration_s": 1e308, "bursts": ["1x1@1.5s", "x"]}`,
 	`[1, 2]`, `null`, `{} {}`, `{"gpu_count": 1e99}`, "",
 }
 
@@ -41,6 +43,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		if d, err := decodeDoctor(body); err == nil && d.policy == "" {
 			t.Errorf("accepted a doctor request without a policy: %+v", d)
+		}
+		if s, err := decodeSimulate(body); err == nil && (s.DurationS <= 0 || s.DurationS > maxSimSeconds || s.Rate*s.DurationS > maxSimRequests || s.PromptTokens <= 0) {
+			t.Errorf("accepted a simulation out of bounds: %+v", s)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 
@@ -28,6 +29,9 @@ type Env struct {
 	Getenv         func(string) string
 	// HTTPClient reaches the Hugging Face Hub; nil uses a client with timeouts.
 	HTTPClient *http.Client
+	// ModelFS is where local model paths are looked up; nil means the
+	// operating system's (the web server passes an empty one).
+	ModelFS fs.FS
 }
 
 // usageError marks bad input: exit code 2 with one line.

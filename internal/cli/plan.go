@@ -107,7 +107,7 @@ func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 }
 
 func reportEnv(env Env) report.Env {
-	return report.Env{Getenv: env.Getenv, HTTPClient: env.HTTPClient}
+	return report.Env{Getenv: env.Getenv, HTTPClient: env.HTTPClient, FS: env.ModelFS}
 }
 
 // settingsFrom merges the pasted command and headroom's own vLLM flags.

@@ -10,7 +10,8 @@ const $ = (id) => document.getElementById(id);
 // excepted: they do not fit in a link).
 const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "command": "command" };
 const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
-const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS];
+const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at"];
+const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...SIM_IDS];
 
 let uploadedConfig = null;
 
@@ -92,7 +93,7 @@ function showError(id, message) {
 }
 
 function markInvalid(field) {
-  for (const id of [...STATE_IDS, "config"]) $(id).removeAttribute("aria-invalid");
+  for (const id of [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, "config"]) $(id).removeAttribute("aria-invalid");
   if (field) {
     $(field).setAttribute("aria-invalid", "true");
     $(field).setAttribute("aria-errormessage", "form-error");
@@ -328,35 +329,51 @@ async function diagnose() {
 }
 
 async function simulate() {
+  saveState();
   showError("sim-error", "");
   const out = $("sim-result");
   out.replaceChildren();
+  const num = (id) => Number($(id).value.trim());
+  const plan = planBody();
+  delete plan.config;
   const body = {
-    plan: planBody(),
-    rate: Number($("sim-rate").value), prompt_tokens: Number($("sim-prompt").value),
-    output_tokens: Number($("sim-output").value), burst: Number($("sim-burst").value), seconds: Number($("sim-seconds").value),
+    plan: plan, rate: num("sim-rate"), duration_s: num("sim-seconds"),
+    prompt_tokens: num("sim-prompt"), output_tokens: num("sim-output"),
   };
+  if (num("sim-burst-count") > 0) body.bursts = [num("sim-burst-count") + "x" + num("sim-burst-tokens") + "@" + num("sim-burst-at") + "s"];
   try {
-    const r = await api("/api/simulate", body);
-    drawSeries(out, r);
+    drawSimulation(out, await api("/api/simulate", body));
   } catch (e) {
     showError("sim-error", e.message);
   }
 }
 
-// drawSeries plots what /api/simulate returns: samples of KV-cache use (0..1)
-// and queue length over time.
-function drawSeries(box, r) {
-  const s = r.samples || [];
-  if (!s.length) { box.append(el("p", { class: "help", text: "The simulation returned no samples." })); return; }
-  const W = 720, H = 260, L = 50, R = 50, T = 12, B = 36;
-  const t1 = Math.max(...s.map((p) => p.t), 1), q1 = Math.max(...s.map((p) => p.queue), 1);
+// drawSimulation plots `headroom simulate -o json`'s series: the largest
+// KV-cache use in each window (0-100%) and the requests waiting, over time.
+function drawSimulation(box, r) {
+  const s = r.series || [];
+  const ms = (x) => (x / 1000).toFixed(2) + " s";
+  box.append(el("p", { id: "sim-summary", text: r.requests + " requests, " + r.rejected + " rejected, " + r.preemptions +
+    " preemptions; KV cache up to " + Math.round(r.max_kv_usage * 100) + "%, up to " + r.max_waiting + " waiting. Time to first token p50 " +
+    ms(r.ttft_ms.p50) + ", p99 " + ms(r.ttft_ms.p99) + "; per output token p99 " + r.tpot_ms.p99.toFixed(1) + " ms." }));
+  if (!s.length) return;
+  const W = Math.max(340, Math.min(720, box.clientWidth || 720)), H = 260, L = 44, R = 44, T = 14, B = 40;
+  const t1 = s[s.length - 1].start_s + r.window_s, q1 = Math.max(...s.map((p) => p.waiting), 1);
   const X = (t) => L + (W - L - R) * t / t1;
-  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "KV-cache use and queue over " + t1 + " s; queue peaks at " + q1 });
+  const Yk = (u) => T + (H - T - B) * (1 - u);
+  const Yq = (q) => T + (H - T - B) * (1 - q / q1);
+  const mid = (p) => p.start_s + r.window_s / 2;
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img",
+    "aria-label": "Over " + Math.round(t1) + " s: KV-cache use up to " + Math.round(r.max_kv_usage * 100) + "%, up to " + q1 + " requests waiting" });
   g.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
-  g.append(svg("polyline", { class: "curve", points: s.map((p) => X(p.t) + "," + (T + (H - T - B) * (1 - p.kv_usage))).join(" ") }));
-  g.append(svg("polyline", { class: "curve2", points: s.map((p) => X(p.t) + "," + (T + (H - T - B) * (1 - p.queue / q1))).join(" ") }));
-  g.append(svg("text", { x: L, y: H - 8 }, "KV-cache use (green, 0–100%) and queue (orange, 0–" + q1 + ") over " + t1 + " s"));
+  g.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: W - R, y1: T, x2: W - R, y2: H - B }));
+  for (const u of [0, 0.5, 1]) g.append(svg("text", { x: L - 6, y: Yk(u) + 4, "text-anchor": "end" }, Math.round(u * 100) + "%"));
+  for (const q of [0, q1]) g.append(svg("text", { x: W - R + 6, y: Yq(q) + 4 }, String(q)));
+  for (let i = 0; i <= 4; i++) g.append(svg("text", { x: X(t1 * i / 4), y: H - B + 16, "text-anchor": "middle" }, Math.round(t1 * i / 4) + " s"));
+  g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, "KV-cache use (green, left) and requests waiting (orange, right)"));
+  g.append(svg("polyline", { class: "curve", "data-series": "kv_usage", points: s.map((p) => X(mid(p)) + "," + Yk(p.kv_usage)).join(" ") }));
+  g.append(svg("polyline", { class: "curve2", "data-series": "waiting", points: s.map((p) => X(mid(p)) + "," + Yq(p.waiting)).join(" ") }));
   box.append(g);
 }
 
