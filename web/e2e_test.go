@@ -232,6 +232,38 @@ func TestPageInBrowser(t *testing.T) {
 	if points != len(sim.Series) || points < 50 {
 		t.Errorf("the chart has %d points, the API's series %d windows", points, len(sim.Series))
 	}
+	// An uploaded config.json plans like a catalog model (the handler test
+	// checks the numbers against a logged run); the page names it.
+	cfg, err := filepath.Abs("testdata/Qwen3-8B-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.ID("config"), []string{cfg})); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('config-status').textContent.includes('loaded')`))
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("model"), "my-qwen"),
+		chromedp.SetValue(chromedp.ID("command"), " "), // the page trims it to no command
+		chromedp.Click(chromedp.ID("plan-button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('summary').textContent.startsWith('my-qwen')`))
+	uploaded := run(t, ctx, chromedp.Evaluate[map[string]string](readLegend))
+	cfgText, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, js = post(t, srv.URL+"/api/plan", mustJSON(t, map[string]any{"model": "my-qwen", "config": string(cfgText), "gpu": "H100-80GB"}))
+	var up report.Report
+	if err := json.Unmarshal(js, &up); code != 200 || err != nil {
+		t.Fatalf("API: %d %s", code, js)
+	}
+	if w := fmt.Sprintf("%.2f", up.PerGPU.KVCacheGiB); uploaded["kv"] != w {
+		t.Errorf("uploaded config: the page shows %s GiB of KV cache, the API %s", uploaded["kv"], w)
+	}
+
 	errs.check(t)
 
 	if os.Getenv("HEADROOM_SCREENSHOTS") == "1" {
