@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"headroom.dev/headroom/internal/httpserve"
 )
 
 // ExporterOptions configure an Exporter.
@@ -180,19 +180,5 @@ func (e *Exporter) Handler() http.Handler {
 // requests in flight get up to 5 seconds to finish. A clean shutdown
 // returns nil.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shutCtx)
-	if serveErr := <-done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return serveErr
-	}
-	return err
+	return httpserve.Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 
@@ -28,6 +29,9 @@ type Env struct {
 	Getenv         func(string) string
 	// HTTPClient reaches the Hugging Face Hub; nil uses a client with timeouts.
 	HTTPClient *http.Client
+	// ModelFS is where local model paths are looked up; nil means the
+	// operating system's (the web server passes an empty one).
+	ModelFS fs.FS
 }
 
 // usageError marks bad input: exit code 2 with one line.
@@ -83,6 +87,6 @@ it will start, and recommends --gpu-memory-utilization, --max-model-len and
 	})
 	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env), newVersionCmd(env),
 		newProbeCmd(env), newWebhookCmd(env), newDoctorCmd(env), newProfileCmd(env),
-		newSnapshotCmd(env), newWatchCmd(env), newExporterCmd(env), newSimulateCmd(env))
+		newSnapshotCmd(env), newWatchCmd(env), newExporterCmd(env), newSimulateCmd(env), newServeCmd(env))
 	return root
 }

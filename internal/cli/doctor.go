@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,10 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/doctor"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/model"
-	"headroom.dev/headroom/traffic"
-	"headroom.dev/headroom/vllm"
 )
 
 // maxDoctorFiles bounds the files read from directories.
@@ -78,56 +77,28 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	if n := cmd.ArgsLenAtDash(); n >= 0 {
 		files, pasted = args[:n], args[n:]
 	}
-	opt := doctor.Options{Policy: f.policy}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if len(pasted) > 0 || f.model != "" || anyVLLMFlag(cmd) {
-		set, err := settingsFrom(cmd, f, pasted)
-		if err != nil {
-			return err
-		}
-		opt.Settings, opt.HasSettings = set, true
-	}
-	if f.version != "" {
-		v, err := vllm.ParseVersion(f.version)
-		if err != nil {
-			return usageError{err}
-		}
-		opt.Version = v
-	}
-	if f.gpuName != "" || f.gpuMemory != "" {
-		sel, err := resolveGPU(f)
-		if err != nil {
-			return usageError{err}
-		}
-		opt.GPU, opt.HasGPU = sel, true
-	} else if f.gpuCount < 0 {
-		return badInput("--gpu-count must be positive")
-	}
-	opt.ResolveModel = func(ref string) (model.Spec, error) { return resolveModel(ctx, env, ref, f.offline) }
-
-	ev, err := doctor.NewEvidence(traffic.Options{Window: traffic.DefaultWindow})
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 && !opt.HasSettings {
-		return badInput("no evidence: give files, directories or - (stdin), e.g. headroom doctor oom.txt vllm.log")
-	}
+	req := request(cmd, f, pasted)
 	paths, err := expandInputs(files)
 	if err != nil {
 		return err
 	}
-	for _, p := range paths {
-		if err := readEvidence(ctx, cmd, ev, p); err != nil {
-			return usageError{err}
-		}
+	inputs := make([]report.Input, len(paths))
+	for i, p := range paths {
+		inputs[i] = evidenceInput(cmd, p)
 	}
-	if len(paths) > 0 && ev.Empty() && !opt.HasSettings {
+	d, err := report.Diagnose(ctx, reportEnv(env), req, f.policy, inputs)
+	switch {
+	case errors.Is(err, report.ErrNoEvidence):
+		return badInput("no evidence: give files, directories or - (stdin), e.g. headroom doctor oom.txt vllm.log")
+	case errors.Is(err, report.ErrNothingRecognised):
 		return badInput("nothing recognised in %s: give a CUDA OOM message, vLLM logs, nvidia-smi output, /metrics text, request logs or Kubernetes manifests", strings.Join(files, ", "))
+	case err != nil:
+		return usageError{err}
 	}
-	d := doctor.Diagnose(ev, opt)
 	w := cmd.OutOrStdout()
 	switch f.output {
 	case "json":
@@ -144,15 +115,6 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return errNoFit
 	}
 	return nil
-}
-
-func anyVLLMFlag(cmd *cobra.Command) bool {
-	for _, v := range vllmStringFlags {
-		if cmd.Flags().Changed(v.name) {
-			return true
-		}
-	}
-	return false
 }
 
 // expandInputs turns directories into their files (sorted, hidden ones
@@ -207,16 +169,18 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func readEvidence(ctx context.Context, cmd *cobra.Command, ev *doctor.Evidence, p string) error {
+// evidenceInput opens p when the doctor reads it; "-" is stdin.
+func evidenceInput(cmd *cobra.Command, p string) report.Input {
 	if p == "-" {
-		return ev.Read(ctx, "stdin", cmd.InOrStdin())
+		return report.Input{Name: "stdin", Open: func() (io.ReadCloser, error) { return io.NopCloser(cmd.InOrStdin()), nil }}
 	}
-	fh, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("%s: %v", p, unwrapPathError(err))
-	}
-	defer fh.Close()
-	return ev.Read(ctx, p, fh)
+	return report.Input{Name: p, Open: func() (io.ReadCloser, error) {
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, unwrapPathError(err))
+		}
+		return fh, nil
+	}}
 }
 
 // remedyText renders a remedy's args as what to paste.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/vllm"
@@ -21,9 +22,9 @@ func newGPUsCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
 			case "json":
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+				return writeJSON(cmd.OutOrStdout(), report.GPUs())
 			case "yaml":
-				return writeYAML(cmd.OutOrStdout(), map[string]any{"devices": gpu.Devices(), "skus": gpu.SKUs()})
+				return writeYAML(cmd.OutOrStdout(), report.GPUs())
 			case "table":
 			default:
 				return badInput("unknown output format %q: use table, json or yaml", output)
@@ -66,7 +67,7 @@ func newModelsCmd(env Env) *cobra.Command {
 				if !ok {
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", id, humanCount(s.Params()), s.Layers, attentionSummary(s), s.MaxPositions)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", id, humanCount(s.Params()), s.Layers, report.AttentionSummary(s), s.MaxPositions)
 			}
 			return tw.Flush()
 		},
@@ -75,34 +76,10 @@ func newModelsCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// allGPURow is one GPU of `plan --all-gpus`.
-type allGPURow struct {
-	GPU            string  `json:"gpu"`
-	Count          int     `json:"count"`
-	TotalGiB       float64 `json:"total_gib"`
-	Fits           bool    `json:"fits"`
-	MaxFitLen      int     `json:"max_fit_model_len"`
-	KVCacheTokens  int64   `json:"kv_cache_tokens"`
-	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
-	FirstProblem   string  `json:"problem,omitempty"`
-	MaxConcurrency float64 `json:"max_concurrency"`
-}
-
 func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options) error {
-	var rows []allGPURow
-	for _, d := range gpu.Devices() {
-		in := memory.Input{Model: e.spec, Device: d, Settings: e.settings}
-		b, err := memory.Plan(in)
-		if err != nil {
-			return usageError{err}
-		}
-		u, _ := memory.Utilization(b, opt.Policy)
-		row := allGPURow{GPU: d.Name, Count: b.Count, TotalGiB: gibs(d.TotalBytes), Fits: b.Fits, MaxFitLen: b.MaxFitLen,
-			KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
-		if len(b.Problems) > 0 {
-			row.FirstProblem = b.Problems[0].Code
-		}
-		rows = append(rows, row)
+	rows, err := report.AllGPUs(e, opt)
+	if err != nil {
+		return usageError{err}
 	}
 	w := cmd.OutOrStdout()
 	switch f.output {
@@ -111,7 +88,7 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 	case "yaml":
 		return writeYAML(w, rows)
 	}
-	fmt.Fprintf(w, "%s, vLLM %s, tp %d\n\n", e.spec.ID, e.settings.Version, max(e.settings.TensorParallelSize, 1))
+	fmt.Fprintf(w, "%s, vLLM %s, tp %d\n\n", e.Spec.ID, e.Settings.Version, max(e.Settings.TensorParallelSize, 1))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tTOTAL\tFITS\tMAX CONTEXT\tKV TOKENS\tREC. UTIL\tWHY NOT")
 	for _, r := range rows {

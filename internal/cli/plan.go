@@ -3,17 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
-	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -91,129 +89,58 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	}
 }
 
-// settingsFrom merges the pasted command and headroom's own vLLM flags.
-func settingsFrom(cmd *cobra.Command, f planFlags, pasted []string) (vllm.Settings, error) {
-	var args []string
-	if len(pasted) > 0 {
-		args = append(args, pasted...)
-	} else {
-		args = []string{"vllm", "serve"}
-		if f.model != "" {
-			args = append(args, f.model)
-		}
-	}
+// request turns the command's flags and pasted command into a report
+// request: headroom's own vLLM flags, where given, follow the pasted ones
+// and so win over them.
+func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
+	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount,
+		Version: f.version, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
 	for _, v := range vllmStringFlags {
 		if cmd.Flags().Changed(v.name) {
-			args = append(args, "--"+v.name, *f.vllm[v.name])
+			req.Flags = append(req.Flags, "--"+v.name, *f.vllm[v.name])
 		}
 	}
 	if cmd.Flags().Changed("enforce-eager") {
-		args = append(args, fmt.Sprintf("--enforce-eager=%t", f.enforceEager))
+		req.Flags = append(req.Flags, fmt.Sprintf("--enforce-eager=%t", f.enforceEager))
 	}
-	s, err := vllm.ParseCommand(args)
+	return req
+}
+
+func reportEnv(env Env) report.Env {
+	return report.Env{Getenv: env.Getenv, HTTPClient: env.HTTPClient, FS: env.ModelFS}
+}
+
+// settingsFrom merges the pasted command and headroom's own vLLM flags.
+func settingsFrom(cmd *cobra.Command, f planFlags, pasted []string) (vllm.Settings, error) {
+	s, err := report.Settings(request(cmd, f, pasted))
 	if err != nil {
 		return vllm.Settings{}, usageError{err}
-	}
-	if f.model != "" {
-		s.Model = f.model
-	}
-	if f.version != "" {
-		v, err := vllm.ParseVersion(f.version)
-		if err != nil {
-			return vllm.Settings{}, usageError{err}
-		}
-		s.Version = v
 	}
 	return s, nil
 }
 
 // evidence is a resolved planning request.
-type evidence struct {
-	spec     model.Spec
-	sel      gpu.Selection
-	settings vllm.Settings
-	note     []string
-	// autoCount is true when the user named one device without a count:
-	// the plan then uses as many as the parallelism needs.
-	autoCount bool
-	// measured holds a matching calibration record's numbers (calibration.go).
-	measured *memory.Measured
-}
+type evidence = report.Evidence
 
 func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args []string) (evidence, error) {
-	var e evidence
-	pasted := args
 	if n := cmd.ArgsLenAtDash(); n > 0 {
-		return e, badInput("unexpected arguments before --: %s (put the vLLM command after --)", strings.Join(args[:n], " "))
+		return evidence{}, badInput("unexpected arguments before --: %s (put the vLLM command after --)", strings.Join(args[:n], " "))
 	} else if n < 0 && len(args) > 0 {
-		return e, badInput("unexpected argument %q: give the model with --model, or paste the vLLM command after --", args[0])
+		return evidence{}, badInput("unexpected argument %q: give the model with --model, or paste the vLLM command after --", args[0])
 	}
-	var err error
-	if e.settings, err = settingsFrom(cmd, f, pasted); err != nil {
-		return e, err
-	}
-	if e.settings.Model == "" {
-		return e, badInput("no model: give --model (a catalog id, a directory, or a Hugging Face id) or paste `-- vllm serve MODEL ...`")
-	}
-	if e.spec, err = resolveModel(ctx, env, e.settings.Model, f.offline); err != nil {
+	e, err := report.Gather(ctx, reportEnv(env), request(cmd, f, args))
+	if err != nil {
 		return e, usageError{err}
-	}
-	if !f.allGPUs {
-		if e.sel, err = resolveGPU(f); err != nil {
-			return e, usageError{err}
-		}
-		e.autoCount = f.gpuCount == 0 && e.sel.SKU == "" && e.sel.Count == 1
-	}
-	if e.settings.Version.IsZero() {
-		e.settings.Version = vllm.Newest()
-		e.note = append(e.note, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.settings.Version))
-	}
-	if m, note := calibrationFor(env.Getenv, e); note != "" {
-		e.measured = m
-		e.note = append(e.note, note)
 	}
 	return e, nil
 }
 
 func resolveModel(ctx context.Context, env Env, ref string, offline bool) (model.Spec, error) {
-	opt := model.ResolveOptions{Catalog: catalog.Lookup, Suggest: func(id string) []string { return catalog.Suggest(id, 3) }}
-	if !offline && env.Getenv("HF_HUB_OFFLINE") != "1" {
-		client := env.HTTPClient
-		if client == nil {
-			client = &http.Client{Timeout: 30 * time.Second}
-		}
-		hub := model.NewHubFromEnv(env.Getenv, client)
-		opt.Hub = &hub
-	}
-	return model.Resolve(ctx, ref, opt)
+	return report.ResolveModel(ctx, reportEnv(env), ref, offline)
 }
 
 func resolveGPU(f planFlags) (gpu.Selection, error) {
-	var sel gpu.Selection
-	switch {
-	case f.gpuMemory != "" && f.gpuName != "":
-		return sel, fmt.Errorf("give either --gpu or --gpu-memory, not both")
-	case f.gpuMemory != "":
-		n, err := gpu.ParseBytes(f.gpuMemory)
-		if err != nil {
-			return sel, fmt.Errorf("--gpu-memory: %v", err)
-		}
-		sel = gpu.Selection{Device: gpu.Custom(n), Count: 1}
-	case f.gpuName != "":
-		var err error
-		if sel, err = gpu.Resolve(f.gpuName); err != nil {
-			return sel, err
-		}
-	default:
-		return sel, fmt.Errorf("no GPU: give --gpu (e.g. H100-80GB, L4, g5.12xlarge) or --gpu-memory 24GiB; `headroom gpus` lists them")
-	}
-	if f.gpuCount < 0 {
-		return sel, fmt.Errorf("--gpu-count must be positive")
-	}
-	if f.gpuCount > 0 {
-		sel.Count = f.gpuCount
-	}
-	return sel, nil
+	return report.ResolveGPU(f.gpuName, f.gpuMemory, f.gpuCount)
 }
 
 func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
@@ -238,7 +165,7 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	if f.allGPUs {
 		return runAllGPUs(cmd, f, e, opt)
 	}
-	rep, err := buildReport(e, opt)
+	rep, err := report.Build(e, opt)
 	if err != nil {
 		return usageError{err}
 	}
@@ -249,65 +176,4 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return errNoFit
 	}
 	return nil
-}
-
-func buildReport(e evidence, opt memory.Options) (Report, error) {
-	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings, Measured: e.measured}
-	if e.autoCount {
-		in.Count = 0
-	}
-	b, err := memory.Plan(in)
-	if err != nil {
-		return Report{}, err
-	}
-	rec, err := memory.Recommend(in, opt)
-	if err != nil {
-		return Report{}, err
-	}
-	// A plan that does not fit is recommended for its first alternative
-	// (the least change that fits), so the block and its command agree
-	// with it; with none, only a recommendation that fits by itself stays.
-	var alts []memory.Alternative
-	var chosen *memory.Alternative
-	run := e.settings
-	if !b.Fits {
-		alts = memory.AlternativesFrom(in, b, gpu.Devices())
-		switch {
-		case len(alts) > 0:
-			chosen = &alts[0]
-			if rec, err = memory.Recommend(chosen.Input, opt); err != nil {
-				return Report{}, err
-			}
-			if run, err = withArgs(e.settings, chosen.Args); err != nil {
-				return Report{}, err
-			}
-		case !rec.Budget.Fits:
-			rec = memory.Recommendation{Policy: rec.Policy, Why: []string{
-				"nothing tried fits (more or fewer shards, more GPUs, fp8 weights or KV cache, a shorter context, another utilization, a bigger GPU): see the problems"}}
-		}
-	}
-	notes := e.note
-	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
-		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", b.Count, used, b.Count))
-	}
-	if e.sel.Note != "" {
-		notes = append(notes, e.sel.Note)
-	}
-	if d := e.sel.Device; d.Estimated {
-		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
-	}
-	return newReport(e, b, rec, alts, chosen, run, notes), nil
-}
-
-// withArgs is the user's settings with an alternative's flags applied.
-func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
-	if len(args) == 0 {
-		return user, nil
-	}
-	s, err := vllm.ParseFlags(append(user.Args(), args...))
-	if err != nil {
-		return user, err
-	}
-	s.Model, s.Env, s.Version = user.Model, user.Env, user.Version
-	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -173,7 +174,7 @@ func TestPlanExitCodes(t *testing.T) {
 func TestFlagOverridesPastedCommand(t *testing.T) {
 	_, out, errs := run(t, offline, "plan", "--gpu", "L4", "--max-model-len", "4096", "-o", "json",
 		"--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "8192", "-tp", "2")
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err, errs)
 	}
@@ -197,7 +198,7 @@ func TestPlanLocalDirectory(t *testing.T) {
 	if code > 1 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestPlanFromHub(t *testing.T) {
 	if code > 1 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -260,14 +261,14 @@ func TestAllGPUs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []allGPURow
+	var rows []report.GPURow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != len(gpu.Devices()) {
 		t.Fatalf("%d rows for %d GPUs", len(rows), len(gpu.Devices()))
 	}
-	byName := map[string]allGPURow{}
+	byName := map[string]report.GPURow{}
 	for _, r := range rows {
 		byName[r.GPU] = r
 	}

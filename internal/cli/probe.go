@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/vllm"
@@ -262,20 +263,20 @@ func probeGPU(ctx context.Context, f planFlags, gauge probe.MemoryGauge) (gpu.Se
 
 // ProbeReport is `headroom probe -o json`. Fields may be added, never renamed.
 type ProbeReport struct {
-	Model               string         `json:"model"`
-	GPU                 GPUReport      `json:"gpu"`
-	MaxModelLen         int            `json:"max_model_len"`
-	Launches            int            `json:"launches"`
-	KVCacheTokens       int64          `json:"kv_cache_tokens"`
-	AvailableKVCacheGiB float64        `json:"available_kv_cache_gib"`
-	VLLMVersion         string         `json:"vllm_version"`
-	Seconds             float64        `json:"seconds"`
-	Strategy            string         `json:"strategy"`
-	Predicted           int            `json:"predicted_max_model_len"`
-	ModelMaxLen         int            `json:"model_max_len"`
-	History             []LaunchReport `json:"history"`
-	Notes               []string       `json:"notes,omitempty"`
-	CalibrationFile     string         `json:"calibration_file,omitempty"`
+	Model               string           `json:"model"`
+	GPU                 report.GPUReport `json:"gpu"`
+	MaxModelLen         int              `json:"max_model_len"`
+	Launches            int              `json:"launches"`
+	KVCacheTokens       int64            `json:"kv_cache_tokens"`
+	AvailableKVCacheGiB float64          `json:"available_kv_cache_gib"`
+	VLLMVersion         string           `json:"vllm_version"`
+	Seconds             float64          `json:"seconds"`
+	Strategy            string           `json:"strategy"`
+	Predicted           int              `json:"predicted_max_model_len"`
+	ModelMaxLen         int              `json:"model_max_len"`
+	History             []LaunchReport   `json:"history"`
+	Notes               []string         `json:"notes,omitempty"`
+	CalibrationFile     string           `json:"calibration_file,omitempty"`
 }
 
 // LaunchReport is one launch of the history.
@@ -295,7 +296,7 @@ type LaunchReport struct {
 func newProbeReport(modelID string, sel gpu.Selection, r probe.Result, notes []string, calPath string) ProbeReport {
 	out := ProbeReport{
 		Model:               modelID,
-		GPU:                 GPUReport{Name: sel.Device.Name, Count: max(sel.Count, 1), TotalBytes: sel.Device.TotalBytes, SKU: sel.SKU},
+		GPU:                 report.GPUReport{Name: sel.Device.Name, Count: max(sel.Count, 1), TotalBytes: sel.Device.TotalBytes, SKU: sel.SKU},
 		MaxModelLen:         r.MaxModelLen,
 		Launches:            r.Launches,
 		KVCacheTokens:       r.KVCacheTokens,

@@ -271,12 +271,12 @@ func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string
 	if err != nil {
 		return err
 	}
-	in := memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings}
 	b, err := memory.Plan(in)
 	if err != nil {
 		return usageError{err}
 	}
-	rep.Plan = &ProfilePlan{Model: e.spec.ID, GPU: e.sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
+	rep.Plan = &ProfilePlan{Model: e.Spec.ID, GPU: e.Sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
 		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String()}
 	rep.Concurrency = traffic.BucketConcurrency(p, b)
 	pools, err := traffic.Split(p, in, memory.Options{Policy: f.plan.policy})
@@ -284,7 +284,7 @@ func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string
 		return usageError{err}
 	}
 	rep.Pools = pools
-	rep.Notes = append(rep.Notes, e.note...)
+	rep.Notes = append(rep.Notes, e.Notes...)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,11 +8,11 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/internal/report"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func render(w io.Writer, format string, r Report) error {
+func render(w io.Writer, format string, r report.Report) error {
 	switch format {
 	case "json":
 		return writeJSON(w, r)
@@ -29,14 +28,7 @@ func render(w io.Writer, format string, r Report) error {
 	}
 }
 
-// writeJSON leaves HTML characters as they are: messages read
-// "--max-num-seqs 256 -> 64", and "->" should not come out as "-\u003e".
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+func writeJSON(w io.Writer, v any) error { return report.WriteJSON(w, v) }
 
 func writeYAML(w io.Writer, v any) error {
 	b, err := yaml.Marshal(v)
@@ -95,7 +87,7 @@ func bar(parts []float64, glyphs []rune, total float64) string {
 	return sb.String()
 }
 
-func writeTable(w io.Writer, r Report) error {
+func writeTable(w io.Writer, r report.Report) error {
 	p := r.PerGPU
 	fmt.Fprintf(w, "%s on %d × %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, r.GPU.Count, r.GPU.Name, p.TotalGiB, r.Settings.VLLMVersion)
 	fmt.Fprintf(w, "  %s params, %d layers (%s), %.2f GiB of weights (%s)\n\n",
@@ -150,7 +142,7 @@ func writeTable(w io.Writer, r Report) error {
 		fmt.Fprintf(w, "  - %s\n", why)
 	}
 	if rec.MaxModelLen > 0 {
-		fmt.Fprintf(w, "\n  %s\n", r.command)
+		fmt.Fprintf(w, "\n  %s\n", r.Command)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
@@ -184,7 +176,7 @@ func humanCount(n int64) string {
 // writeKAITO prints a KAITO inference ConfigMap whose vllm: section holds
 // the recommended flags (kaito.md §6: keys are flag names without dashes,
 // and the ConfigMap's values win over the operator's).
-func writeKAITO(w io.Writer, r Report) error {
+func writeKAITO(w io.Writer, r report.Report) error {
 	name := strings.ToLower(r.Model.Name)
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -228,3 +220,5 @@ func writeKAITO(w io.Writer, r Report) error {
 	}
 	return writeYAML(w, cm)
 }
+
+func gibs(b int64) float64 { return report.GiBs(b) }

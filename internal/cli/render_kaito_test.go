@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"headroom.dev/headroom/internal/report"
 	"sigs.k8s.io/yaml"
 )
 
 // TestWriteKAITOSwitches: flags without a value, at the end of the list or
 // before another flag, become true; the others keep their typed values.
 func TestWriteKAITOSwitches(t *testing.T) {
-	var r Report
+	var r report.Report
 	r.Model.Name = "Qwen/Qwen2.5-7B-Instruct"
 	r.VLLMArgs = []string{"--enable-prefix-caching", "--max-model-len", "8192", "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8", "--enforce-eager"}
 	var out bytes.Buffer

@@ -126,8 +126,8 @@ type deployment struct {
 }
 
 func planDeployment(ev evidence, s vllm.Settings, label string) (deployment, error) {
-	in := memory.Input{Model: ev.spec, Device: ev.sel.Device, Count: ev.sel.Count, Settings: s, Measured: ev.measured}
-	if ev.autoCount {
+	in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: s, Measured: ev.Measured}
+	if ev.AutoCount {
 		in.Count = 0
 	}
 	b, err := memory.Plan(in)
@@ -528,15 +528,15 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if err != nil {
 		return err
 	}
-	sched, err := readSchedulerFlags(cmd, f, ev.settings.Extra)
+	sched, err := readSchedulerFlags(cmd, f, ev.Settings.Extra)
 	if err != nil {
 		return err
 	}
-	cal, err := loadCalibration(f.calibration, ev.sel.Device.Name)
+	cal, err := loadCalibration(f.calibration, ev.Sel.Device.Name)
 	if err != nil {
 		return err
 	}
-	given, err := planDeployment(ev, ev.settings, "given")
+	given, err := planDeployment(ev, ev.Settings, "given")
 	if err != nil {
 		return err
 	}
@@ -552,8 +552,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 		return err
 	}
 	_, stepDesc, _ := stepTimer(f.stepTime, given.budget, cal)
-	out := SimulateReport{Report: rep, Model: ev.spec.ID, GPU: ev.sel.Device.Name, GPUCount: given.budget.Count,
-		Settings: settingsOf(given, cfg), StepTime: stepDesc, Traffic: w.describe, Notes: ev.note}
+	out := SimulateReport{Report: rep, Model: ev.Spec.ID, GPU: ev.Sel.Device.Name, GPUCount: given.budget.Count,
+		Settings: settingsOf(given, cfg), StepTime: stepDesc, Traffic: w.describe, Notes: ev.Notes}
 	if sched.blocksOverride > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", sched.blocksOverride, given.budget.NumBlocks))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -302,7 +303,7 @@ func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, g
 	for _, n := range cands[1:] {
 		s := given.budget.Settings
 		s.MaxNumSeqs = n
-		d, err := planDeployment(given.ev, s, "max-num-seqs "+itoa(n))
+		d, err := planDeployment(given.ev, s, "max-num-seqs "+strconv.Itoa(n))
 		if err != nil {
 			return compareRow{}, err
 		}

@@ -27,15 +27,15 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	if err != nil {
 		return err
 	}
-	sched, err := readSchedulerFlags(cmd, f, ev.settings.Extra)
+	sched, err := readSchedulerFlags(cmd, f, ev.Settings.Extra)
 	if err != nil {
 		return err
 	}
-	cal, err := loadCalibration(f.calibration, ev.sel.Device.Name)
+	cal, err := loadCalibration(f.calibration, ev.Sel.Device.Name)
 	if err != nil {
 		return err
 	}
-	d, err := planDeployment(ev, ev.settings, "given")
+	d, err := planDeployment(ev, ev.Settings, "given")
 	if err != nil {
 		return err
 	}
@@ -58,9 +58,9 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	}
 	name := f.servedModelName
 	if name == "" {
-		name = ev.settings.Model
+		name = ev.Settings.Model
 	}
-	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: ev.settings.Version})
+	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: ev.Settings.Version})
 	if err != nil {
 		return usageError{err}
 	}
@@ -70,7 +70,7 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	}
 	fmt.Fprintf(env.Stderr, "headroom simulate: serving %s on http://%s (%s KV blocks of %d tokens, max-num-seqs %d, step time %s, time scale %g)\n",
 		name, ln.Addr(), humanInt(int64(cfg.NumGPUBlocks)), cfg.BlockSize, cfg.MaxNumSeqs, stepDesc, f.timeScale)
-	for _, n := range ev.note {
+	for _, n := range ev.Notes {
 		fmt.Fprintf(env.Stderr, "note: %s\n", n)
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())

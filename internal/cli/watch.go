@@ -128,11 +128,11 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 	if err != nil {
 		return r, err
 	}
-	b, err := memory.Plan(memory.Input{Model: e.spec, Device: e.sel.Device, Count: e.sel.Count, Settings: e.settings})
+	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings})
 	if err != nil {
 		return r, usageError{err}
 	}
-	r.notes = e.note
+	r.notes = e.Notes
 	margin := b.PerGPU.Total - b.Footprint
 	if margin <= 0 {
 		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
@@ -141,7 +141,7 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 	}
 	r.bytes = margin
 	r.why = fmt.Sprintf("the plan for %s on %s leaves %s of %s free beyond vLLM's %s footprint",
-		e.settings.Model, e.sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
+		e.Settings.Model, e.Sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
 	return r, nil
 }
 

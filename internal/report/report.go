@@ -1,7 +1,13 @@
-package cli
+// Package report builds what headroom's front ends show from the user's
+// evidence: the plan report (the `plan -o json` contract of DESIGN.md), the
+// every-GPU table of `plan --all-gpus`, and the doctor's diagnosis. The CLI
+// and the web API both call it, so the two cannot disagree: the same
+// request gives the same bytes.
+package report
 
 import (
 	"math"
+	"strconv"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
@@ -26,8 +32,12 @@ type Report struct {
 	Alternatives   []memory.Alternative `json:"alternatives,omitempty"`
 	VLLMArgs       []string             `json:"vllm_args"`
 	Notes          []string             `json:"notes,omitempty"`
+	// Frontier is the concurrency × context frontier (memory.Budget.Frontier).
+	Frontier []memory.FrontierPoint `json:"frontier"`
 
-	command string
+	// Command is the recommended `vllm serve` line: the user's command
+	// with VLLMArgs applied, ready to paste.
+	Command string `json:"vllm_command"`
 }
 
 // ModelReport describes the model.
@@ -98,9 +108,11 @@ type RecommendedReport struct {
 	Changes     []string `json:"changes,omitempty"`
 }
 
-func gibs(b int64) float64 { return math.Round(float64(b)/(1<<30)*100) / 100 }
+// GiBs renders bytes as GiB (2^30, as vLLM logs) rounded to hundredths.
+func GiBs(b int64) float64 { return math.Round(float64(b)/(1<<30)*100) / 100 }
 
-func attentionSummary(s model.Spec) string {
+// AttentionSummary counts the model's layers by attention kind ("32 full").
+func AttentionSummary(s model.Spec) string {
 	c := s.CountKind()
 	out := ""
 	for _, k := range []model.AttentionKind{model.Full, model.Sliding, model.MLA, model.Linear} {
@@ -110,14 +122,14 @@ func attentionSummary(s model.Spec) string {
 		if out != "" {
 			out += " + "
 		}
-		out += itoa(c[k]) + " " + string(k)
+		out += strconv.Itoa(c[k]) + " " + string(k)
 	}
 	return out
 }
 
 // newReport renders a plan; rec is the recommendation, for the alternative
 // chosen when there is one, and run the settings it applies to.
-func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, notes []string) Report {
+func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, notes []string) Report {
 	s, set, p := b.Model, b.Settings, b.PerGPU
 	wsrc := "computed from the architecture"
 	if s.CheckpointBytes > 0 {
@@ -135,15 +147,15 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	r := Report{
 		Model: ModelReport{Name: s.ID, Architecture: s.Architecture, Params: s.Params(), WeightsBytes: b.WeightsTotal,
 			KVBytesPerToken: b.ModelKVBytesPerToken, MaxPositionEmbeddings: s.MaxPositions, Layers: s.Layers,
-			Attention: attentionSummary(s), Quantization: q, WeightsSource: wsrc},
-		GPU: GPUReport{Name: e.sel.Device.Name, Count: b.Count, TotalBytes: e.sel.Device.TotalBytes, SKU: e.sel.SKU},
+			Attention: AttentionSummary(s), Quantization: q, WeightsSource: wsrc},
+		GPU: GPUReport{Name: e.Sel.Device.Name, Count: b.Count, TotalBytes: e.Sel.Device.TotalBytes, SKU: e.Sel.SKU},
 		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
 			GPUMemoryUtilization: set.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: set.MaxNumSeqs,
 			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: dtype, KVCacheDtype: set.KVCacheDtype,
 			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager},
-		PerGPU: PerGPUReport{TotalGiB: gibs(p.Total), RequestedGiB: gibs(p.Requested), WeightsGiB: gibs(p.Weights),
-			ActivationGiB: gibs(p.Activation), NonTorchGiB: gibs(p.NonTorch), CUDAGraphGiB: gibs(p.CUDAGraph),
-			CUDAGraphInBudget: b.CUDAGraphInBudget, KVCacheGiB: gibs(p.KVCache), ContextGiB: gibs(p.Context), UnusedGiB: gibs(unused)},
+		PerGPU: PerGPUReport{TotalGiB: GiBs(p.Total), RequestedGiB: GiBs(p.Requested), WeightsGiB: GiBs(p.Weights),
+			ActivationGiB: GiBs(p.Activation), NonTorchGiB: GiBs(p.NonTorch), CUDAGraphGiB: GiBs(p.CUDAGraph),
+			CUDAGraphInBudget: b.CUDAGraphInBudget, KVCacheGiB: GiBs(p.KVCache), ContextGiB: GiBs(p.Context), UnusedGiB: GiBs(unused)},
 		KVCacheTokens:  b.KVTokens,
 		NumGPUBlocks:   b.NumBlocks,
 		MaxConcurrency: math.Round(b.MaxConcurrency*100) / 100,
@@ -162,7 +174,8 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	}
 	args := recommendedSettings(run, rec)
 	r.VLLMArgs = nonNilStrings(args.Args())
-	r.command = args.CommandLine()
+	r.Command = args.CommandLine()
+	r.Frontier = b.Frontier()
 	return r
 }
 

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ import (
 // the planner with a note saying so. The file is found through getenv
 // (XDG_CACHE_HOME, HOME), so a test environment without them reads none.
 // A missing file is no news; an unreadable one is a note.
-func calibrationFor(getenv func(string) string, e evidence) (*memory.Measured, string) {
-	if e.sel.Device.TotalBytes <= 0 {
+func calibrationFor(getenv func(string) string, e Evidence) (*memory.Measured, string) {
+	if e.Sel.Device.TotalBytes <= 0 {
 		return nil, ""
 	}
 	path, err := probe.CalibrationPath(getenv)
@@ -37,7 +37,7 @@ func calibrationFor(getenv func(string) string, e evidence) (*memory.Measured, s
 	if err != nil {
 		return nil, fmt.Sprintf("calibration records not read: %v", err)
 	}
-	key := probe.KeyFor(e.spec, e.sel.Device, e.settings)
+	key := probe.KeyFor(e.Spec, e.Sel.Device, e.Settings)
 	rec, ok := probe.LatestMatch(recs, key)
 	if !ok {
 		return nil, otherRelease(recs, key)

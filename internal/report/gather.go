@@ -1,0 +1,306 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"testing/fstest"
+	"time"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/model/catalog"
+	"headroom.dev/headroom/vllm"
+)
+
+// Env is what building a report may touch of the outside world.
+type Env struct {
+	Getenv func(string) string
+	// HTTPClient reaches the Hugging Face Hub; nil uses a client with timeouts.
+	HTTPClient *http.Client
+	// FS is where local model paths are looked up; nil means the operating
+	// system's. A server passes NoFS: a request must not read the server's
+	// disk.
+	FS fs.FS
+}
+
+// NoFS is a file system with nothing in it.
+var NoFS fs.FS = fstest.MapFS{}
+
+// Request is a planning request as the user gave it, before anything is
+// resolved: the CLI fills it from its flags, the web API from its JSON.
+type Request struct {
+	// Model is a catalog id, a local path or a Hugging Face id; it wins
+	// over the model of the pasted command.
+	Model string
+	// Config, when set, is the model's config.json (uploaded); Model then
+	// only names it.
+	Config []byte
+	// GPU names a device, instance type, GFD label or MIG profile;
+	// GPUMemory gives a device by its usable bytes instead ("24GiB").
+	GPU, GPUMemory string
+	// GPUCount overrides the count the GPU name implies; 0 keeps it.
+	GPUCount int
+	// Version is the vLLM version whose rules apply; "" is the newest.
+	Version string
+	// Command is the pasted `vllm serve ...`, split into words.
+	Command []string
+	// Flags are vLLM flags that override the same flags of Command
+	// ("--max-model-len", "8192", ...).
+	Flags []string
+	// Offline never fetches from the Hub.
+	Offline bool
+	// AllGPUs plans on every catalog GPU: GPU is not resolved.
+	AllGPUs bool
+}
+
+// Evidence is a resolved planning request.
+type Evidence struct {
+	Spec     model.Spec
+	Sel      gpu.Selection
+	Settings vllm.Settings
+	Notes    []string
+	// AutoCount is true when the user named one device without a count:
+	// the plan then uses as many as the parallelism needs.
+	AutoCount bool
+	// Measured holds a matching calibration record's numbers (calibration.go).
+	Measured *memory.Measured
+}
+
+// Settings merges the pasted command and the overriding flags into vLLM
+// settings, with Model and Version applied.
+func Settings(req Request) (vllm.Settings, error) {
+	var args []string
+	if len(req.Command) > 0 {
+		args = append(args, req.Command...)
+	} else {
+		args = []string{"vllm", "serve"}
+		if req.Model != "" {
+			args = append(args, req.Model)
+		}
+	}
+	args = append(args, req.Flags...)
+	s, err := vllm.ParseCommand(args)
+	if err != nil {
+		return vllm.Settings{}, err
+	}
+	if req.Model != "" {
+		s.Model = req.Model
+	}
+	if req.Version != "" {
+		v, err := vllm.ParseVersion(req.Version)
+		if err != nil {
+			return vllm.Settings{}, err
+		}
+		s.Version = v
+	}
+	return s, nil
+}
+
+// Gather resolves a request: settings, model, GPU, version and any
+// calibration record. Every error it returns is bad input, one line.
+func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
+	var e Evidence
+	var err error
+	if e.Settings, err = Settings(req); err != nil {
+		return e, err
+	}
+	switch {
+	case len(req.Config) > 0:
+		if e.Spec, err = model.ParseConfig(req.Config); err != nil {
+			return e, err
+		}
+		e.Spec.ID = e.Settings.Model
+		if e.Spec.ID == "" {
+			e.Spec.ID = "config.json"
+		}
+	case e.Settings.Model == "":
+		return e, fmt.Errorf("no model: give --model (a catalog id, a directory, or a Hugging Face id) or paste `-- vllm serve MODEL ...`")
+	default:
+		if e.Spec, err = ResolveModel(ctx, env, e.Settings.Model, req.Offline); err != nil {
+			return e, err
+		}
+	}
+	if !req.AllGPUs {
+		if e.Sel, err = ResolveGPU(req.GPU, req.GPUMemory, req.GPUCount); err != nil {
+			return e, err
+		}
+		e.AutoCount = req.GPUCount == 0 && e.Sel.SKU == "" && e.Sel.Count == 1
+	}
+	if e.Settings.Version.IsZero() {
+		e.Settings.Version = vllm.Newest()
+		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.Settings.Version))
+	}
+	if m, note := calibrationFor(env.Getenv, e); note != "" {
+		e.Measured = m
+		e.Notes = append(e.Notes, note)
+	}
+	return e, nil
+}
+
+// ResolveModel finds a model in env.FS, the catalog, or on the Hub
+// (unless offline or HF_HUB_OFFLINE=1).
+func ResolveModel(ctx context.Context, env Env, ref string, offline bool) (model.Spec, error) {
+	opt := model.ResolveOptions{FS: env.FS, Catalog: catalog.Lookup, Suggest: func(id string) []string { return catalog.Suggest(id, 3) }}
+	if !offline && env.Getenv("HF_HUB_OFFLINE") != "1" {
+		client := env.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: 30 * time.Second}
+		}
+		hub := model.NewHubFromEnv(env.Getenv, client)
+		opt.Hub = &hub
+	}
+	return model.Resolve(ctx, ref, opt)
+}
+
+// ResolveGPU turns a GPU name or a memory size, and a count, into a
+// selection.
+func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
+	var sel gpu.Selection
+	switch {
+	case memSize != "" && name != "":
+		return sel, fmt.Errorf("give either --gpu or --gpu-memory, not both")
+	case memSize != "":
+		n, err := gpu.ParseBytes(memSize)
+		if err != nil {
+			return sel, fmt.Errorf("--gpu-memory: %v", err)
+		}
+		sel = gpu.Selection{Device: gpu.Custom(n), Count: 1}
+	case name != "":
+		var err error
+		if sel, err = gpu.Resolve(name); err != nil {
+			return sel, err
+		}
+	default:
+		return sel, fmt.Errorf("no GPU: give --gpu (e.g. H100-80GB, L4, g5.12xlarge) or --gpu-memory 24GiB; `headroom gpus` lists them")
+	}
+	if count < 0 {
+		return sel, fmt.Errorf("--gpu-count must be positive")
+	}
+	if count > 0 {
+		sel.Count = count
+	}
+	return sel, nil
+}
+
+// Build plans the evidence and renders the report.
+func Build(e Evidence, opt memory.Options) (Report, error) {
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured}
+	if e.AutoCount {
+		in.Count = 0
+	}
+	b, err := memory.Plan(in)
+	if err != nil {
+		return Report{}, err
+	}
+	rec, err := memory.Recommend(in, opt)
+	if err != nil {
+		return Report{}, err
+	}
+	// A plan that does not fit is recommended for its first alternative
+	// (the least change that fits), so the block and its command agree
+	// with it; with none, only a recommendation that fits by itself stays.
+	var alts []memory.Alternative
+	var chosen *memory.Alternative
+	run := e.Settings
+	if !b.Fits {
+		alts = memory.AlternativesFrom(in, b, gpu.Devices())
+		switch {
+		case len(alts) > 0:
+			chosen = &alts[0]
+			if rec, err = memory.Recommend(chosen.Input, opt); err != nil {
+				return Report{}, err
+			}
+			if run, err = withArgs(e.Settings, chosen.Args); err != nil {
+				return Report{}, err
+			}
+		case !rec.Budget.Fits:
+			rec = memory.Recommendation{Policy: rec.Policy, Why: []string{
+				"nothing tried fits (more or fewer shards, more GPUs, fp8 weights or KV cache, a shorter context, another utilization, a bigger GPU): see the problems"}}
+		}
+	}
+	notes := e.Notes
+	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
+		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", b.Count, used, b.Count))
+	}
+	if e.Sel.Note != "" {
+		notes = append(notes, e.Sel.Note)
+	}
+	if d := e.Sel.Device; d.Estimated {
+		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
+	}
+	return newReport(e, b, rec, alts, chosen, run, notes), nil
+}
+
+// withArgs is the user's settings with an alternative's flags applied.
+func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
+	if len(args) == 0 {
+		return user, nil
+	}
+	s, err := vllm.ParseFlags(append(user.Args(), args...))
+	if err != nil {
+		return user, err
+	}
+	s.Model, s.Env, s.Version = user.Model, user.Env, user.Version
+	return s, nil
+}
+
+// GPURow is one GPU of `plan --all-gpus`.
+type GPURow struct {
+	GPU            string  `json:"gpu"`
+	Count          int     `json:"count"`
+	TotalGiB       float64 `json:"total_gib"`
+	Fits           bool    `json:"fits"`
+	MaxFitLen      int     `json:"max_fit_model_len"`
+	KVCacheTokens  int64   `json:"kv_cache_tokens"`
+	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
+	FirstProblem   string  `json:"problem,omitempty"`
+	MaxConcurrency float64 `json:"max_concurrency"`
+}
+
+// AllGPUs plans the evidence's model and settings on every catalog GPU.
+func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
+	var rows []GPURow
+	for _, d := range gpu.Devices() {
+		in := memory.Input{Model: e.Spec, Device: d, Settings: e.Settings}
+		b, err := memory.Plan(in)
+		if err != nil {
+			return nil, err
+		}
+		u, _ := memory.Utilization(b, opt.Policy)
+		row := GPURow{GPU: d.Name, Count: b.Count, TotalGiB: GiBs(d.TotalBytes), Fits: b.Fits, MaxFitLen: b.MaxFitLen,
+			KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
+		if len(b.Problems) > 0 {
+			row.FirstProblem = b.Problems[0].Code
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// WriteJSON is the JSON every front end prints: indented, and HTML
+// characters left as they are: messages read "--max-num-seqs 256 -> 64",
+// and "->" should not come out as "-\u003e".
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// GPUCatalog is `headroom gpus -o json`: every device, instance type and
+// MIG slice the GPU catalog knows.
+type GPUCatalog struct {
+	Devices []gpu.Device `json:"devices"`
+	SKUs    []gpu.SKU    `json:"skus"`
+	MIG     []gpu.Device `json:"mig"`
+}
+
+// GPUs lists the GPU catalog.
+func GPUs() GPUCatalog {
+	return GPUCatalog{Devices: gpu.Devices(), SKUs: gpu.SKUs(), MIG: gpu.MIGSlices()}
+}

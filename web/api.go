@@ -1,0 +1,189 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/model/catalog"
+)
+
+type api struct{ opt Options }
+
+func (a *api) plan(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxPlanBody)
+	if !ok {
+		return
+	}
+	p, err := decodePlan(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	p.req.Offline = p.req.Offline || a.opt.Offline
+	e, err := report.Gather(r.Context(), a.opt.Env, p.req)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	var v any
+	if p.req.AllGPUs {
+		v, err = report.AllGPUs(e, p.opt)
+	} else {
+		v, err = report.Build(e, p.opt)
+	}
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *api) doctor(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxDoctorBody)
+	if !ok {
+		return
+	}
+	d, err := decodeDoctor(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	d.req.Offline = d.req.Offline || a.opt.Offline
+	var inputs []report.Input
+	if strings.TrimSpace(d.text) != "" {
+		inputs = append(inputs, report.Input{Name: "pasted", Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader(d.text)), nil
+		}})
+	}
+	diag, err := report.Diagnose(r.Context(), a.opt.Env, d.req, d.policy, inputs)
+	switch {
+	case errors.Is(err, report.ErrNoEvidence):
+		a.fail(w, r, http.StatusBadRequest, errors.New("no evidence: paste a CUDA OOM message, vLLM logs, nvidia-smi output, /metrics text or a Kubernetes manifest"))
+		return
+	case errors.Is(err, report.ErrNothingRecognised):
+		a.fail(w, r, http.StatusBadRequest, errors.New("nothing recognised in the pasted text: paste a CUDA OOM message, vLLM logs, nvidia-smi output, /metrics text, request logs or a Kubernetes manifest"))
+		return
+	case err != nil:
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, diag)
+}
+
+func (a *api) gpus(w http.ResponseWriter, r *http.Request) {
+	if !isGet(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, report.GPUs())
+}
+
+func (a *api) models(w http.ResponseWriter, r *http.Request) {
+	if !isGet(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, catalog.Entries())
+}
+
+func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
+	if a.opt.Simulate == nil {
+		writeError(w, http.StatusNotImplemented, "simulation is not in this build of headroom yet: the plan's frontier shows the concurrency the KV cache holds")
+		return
+	}
+	body, ok := readBody(w, r, maxPlanBody)
+	if !ok {
+		return
+	}
+	req, err := decodeSimulate(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	req.Plan.Offline = req.Plan.Offline || a.opt.Offline
+	out, err := a.opt.Simulate(r.Context(), req)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(out)
+}
+
+func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	msg := oneLine(err.Error())
+	if a.opt.Log != nil {
+		a.opt.Log.Info("request refused", "path", r.URL.Path, "status", code, "error", msg)
+	}
+	writeError(w, code, msg)
+}
+
+// readBody takes a POST body of at most limit bytes; it answers the
+// request itself when it cannot.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
+		return nil, false
+	}
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "request body unreadable: "+oneLine(err.Error()))
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+func isGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, "use GET")
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, v); err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the answer: "+oneLine(err.Error()))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// apiError is every error answer: {"error": "one line"}.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	var buf bytes.Buffer
+	report.WriteJSON(&buf, apiError{Error: msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+func humanBytes(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }

@@ -1,0 +1,367 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"headroom.dev/headroom/internal/cli"
+	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/web"
+)
+
+// offline is the environment of every test: no Hub, no calibration file.
+var offline = map[string]string{"HF_HUB_OFFLINE": "1"}
+
+func getenv(k string) string { return offline[k] }
+
+func newServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newSimServer is newServer with the CLI's simulator, as `headroom serve`
+// runs it.
+func newSimServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true,
+		Simulate: cli.Simulator(cli.Env{Getenv: getenv})}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// runCLI runs headroom with args in the same environment as the server.
+func runCLI(t *testing.T, args ...string) (int, []byte) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Main(context.Background(), args, cli.Env{Stdout: &out, Stderr: &errb, Getenv: getenv})
+	if code == 2 {
+		t.Fatalf("headroom %s: exit 2: %s", strings.Join(args, " "), errb.String())
+	}
+	return code, out.Bytes()
+}
+
+// call sends one request; a body makes it a POST of JSON.
+func call(t *testing.T, method, url, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+func post(t *testing.T, url string, body string) (int, []byte) {
+	t.Helper()
+	code, h, b := call(t, http.MethodPost, url, body)
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("POST %s: Content-Type %q", url, ct)
+	}
+	return code, b
+}
+
+func get(t *testing.T, url string) (int, http.Header, []byte) {
+	t.Helper()
+	return call(t, http.MethodGet, url, "")
+}
+
+// The page and the CLI cannot disagree: the same plan gives the same bytes.
+// Llama-3.1-8B-Instruct on H100-80GB at 0.95 with vLLM 0.19.0 logged
+// 476,016 KV tokens (memory/testdata/vllm-0.19.0-h100.csv).
+func TestPlanSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	command := "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --gpu-memory-utilization 0.95"
+	_, want := runCLI(t, append([]string{"plan", "--gpu", "H100-80GB", "--vllm-version", "0.19.0", "-o", "json", "--"}, strings.Fields(command)...)...)
+	code, got := post(t, srv.URL+"/api/plan", `{"gpu": "H100-80GB", "vllm_version": "0.19.0", "command": "`+command+`"}`)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, got)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("API and CLI differ:\nAPI: %s\nCLI: %s", got, want)
+	}
+	var r report.Report
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if e := math.Abs(float64(r.KVCacheTokens)/476016 - 1); !r.Fits || e > 0.005 {
+		t.Errorf("fits %t, %d KV tokens: %.2f%% off the 476,016 logged", r.Fits, r.KVCacheTokens, e*100)
+	}
+	if len(r.Frontier) == 0 {
+		t.Error("no frontier in the plan")
+	}
+}
+
+// Flags given as fields win over the pasted command's, as headroom's own
+// flags do on the command line.
+func TestPlanFlagsSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	_, want := runCLI(t, "plan", "--gpu", "L4", "--gpu-count", "2", "--tensor-parallel-size", "2", "--max-model-len", "16384",
+		"--kv-cache-dtype", "fp8", "--enforce-eager", "-o", "json", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "4096")
+	code, got := post(t, srv.URL+"/api/plan", `{"gpu": "L4", "gpu_count": 2, "command": "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 4096",
+		"flags": {"tensor-parallel-size": "2", "max-model-len": "16384", "kv-cache-dtype": "fp8"}, "enforce_eager": true}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
+	}
+	if !bytes.Contains(got, []byte(`"max_model_len": 16384`)) {
+		t.Errorf("the flag did not win over the pasted command: %s", got)
+	}
+}
+
+func TestAllGPUsSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	_, want := runCLI(t, "plan", "--all-gpus", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4", "-o", "json")
+	code, got := post(t, srv.URL+"/api/plan", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "flags": {"tensor-parallel-size": "4"}, "all_gpus": true}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %.400s\nCLI: %.400s", code, got, want)
+	}
+	var rows []report.GPURow
+	if err := json.Unmarshal(got, &rows); err != nil {
+		t.Fatal(err)
+	}
+	// 70B in bf16 is 141 GB of weights: 4 × L4 (4 × 22 GiB) cannot hold
+	// it, 4 × H100-80GB can.
+	fits := map[string]bool{}
+	for _, r := range rows {
+		fits[r.GPU] = r.Fits
+	}
+	if fits["L4"] || !fits["H100-80GB"] {
+		t.Errorf("4 × L4 fits %t (want false), 4 × H100-80GB fits %t (want true)", fits["L4"], fits["H100-80GB"])
+	}
+}
+
+func TestCatalogsSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	for _, c := range []struct{ path, cmd string }{{"/api/gpus", "gpus"}, {"/api/models", "models"}} {
+		_, want := runCLI(t, c.cmd, "-o", "json")
+		code, _, got := get(t, srv.URL+c.path)
+		if code != http.StatusOK || !bytes.Equal(got, want) {
+			t.Errorf("%s: status %d, differs from `headroom %s -o json`", c.path, code, c.cmd)
+		}
+	}
+	_, _, got := get(t, srv.URL+"/api/gpus")
+	var cat report.GPUCatalog
+	if err := json.Unmarshal(got, &cat); err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Devices) < 30 || len(cat.SKUs) == 0 || len(cat.MIG) == 0 {
+		t.Errorf("%d devices, %d instance types, %d MIG slices", len(cat.Devices), len(cat.SKUs), len(cat.MIG))
+	}
+}
+
+// An uploaded config.json plans like the catalog's model: Qwen3-8B on
+// H100-80GB at 0.95 with vLLM 0.19.0 logged 418,688 KV tokens (the CSV's
+// row 52); the weights come from the architecture, so allow 1%.
+func TestPlanUploadedConfig(t *testing.T) {
+	srv := newServer(t)
+	cfg, err := os.ReadFile("testdata/Qwen3-8B-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"model": "my-qwen", "config": string(cfg), "gpu": "H100-80GB", "vllm_version": "0.19.0",
+		"flags": map[string]string{"max-model-len": "8192", "gpu-memory-utilization": "0.95"}})
+	code, got := post(t, srv.URL+"/api/plan", string(body))
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, got)
+	}
+	var r report.Report
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if e := math.Abs(float64(r.KVCacheTokens)/418688 - 1); r.Model.Name != "my-qwen" || e > 0.01 {
+		t.Errorf("model %q, %d KV tokens: %.2f%% off the 418,688 logged", r.Model.Name, r.KVCacheTokens, e*100)
+	}
+}
+
+// The doctor box: the same findings as `headroom doctor FILE -o json`
+// (the evidence's source name differs: "pasted" against the path).
+func TestDoctorMatchesCLI(t *testing.T) {
+	srv := newServer(t)
+	text, err := os.ReadFile("testdata/oom.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, want := runCLI(t, "doctor", "testdata/oom.txt", "--gpu", "H100-80GB", "-o", "json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct")
+	if code != 1 {
+		t.Fatalf("doctor found nothing in the OOM (exit %d)", code)
+	}
+	body, _ := json.Marshal(map[string]any{"text": string(text), "gpu": "H100-80GB", "command": "vllm serve meta-llama/Llama-3.1-8B-Instruct"})
+	status, got := post(t, srv.URL+"/api/doctor", string(body))
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, got)
+	}
+	got = bytes.ReplaceAll(got, []byte(`"pasted"`), []byte(`"testdata/oom.txt"`))
+	if !bytes.Equal(got, want) {
+		t.Errorf("API and CLI differ:\nAPI: %s\nCLI: %s", got, want)
+	}
+}
+
+// The simulation panel shows `headroom simulate -o json` for the same
+// plan and traffic. The page asks for about 60 windows (--window).
+func TestSimulateSameBytesAsCLI(t *testing.T) {
+	srv := newSimServer(t)
+	_, want := runCLI(t, "simulate", "-o", "json", "--gpu", "L4", "--max-model-len", "16384", "--offline",
+		"--rate", "2", "--duration", "60s", "--window", "1s", "--prompt-tokens", "fixed:1024", "--output-tokens", "fixed:128",
+		"--burst", "20x8000@30s", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct")
+	code, got := post(t, srv.URL+"/api/simulate", `{"plan": {"gpu": "L4", "command": "vllm serve Qwen/Qwen2.5-7B-Instruct", "flags": {"max-model-len": "16384"}},
+		"rate": 2, "duration_s": 60, "prompt_tokens": 1024, "output_tokens": 128, "bursts": ["20x8000@30s"]}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %.600s\nCLI: %.600s", code, got, want)
+	}
+	var r struct {
+		Requests int64 `json:"requests"`
+		Series   []struct {
+			KVUsage float64 `json:"kv_usage"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	// 2/s for 60 s is about 120 Poisson arrivals, plus the burst's 20.
+	if r.Requests < 100 || r.Requests > 180 || len(r.Series) < 50 {
+		t.Errorf("%d requests, %d windows", r.Requests, len(r.Series))
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	srv := newSimServer(t)
+	plan := `"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}`
+	cases := []struct{ name, body, says string }{
+		{"file-writing flag", `{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct", "flags": {"trace": "/tmp/x"}}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "flag --trace"},
+		{"no traffic", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no traffic"},
+		{"too many requests", `{` + plan + `, "rate": 1000, "duration_s": 3600, "prompt_tokens": 10, "output_tokens": 10}`, "at most"},
+		{"bad burst", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10, "bursts": ["lots"]}`, "COUNTxTOKENS"},
+		{"no tokens", `{` + plan + `, "rate": 1, "duration_s": 10}`, "prompt_tokens"},
+		{"uploaded config", `{"plan": {"gpu": "L4", "config": "{}"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "config.json"},
+		{"unknown model", `{"plan": {"gpu": "L4", "model": "no/such-model"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no/such-model"},
+		{"server's disk", `{"plan": {"gpu": "L4", "model": "/etc"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, got := post(t, srv.URL+"/api/simulate", c.body)
+			checkError(t, code, got, http.StatusBadRequest, c.says)
+		})
+	}
+}
+
+// Bad input is a 4xx with one line of JSON, never a 500.
+func TestBadInput(t *testing.T) {
+	srv := newServer(t)
+	cases := []struct {
+		name, path, body string
+		code             int
+		says             string
+	}{
+		{"not JSON", "/api/plan", `{"gpu": `, 400, "not the JSON object"},
+		{"unknown field", "/api/plan", `{"gpus": "L4"}`, 400, `unknown field "gpus"`},
+		{"two objects", "/api/plan", `{} {}`, 400, "more than one"},
+		{"no model", "/api/plan", `{"gpu": "L4"}`, 400, "no model"},
+		{"no GPU", "/api/plan", `{"model": "meta-llama/Llama-3.1-8B-Instruct"}`, 400, "no GPU"},
+		{"unknown GPU", "/api/plan", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H1OO"}`, 400, "H100"},
+		{"unknown model", "/api/plan", `{"model": "meta-llama/Llama-3.1-8B-Instruc", "gpu": "L4"}`, 400, "Llama-3.1-8B-Instruct"},
+		{"server's disk", "/api/plan", `{"model": "/etc", "gpu": "L4"}`, 400, "does not exist"},
+		{"unterminated quote", "/api/plan", `{"gpu": "L4", "command": "vllm serve 'x"}`, 400, "command"},
+		{"bad flag name", "/api/plan", `{"gpu": "L4", "model": "x", "flags": {"--max-model-len": "1"}}`, 400, "without dashes"},
+		{"bad flag value", "/api/plan", `{"gpu": "L4", "command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len lots"}`, 400, "max-model-len"},
+		{"negative count", "/api/plan", `{"gpu": "L4", "model": "x", "gpu_count": -1}`, 400, "positive"},
+		{"bad policy", "/api/plan", `{"gpu": "L4", "model": "x", "policy": "yolo"}`, 400, "policy"},
+		{"bad config", "/api/plan", `{"gpu": "L4", "config": "{\"hidden_size\": -4}"}`, 400, ""},
+		{"bad version", "/api/plan", `{"gpu": "L4", "model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_version": "one"}`, 400, "version"},
+		{"empty doctor", "/api/doctor", `{"text": "  "}`, 400, "no evidence"},
+		{"nothing recognised", "/api/doctor", `{"text": "hello"}`, 400, "nothing recognised"},
+		{"no such endpoint", "/api/nope", `{}`, 404, "no such API endpoint"},
+		{"simulate", "/api/simulate", `{}`, 501, "simulation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, got := post(t, srv.URL+c.path, c.body)
+			checkError(t, code, got, c.code, c.says)
+		})
+	}
+}
+
+func checkError(t *testing.T, code int, got []byte, wantCode int, says string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("status %d, want %d: %s", code, wantCode, got)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(got))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Error == "" || strings.Contains(e.Error, "\n") {
+		t.Errorf("not one line of {\"error\"}: %s (%v)", got, err)
+	}
+	if !strings.Contains(e.Error, says) {
+		t.Errorf("error %q does not say %q", e.Error, says)
+	}
+}
+
+func TestMethodsAndLimits(t *testing.T) {
+	srv := newServer(t)
+	code, _, got := get(t, srv.URL+"/api/plan")
+	checkError(t, code, got, http.StatusMethodNotAllowed, "POST")
+	code, got = post(t, srv.URL+"/api/gpus", "{}")
+	checkError(t, code, got, http.StatusMethodNotAllowed, "GET")
+
+	// 1 MiB of config.json is refused before it is parsed.
+	big := `{"gpu": "L4", "config": "` + strings.Repeat("x", 1<<20) + `"}`
+	code, got = post(t, srv.URL+"/api/plan", big)
+	checkError(t, code, got, http.StatusRequestEntityTooLarge, "1 MiB")
+}
+
+// The page is served from the binary with a policy that allows only its
+// own files: no inline scripts, no other origins.
+func TestPageAndHeaders(t *testing.T) {
+	srv := newServer(t)
+	code, h, page := get(t, srv.URL+"/")
+	if code != http.StatusOK || !bytes.Contains(page, []byte(`<script src="app.js"`)) {
+		t.Fatalf("status %d, page without its script file: %.300s", code, page)
+	}
+	if bytes.Contains(page, []byte("<script>")) || bytes.Contains(page, []byte("http://")) || bytes.Contains(page, []byte("https://")) {
+		t.Error("the page has an inline script or a link to another origin")
+	}
+	csp := h.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("CSP %q, nosniff %q", csp, h.Get("X-Content-Type-Options"))
+	}
+	for _, f := range []struct{ path, ctype string }{{"/app.js", "text/javascript"}, {"/style.css", "text/css"}} {
+		code, h, _ := get(t, srv.URL+f.path)
+		if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), f.ctype) {
+			t.Errorf("%s: status %d, Content-Type %q", f.path, code, h.Get("Content-Type"))
+		}
+	}
+}
+
+func TestServerTimeouts(t *testing.T) {
+	s := web.NewServer("127.0.0.1:0", http.NotFoundHandler())
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 {
+		t.Errorf("a timeout is unset: %+v", s)
+	}
+}

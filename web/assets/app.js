@@ -1,0 +1,402 @@
+// headroom's page: it gathers what the user gives, asks the API, and draws
+// the answer. It computes no memory number of its own: every GiB, token and
+// concurrency shown comes from /api/plan, as `headroom plan -o json` prints it.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+// The plan's inputs: element id -> field of the /api/plan body. Flags are
+// vLLM flags by name; the URL keeps every one of them (config.json uploads
+// excepted: they do not fit in a link).
+const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "command": "command" };
+const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
+const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at"];
+const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...SIM_IDS];
+
+let uploadedConfig = null;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+function gib(x) { return Number(x).toFixed(2); }
+function thousands(n) { return Number(n).toLocaleString("en-US"); }
+
+// --- the form and the URL -------------------------------------------------
+
+function planBody() {
+  const body = {};
+  for (const [id, key] of Object.entries(TEXT_FIELDS)) {
+    const v = $(id).value.trim();
+    if (v) body[key] = v;
+  }
+  const count = $("gpu-count").value.trim();
+  if (count) body.gpu_count = Number(count);
+  const flags = {};
+  for (const id of FLAG_FIELDS) {
+    const v = $(id).value.trim();
+    if (v) flags[id] = v;
+  }
+  if (Object.keys(flags).length) body.flags = flags;
+  if (uploadedConfig) body.config = uploadedConfig;
+  return body;
+}
+
+function saveState() {
+  const q = new URLSearchParams();
+  for (const id of STATE_IDS) {
+    const v = $(id).value.trim();
+    if (v) q.set(id, v);
+  }
+  history.replaceState(null, "", "#" + q.toString());
+}
+
+function loadState() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  let any = false;
+  for (const id of STATE_IDS) {
+    if (q.has(id)) { $(id).value = q.get(id); any = true; }
+  }
+  return any;
+}
+
+function fieldFor(message) {
+  const m = message.toLowerCase();
+  if (m.startsWith("command") || m.includes("vllm serve")) return "command";
+  if (m.includes("gpu_count") || m.includes("gpu-count")) return "gpu-count";
+  if (m.includes("gpu")) return "gpu";
+  if (m.includes("config.json")) return "config";
+  if (m.includes("model") && !m.includes("max-model-len")) return "model";
+  for (const id of FLAG_FIELDS) if (m.includes(id)) return id;
+  return null;
+}
+
+function showError(id, message) {
+  const p = $(id);
+  p.textContent = message;
+  p.hidden = !message;
+}
+
+function markInvalid(field) {
+  for (const id of [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, "config"]) $(id).removeAttribute("aria-invalid");
+  if (field) {
+    $(field).setAttribute("aria-invalid", "true");
+    $(field).setAttribute("aria-errormessage", "form-error");
+  }
+}
+
+async function api(path, body) {
+  const resp = await fetch(path, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = { error: "the server answered " + resp.status + " without JSON" }; }
+  if (!resp.ok) throw new Error((data && data.error) || ("the server answered " + resp.status));
+  return data;
+}
+
+// --- the plan -----------------------------------------------------------
+
+async function plan() {
+  saveState();
+  showError("form-error", "");
+  markInvalid(null);
+  const body = planBody();
+  $("plan-button").disabled = true;
+  try {
+    const r = await api("/api/plan", body);
+    renderPlan(r);
+    const all = Object.assign({}, body, { all_gpus: true });
+    delete all.gpu; delete all.gpu_count;
+    renderAllGPUs(await api("/api/plan", all), r.gpu.name);
+  } catch (e) {
+    showError("form-error", e.message);
+    markInvalid(fieldFor(e.message));
+  } finally {
+    $("plan-button").disabled = false;
+  }
+}
+
+// The bar's parts, in the CLI table's order; non-torch includes the CUDA
+// context, as the table's does.
+function barParts(p) {
+  return [
+    ["weights", "weights", p.weights_gib],
+    ["activation", "activation", p.activation_gib],
+    ["nontorch", "non-torch (incl. CUDA context " + gib(p.cuda_context_gib) + " GiB)", Math.round((p.non_torch_gib + p.cuda_context_gib) * 100) / 100],
+    ["graphs", "CUDA graphs (" + (p.cudagraph_in_budget ? "inside" : "outside") + " the budget)", p.cudagraph_gib],
+    ["kv", "KV cache", p.kv_cache_gib],
+    ["unused", "left unused", Math.max(p.unused_gib, 0)],
+  ];
+}
+
+function renderPlan(r) {
+  const p = r.per_gpu, s = r.settings;
+  $("result").hidden = false;
+  const v = $("verdict");
+  v.className = r.fits ? "fits" : "nofit";
+  v.dataset.fits = String(r.fits);
+  v.textContent = r.fits
+    ? "Fits: vLLM starts and serves requests of " + thousands(s.max_model_len) + " tokens"
+    : "Does not fit";
+  $("summary").textContent = r.model.name + " on " + r.gpu.count + " × " + r.gpu.name + " (" + gib(p.total_gib) +
+    " GiB each as CUDA reports it), vLLM " + s.vllm_version + ". KV cache: " + thousands(r.kv_cache_tokens) +
+    " tokens in " + thousands(r.num_gpu_blocks) + " blocks, " + r.max_concurrency.toFixed(2) + " requests of " +
+    thousands(s.max_model_len) + " tokens at once.";
+
+  const bar = $("bar"), legend = $("legend");
+  bar.replaceChildren();
+  legend.replaceChildren();
+  for (const [part, label, x] of barParts(p)) {
+    const text = label + ": " + gib(x) + " GiB";
+    if (x > 0) {
+      const seg = el("div", { class: "seg " + part, role: "listitem", tabindex: "0", title: text, "aria-label": text, "data-part": part, "data-gib": gib(x) });
+      seg.style.width = (100 * x / p.total_gib) + "%";
+      bar.append(seg);
+    }
+    legend.append(el("li", { "data-part": part }, el("span", { class: "swatch " + part, "aria-hidden": "true" }),
+      label.replace(/ \(.*/, "") + " ", el("span", { class: "gib", text: gib(x) }), " GiB"));
+  }
+  $("budget").textContent = "Budget " + gib(p.requested_gib) + " GiB = " + s.gpu_memory_utilization + " × " + gib(p.total_gib) +
+    " GiB. Settings: tp " + s.tensor_parallel_size + ", pp " + s.pipeline_parallel_size + ", max-model-len " + s.max_model_len +
+    ", max-num-seqs " + s.max_num_seqs + ", max-num-batched-tokens " + s.max_num_batched_tokens + ", dtype " + s.dtype +
+    ", kv-cache-dtype " + s.kv_cache_dtype + ".";
+
+  const findings = $("problems");
+  findings.replaceChildren();
+  for (const f of r.problems) findings.append(el("li", { class: "problem", text: f.message }));
+  for (const f of r.warnings) findings.append(el("li", { class: "warning", text: f.message }));
+  for (const a of r.alternatives || []) findings.append(el("li", { text: "would fit: " + a.message }));
+
+  const rec = r.recommended;
+  $("rec-flags").textContent = rec.max_model_len > 0 ? r.vllm_command : "No settings make this model fit on this GPU.";
+  $("copy-button").disabled = !(rec.max_model_len > 0);
+  $("copy-status").textContent = "";
+  const why = $("why");
+  why.replaceChildren(...rec.why.map((w) => el("li", { text: w })));
+  const notes = $("notes");
+  notes.replaceChildren(...(r.notes || []).map((n) => el("li", { text: "note: " + n })));
+  drawFrontier(r);
+}
+
+// drawFrontier plots the API's frontier: context (log2) against requests
+// held at once (log10), with --max-num-seqs and max-model-len marked.
+function drawFrontier(r) {
+  const pts = r.frontier.filter((p) => p.concurrency > 0);
+  const box = $("frontier");
+  box.replaceChildren();
+  if (!pts.length) {
+    box.append(el("p", { class: "help", text: "The KV cache holds no request of any length." }));
+    return;
+  }
+  // Drawn at the box's own width, so its text stays legible on a phone.
+  const W = Math.max(340, Math.min(720, box.clientWidth || 720)), H = 300, L = 60, R = 16, T = 16, B = 44;
+  const cap = r.settings.max_num_seqs;
+  const xs = pts.map((p) => Math.log2(p.context_tokens));
+  const ys = pts.map((p) => Math.log10(p.concurrency)).concat([Math.log10(Math.max(cap, 1)), 0]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  const y0 = Math.floor(Math.min(...ys, -0.3)), y1 = Math.ceil(Math.max(...ys));
+  const X = (v) => L + (W - L - R) * (Math.log2(v) - x0) / (x1 - x0);
+  const Y = (v) => T + (H - T - B) * (1 - (Math.log10(v) - y0) / (y1 - y0));
+  const longest = pts.filter((p) => p.concurrency >= 1).pop();
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img",
+    "aria-label": "Concurrency by context length: " + pts.map((p) => thousands(p.context_tokens) + " tokens, " + p.concurrency + " requests").join("; ") });
+  g.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  for (let e = y0; e <= y1; e++) {
+    const v = Math.pow(10, e);
+    g.append(svg("line", { class: "axis", x1: L - 4, y1: Y(v), x2: L, y2: Y(v) }));
+    g.append(svg("text", { x: L - 8, y: Y(v) + 4, "text-anchor": "end" }, v >= 1 ? thousands(v) : String(v)));
+  }
+  // Label the doubling lengths only: max-model-len and the longest fit
+  // fall between them and have their own marks.
+  for (const p of pts.filter((p) => (p.context_tokens & (p.context_tokens - 1)) === 0)) {
+    const label = p.context_tokens >= 1024 ? Math.round(p.context_tokens / 1024) + "k" : String(p.context_tokens);
+    g.append(svg("text", { x: X(p.context_tokens), y: H - B + 16, "text-anchor": "middle" }, label));
+  }
+  g.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "context (tokens per request)"));
+  g.append(svg("text", { x: 14, y: (T + H - B) / 2, transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", "text-anchor": "middle" }, "requests at once"));
+  if (cap > 0) {
+    g.append(svg("line", { class: "cap", x1: L, y1: Y(cap), x2: W - R, y2: Y(cap) }));
+    g.append(svg("text", { x: W - R, y: Y(cap) - 5, "text-anchor": "end" }, "max-num-seqs " + cap));
+  }
+  const mml = r.settings.max_model_len;
+  if (mml >= pts[0].context_tokens) {
+    g.append(svg("line", { class: "mark", x1: X(mml), y1: T, x2: X(mml), y2: H - B }));
+    g.append(svg("text", { x: X(mml) + 4, y: T + 10 }, "max-model-len"));
+  }
+  g.append(svg("polyline", { class: "curve", points: pts.map((p) => X(p.context_tokens) + "," + Y(p.concurrency)).join(" ") }));
+  for (const p of pts) {
+    const c = svg("circle", { class: p.concurrency < 1 ? "pt short" : "pt", cx: X(p.context_tokens), cy: Y(p.concurrency), r: 4 });
+    c.append(svg("title", {}, thousands(p.context_tokens) + " tokens: " + p.concurrency + " requests at once" + (p.concurrency < 1 ? " (one request does not fit)" : "")));
+    g.append(c);
+  }
+  box.append(g);
+  if (longest) box.append(el("p", { class: "help", text: "Longest request that fits: " + thousands(r.max_fit_model_len) + " tokens." }));
+}
+
+function renderAllGPUs(rows, current) {
+  const tb = $("all-gpus").tBodies[0];
+  tb.replaceChildren();
+  for (const row of rows) {
+    const tr = el("tr", { class: row.gpu === current ? "current" : "" },
+      el("th", { scope: "row", text: row.gpu }),
+      el("td", { text: String(row.count) }),
+      el("td", { text: gib(row.total_gib) }),
+      el("td", { class: row.fits ? "yes" : "no", text: row.fits ? "yes" : "no" }),
+      el("td", { text: thousands(row.max_fit_model_len) }),
+      el("td", { text: thousands(row.kv_cache_tokens) }),
+      el("td", { text: row.recommended_gpu_memory_utilization.toFixed(2) }),
+      el("td", { text: row.problem || "" }));
+    tb.append(tr);
+  }
+}
+
+async function copyText(text, status) {
+  try {
+    await navigator.clipboard.writeText(text);
+    $(status).textContent = "Copied.";
+  } catch (e) {
+    $(status).textContent = "Select the text and copy it (the browser refused: " + e.message + ").";
+  }
+}
+
+// --- catalogs -----------------------------------------------------------
+
+async function loadCatalogs() {
+  try {
+    const [models, gpus] = await Promise.all([api("/api/models"), api("/api/gpus")]);
+    $("models-list").replaceChildren(...models.map((m) => el("option", { value: m.id })));
+    const names = [];
+    for (const d of gpus.devices) names.push([d.name, gib(d.total_bytes / 2 ** 30) + " GiB"]);
+    for (const s of gpus.skus) names.push([s.name, s.cloud + ": " + s.count + " × " + s.device.name]);
+    for (const d of gpus.mig) names.push([d.name, "MIG slice, " + gib(d.total_bytes / 2 ** 30) + " GiB"]);
+    $("gpus-list").replaceChildren(...names.map(([v, l]) => el("option", { value: v, label: l })));
+  } catch (e) {
+    showError("form-error", "The catalogs did not load: " + e.message);
+  }
+}
+
+// --- doctor and simulation ---------------------------------------------
+
+function doctorBody() {
+  const p = planBody();
+  const body = { text: $("doctor-text").value };
+  for (const k of ["model", "gpu", "gpu_count", "vllm_version", "command", "flags"]) if (p[k] !== undefined) body[k] = p[k];
+  return body;
+}
+
+async function diagnose() {
+  showError("doctor-error", "");
+  $("doctor-text").removeAttribute("aria-invalid");
+  const out = $("doctor-result");
+  out.replaceChildren();
+  try {
+    const d = await api("/api/doctor", doctorBody());
+    if (!d.findings.length) out.append(el("p", { text: "Nothing wrong found in the evidence." }));
+    d.findings.forEach((f, i) => {
+      const box = el("div", { class: "finding", "data-code": f.code },
+        el("h3", { text: (i + 1) + ". " + f.code + ": " + f.title }),
+        el("p", { class: "help", text: "confidence " + f.confidence.toFixed(2) + " (" + f.confidence_level + ")" }),
+        el("ul", {}, ...f.reasons.map((r) => el("li", { text: r }))));
+      const rem = (f.remedies || []).map((r) => el("li", {}, r.args && r.args.length ? el("code", { text: r.args.join(" ") }) : null, (r.args && r.args.length ? ": " : "") + r.why));
+      if (rem.length) box.append(el("p", { text: "Remedies:" }), el("ul", {}, ...rem));
+      out.append(box);
+    });
+    if (d.suggested_command) out.append(el("p", { text: "Suggested: " }), el("pre", { text: d.suggested_command }));
+    if (d.dead_ends && d.dead_ends.length) out.append(el("p", { text: "Dead ends:" }), el("ul", {}, ...d.dead_ends.map((x) => el("li", { text: x.message }))));
+  } catch (e) {
+    showError("doctor-error", e.message);
+    $("doctor-text").setAttribute("aria-invalid", "true");
+  }
+}
+
+async function simulate() {
+  saveState();
+  showError("sim-error", "");
+  const out = $("sim-result");
+  out.replaceChildren();
+  const num = (id) => Number($(id).value.trim());
+  const plan = planBody();
+  delete plan.config;
+  const body = {
+    plan: plan, rate: num("sim-rate"), duration_s: num("sim-seconds"),
+    prompt_tokens: num("sim-prompt"), output_tokens: num("sim-output"),
+  };
+  if (num("sim-burst-count") > 0) body.bursts = [num("sim-burst-count") + "x" + num("sim-burst-tokens") + "@" + num("sim-burst-at") + "s"];
+  try {
+    drawSimulation(out, await api("/api/simulate", body));
+  } catch (e) {
+    showError("sim-error", e.message);
+  }
+}
+
+// drawSimulation plots `headroom simulate -o json`'s series: the largest
+// KV-cache use in each window (0-100%) and the requests waiting, over time.
+function drawSimulation(box, r) {
+  const s = r.series || [];
+  const ms = (x) => (x / 1000).toFixed(2) + " s";
+  box.append(el("p", { id: "sim-summary", text: r.requests + " requests, " + r.rejected + " rejected, " + r.preemptions +
+    " preemptions; KV cache up to " + Math.round(r.max_kv_usage * 100) + "%, up to " + r.max_waiting + " waiting. Time to first token p50 " +
+    ms(r.ttft_ms.p50) + ", p99 " + ms(r.ttft_ms.p99) + "; per output token p99 " + r.tpot_ms.p99.toFixed(1) + " ms." }));
+  if (!s.length) return;
+  const W = Math.max(340, Math.min(720, box.clientWidth || 720)), H = 260, L = 44, R = 44, T = 14, B = 40;
+  const t1 = s[s.length - 1].start_s + r.window_s, q1 = Math.max(...s.map((p) => p.waiting), 1);
+  const X = (t) => L + (W - L - R) * t / t1;
+  const Yk = (u) => T + (H - T - B) * (1 - u);
+  const Yq = (q) => T + (H - T - B) * (1 - q / q1);
+  const mid = (p) => p.start_s + r.window_s / 2;
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img",
+    "aria-label": "Over " + Math.round(t1) + " s: KV-cache use up to " + Math.round(r.max_kv_usage * 100) + "%, up to " + q1 + " requests waiting" });
+  g.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: W - R, y1: T, x2: W - R, y2: H - B }));
+  for (const u of [0, 0.5, 1]) g.append(svg("text", { x: L - 6, y: Yk(u) + 4, "text-anchor": "end" }, Math.round(u * 100) + "%"));
+  for (const q of [0, q1]) g.append(svg("text", { x: W - R + 6, y: Yq(q) + 4 }, String(q)));
+  for (let i = 0; i <= 4; i++) g.append(svg("text", { x: X(t1 * i / 4), y: H - B + 16, "text-anchor": "middle" }, Math.round(t1 * i / 4) + " s"));
+  g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, "KV-cache use (green, left) and requests waiting (orange, right)"));
+  g.append(svg("polyline", { class: "curve", "data-series": "kv_usage", points: s.map((p) => X(mid(p)) + "," + Yk(p.kv_usage)).join(" ") }));
+  g.append(svg("polyline", { class: "curve2", "data-series": "waiting", points: s.map((p) => X(mid(p)) + "," + Yq(p.waiting)).join(" ") }));
+  box.append(g);
+}
+
+// --- wiring -------------------------------------------------------------
+
+function init() {
+  $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); plan(); });
+  $("doctor-form").addEventListener("submit", (e) => { e.preventDefault(); diagnose(); });
+  $("sim-form").addEventListener("submit", (e) => { e.preventDefault(); simulate(); });
+  $("copy-button").addEventListener("click", () => copyText($("rec-flags").textContent, "copy-status"));
+  $("share-button").addEventListener("click", () => { saveState(); copyText(location.href, "share-status"); });
+  $("config").addEventListener("change", async () => {
+    const f = $("config").files[0];
+    uploadedConfig = null;
+    $("config-status").textContent = "";
+    if (!f) return;
+    if (f.size > 512 * 1024) { $("config-status").textContent = f.name + " is over 512 KiB: is it config.json?"; return; }
+    uploadedConfig = await f.text();
+    $("config-status").textContent = f.name + " loaded; the model field names it. An uploaded file is not part of the link.";
+  });
+  window.addEventListener("hashchange", () => { if (loadState()) plan(); });
+  loadCatalogs();
+  if (loadState()) plan();
+}
+
+init();

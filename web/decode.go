@@ -1,0 +1,243 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
+)
+
+// fields are what both bodies hold: the model, the GPU and the vLLM
+// settings, by the JSON names of the CLI's flags. Flags holds vLLM flags by
+// name without dashes ({"max-model-len": "8192"}); they win over the same
+// flags in Command, as headroom's flags do over a pasted command.
+type fields struct {
+	Model       string            `json:"model"`
+	GPU         string            `json:"gpu"`
+	GPUCount    int               `json:"gpu_count"`
+	GPUMemory   string            `json:"gpu_memory"`
+	VLLMVersion string            `json:"vllm_version"`
+	Command     string            `json:"command"`
+	Flags       map[string]string `json:"flags"`
+	Policy      string            `json:"policy"`
+}
+
+// planBody is the JSON of POST /api/plan.
+type planBody struct {
+	fields
+	Config         string `json:"config"`
+	EnforceEager   *bool  `json:"enforce_eager"`
+	TypicalContext int    `json:"typical_context"`
+	AllGPUs        bool   `json:"all_gpus"`
+}
+
+// doctorBody is the JSON of POST /api/doctor: the evidence as text, and
+// what the doctor's flags would say.
+type doctorBody struct {
+	fields
+	Text string `json:"text"`
+}
+
+// simulateBody is the JSON of POST /api/simulate: a plan (as for
+// /api/plan) and a synthetic traffic.
+type simulateBody struct {
+	Plan         planFields `json:"plan"`
+	Rate         float64    `json:"rate"`
+	DurationS    float64    `json:"duration_s"`
+	PromptTokens int        `json:"prompt_tokens"`
+	OutputTokens int        `json:"output_tokens"`
+	Bursts       []string   `json:"bursts"`
+}
+
+// planFields is a plan inside another body: the common fields, and the
+// config.json upload.
+type planFields struct {
+	fields
+	Config string `json:"config"`
+}
+
+// Bounds of a simulation one request may ask for: the server answers
+// within its write timeout.
+const (
+	maxSimSeconds  = 3600
+	maxSimRequests = 200_000
+	maxSimTokens   = 1 << 20
+	maxBursts      = 16
+	// maxBurstRequests bounds one burst's requests.
+	maxBurstRequests = 10_000
+)
+
+// burstForm is COUNTxTOKENS@TIME with the time in seconds, the form the
+// page sends (the simulator reads more forms).
+var burstForm = regexp.MustCompile(`^([0-9]{1,6})x([0-9]{1,8})@[0-9]{1,5}(\.[0-9]{1,3})?s$`)
+
+type planCall struct {
+	req report.Request
+	opt memory.Options
+}
+
+type doctorCall struct {
+	req    report.Request
+	text   string
+	policy string
+}
+
+// maxFlags bounds the flags of one request; vLLM has about a hundred.
+const maxFlags = 64
+
+func decodePlan(body []byte) (planCall, error) {
+	var b planBody
+	req, policy, err := decodeFields(body, &b, &b.fields)
+	if err != nil {
+		return planCall{}, err
+	}
+	if b.EnforceEager != nil {
+		req.Flags = append(req.Flags, fmt.Sprintf("--enforce-eager=%t", *b.EnforceEager))
+	}
+	req.Config = []byte(b.Config)
+	req.AllGPUs = b.AllGPUs
+	if b.TypicalContext < 0 {
+		return planCall{}, errors.New("typical_context must be positive")
+	}
+	if req.AllGPUs && (req.GPU != "" || req.GPUMemory != "") {
+		return planCall{}, errors.New("all_gpus plans on every GPU: leave gpu and gpu_memory empty")
+	}
+	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}}, nil
+}
+
+func decodeDoctor(body []byte) (doctorCall, error) {
+	var b doctorBody
+	req, policy, err := decodeFields(body, &b, &b.fields)
+	if err != nil {
+		return doctorCall{}, err
+	}
+	return doctorCall{req: req, text: b.Text, policy: policy}, nil
+}
+
+func decodeSimulate(body []byte) (SimulateRequest, error) {
+	var b simulateBody
+	if err := decodeStrict(body, &b); err != nil {
+		return SimulateRequest{}, err
+	}
+	req, err := requestFrom(b.Plan.fields)
+	if err != nil {
+		return SimulateRequest{}, err
+	}
+	req.Config = []byte(b.Plan.Config)
+	s := SimulateRequest{Plan: req, Rate: b.Rate, DurationS: b.DurationS, PromptTokens: b.PromptTokens, OutputTokens: b.OutputTokens, Bursts: b.Bursts}
+	switch {
+	case !(b.Rate >= 0) || !(b.DurationS > 0) || b.DurationS > maxSimSeconds:
+		return s, fmt.Errorf("rate must be 0 or more and duration_s between 0 and %d seconds", maxSimSeconds)
+	case b.Rate*b.DurationS > maxSimRequests:
+		return s, fmt.Errorf("rate × duration_s is %.0f requests: at most %d here (run `headroom simulate` for more)", b.Rate*b.DurationS, maxSimRequests)
+	case b.PromptTokens <= 0 || b.OutputTokens <= 0 || b.PromptTokens > maxSimTokens || b.OutputTokens > maxSimTokens:
+		return s, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
+	case len(b.Bursts) > maxBursts:
+		return s, fmt.Errorf("%d bursts: at most %d", len(b.Bursts), maxBursts)
+	case b.Rate == 0 && len(b.Bursts) == 0:
+		return s, errors.New("no traffic: give a rate or a burst")
+	}
+	for _, burst := range b.Bursts {
+		m := burstForm.FindStringSubmatch(burst)
+		if m == nil {
+			return s, fmt.Errorf("burst %q: want COUNTxTOKENS@SECONDSs, e.g. 50x30000@60s", burst)
+		}
+		count, _ := strconv.Atoi(m[1])
+		tokens, _ := strconv.Atoi(m[2])
+		if count > maxBurstRequests || tokens > maxSimTokens {
+			return s, fmt.Errorf("burst %q: at most %d requests of %d tokens", burst, maxBurstRequests, maxSimTokens)
+		}
+	}
+	return s, nil
+}
+
+// decodeStrict reads exactly one JSON object with known fields only, so a
+// misspelt field is an error instead of a silent default.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
+	}
+	if dec.More() {
+		return errors.New("request has more than one JSON value: send one object")
+	}
+	return nil
+}
+
+// decodeFields decodes body into v, whose common part is f, and turns f
+// into a request and a policy.
+func decodeFields(body []byte, v any, f *fields) (report.Request, string, error) {
+	if err := decodeStrict(body, v); err != nil {
+		return report.Request{}, "", err
+	}
+	req, err := requestFrom(*f)
+	if err != nil {
+		return req, "", err
+	}
+	policy, err := policyFrom(f.Policy)
+	return req, policy, err
+}
+
+func requestFrom(f fields) (report.Request, error) {
+	gpuCount, command, flags := f.GPUCount, f.Command, f.Flags
+	req := report.Request{Model: strings.TrimSpace(f.Model), GPU: strings.TrimSpace(f.GPU), GPUMemory: strings.TrimSpace(f.GPUMemory),
+		Version: strings.TrimSpace(f.VLLMVersion), GPUCount: gpuCount}
+	if gpuCount < 0 {
+		return req, errors.New("gpu_count must be positive")
+	}
+	if strings.TrimSpace(command) != "" {
+		words, err := vllm.SplitCommandLine(command)
+		if err != nil {
+			return req, fmt.Errorf("command: %v", err)
+		}
+		req.Command = words
+	}
+	if len(flags) > maxFlags {
+		return req, fmt.Errorf("%d flags: at most %d", len(flags), maxFlags)
+	}
+	names := make([]string, 0, len(flags))
+	for name := range flags {
+		if !flagName(name) {
+			return req, fmt.Errorf("flag %q: give vLLM flag names without dashes, like max-model-len", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := strings.TrimSpace(flags[name]); v != "" {
+			req.Flags = append(req.Flags, "--"+name, v)
+		}
+	}
+	return req, nil
+}
+
+func flagName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func policyFrom(p string) (string, error) {
+	switch p {
+	case "":
+		return memory.PolicyHeadroom, nil
+	case memory.PolicyHeadroom, memory.PolicyKAITO:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: use headroom or kaito", p)
+}

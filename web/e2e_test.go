@@ -1,0 +1,326 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"headroom.dev/headroom/internal/report"
+)
+
+// browser finds a Chromium binary. Without one the test skips, unless
+// HEADROOM_REQUIRE_BROWSER=1 (set by .ci/run when it installed one).
+func browser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("HEADROOM_REQUIRE_BROWSER") == "1" {
+		t.Fatal("no chromium binary found and HEADROOM_REQUIRE_BROWSER=1: install chromium (apt-get install chromium)")
+	}
+	t.Skip("no chromium binary found; set HEADROOM_REQUIRE_BROWSER=1 to make this a failure")
+	return ""
+}
+
+// pageErrors collects what the page reports as broken: uncaught
+// exceptions, console errors and Content-Security-Policy violations.
+type pageErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (p *pageErrors) listen(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, log.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	err := chromedp.Listen(ctx, func(ev any) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			p.msgs = append(p.msgs, "exception: "+ev.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			// The 400 of the bad-input step is logged as a failed
+			// resource load; that is the page working.
+			if ev.Entry.Level == log.EntryLevelError && !strings.Contains(ev.Entry.Text, "status of 400") {
+				p.msgs = append(p.msgs, "console: "+ev.Entry.Text+" "+ev.Entry.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *pageErrors) check(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.msgs {
+		t.Errorf("the page reported: %s", m)
+	}
+}
+
+// barPart is one segment of the card's bar as the DOM shows it.
+type barPart struct {
+	Part  string  `json:"part"`
+	GiB   string  `json:"gib"`
+	Width float64 `json:"width"`
+}
+
+const readBar = `Array.from(document.querySelectorAll('#bar .seg')).map(s => ({
+	part: s.dataset.part, gib: s.dataset.gib,
+	width: s.getBoundingClientRect().width / document.getElementById('bar').clientWidth}))`
+
+const readLegend = `Object.fromEntries(Array.from(document.querySelectorAll('#legend li')).map(
+	li => [li.dataset.part, li.querySelector('.gib').textContent]))`
+
+// TestPageInBrowser loads the page in headless Chromium, pastes a `vllm
+// serve` command, and reads the verdict and the bar's numbers from the DOM:
+// they must be the API's plan JSON for the same input.
+func TestPageInBrowser(t *testing.T) {
+	exe := browser(t)
+	srv := newSimServer(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("headless", true), chromedp.DisableGPU, chromedp.NoSandbox)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	// The first action starts the browser; the listener needs its tab.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	var errs pageErrors
+	errs.listen(t, ctx)
+
+	const command = "vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n  --max-model-len 32768 --gpu-memory-utilization 0.95"
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitReady(chromedp.CSS("#models-list option")),
+		chromedp.SendKeys(chromedp.ID("gpu"), "H100-80GB"),
+		chromedp.SetValue(chromedp.ID("command"), command),
+		chromedp.Click(chromedp.ID("plan-button")),
+		chromedp.WaitVisible(chromedp.CSS("#bar .seg")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	verdict := run(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	fits := run(t, ctx, chromedp.AttributeValue(chromedp.ID("verdict"), "data-fits")).Value
+	bar := run(t, ctx, chromedp.Evaluate[[]barPart](readBar))
+	legend := run(t, ctx, chromedp.Evaluate[map[string]string](readLegend))
+	hash := run(t, ctx, chromedp.Evaluate[string]("location.hash"))
+
+	code, js := post(t, srv.URL+"/api/plan", mustJSON(t, map[string]any{"gpu": "H100-80GB", "command": command}))
+	if code != 200 {
+		t.Fatalf("API: %d %s", code, js)
+	}
+	var r report.Report
+	if err := json.Unmarshal(js, &r); err != nil {
+		t.Fatal(err)
+	}
+	p := r.PerGPU
+	if fits != fmt.Sprint(r.Fits) || !r.Fits || !strings.HasPrefix(verdict, "Fits") || !strings.Contains(verdict, "32,768 tokens") {
+		t.Errorf("verdict %q (data-fits %s), API fits %t", verdict, fits, r.Fits)
+	}
+	// The bar draws the CLI table's parts: non-torch includes the CUDA context.
+	want := map[string]float64{
+		"weights": p.WeightsGiB, "activation": p.ActivationGiB, "nontorch": p.NonTorchGiB + p.ContextGiB,
+		"graphs": p.CUDAGraphGiB, "kv": p.KVCacheGiB, "unused": p.UnusedGiB,
+	}
+	if len(bar) != len(want) {
+		t.Fatalf("bar has %d parts, want %d: %+v", len(bar), len(want), bar)
+	}
+	var widths float64
+	for _, s := range bar {
+		w := fmt.Sprintf("%.2f", want[s.Part])
+		if s.GiB != w || legend[s.Part] != w {
+			t.Errorf("%s: bar says %s GiB, legend %s, API %s", s.Part, s.GiB, legend[s.Part], w)
+		}
+		// Each part's width is its share of the card (within a pixel's worth).
+		if share := want[s.Part] / p.TotalGiB; math.Abs(s.Width-share) > 0.01 {
+			t.Errorf("%s is %.3f of the bar, its share of the card is %.3f", s.Part, s.Width, share)
+		}
+		widths += s.Width
+	}
+	if math.Abs(widths-1) > 0.01 {
+		t.Errorf("the parts fill %.3f of the bar, want the whole card", widths)
+	}
+
+	// The URL holds the plan: opening it elsewhere shows the same verdict.
+	if !strings.Contains(hash, "gpu=H100-80GB") || !strings.Contains(hash, "command=") {
+		t.Fatalf("the URL does not hold the plan: %q", hash)
+	}
+	tab, cancelTab := chromedp.NewContext(ctx)
+	defer cancelTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/"+hash), chromedp.WaitVisible(chromedp.CSS("#bar .seg"))); err != nil {
+		t.Fatal(err)
+	}
+	shared := run(t, tab, chromedp.Text(chromedp.ID("verdict")))
+	sharedBar := run(t, tab, chromedp.Evaluate[[]barPart](readBar))
+	if shared != verdict || len(sharedBar) != len(bar) || sharedBar[0] != bar[0] {
+		t.Errorf("the shared link shows %q %+v, the page showed %q %+v", shared, sharedBar, verdict, bar)
+	}
+
+	// Bad input: an inline message on the field, the last plan stays.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("gpu"), "H1OO"),
+		chromedp.Click(chromedp.ID("plan-button")),
+		chromedp.WaitVisible(chromedp.ID("form-error")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	msg := run(t, ctx, chromedp.Text(chromedp.ID("form-error")))
+	invalid := run(t, ctx, chromedp.AttributeValue(chromedp.ID("gpu"), "aria-invalid")).Value
+	if !strings.Contains(msg, "H100") || invalid != "true" {
+		t.Errorf("bad GPU: message %q, aria-invalid %q", msg, invalid)
+	}
+
+	// The doctor box names the cause of a pasted OOM.
+	oom, err := os.ReadFile("testdata/oom.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("gpu"), "H100-80GB"),
+		chromedp.SetValue(chromedp.ID("doctor-text"), string(oom)),
+		chromedp.Click(chromedp.CSS("#doctor-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#doctor-result .finding")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	finding := run(t, ctx, chromedp.AttributeValue(chromedp.CSS("#doctor-result .finding"), "data-code")).Value
+	if finding != "kv_cache_pressure" {
+		t.Errorf("doctor's first finding %q, want kv_cache_pressure (as `headroom doctor` says for this OOM)", finding)
+	}
+	// The simulation panel draws `headroom simulate -o json`'s series.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#sim-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#sim-result svg")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	points := run(t, ctx, chromedp.Evaluate[int](`document.querySelector('#sim-result polyline[data-series=kv_usage]').points.length`))
+	code, js = post(t, srv.URL+"/api/simulate", mustJSON(t, map[string]any{"plan": map[string]any{"gpu": "H100-80GB", "command": command},
+		"rate": 5, "duration_s": 120, "prompt_tokens": 1024, "output_tokens": 256, "bursts": []string{"50x30000@30s"}}))
+	var sim struct {
+		Series []json.RawMessage `json:"series"`
+	}
+	if err := json.Unmarshal(js, &sim); code != 200 || err != nil {
+		t.Fatalf("API: %d %s", code, js)
+	}
+	if points != len(sim.Series) || points < 50 {
+		t.Errorf("the chart has %d points, the API's series %d windows", points, len(sim.Series))
+	}
+	// An uploaded config.json plans like a catalog model (the handler test
+	// checks the numbers against a logged run); the page names it.
+	cfg, err := filepath.Abs("testdata/Qwen3-8B-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.ID("config"), []string{cfg})); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('config-status').textContent.includes('loaded')`))
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("model"), "my-qwen"),
+		chromedp.SetValue(chromedp.ID("command"), " "), // the page trims it to no command
+		chromedp.Click(chromedp.ID("plan-button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('summary').textContent.startsWith('my-qwen')`))
+	uploaded := run(t, ctx, chromedp.Evaluate[map[string]string](readLegend))
+	cfgText, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, js = post(t, srv.URL+"/api/plan", mustJSON(t, map[string]any{"model": "my-qwen", "config": string(cfgText), "gpu": "H100-80GB"}))
+	var up report.Report
+	if err := json.Unmarshal(js, &up); code != 200 || err != nil {
+		t.Fatalf("API: %d %s", code, js)
+	}
+	if w := fmt.Sprintf("%.2f", up.PerGPU.KVCacheGiB); uploaded["kv"] != w {
+		t.Errorf("uploaded config: the page shows %s GiB of KV cache, the API %s", uploaded["kv"], w)
+	}
+
+	errs.check(t)
+
+	if os.Getenv("HEADROOM_SCREENSHOTS") == "1" {
+		screenshots(t, ctx, srv.URL+"/"+hash, string(oom))
+	}
+}
+
+// screenshots writes the page at desktop and phone width to
+// docs/screenshots/ (PNG), for the README.
+func screenshots(t *testing.T, ctx context.Context, url, oom string) {
+	dir := filepath.Join("..", "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		name string
+		w, h int64
+	}{{"serve.png", 1280, 900}, {"serve-phone.png", 390, 844}} {
+		if err := chromedp.Do(ctx,
+			chromedp.EmulateViewport(s.w, s.h),
+			chromedp.Navigate("about:blank"),
+			chromedp.Navigate(url),
+			chromedp.WaitVisible(chromedp.CSS("#all-gpus tbody tr")),
+			chromedp.SetValue(chromedp.ID("doctor-text"), oom),
+			chromedp.Click(chromedp.CSS("#doctor-form button[type=submit]")),
+			chromedp.WaitVisible(chromedp.CSS("#doctor-result .finding")),
+			chromedp.Click(chromedp.CSS("#sim-form button[type=submit]")),
+			chromedp.WaitVisible(chromedp.CSS("#sim-result svg")),
+		); err != nil {
+			t.Fatal(err)
+		}
+		png := run(t, ctx, chromedp.FullScreenshot(100))
+		if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Fatalf("%s: not a PNG", s.name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes)", filepath.Join(dir, s.name), len(png))
+	}
+}
+
+// run runs one action that returns a value, failing the test on an error.
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,78 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"headroom.dev/headroom/internal/report"
+)
+
+var fuzzSeeds = []string{
+	`{"gpu": "H100-80GB", "command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768"}`,
+	`{"model": "Qwen/Qwen2.5-7B-Instruct", "gpu": "L4", "gpu_count": 2, "flags": {"tensor-parallel-size": "2"}, "enforce_eager": true}`,
+	`{"model": "meta-llama/Llama-3.1-70B-Instruct", "flags": {"tensor-parallel-size": "4"}, "all_gpus": true}`,
+	`{"gpu_memory": "24GiB", "model": "mistralai/Mistral-7B-Instruct-v0.3", "policy": "kaito", "typical_context": 2048}`,
+	`{"gpu": "A100-80GB:3g.40gb", "config": "{\"num_hidden_layers\": 2, \"hidden_size\": 64, \"num_attention_heads\": 4}"}`,
+	`{"text": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "gpu": "L4"}`,
+	`{"gpu": "L4", "command": "vllm serve 'x"}`,
+	`{"flags": {"--x": "1"}}`,
+	`{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}, "rate": 2, "duration_s": 60, "prompt_tokens": 1024, "output_tokens": 128, "bursts": ["20x8000@30s"]}`,
+	`{"plan": {"gpu": "L4"}, "rate": -1, "duration_s": 1e308, "bursts": ["1x1@1.5s", "x"]}`,
+	`[1, 2]`, `null`, `{} {}`, `{"gpu_count": 1e99}`, "",
+}
+
+// FuzzDecode: no body makes the decoders panic, and whatever they accept
+// is a request the builder can be handed.
+func FuzzDecode(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if p, err := decodePlan(body); err == nil {
+			if p.req.GPUCount < 0 || p.opt.TypicalContext < 0 || p.opt.Policy == "" {
+				t.Errorf("accepted %+v", p)
+			}
+			for _, fl := range p.req.Flags {
+				if fl == "" || fl == "--" {
+					t.Errorf("accepted an empty flag: %q", p.req.Flags)
+				}
+			}
+		}
+		if d, err := decodeDoctor(body); err == nil && d.policy == "" {
+			t.Errorf("accepted a doctor request without a policy: %+v", d)
+		}
+		if s, err := decodeSimulate(body); err == nil && (s.DurationS <= 0 || s.DurationS > maxSimSeconds || s.Rate*s.DurationS > maxSimRequests || s.PromptTokens <= 0) {
+			t.Errorf("accepted a simulation out of bounds: %+v", s)
+		}
+	})
+}
+
+// FuzzHandler: the whole API answers any body with JSON and never with a
+// 5xx other than simulate's 501.
+func FuzzHandler(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add("/api/plan", []byte(s))
+		f.Add("/api/doctor", []byte(s))
+	}
+	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true})
+	f.Fuzz(func(t *testing.T, path string, body []byte) {
+		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") || path == "/api/simulate" {
+			return
+		}
+		req, err := http.NewRequest(http.MethodPost, "http://x"+path, strings.NewReader(string(body)))
+		if err != nil {
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Errorf("%s %q: status %d: %s", path, body, rec.Code, rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Errorf("%s %q: not JSON: %s", path, body, rec.Body)
+		}
+	})
+}

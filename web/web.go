@@ -1,0 +1,120 @@
+// Package web serves headroom's planner, doctor and simulation as a web
+// page: one binary, the page's files embedded, nothing fetched from
+// elsewhere. Its JSON API under /api/ answers with the same bytes as the
+// CLI's -o json for the same input, because both call package report.
+package web
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"headroom.dev/headroom/internal/report"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure the handler.
+type Options struct {
+	// Env is what building a report may touch: the environment (calibration
+	// records, HF_TOKEN), the HTTP client for the Hub. Its FS is replaced by
+	// report.NoFS: a request never reads the server's disk.
+	Env report.Env
+	// Offline never fetches models from the Hugging Face Hub.
+	Offline bool
+	// Simulate runs a simulation for POST /api/simulate and returns its JSON
+	// (the CLI's `simulate -o json`); an error is bad input. Nil answers 501.
+	Simulate Simulator
+	// Log receives one line per failed request; nil logs nothing.
+	Log *slog.Logger
+}
+
+// Simulator runs a simulation request.
+type Simulator func(ctx context.Context, req SimulateRequest) ([]byte, error)
+
+// SimulateRequest is a decoded POST /api/simulate: the plan, and a
+// synthetic traffic.
+type SimulateRequest struct {
+	Plan report.Request
+	// Rate is Poisson arrivals per second over DurationS seconds.
+	Rate, DurationS float64
+	// PromptTokens and OutputTokens are each request's lengths.
+	PromptTokens, OutputTokens int
+	// Bursts are extra arrivals, COUNTxTOKENS@TIME ("50x30000@60s").
+	Bursts []string
+}
+
+// Body limits: a config.json is tens of KiB; pasted logs for the doctor
+// are kept to what a browser text box holds comfortably.
+const (
+	maxPlanBody   = 1 << 20
+	maxDoctorBody = 4 << 20
+)
+
+// contentSecurityPolicy allows the page's own files only: no inline
+// scripts or styles, no other origins, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Handler serves the page and the API.
+func Handler(opt Options) http.Handler {
+	opt.Env.FS = report.NoFS
+	if opt.Env.Getenv == nil {
+		opt.Env.Getenv = func(string) string { return "" }
+	}
+	a := &api{opt: opt}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/plan", a.plan)
+	mux.HandleFunc("/api/gpus", a.gpus)
+	mux.HandleFunc("/api/models", a.models)
+	mux.HandleFunc("/api/doctor", a.doctor)
+	mux.HandleFunc("/api/simulate", a.simulate)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor or /api/simulate")
+	})
+	files := http.FileServerFS(static)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, http.StatusMethodNotAllowed, "use GET for the page")
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	return secure(mux)
+}
+
+// secure sets the headers every answer carries.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// NewServer is an http.Server for the handler with timeouts on every
+// phase: a slow or stalled client cannot hold a connection. WriteTimeout
+// leaves room for a model fetched from the Hub (its client gives up after
+// 30 s).
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
