@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -282,57 +284,57 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 	return nil
 }
 
-// tuneMaxNumSeqs chooses --max-num-seqs from the traffic itself: the given
-// settings with max-num-seqs at every power of two from 8 below the given
-// value, at the given value and at the recommended one, each run on the
-// same traffic. The best has the lowest E2E p99 (what users wait), then
-// fewer preemptions, then the larger value; a candidate that rejects more
-// requests than the given settings is out.
+// tuneMaxNumSeqs chooses --max-num-seqs from the traffic itself with
+// sim.ChooseMaxNumSeqs: the given settings with max-num-seqs at every
+// power of two from 8 below the given value, at the given value and at
+// the recommended one, each run on the same traffic (the given run is
+// reused).
 func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
 	recommended int, sched schedulerFlags, cal calibration, slos []sloTarget) (compareRow, error) {
 	top := given.budget.Settings.MaxNumSeqs
-	cands := []int{top}
-	for n := 8; n < top; n *= 2 {
-		cands = append(cands, n)
+	cands := sim.SeqsCandidates(top, recommended)
+	deps := map[int]deployment{top: given}
+	search := sim.SeqsSearch{
+		Candidates: cands,
+		Config: func(n int) (sim.Config, bool, error) {
+			d, ok := deps[n]
+			if !ok {
+				s := given.budget.Settings
+				s.MaxNumSeqs = n
+				var err error
+				if d, err = planDeployment(given.ev, s, "max-num-seqs "+strconv.Itoa(n)); err != nil {
+					return sim.Config{}, false, err
+				}
+				deps[n] = d
+			}
+			if !d.budget.Fits && sched.blocksOverride == 0 {
+				return sim.Config{}, false, nil
+			}
+			timer, _, err := stepTimer(f.stepTime, d.budget, cal)
+			if err != nil {
+				return sim.Config{}, false, err
+			}
+			cfg, err := engineConfig(d, sched, timer)
+			if err != nil {
+				return sim.Config{}, false, fmt.Errorf("%s settings: %w", d.label, err)
+			}
+			return cfg, true, nil
+		},
+		Open:      func() (sim.Source, func(), error) { return w.open(cmd.InOrStdin()) },
+		Run:       sim.RunOptions{Window: f.window.Seconds()},
+		Done:      map[int]*sim.Report{top: givenRep},
+		Reference: recommended,
 	}
-	if recommended > 0 && recommended < top {
-		cands = append(cands, recommended)
-	}
-	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
-	best := rowOf("", given, givenCfg, givenRep, slos)
-	for _, n := range cands[1:] {
-		s := given.budget.Settings
-		s.MaxNumSeqs = n
-		d, err := planDeployment(given.ev, s, "max-num-seqs "+strconv.Itoa(n))
-		if err != nil {
+	choice, err := sim.ChooseMaxNumSeqs(cmd.Context(), search)
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) || errors.Is(err, context.Canceled) || errors.Is(err, errNoKV) {
 			return compareRow{}, err
 		}
-		if !d.budget.Fits && sched.blocksOverride == 0 {
-			continue
-		}
-		rep, cfg, err := simulateDeployment(cmd, env, f, w, d, sched, cal, false)
-		if err != nil {
-			return compareRow{}, err
-		}
-		if row := rowOf("", d, cfg, rep, slos); betterRow(row, best) {
-			best = row
-		}
+		return compareRow{}, usageError{err}
 	}
+	b := choice.Best()
+	best := rowOf("", deps[b.MaxNumSeqs], b.Config, b.Report, slos)
 	best.Label = fmt.Sprintf("simulated best max-num-seqs (of %d tried)", len(cands))
 	return best, nil
-}
-
-// betterRow orders the candidates of tuneMaxNumSeqs: fewer rejections,
-// then the lower E2E p99, then fewer preemptions, then the larger
-// max-num-seqs.
-func betterRow(a, b compareRow) bool {
-	switch {
-	case a.Rejected != b.Rejected:
-		return a.Rejected < b.Rejected
-	case a.E2E.P99 != b.E2E.P99:
-		return a.E2E.P99 < b.E2E.P99
-	case a.Preemptions != b.Preemptions:
-		return a.Preemptions < b.Preemptions
-	}
-	return a.Settings.MaxNumSeqs > b.Settings.MaxNumSeqs
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"headroom.dev/headroom/sim"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -323,25 +322,5 @@ func TestSimulateComparePools(t *testing.T) {
 	// Every request is routed to exactly one pool.
 	if pooled != r.Requests || r.Compare[0].Requests != r.Requests {
 		t.Errorf("pools served %d requests, the given settings %d", pooled, r.Requests)
-	}
-}
-
-func TestBetterRow(t *testing.T) {
-	row := func(seqs int, rejected, preempt int64, e2e float64) compareRow {
-		return compareRow{Settings: simSettings{MaxNumSeqs: seqs}, Rejected: rejected, Preemptions: preempt, E2E: sim.Latency{P99: e2e}}
-	}
-	for _, c := range []struct {
-		a, b compareRow
-		want bool
-	}{
-		{row(8, 0, 9, 900), row(256, 1, 0, 100), true}, // no rejection beats a faster run that rejects
-		{row(8, 0, 9, 900), row(256, 0, 0, 901), true}, // then the lower E2E p99
-		{row(8, 0, 1, 900), row(256, 0, 2, 900), true}, // then fewer preemptions
-		{row(256, 0, 1, 900), row(8, 0, 1, 900), true}, // then the larger max-num-seqs
-		{row(8, 0, 1, 900), row(256, 0, 1, 900), false},
-	} {
-		if got := betterRow(c.a, c.b); got != c.want {
-			t.Errorf("betterRow(%+v, %+v) = %v", c.a, c.b, got)
-		}
 	}
 }

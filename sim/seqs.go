@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// SeqsSearch is a search for the --max-num-seqs a traffic favours: every
+// candidate's engine runs the same traffic, and the best run wins.
+type SeqsSearch struct {
+	// Candidates are the max-num-seqs values to try (SeqsCandidates gives
+	// the usual set); duplicates and values below 1 are dropped.
+	Candidates []int
+	// Config returns the engine of a candidate. Its pool may differ from
+	// candidate to candidate (vLLM's profile run, and with it the KV
+	// cache, grows with max-num-seqs); ok false leaves the candidate out
+	// (its plan does not fit).
+	Config func(maxNumSeqs int) (cfg Config, ok bool, err error)
+	// Open returns a fresh source of the traffic and its closer; it is
+	// called once per candidate run, so every run sees the same requests.
+	Open func() (Source, func(), error)
+	// Run steers each run.
+	Run RunOptions
+	// Done holds runs already made, by max-num-seqs, which are reused
+	// instead of run again (simulate's run of the given settings).
+	Done map[int]*Report
+	// Reference, when one of the candidates, is the value the reason
+	// compares the choice with (the rule the search replaces).
+	Reference int
+}
+
+// SeqsTrial is one candidate's run.
+type SeqsTrial struct {
+	MaxNumSeqs   int     `json:"max_num_seqs"`
+	NumGPUBlocks int     `json:"num_gpu_blocks"`
+	Requests     int64   `json:"requests"`
+	Rejected     int64   `json:"rejected"`
+	Preemptions  int64   `json:"preemptions"`
+	E2EP99MS     float64 `json:"e2e_p99_ms"`
+	TTFTP99MS    float64 `json:"ttft_p99_ms"`
+	MaxKVUsage   float64 `json:"max_kv_usage"`
+
+	// Report is the whole run.
+	Report *Report `json:"-"`
+	// Config is the candidate's engine.
+	Config Config `json:"-"`
+}
+
+// SeqsChoice is the outcome of ChooseMaxNumSeqs.
+type SeqsChoice struct {
+	MaxNumSeqs int `json:"max_num_seqs"`
+	// Trials are the runs in the order the candidates were given.
+	Trials []SeqsTrial `json:"candidates"`
+	// Reason says in words why the choice won.
+	Reason string `json:"reason"`
+}
+
+// Best returns the chosen trial.
+func (c SeqsChoice) Best() SeqsTrial {
+	for _, t := range c.Trials {
+		if t.MaxNumSeqs == c.MaxNumSeqs {
+			return t
+		}
+	}
+	return SeqsTrial{}
+}
+
+// ErrNoCandidate is returned when no candidate's engine fits.
+var ErrNoCandidate = errors.New("no max-num-seqs candidate fits")
+
+// SeqsCandidates is the usual set: top (the largest value allowed,
+// vLLM's default or the user's), every power of two from 8 below it, and
+// the extra values (the planner's rule) where they lie below top.
+func SeqsCandidates(top int, extra ...int) []int {
+	out := []int{top}
+	for n := 8; n < top; n *= 2 {
+		out = append(out, n)
+	}
+	for _, n := range extra {
+		if n > 0 && n < top && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// BetterTrial orders the candidates: fewer rejected requests, then the
+// lower E2E p99 (what users wait), then fewer preemptions, then the
+// larger max-num-seqs (room for traffic the sample did not show).
+func BetterTrial(a, b SeqsTrial) bool {
+	switch {
+	case a.Rejected != b.Rejected:
+		return a.Rejected < b.Rejected
+	case a.E2EP99MS != b.E2EP99MS:
+		return a.E2EP99MS < b.E2EP99MS
+	case a.Preemptions != b.Preemptions:
+		return a.Preemptions < b.Preemptions
+	}
+	return a.MaxNumSeqs > b.MaxNumSeqs
+}
+
+// ChooseMaxNumSeqs runs the traffic through every candidate's engine and
+// returns the best by BetterTrial, every run, and the reason. It does no
+// I/O of its own: the traffic comes from s.Open.
+func ChooseMaxNumSeqs(ctx context.Context, s SeqsSearch) (SeqsChoice, error) {
+	var out SeqsChoice
+	seen := map[int]bool{}
+	best := -1
+	for _, n := range s.Candidates {
+		if n < 1 || seen[n] {
+			continue
+		}
+		seen[n] = true
+		cfg, ok, err := s.Config(n)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			continue
+		}
+		rep := s.Done[n]
+		if rep == nil {
+			if rep, err = runOnce(ctx, cfg, s); err != nil {
+				return out, err
+			}
+		}
+		t := SeqsTrial{MaxNumSeqs: n, NumGPUBlocks: cfg.NumGPUBlocks, Requests: rep.Requests, Rejected: rep.Rejected,
+			Preemptions: rep.Preemptions, E2EP99MS: rep.E2E.P99, TTFTP99MS: rep.TTFT.P99, MaxKVUsage: rep.MaxKVUsage,
+			Report: rep, Config: cfg}
+		out.Trials = append(out.Trials, t)
+		if best < 0 || BetterTrial(t, out.Trials[best]) {
+			best = len(out.Trials) - 1
+		}
+	}
+	if best < 0 {
+		return out, ErrNoCandidate
+	}
+	b := out.Trials[best]
+	out.MaxNumSeqs = b.MaxNumSeqs
+	out.Reason = reason(b, out.Trials, s.Reference)
+	return out, nil
+}
+
+func runOnce(ctx context.Context, cfg Config, s SeqsSearch) (*Report, error) {
+	e, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	src, closeSrc, err := s.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer closeSrc()
+	return Run(ctx, e, src, s.Run)
+}
+
+// reason says why b won: against the reference when it lost to b, else
+// as the best of the runs.
+func reason(b SeqsTrial, trials []SeqsTrial, ref int) string {
+	msg := fmt.Sprintf("max-num-seqs %d: chosen by simulating the traffic (%d values tried): E2E p99 %s, %d preemptions",
+		b.MaxNumSeqs, len(trials), msString(b.E2EP99MS), b.Preemptions)
+	if b.Rejected > 0 {
+		msg += fmt.Sprintf(", %d rejected", b.Rejected)
+	}
+	for _, r := range trials {
+		if r.MaxNumSeqs != ref || ref == b.MaxNumSeqs {
+			continue
+		}
+		switch {
+		case r.Rejected != b.Rejected:
+			msg += fmt.Sprintf("; %d would reject %d requests", r.MaxNumSeqs, r.Rejected)
+		case r.E2EP99MS != b.E2EP99MS:
+			msg += fmt.Sprintf("; %d would give E2E p99 %s, %d preemptions", r.MaxNumSeqs, msString(r.E2EP99MS), r.Preemptions)
+		case r.Preemptions != b.Preemptions:
+			msg += fmt.Sprintf("; %d gives the same E2E p99 with %d preemptions", r.MaxNumSeqs, r.Preemptions)
+		default:
+			msg += fmt.Sprintf("; %d gives the same run, and the larger value leaves room for more", r.MaxNumSeqs)
+		}
+	}
+	return msg
+}
+
+// msString renders milliseconds for a reason: "850 ms", "12.3 s".
+func msString(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.1f s", v/1000)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// Limit passes at most n requests of src: a bounded sample of a long
+// traffic, so a search stays fast.
+type Limit struct {
+	Src Source
+	N   int
+}
+
+// Next returns the next request, or io.EOF after N.
+func (l *Limit) Next() (Request, error) {
+	if l.N <= 0 {
+		return Request{}, io.EOF
+	}
+	l.N--
+	return l.Src.Next()
+}
