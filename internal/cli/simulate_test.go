@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 func writeFile(t *testing.T, name, content string) string {
