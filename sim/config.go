@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
 )
 
@@ -118,3 +119,20 @@ func (c *Config) peakBlocks(total int) int {
 }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }
+
+// ConfigFor is the engine of a plan with vLLM's default scheduler flags:
+// its pool (b.NumBlocks), KV-cache groups and limits, priced by timer.
+// Callers set the scheduler flags the plan does not hold
+// (LongPrefillTokenThreshold, NoChunkedPrefill, NoPrefixCaching, an
+// override of NumGPUBlocks) on the result.
+func ConfigFor(b memory.Budget, timer StepTimer) Config {
+	var groups []Group
+	for _, g := range b.KVGroups() {
+		groups = append(groups, Group{Kind: g.Kind, Window: g.Window, Chunked: g.Chunked})
+	}
+	set := b.Settings
+	return Config{
+		NumGPUBlocks: int(b.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: set.MaxNumSeqs,
+		MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: b.MaxModelLen, Groups: groups, Timer: timer,
+	}
+}

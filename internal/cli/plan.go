@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,10 @@ type planFlags struct {
 	gpuCount, typicalContext                           int
 	enforceEager, allGPUs, offline                     bool
 	vllm                                               map[string]*string
+	// profile and rate are plan's traffic: --max-num-seqs chosen by
+	// simulating it (plan_traffic.go).
+	profile string
+	rate    float64
 }
 
 func newPlanCmd(env Env) *cobra.Command {
@@ -69,6 +74,8 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, args, kaito")
 	fl.IntVar(&f.typicalContext, "typical-context", 0, "tokens (prompt + output) of a typical request, for --max-num-seqs (default: max-model-len / 4)")
 	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
+	fl.StringVar(&f.profile, "profile", "", "choose --max-num-seqs by simulating this traffic: a 'headroom profile -o json' file or a request log")
+	fl.Float64Var(&f.rate, "rate", 0, "with a --profile json: simulate at R requests per second instead of its busiest window's rate")
 	return cmd
 }
 
@@ -163,10 +170,27 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	}
 	opt := memory.Options{Policy: f.policy, TypicalContext: f.typicalContext}
 	if f.allGPUs {
+		if f.profile != "" {
+			return badInput("--profile chooses one deployment's --max-num-seqs: give --gpu, not --all-gpus")
+		}
 		return runAllGPUs(cmd, f, e, opt)
 	}
-	rep, err := report.Build(e, opt)
-	if err != nil {
+	var rep report.Report
+	if f.profile != "" {
+		t, err := planTraffic(f.profile, f.rate)
+		if err != nil {
+			return err
+		}
+		if rep, err = report.BuildWithTraffic(cmd.Context(), e, opt, t); err != nil {
+			var ue usageError
+			if errors.As(err, &ue) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return usageError{err}
+		}
+	} else if f.rate != 0 {
+		return badInput("--rate needs --profile FILE")
+	} else if rep, err = report.Build(e, opt); err != nil {
 		return usageError{err}
 	}
 	if err := render(cmd.OutOrStdout(), f.output, rep); err != nil {

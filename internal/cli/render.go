@@ -141,6 +141,13 @@ func writeTable(w io.Writer, r report.Report) error {
 	for _, why := range rec.Why {
 		fmt.Fprintf(w, "  - %s\n", why)
 	}
+	if t := rec.FromTraffic; t != nil {
+		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, t.StepTime)
+		for _, c := range t.Candidates {
+			fmt.Fprintf(w, "      max-num-seqs %4d: E2E p99 %s, TTFT p99 %s, %d preemptions, %d rejected, peak KV %s\n",
+				c.MaxNumSeqs, msUnit(c.E2EP99MS), msUnit(c.TTFTP99MS), c.Preemptions, c.Rejected, pct(c.MaxKVUsage))
+		}
+	}
 	if rec.MaxModelLen > 0 {
 		fmt.Fprintf(w, "\n  %s\n", r.Command)
 	}

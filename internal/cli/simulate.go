@@ -196,25 +196,15 @@ func readSchedulerFlags(cmd *cobra.Command, f simulateFlags, extra []string) (sc
 
 // engineConfig is the simulated engine of a planned deployment.
 func engineConfig(d deployment, sched schedulerFlags, timer sim.StepTimer) (sim.Config, error) {
-	b := d.budget
-	blocks := int(b.NumBlocks)
+	c := sim.ConfigFor(d.budget, timer)
 	if sched.blocksOverride > 0 {
-		blocks = sched.blocksOverride
+		c.NumGPUBlocks = sched.blocksOverride
 	}
-	if blocks < 2 {
+	if c.NumGPUBlocks < 2 {
 		return sim.Config{}, errNoKV
 	}
-	var groups []sim.Group
-	for _, g := range b.KVGroups() {
-		groups = append(groups, sim.Group{Kind: g.Kind, Window: g.Window, Chunked: g.Chunked})
-	}
-	set := b.Settings
-	return sim.Config{
-		NumGPUBlocks: blocks, BlockSize: set.BlockSize, MaxNumSeqs: set.MaxNumSeqs,
-		MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: b.MaxModelLen,
-		LongPrefillTokenThreshold: sched.longPrefill, NoChunkedPrefill: sched.noChunkedPrefill,
-		NoPrefixCaching: sched.noPrefixCaching, Groups: groups, Timer: timer,
-	}, nil
+	c.LongPrefillTokenThreshold, c.NoChunkedPrefill, c.NoPrefixCaching = sched.longPrefill, sched.noChunkedPrefill, sched.noPrefixCaching
+	return c, nil
 }
 
 var errNoKV = errors.New("no KV cache")

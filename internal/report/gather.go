@@ -189,40 +189,54 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 
 // Build plans the evidence and renders the report.
 func Build(e Evidence, opt memory.Options) (Report, error) {
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured}
+	_, b, rec, alts, chosen, run, err := build(e, opt)
+	if err != nil {
+		return Report{}, err
+	}
+	return newReport(e, b, rec, alts, chosen, run, buildNotes(e, b)), nil
+}
+
+// build plans the evidence and recommends for it: the input and its plan,
+// the recommendation, the alternatives and the one chosen, and the
+// settings the recommendation applies to.
+func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, rec memory.Recommendation,
+	alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, err error) {
+	in = memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured}
 	if e.AutoCount {
 		in.Count = 0
 	}
-	b, err := memory.Plan(in)
-	if err != nil {
-		return Report{}, err
+	if b, err = memory.Plan(in); err != nil {
+		return
 	}
-	rec, err := memory.Recommend(in, opt)
-	if err != nil {
-		return Report{}, err
+	if rec, err = memory.Recommend(in, opt); err != nil {
+		return
 	}
 	// A plan that does not fit is recommended for its first alternative
 	// (the least change that fits), so the block and its command agree
 	// with it; with none, only a recommendation that fits by itself stays.
-	var alts []memory.Alternative
-	var chosen *memory.Alternative
-	run := e.Settings
+	run = e.Settings
 	if !b.Fits {
 		alts = memory.AlternativesFrom(in, b, gpu.Devices())
 		switch {
 		case len(alts) > 0:
 			chosen = &alts[0]
 			if rec, err = memory.Recommend(chosen.Input, opt); err != nil {
-				return Report{}, err
+				return
 			}
 			if run, err = withArgs(e.Settings, chosen.Args); err != nil {
-				return Report{}, err
+				return
 			}
 		case !rec.Budget.Fits:
 			rec = memory.Recommendation{Policy: rec.Policy, Why: []string{
 				"nothing tried fits (more or fewer shards, more GPUs, fp8 weights or KV cache, a shorter context, another utilization, a bigger GPU): see the problems"}}
 		}
 	}
+	return
+}
+
+// buildNotes are the plan's notes: the evidence's, and what the GPUs
+// given say.
+func buildNotes(e Evidence, b memory.Budget) []string {
 	notes := e.Notes
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
 		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", b.Count, used, b.Count))
@@ -233,7 +247,7 @@ func Build(e Evidence, opt memory.Options) (Report, error) {
 	if d := e.Sel.Device; d.Estimated {
 		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
 	}
-	return newReport(e, b, rec, alts, chosen, run, notes), nil
+	return notes
 }
 
 // withArgs is the user's settings with an alternative's flags applied.

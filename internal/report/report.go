@@ -106,6 +106,9 @@ type RecommendedReport struct {
 	// for, when the plan as given does not fit; Changes what it changes.
 	Alternative string   `json:"alternative,omitempty"`
 	Changes     []string `json:"changes,omitempty"`
+	// FromTraffic is the evidence for a max-num-seqs chosen by simulating
+	// the user's traffic (plan --profile); absent otherwise.
+	FromTraffic *SeqsEvidence `json:"max_num_seqs_from_traffic,omitempty"`
 }
 
 // GiBs renders bytes as GiB (2^30, as vLLM logs) rounded to hundredths.

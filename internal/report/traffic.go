@@ -1,0 +1,118 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/sim"
+)
+
+// Traffic is a sample of the user's requests that plan sizes
+// --max-num-seqs for, instead of the quarter-of-max-model-len rule. The
+// front end opens it (it reads files); the report only runs it.
+type Traffic struct {
+	// Describe names the traffic in the report ("Poisson 4 req/s ...").
+	Describe string
+	// Open returns a fresh source of the requests and its closer: one per
+	// simulated candidate. It must yield a bounded number of requests.
+	Open func() (sim.Source, func(), error)
+}
+
+// SeqsEvidence is `recommended.max_num_seqs_from_traffic` of plan -o
+// json: what the simulated traffic chose and the runs it chose from.
+type SeqsEvidence struct {
+	Traffic string `json:"traffic"`
+	// Rule is the max-num-seqs the planner's rule gives without traffic
+	// (KV tokens ÷ the typical context).
+	Rule       int             `json:"rule_max_num_seqs"`
+	MaxNumSeqs int             `json:"max_num_seqs"`
+	Reason     string          `json:"reason"`
+	StepTime   string          `json:"step_time"`
+	Candidates []sim.SeqsTrial `json:"candidates"`
+}
+
+// BuildWithTraffic is Build with --max-num-seqs chosen by simulating t on
+// the recommended settings (sim.ChooseMaxNumSeqs over vLLM's default or
+// the user's value, the powers of two from 8 below it and the rule's
+// value). The roofline clock with the default calibration prices the
+// steps. Where nothing is recommended, or the GPU has no datasheet
+// throughput, the rule stays and a note says why.
+func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Traffic) (Report, error) {
+	in, b, rec, alts, chosen, run, err := build(e, opt)
+	if err != nil {
+		return Report{}, err
+	}
+	notes := buildNotes(e, b)
+	if rec.MaxModelLen > 0 && rec.Budget.Fits {
+		if chosen != nil {
+			in = chosen.Input
+		}
+		ev, note, err := chooseSeqs(ctx, in, &rec, t)
+		if err != nil {
+			return Report{}, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		r := newReport(e, b, rec, alts, chosen, run, notes)
+		r.Recommended.FromTraffic = ev
+		return r, nil
+	}
+	notes = append(notes, "max-num-seqs not simulated: nothing fits to simulate")
+	return newReport(e, b, rec, alts, chosen, run, notes), nil
+}
+
+// chooseSeqs replaces rec's max-num-seqs by the one the traffic favours,
+// with its reason in place of the rule's, and rec's budget by the plan at
+// that value.
+func chooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation, t Traffic) (*SeqsEvidence, string, error) {
+	orig, err := memory.Plan(in)
+	if err != nil {
+		return nil, "", err
+	}
+	base := in
+	base.Settings = rec.Budget.Settings
+	var stepTime string
+	search := sim.SeqsSearch{
+		Candidates: sim.SeqsCandidates(orig.Settings.MaxNumSeqs, rec.MaxNumSeqs),
+		Reference:  rec.MaxNumSeqs,
+		Open:       t.Open,
+		Config: func(n int) (sim.Config, bool, error) {
+			at := base
+			at.Settings.MaxNumSeqs = n
+			b, err := memory.Plan(at)
+			if err != nil || !b.Fits || b.NumBlocks < 2 {
+				return sim.Config{}, false, err
+			}
+			cal := sim.DefaultCalibration
+			timer, err := sim.RooflineFor(b, cal)
+			if err != nil {
+				return sim.Config{}, false, err
+			}
+			stepTime = fmt.Sprintf("roofline (%s calibration: flops x%.2f, bandwidth x%.2f, +%.1f ms/step)", cal.Source, cal.FLOPsEfficiency, cal.BandwidthEfficiency, cal.Overhead*1e3)
+			return sim.ConfigFor(b, timer), true, nil
+		},
+	}
+	if _, err := sim.RooflineFor(rec.Budget, sim.DefaultCalibration); err != nil {
+		return nil, "max-num-seqs not simulated: " + err.Error(), nil
+	}
+	c, err := sim.ChooseMaxNumSeqs(ctx, search)
+	if err != nil {
+		return nil, "", fmt.Errorf("simulating %s: %w", t.Describe, err)
+	}
+	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
+	for i, w := range rec.Why {
+		if strings.HasPrefix(w, "max-num-seqs ") {
+			rec.Why[i] = c.Reason
+		}
+	}
+	rec.MaxNumSeqs = c.MaxNumSeqs
+	at := base
+	at.Settings.MaxNumSeqs = c.MaxNumSeqs
+	if rec.Budget, err = memory.Plan(at); err != nil {
+		return nil, "", err
+	}
+	return ev, "", nil
+}
