@@ -78,7 +78,9 @@ func planTraffic(name string, rate float64) (report.Traffic, error) {
 		rate = float64(busiest) / float64(p.WindowSeconds)
 		what = fmt.Sprintf("its busiest %ds window", p.WindowSeconds)
 	}
-	syn := sim.Synthetic{Rate: rate, Duration: planTrafficRequests / rate, Prompt: prompt, Output: out, Seed: planTrafficSeed}
+	// Arrivals run long enough for the limit to end them: exactly
+	// planTrafficRequests requests.
+	syn := sim.Synthetic{Rate: rate, Duration: 2 * planTrafficRequests / rate, Prompt: prompt, Output: out, Seed: planTrafficSeed}
 	return report.Traffic{
 		Describe: fmt.Sprintf("Poisson %.3g req/s (%s) from %s, %s requests, prompts %s, outputs %s, seed %d",
 			rate, what, name, humanInt(planTrafficRequests), prompt, out, planTrafficSeed),
