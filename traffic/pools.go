@@ -76,6 +76,19 @@ var ErrNoTraffic = errors.New("no requests to split")
 // "separate safe-parameter templates". A side without requests is left
 // out. in is the deployment; its settings are the base of each pool's.
 func Split(p *Profile, in memory.Input, opt memory.Options) ([]Pool, error) {
+	return SplitWith(p, in, opt, nil)
+}
+
+// SeqsChooser replaces a pool's max-num-seqs: it gets the pool (its
+// bounds set), the input it is planned with and memory.Recommend's
+// recommendation, and changes the recommendation (MaxNumSeqs, Why,
+// Budget). The CLI passes one that simulates the pool's traffic; this
+// package does not simulate.
+type SeqsChooser func(pool *Pool, in memory.Input, rec *memory.Recommendation) error
+
+// SplitWith is Split with each pool's max-num-seqs chosen by choose
+// (nil: the rule of memory.Recommend).
+func SplitWith(p *Profile, in memory.Input, opt memory.Options, choose SeqsChooser) ([]Pool, error) {
 	if p == nil || p.Requests() == 0 {
 		return nil, ErrNoTraffic
 	}
@@ -107,7 +120,7 @@ func Split(p *Profile, in memory.Input, opt memory.Options) ([]Pool, error) {
 		pool.Requests = h.Count()
 		pool.Share = round4(float64(h.Count()) / float64(p.requests))
 		pool.P90Tokens = h.Quantile(0.90)
-		if err := pool.plan(in, opt); err != nil {
+		if err := pool.plan(in, opt, choose); err != nil {
 			return nil, err
 		}
 		out = append(out, pool)
@@ -118,7 +131,7 @@ func Split(p *Profile, in memory.Input, opt memory.Options) ([]Pool, error) {
 func roundUpTo(n, step int64) int64 { return (n + step - 1) / step * step }
 
 // plan asks memory.Recommend for the pool's settings.
-func (pool *Pool) plan(in memory.Input, opt memory.Options) error {
+func (pool *Pool) plan(in memory.Input, opt memory.Options, choose SeqsChooser) error {
 	limit := pool.MaxTokens
 	if m := in.Model.MaxPositions; m > 0 && limit > int64(m) {
 		pool.Why = append(pool.Why, fmt.Sprintf("the longest requests (%d tokens) exceed the model's %d; the pool serves up to %d", limit, m, m))
@@ -129,6 +142,11 @@ func (pool *Pool) plan(in memory.Input, opt memory.Options) error {
 	r, err := memory.Recommend(in, opt)
 	if err != nil {
 		return err
+	}
+	if choose != nil && r.MaxModelLen > 0 && r.Budget.Fits {
+		if err := choose(pool, in, &r); err != nil {
+			return err
+		}
 	}
 	pool.GPUMemoryUtilization, pool.MaxModelLen, pool.MaxNumSeqs = r.GPUMemoryUtilization, r.MaxModelLen, r.MaxNumSeqs
 	pool.KVTokens, pool.Fits = r.Budget.KVTokens, r.Budget.Fits && r.MaxModelLen > 0

@@ -45,16 +45,11 @@ func planTraffic(name string, rate float64) (report.Traffic, error) {
 		return report.Traffic{
 			Describe: fmt.Sprintf("up to the first %s requests of %s at their logged arrivals", humanInt(planTrafficRequests), name),
 			Open: func() (sim.Source, func(), error) {
-				fh, err := os.Open(name)
+				src, closer, err := openLog(name)
 				if err != nil {
-					return nil, nil, badInput("%v", unwrapPathError(err))
+					return nil, nil, err
 				}
-				src, err := sim.NewLineSource(fh, 1)
-				if err != nil {
-					fh.Close()
-					return nil, nil, badInput("%s: %v", name, err)
-				}
-				return &sim.Limit{Src: src, N: planTrafficRequests}, func() { fh.Close() }, nil
+				return &sim.Limit{Src: src, N: planTrafficRequests}, closer, nil
 			},
 		}, nil
 	}
@@ -122,4 +117,18 @@ func checkLog(name string) error {
 		return badInput("--profile %s: neither a 'headroom profile -o json' output nor a request log: %v", name, err)
 	}
 	return nil
+}
+
+// openLog opens a request log for a replay at its logged arrivals.
+func openLog(name string) (sim.Source, func(), error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, nil, badInput("%v", unwrapPathError(err))
+	}
+	src, err := sim.NewLineSource(fh, 1)
+	if err != nil {
+		fh.Close()
+		return nil, nil, badInput("%s: %v", name, err)
+	}
+	return src, func() { fh.Close() }, nil
 }

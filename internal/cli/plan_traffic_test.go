@@ -159,3 +159,59 @@ func TestPlanProfileBadInput(t *testing.T) {
 		t.Errorf("untimed with --rate: exit %d %s", code, errs)
 	}
 }
+
+// profile with a model and GPU replays each pool's requests of the log.
+// shortLog on one H100-80GB at max-model-len 32768: every request is
+// short (under 2,048 tokens), so there is one pool, with max-model-len
+// 2048; the rule gives 468,880-odd KV tokens ÷ the pool's p90 of 1,363
+// tokens = 344. The replay shows the E2E p99 is about 6 s, so at 20 req/s
+// about 20 × 6 = 120 requests are in flight at the worst (Little's law):
+// every cap from 128 up never binds and gives the same run (344's
+// included), 64 and below bind and queue. Of equal runs the larger cap
+// wins: vLLM's 1024, and the reason says 344 gives the same run.
+func TestProfilePoolsChooseMaxNumSeqs(t *testing.T) {
+	logFile := writeFile(t, "req.log", shortLog())
+	args := []string{"profile", logFile, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--max-model-len", "32768", "-o", "json"}
+	code, out, errs := run(t, offline, args...)
+	if code != 0 {
+		t.Fatalf("profile: exit %d: %s", code, errs)
+	}
+	var r ProfileReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Pools) != 1 || r.Pools[0].Name != "short" || r.Pools[0].P90Tokens != 1363 {
+		t.Fatalf("pools: %+v", r.Pools)
+	}
+	pool, ev := r.Pools[0], r.PoolSeqs["short"]
+	if ev == nil {
+		t.Fatalf("no evidence for the short pool: %s", out)
+	}
+	if ev.Rule != 344 || ev.MaxNumSeqs != 1024 || pool.MaxNumSeqs != 1024 || !strings.Contains(pool.Command, "--max-num-seqs 1024") {
+		t.Fatalf("rule %d, chosen %d, pool %d, %s", ev.Rule, ev.MaxNumSeqs, pool.MaxNumSeqs, pool.Command)
+	}
+	var at128 float64
+	for _, c := range ev.Candidates {
+		if c.MaxNumSeqs == 128 {
+			at128 = c.E2EP99MS
+		}
+	}
+	for _, c := range ev.Candidates {
+		if c.Requests != 2400 || c.Preemptions != 0 {
+			t.Errorf("max-num-seqs %d: %d finished, %d preemptions; want 2,400 and none", c.MaxNumSeqs, c.Requests, c.Preemptions)
+		}
+		if binds := c.MaxNumSeqs < 128; binds != (c.E2EP99MS > at128) {
+			t.Errorf("max-num-seqs %d: E2E p99 %.0f ms against %.0f at 128", c.MaxNumSeqs, c.E2EP99MS, at128)
+		}
+	}
+	if !strings.HasSuffix(pool.Why[len(pool.Why)-1], "; 344 gives the same run, and the larger value leaves room for more") {
+		t.Errorf("why: %v", pool.Why)
+	}
+	// Two logs are not one timeline to replay: the rule, and a note.
+	second := writeFile(t, "req2.log", shortLog())
+	code, out, errs = run(t, offline, append([]string{"profile", logFile, second}, args[2:]...)...)
+	if code != 0 || !strings.Contains(out, "only one log file, not stdin, can be replayed") || strings.Contains(out, "pool_max_num_seqs_from_traffic") ||
+		!strings.Contains(out, `"max_num_seqs": 344`) {
+		t.Errorf("two files: exit %d %s %s", code, errs, out)
+	}
+}

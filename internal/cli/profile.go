@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/traffic"
 )
 
@@ -96,6 +99,9 @@ type ProfileReport struct {
 	Concurrency   []traffic.Concurrency `json:"concurrency,omitempty"`
 	Pools         []traffic.Pool        `json:"pools"`
 	Plan          *ProfilePlan          `json:"plan,omitempty"`
+	// PoolSeqs is, per pool name, the evidence for the pool's max-num-seqs
+	// when it was chosen by replaying the pool's requests of the log.
+	PoolSeqs map[string]*report.SeqsEvidence `json:"pool_max_num_seqs_from_traffic,omitempty"`
 	Notes         []string              `json:"notes,omitempty"`
 }
 
@@ -147,7 +153,7 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	rep := newProfileReport(p, files)
 	planned := len(pasted) > 0 || f.plan.model != "" || f.plan.gpuName != "" || f.plan.gpuMemory != ""
 	if planned {
-		if err := addProfilePlan(cmd, env, f, pasted, p, &rep); err != nil {
+		if err := addProfilePlan(cmd, env, f, pasted, p, files, &rep); err != nil {
 			return err
 		}
 	}
@@ -266,7 +272,10 @@ func newProfileReport(p *traffic.Profile, files []string) ProfileReport {
 }
 
 // addProfilePlan sizes the buckets against the planner and splits pools.
-func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string, p *traffic.Profile, rep *ProfileReport) error {
+// Each pool's max-num-seqs is chosen by replaying its requests of the log
+// (poolTraffic) where the log can be read again: one file whose every
+// request carries a time.
+func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string, p *traffic.Profile, files []string, rep *ProfileReport) error {
 	e, err := gather(cmd.Context(), cmd, env, f.plan, append([]string(nil), pasted...))
 	if err != nil {
 		return err
@@ -279,8 +288,39 @@ func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string
 	rep.Plan = &ProfilePlan{Model: e.Spec.ID, GPU: e.Sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
 		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String()}
 	rep.Concurrency = traffic.BucketConcurrency(p, b)
-	pools, err := traffic.Split(p, in, memory.Options{Policy: f.plan.policy})
+	var choose traffic.SeqsChooser
+	switch {
+	case len(files) != 1 || files[0] == "-":
+		rep.Notes = append(rep.Notes, "pool max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens): only one log file, not stdin, can be replayed to simulate them")
+	case p.Timed() != p.Requests():
+		rep.Notes = append(rep.Notes, "pool max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens): the log's requests need times to be replayed")
+	default:
+		choose = func(pool *traffic.Pool, in memory.Input, rec *memory.Recommendation) error {
+			ev, note, err := report.ChooseSeqs(cmd.Context(), in, rec, poolTraffic(files[0], *pool))
+			if err != nil && !errors.Is(err, context.Canceled) {
+				// A log profile reads is not always one a replay can
+				// follow (lines out of time order from several
+				// writers): the pool keeps the rule, and says why.
+				note, err = "max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens), not simulated: "+err.Error(), nil
+			}
+			if note != "" {
+				rep.Notes = append(rep.Notes, pool.Name+" pool: "+note)
+			}
+			if ev != nil {
+				if rep.PoolSeqs == nil {
+					rep.PoolSeqs = map[string]*report.SeqsEvidence{}
+				}
+				rep.PoolSeqs[pool.Name] = ev
+			}
+			return err
+		}
+	}
+	pools, err := traffic.SplitWith(p, in, memory.Options{Policy: f.plan.policy}, choose)
 	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) || errors.Is(err, context.Canceled) {
+			return err
+		}
 		return usageError{err}
 	}
 	rep.Pools = pools
@@ -375,4 +415,27 @@ func humanIntPtr(p *int64) string {
 		return ""
 	}
 	return humanInt(*p)
+}
+
+// poolTraffic replays a pool's requests of a log at their logged arrivals
+// (up to planTrafficRequests of them): the short pool takes the requests
+// up to its bound, the long pool those from its bound up, longer ones
+// included (there they are rejected and counted, as in simulate
+// --compare).
+func poolTraffic(name string, pool traffic.Pool) report.Traffic {
+	lo, hi, long := pool.MinTokens, pool.MaxTokens, pool.Name == "long"
+	return report.Traffic{
+		Describe: fmt.Sprintf("the %s pool's requests (%d-%d tokens) of %s, up to %s, at their logged arrivals", pool.Name, lo, hi, name, humanInt(planTrafficRequests)),
+		Open: func() (sim.Source, func(), error) {
+			src, closer, err := openLog(name)
+			if err != nil {
+				return nil, nil, err
+			}
+			keep := func(r sim.Request) bool {
+				t := int64(r.PromptTokens + r.OutputTokens)
+				return t >= lo && (long || t <= hi)
+			}
+			return &sim.Limit{Src: filtered{src, keep}, N: planTrafficRequests}, closer, nil
+		},
+	}
 }

@@ -49,7 +49,7 @@ func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Tra
 		if chosen != nil {
 			in = chosen.Input
 		}
-		ev, note, err := chooseSeqs(ctx, in, &rec, t)
+		ev, note, err := ChooseSeqs(ctx, in, &rec, t)
 		if err != nil {
 			return Report{}, err
 		}
@@ -64,10 +64,11 @@ func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Tra
 	return newReport(e, b, rec, alts, chosen, run, notes), nil
 }
 
-// chooseSeqs replaces rec's max-num-seqs by the one the traffic favours,
-// with its reason in place of the rule's, and rec's budget by the plan at
-// that value.
-func chooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation, t Traffic) (*SeqsEvidence, string, error) {
+// ChooseSeqs replaces rec's max-num-seqs (memory.Recommend's for in) by
+// the one the traffic favours, with its reason in place of the rule's,
+// and rec's budget by the plan at that value. A GPU without datasheet
+// throughput keeps the rule and returns a note saying so.
+func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation, t Traffic) (*SeqsEvidence, string, error) {
 	orig, err := memory.Plan(in)
 	if err != nil {
 		return nil, "", err
@@ -101,6 +102,9 @@ func chooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 	c, err := sim.ChooseMaxNumSeqs(ctx, search)
 	if err != nil {
 		return nil, "", fmt.Errorf("simulating %s: %w", t.Describe, err)
+	}
+	if c.MaxNumSeqs == rec.MaxNumSeqs {
+		c.Reason += "; the same as the rule (KV tokens ÷ the typical context)"
 	}
 	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
 	for i, w := range rec.Why {
