@@ -102,7 +102,7 @@ type ProfileReport struct {
 	// PoolSeqs is, per pool name, the evidence for the pool's max-num-seqs
 	// when it was chosen by replaying the pool's requests of the log.
 	PoolSeqs map[string]*report.SeqsEvidence `json:"pool_max_num_seqs_from_traffic,omitempty"`
-	Notes         []string              `json:"notes,omitempty"`
+	Notes    []string                        `json:"notes,omitempty"`
 }
 
 // ProfilePlan names the deployment the concurrency and pools are for.
