@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 )
 
 // SeqsSearch is a search for the --max-num-seqs a traffic favours: every
@@ -30,6 +31,10 @@ type SeqsSearch struct {
 	// Reference, when one of the candidates, is the value the reason
 	// compares the choice with (the rule the search replaces).
 	Reference int
+	// Parallel runs up to this many candidates at once (each run is
+	// independent, so the outcome is the same); 0 or 1 runs them in turn.
+	// Config and Open are always called from the calling goroutine.
+	Parallel int
 }
 
 // SeqsTrial is one candidate's run.
@@ -108,7 +113,18 @@ func BetterTrial(a, b SeqsTrial) bool {
 func ChooseMaxNumSeqs(ctx context.Context, s SeqsSearch) (SeqsChoice, error) {
 	var out SeqsChoice
 	seen := map[int]bool{}
-	best := -1
+	type job struct {
+		src   Source
+		close func()
+	}
+	var jobs []job
+	defer func() {
+		for _, j := range jobs {
+			if j.close != nil {
+				j.close()
+			}
+		}
+	}()
 	for _, n := range s.Candidates {
 		if n < 1 || seen[n] {
 			continue
@@ -121,40 +137,55 @@ func ChooseMaxNumSeqs(ctx context.Context, s SeqsSearch) (SeqsChoice, error) {
 		if !ok {
 			continue
 		}
-		rep := s.Done[n]
-		if rep == nil {
-			if rep, err = runOnce(ctx, cfg, s); err != nil {
+		t := SeqsTrial{MaxNumSeqs: n, NumGPUBlocks: cfg.NumGPUBlocks, Config: cfg, Report: s.Done[n]}
+		var j job
+		if t.Report == nil {
+			if j.src, j.close, err = s.Open(); err != nil {
 				return out, err
 			}
 		}
-		t := SeqsTrial{MaxNumSeqs: n, NumGPUBlocks: cfg.NumGPUBlocks, Requests: rep.Requests, Rejected: rep.Rejected,
-			Preemptions: rep.Preemptions, E2EP99MS: rep.E2E.P99, TTFTP99MS: rep.TTFT.P99, MaxKVUsage: rep.MaxKVUsage,
-			Report: rep, Config: cfg}
 		out.Trials = append(out.Trials, t)
-		if best < 0 || BetterTrial(t, out.Trials[best]) {
-			best = len(out.Trials) - 1
-		}
+		jobs = append(jobs, j)
 	}
-	if best < 0 {
+	if len(out.Trials) == 0 {
 		return out, ErrNoCandidate
+	}
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(s.Parallel, 1))
+	var wg sync.WaitGroup
+	for i := range jobs {
+		if jobs[i].src == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e, err := New(out.Trials[i].Config)
+			if err == nil {
+				out.Trials[i].Report, err = Run(ctx, e, jobs[i].src, s.Run)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	best := -1
+	for i := range out.Trials {
+		if errs[i] != nil {
+			return out, errs[i]
+		}
+		t := &out.Trials[i]
+		rep := t.Report
+		t.Requests, t.Rejected, t.Preemptions = rep.Requests, rep.Rejected, rep.Preemptions
+		t.E2EP99MS, t.TTFTP99MS, t.MaxKVUsage = rep.E2E.P99, rep.TTFT.P99, rep.MaxKVUsage
+		if best < 0 || BetterTrial(*t, out.Trials[best]) {
+			best = i
+		}
 	}
 	b := out.Trials[best]
 	out.MaxNumSeqs = b.MaxNumSeqs
 	out.Reason = reason(b, out.Trials, s.Reference)
 	return out, nil
-}
-
-func runOnce(ctx context.Context, cfg Config, s SeqsSearch) (*Report, error) {
-	e, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	src, closeSrc, err := s.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer closeSrc()
-	return Run(ctx, e, src, s.Run)
 }
 
 // reason says why b won: against the reference when it lost to b, else

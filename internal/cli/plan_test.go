@@ -19,7 +19,7 @@ import (
 )
 
 // run executes headroom with args and a fixed environment.
-func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+func run(t testing.TB, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(context.Background(), args, Env{

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 
 	"headroom.dev/headroom/internal/report"
@@ -26,7 +27,7 @@ const planTrafficSeed = 1
 // simulate --requests reads, replayed at its own arrivals. Either is cut
 // at planTrafficRequests requests.
 func planTraffic(name string, rate float64) (report.Traffic, error) {
-	if rate < 0 {
+	if !(rate >= 0) || math.IsInf(rate, 0) {
 		return report.Traffic{}, badInput("--rate must be a positive number of requests per second")
 	}
 	p, isProfile, err := sniffProfile(name)

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"headroom.dev/headroom/memory"
@@ -80,6 +81,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		Candidates: sim.SeqsCandidates(orig.Settings.MaxNumSeqs, rec.MaxNumSeqs),
 		Reference:  rec.MaxNumSeqs,
 		Open:       t.Open,
+		Parallel:   runtime.GOMAXPROCS(0),
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n
