@@ -64,6 +64,10 @@ starts and serves one max-length request; and the settings to use.
 Settings can be given as headroom flags (vLLM's own names) or as a pasted command
 after --; a headroom flag overrides the same flag in the pasted command.
 
+With --profile FILE (a 'headroom profile -o json' output or a request log),
+--max-num-seqs is chosen by simulating that traffic (up to 20,000 requests per
+candidate) instead of the quarter-of-max-model-len rule.
+
 Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)

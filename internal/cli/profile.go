@@ -57,7 +57,8 @@ vLLM's "Received request" log lines (their output is max_tokens, a limit).
 With --model and --gpu (or a pasted vllm command), it also shows how many requests
 of each bucket the KV cache holds at once (KV tokens / the bucket's p90 total
 tokens), and splits the traffic into a short and a long pool, each with its own
-vllm serve flags from the planner.
+vllm serve flags from the planner; a pool's --max-num-seqs is chosen by replaying
+its requests of the log (one file with times) through the simulated engine.
 
 Percentiles are read from log-linear histograms: exact below 256 tokens, within
 0.4% above.`,
