@@ -51,7 +51,7 @@ func (h *Handler) hpaWarnings(ctx context.Context, namespace, kind, name string,
 // reviewHPA warns when an HPA being admitted scales a vLLM Deployment or
 // StatefulSet on host resources alone. An HPA is never denied.
 func (h *Handler) reviewHPA(ctx context.Context, version, namespace string, raw []byte) (decision, error) {
-	d := decision{kind: "HorizontalPodAutoscaler"}
+	d := decision{Evaluation: Evaluation{Kind: "HorizontalPodAutoscaler"}}
 	var s kube.Scaling
 	switch version {
 	case "v2":
@@ -82,7 +82,7 @@ func (h *Handler) reviewHPA(ctx context.Context, version, namespace string, raw 
 	}
 	for _, c := range t.Spec.Containers {
 		if l, ok, _ := readLaunch(c); ok {
-			d.warnings = append(d.warnings, hpaWarning(s, fmt.Sprintf("%s %q", s.TargetKind, s.TargetName), l.settings.Version))
+			d.warn(CodeCPUOnlyHPA, "%s", hpaWarning(s, fmt.Sprintf("%s %q", s.TargetKind, s.TargetName), l.settings.Version))
 			break
 		}
 	}
