@@ -34,10 +34,10 @@ func readCluster(t testing.TB) []*unstructured.Unstructured {
 
 // listKinds are the resources the audit lists, for the fake client.
 var listKinds = map[schema.GroupVersionResource]string{
-	deploymentsResource:  "DeploymentList",
-	statefulSetsResource: "StatefulSetList",
-	podsResource:         "PodList",
-	nodesResource:        "NodeList",
+	deploymentsResource:   "DeploymentList",
+	statefulSetsResource:  "StatefulSetList",
+	podsResource:          "PodList",
+	nodesResource:         "NodeList",
 	workspaceResources[0]: "WorkspaceList",
 	workspaceResources[1]: "WorkspaceList",
 	{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}: "HorizontalPodAutoscalerList",

@@ -1,6 +1,7 @@
 // Package e2e runs headroom's admission webhook against a real
 // kube-apiserver and etcd (controller-runtime's envtest), registered with
-// the webhook configurations of deploy/base, and checks what the API server
+// the webhook configurations of deploy/headroom.yaml (rendered from
+// charts/headroom), and checks what the API server
 // stores. It needs KUBEBUILDER_ASSETS: the directory hack/e2e-assets.sh
 // prints.
 package e2e
@@ -64,12 +65,13 @@ func (w *warnings) take() []string {
 	return out
 }
 
-// webhookConfigs reads deploy/base/webhooks.yaml and points every webhook at
+// webhookConfigs reads the webhook configurations of deploy/headroom.yaml
+// (the chart's default rendering) and points every webhook at
 // the local server: the selectors, rules and match conditions under test
 // are the ones deployed.
 func webhookConfigs(t *testing.T, base string) ([]*admissionregv1.MutatingWebhookConfiguration, []*admissionregv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "base", "webhooks.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "headroom.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func webhookConfigs(t *testing.T, base string) ([]*admissionregv1.MutatingWebhoo
 		}
 	}
 	if len(mut) != 1 || len(val) != 1 {
-		t.Fatalf("webhooks.yaml holds %d mutating and %d validating configurations, want 1 each", len(mut), len(val))
+		t.Fatalf("deploy/headroom.yaml holds %d mutating and %d validating configurations, want 1 each", len(mut), len(val))
 	}
 	return mut, val
 }
