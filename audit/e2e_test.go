@@ -2,10 +2,8 @@ package audit
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 // auditRules are the read-only permissions README.md (headroom audit)
@@ -26,44 +26,13 @@ var auditRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"kaito.sh"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list"}},
 }
 
-// workspaceCRD is a minimal stand-in for KAITO's Workspace CRD: KAITO's
-// group, kind and scope; any fields.
-func workspaceCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "workspaces.kaito.sh"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kaito.sh",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "workspaces", Singular: "workspace", Kind: "Workspace", ListKind: "WorkspaceList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1beta1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-			}},
-		},
-	}
-}
-
 // TestAuditE2E creates testdata/cluster.yaml in a real kube-apiserver and
 // etcd and audits it: as an administrator (the full expected audit), and
 // as a user holding only the README's role in namespace llm (nodes and
 // other namespaces are forbidden: findings, not errors).
 func TestAuditE2E(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./audit/")
-	}
-	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{workspaceCRD()}}
-	start := time.Now()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	t.Logf("kube-apiserver and etcd up in %v", time.Since(start).Round(time.Millisecond))
+	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()}}
+	cfg := kubetest.Start(t, env, "./audit/")
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)

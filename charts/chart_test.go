@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 const chart = "headroom"
@@ -173,49 +174,18 @@ func fromU(t *testing.T, u *unstructured.Unstructured, out any) {
 	}
 }
 
-// stubCRD is a CRD with the group, kind and scope of another project's
-// and a schema that accepts any fields.
-func stubCRD(group, version, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: version, Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-			}},
-		},
-	}
-}
-
 // TestDryRunApply applies the default rendering (deploy/headroom.yaml),
 // the one with every option and the one with a CA of the user's to a real
 // API server with a server-side dry run.
 func TestDryRunApply(t *testing.T) {
 	helmBin(t)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./charts/")
-	}
 	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		stubCRD("cert-manager.io", "v1", "Issuer", "issuers"),
-		stubCRD("cert-manager.io", "v1", "Certificate", "certificates"),
-		stubCRD("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
-		stubCRD("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects"),
+		kubetest.StubCRD("cert-manager.io", "v1", "Issuer", "issuers"),
+		kubetest.StubCRD("cert-manager.io", "v1", "Certificate", "certificates"),
+		kubetest.StubCRD("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
+		kubetest.StubCRD("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects"),
 	}}
-	start := time.Now()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	t.Logf("kube-apiserver and etcd up in %v", time.Since(start).Round(time.Millisecond))
+	cfg := kubetest.Start(t, env, "./charts/")
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	// A dry run creates nothing, so the namespaces objects land in exist.

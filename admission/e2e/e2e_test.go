@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 const (
@@ -116,26 +117,6 @@ func webhookConfigs(t *testing.T, base string) ([]*admissionregv1.MutatingWebhoo
 	return mut, val
 }
 
-// workspaceCRD is a minimal stand-in for KAITO's Workspace CRD: the group,
-// kind and scope are KAITO's; the schema accepts any fields.
-func workspaceCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "workspaces.kaito.sh"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kaito.sh",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "workspaces", Singular: "workspace", Kind: "Workspace", ListKind: "WorkspaceList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1beta1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
-			}},
-		},
-	}
-}
-
 func vllmDeployment(name string, args []string, nodeSelector, annotations map[string]string, gpus int) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
@@ -167,7 +148,7 @@ func TestWebhookE2E(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	mut, val := webhookConfigs(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	env := &envtest.Environment{
-		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{workspaceCRD()},
+		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()},
 		ErrorIfCRDPathMissing: false,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			LocalServingHost: "127.0.0.1", LocalServingPort: port,

@@ -198,13 +198,7 @@ func writeAuditTable(w io.Writer, r audit.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tNAMESPACE\tKIND/NAME\tSERVES\tFINDINGS")
 	for _, wl := range r.Workloads {
-		codes := make([]string, 0, len(wl.Findings))
-		for _, f := range wl.Findings {
-			if f.Level != audit.LevelInfo {
-				codes = append(codes, f.Code)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, engineText(wl), strings.Join(codes, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, engineText(wl), strings.Join(riskCodes(wl, "%s"), ", "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -232,13 +226,7 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 	}
 	fmt.Fprintln(w, "\n| status | namespace | workload | serves | findings |\n|---|---|---|---|---|")
 	for _, wl := range r.Workloads {
-		var codes []string
-		for _, f := range wl.Findings {
-			if f.Level != audit.LevelInfo {
-				codes = append(codes, "`"+f.Code+"`")
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s | %s/%s | %s | %s |\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, mdCell(engineText(wl)), strings.Join(codes, " "))
+		fmt.Fprintf(w, "| %s | %s | %s/%s | %s | %s |\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, mdCell(engineText(wl)), strings.Join(riskCodes(wl, "`%s`"), " "))
 	}
 	for _, wl := range r.Workloads {
 		if wl.Status == audit.StatusOK {
@@ -250,6 +238,18 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 		}
 	}
 	return nil
+}
+
+// riskCodes are the codes of a workload's findings above info, each
+// formatted with format.
+func riskCodes(wl audit.Workload, format string) []string {
+	var codes []string
+	for _, f := range wl.Findings {
+		if f.Level != audit.LevelInfo {
+			codes = append(codes, fmt.Sprintf(format, f.Code))
+		}
+	}
+	return codes
 }
 
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
