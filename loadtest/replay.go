@@ -20,6 +20,9 @@ const maxLogLine = 16 << 20
 // over that second (logs stamp whole seconds).
 const maxSecondGroup = 1 << 16
 
+// maxDue bounds a replayed due time: 100 years.
+const maxDue = 100 * 365 * 24 * time.Hour
+
 // Replay reads a request log in any format package traffic reads
 // (traffic.ParseLine: key=value, OpenAI usage JSON lines, vLLM's request
 // log; gzip recognised by its magic bytes) and yields its requests with
@@ -195,7 +198,9 @@ func (p *Replay) Next() (Item, bool, error) {
 	}
 	k := len(p.group)
 	off := float64(p.gsec-p.t0) + float64(p.gi)/float64(k)
-	due := time.Duration(off / p.Speedup * float64(time.Second))
+	// A log spanning centuries (a garbled year) would overflow Duration;
+	// such items stay at the bound, far past any run's end.
+	due := time.Duration(min(off/p.Speedup*float64(time.Second), float64(maxDue)))
 	it := p.item(p.group[p.gi], due)
 	p.gi++
 	return it, true, nil

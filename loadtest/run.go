@@ -85,10 +85,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 
 	var inflight sync.WaitGroup
-	send := func(i uint64, it Item, text string, nwords int) {
+	// sent is read where the loop releases the request, before its
+	// goroutine starts (Go starts one within microseconds): the send lag
+	// is the loop's own lateness.
+	send := func(i uint64, it Item, text string, nwords int, sent time.Duration) {
 		defer inflight.Done()
-		o := Outcome{Due: it.Due, PromptWords: nwords, Prompt: it.Prompt}
-		o.Sent = clock.Now().Sub(start)
+		o := Outcome{Due: it.Due, PromptWords: nwords, Prompt: it.Prompt, Sent: sent}
 		stats.Sent(&o)
 		r := cfg.Client.Do(ctx, text, it.Output)
 		r.Due, r.Sent, r.PromptWords, r.Prompt = o.Due, o.Sent, o.PromptWords, o.Prompt
@@ -107,12 +109,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Concurrency <= 0 {
 		schedErr = openLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
 			inflight.Add(1)
-			go send(i, it, text, n)
+			go send(i, it, text, n, clock.Now().Sub(start))
 		})
 	} else {
 		schedErr = closedLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
 			inflight.Add(1)
-			send(i, it, text, n)
+			send(i, it, text, n, clock.Now().Sub(start))
 		})
 	}
 	inflight.Wait()
@@ -121,8 +123,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// A last reading after the drain: the counters' final values.
 	w.read(context.WithoutCancel(ctx), clock.Now().Sub(start))
 
-	r := &Result{}
+	t := cfg.Client.Target
+	r := &Result{Target: TargetInfo{URL: t.URL(), Model: t.Model, Endpoint: t.Endpoint}}
+	r.Load.Mode, r.Load.Concurrency = "open", cfg.Concurrency
+	if cfg.Concurrency > 0 {
+		r.Load.Mode = "closed"
+	}
 	stats.summarize(r)
+	if cfg.Concurrency > 0 {
+		// A closed loop sends when a request ends: its rate is the
+		// server's, not a measure of the client.
+		r.SendRate = SendRate{}
+	}
 	w.series.fill(r, interval)
 	r.Calibration.TokensPerWord, r.Calibration.FixedTokens = cal.Rate()
 	r.Calibration.TokensPerWord, r.Calibration.FixedTokens = round3(r.Calibration.TokensPerWord), round3(r.Calibration.FixedTokens)

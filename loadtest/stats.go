@@ -162,7 +162,7 @@ func (s *Stats) summarize(r *Result) {
 	r.OutputTokens = s.outputTok.Summary()
 	r.WithoutUsage = s.noUsage
 
-	r.DurationS = s.lastDone.Seconds()
+	r.DurationS = round3(s.lastDone.Seconds())
 	if s.lastSent > s.firstSent && s.sent > 1 {
 		r.SendRate.Achieved = round3(float64(s.sent-1) / (s.lastSent - s.firstSent).Seconds())
 	}
