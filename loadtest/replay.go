@@ -158,17 +158,28 @@ func (p *Replay) item(r traffic.Record, due time.Duration) Item {
 	return it
 }
 
-// Next implements Schedule.
-func (p *Replay) Next() (Item, bool, error) {
+// Timed reads up to the first request and reports whether it has a time
+// (the log is replayed on its own timing) and whether there is one.
+func (p *Replay) Timed() (timed, any bool, err error) {
 	if !p.started {
 		p.started = true
 		r, ok, err := p.record()
 		if err != nil || !ok {
-			return Item{}, false, err
+			return false, false, err
 		}
 		p.timed = r.HasTime
 		p.t0 = r.Unix
 		p.pending = &r
+	}
+	return p.timed, p.timed || p.pending != nil, nil
+}
+
+// Next implements Schedule.
+func (p *Replay) Next() (Item, bool, error) {
+	if !p.started {
+		if _, ok, err := p.Timed(); err != nil || !ok {
+			return Item{}, false, err
+		}
 	}
 	if !p.timed {
 		var r traffic.Record

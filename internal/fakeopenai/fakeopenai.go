@@ -82,6 +82,10 @@ func Start(opt Options) *Server {
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
 	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"stand-in","object":"model"}]}`)
+	})
 	s.Server = httptest.NewServer(mux)
 	return s
 }
