@@ -40,18 +40,18 @@ type Result struct {
 	} `json:"calibration"`
 
 	// From the server's /metrics (null when not read) and local GPUs.
-	MaxKVUsage       *float64 `json:"max_kv_usage"`
-	Preemptions      *float64 `json:"preemptions"`
-	MaxRunning       *float64 `json:"max_running"`
-	MaxWaiting       *float64 `json:"max_waiting"`
-	GPUMaxUsedBytes  *int64   `json:"gpu_max_used_bytes"`
-	GPUTotalBytes    *int64   `json:"gpu_total_bytes"`
-	MetricsURL       string   `json:"metrics_url,omitempty"`
-	Series           []Point  `json:"series"`
-	SeriesIntervalS  float64  `json:"series_interval_s"`
-	SLOs             []SLOResult `json:"slo"`
-	SLOsMet          bool        `json:"slo_met"`
-	Notes            []string    `json:"notes,omitempty"`
+	MaxKVUsage      *float64    `json:"max_kv_usage"`
+	Preemptions     *float64    `json:"preemptions"`
+	MaxRunning      *float64    `json:"max_running"`
+	MaxWaiting      *float64    `json:"max_waiting"`
+	GPUMaxUsedBytes *int64      `json:"gpu_max_used_bytes"`
+	GPUTotalBytes   *int64      `json:"gpu_total_bytes"`
+	MetricsURL      string      `json:"metrics_url,omitempty"`
+	Series          []Point     `json:"series"`
+	SeriesIntervalS float64     `json:"series_interval_s"`
+	SLOs            []SLOResult `json:"slo"`
+	SLOsMet         bool        `json:"slo_met"`
+	Notes           []string    `json:"notes,omitempty"`
 }
 
 // TargetInfo names the server.

@@ -23,14 +23,14 @@ type Fault int
 
 // Faults.
 const (
-	None       Fault = iota
-	HTTP500          // answer 500 with a JSON error
-	Garbage          // 200, then a data line that is not JSON
-	NotSSE           // 200 with an HTML page
-	Stall            // two tokens, then nothing until the client leaves (at most MaxStall)
-	CloseEarly       // two tokens, then the connection is cut
-	NoDone           // every token and the usage, then the stream ends without [DONE]
-	StreamError      // one token, then an error object in the stream
+	None        Fault = iota
+	HTTP500           // answer 500 with a JSON error
+	Garbage           // 200, then a data line that is not JSON
+	NotSSE            // 200 with an HTML page
+	Stall             // two tokens, then nothing until the client leaves (at most MaxStall)
+	CloseEarly        // two tokens, then the connection is cut
+	NoDone            // every token and the usage, then the stream ends without [DONE]
+	StreamError       // one token, then an error object in the stream
 )
 
 // MaxStall bounds a stalled answer, so a client that never gives up does
