@@ -61,10 +61,10 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-// SleepUntil jumps, except over an hour or more: that is the watcher's
+// SleepUntil jumps, except over a minute or more: that is the watcher's
 // reading interval in the test, and it waits for the end instead.
 func (c *fakeClock) SleepUntil(ctx context.Context, t time.Time) error {
-	if t.Sub(c.Now()) >= time.Hour {
+	if t.Sub(c.Now()) >= time.Minute {
 		<-ctx.Done()
 		return ctx.Err()
 	}

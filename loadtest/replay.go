@@ -3,7 +3,6 @@ package loadtest
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -100,34 +99,18 @@ func (p *Replay) record() (traffic.Record, bool, error) {
 	return traffic.Record{}, false, nil
 }
 
-var errLongLine = errors.New("line too long")
-
 // readLine returns the next line, nil for a skipped one, and io.EOF
 // with the last line.
 func (p *Replay) readLine() ([]byte, error) {
-	var long []byte
-	for {
-		frag, err := p.br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if len(long)+len(frag) > maxLogLine {
-				long = nil
-				p.Skipped++
-				if err := p.skipLine(); err != nil {
-					return nil, err
-				}
-				return nil, nil
-			}
-			long = append(long, frag...)
-			continue
-		}
-		if long != nil {
-			frag = append(long, frag...)
-		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("reading the request log: %v", err)
-		}
-		return frag, err
+	line, err := readLine(p.br, maxLogLine)
+	if err == errLineTooLong {
+		p.Skipped++
+		return nil, p.skipLine()
 	}
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("reading the request log: %v", err)
+	}
+	return line, err
 }
 
 func (p *Replay) skipLine() error {
@@ -145,6 +128,16 @@ func (p *Replay) skipLine() error {
 			return fmt.Errorf("reading the request log: %v", err)
 		}
 	}
+}
+
+// next returns the record read ahead, if any, else the next one.
+func (p *Replay) next() (traffic.Record, bool, error) {
+	if p.pending != nil {
+		r := *p.pending
+		p.pending = nil
+		return r, true, nil
+	}
+	return p.record()
 }
 
 func (p *Replay) item(r traffic.Record, due time.Duration) Item {
@@ -182,15 +175,9 @@ func (p *Replay) Next() (Item, bool, error) {
 		}
 	}
 	if !p.timed {
-		var r traffic.Record
-		if p.pending != nil {
-			r, p.pending = *p.pending, nil
-		} else {
-			var ok bool
-			var err error
-			if r, ok, err = p.record(); err != nil || !ok {
-				return Item{}, false, err
-			}
+		r, ok, err := p.next()
+		if err != nil || !ok {
+			return Item{}, false, err
 		}
 		due := time.Duration(0)
 		if p.Untimed != nil {
@@ -221,17 +208,9 @@ func (p *Replay) Next() (Item, bool, error) {
 func (p *Replay) fill() error {
 	p.group, p.gi = p.group[:0], 0
 	for len(p.group) < maxSecondGroup {
-		var r traffic.Record
-		if p.pending != nil {
-			r, p.pending = *p.pending, nil
-		} else {
-			var ok bool
-			var err error
-			if r, ok, err = p.record(); err != nil {
-				return err
-			} else if !ok {
-				return nil
-			}
+		r, ok, err := p.next()
+		if err != nil || !ok {
+			return err
 		}
 		if len(p.group) == 0 {
 			// The group's second: its first line's, never earlier than

@@ -86,12 +86,37 @@ func (s *SSEReader) Next() ([]byte, error) {
 // MaxEventBytes is an error; a last line without a newline comes with
 // io.EOF when it is empty, else alone (the EOF follows on the next call).
 func (s *SSEReader) line() ([]byte, error) {
+	line, err := readLine(s.r, MaxEventBytes)
+	switch {
+	case err == errLineTooLong:
+		return nil, ErrEventTooLarge
+	case err == io.EOF && len(line) > 0:
+		// A final line without a newline: an event torn off.
+		return line, io.EOF
+	case err != nil:
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// errLineTooLong is readLine's error for a line over its limit; the
+// reader is left inside that line.
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line with its "\n" (a last line without one
+// comes with io.EOF), joining the pieces of a line longer than the
+// reader's buffer, up to limit bytes.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var long []byte
 	for {
-		frag, err := s.r.ReadSlice('\n')
+		frag, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			if len(long)+len(frag) > MaxEventBytes {
-				return nil, ErrEventTooLarge
+			if len(long)+len(frag) > limit {
+				return nil, errLineTooLong
 			}
 			long = append(long, frag...)
 			continue
@@ -99,18 +124,7 @@ func (s *SSEReader) line() ([]byte, error) {
 		if long != nil {
 			frag = append(long, frag...)
 		}
-		if err != nil {
-			if err == io.EOF && len(frag) > 0 {
-				// A final line without a newline: an event torn off.
-				return frag, io.EOF
-			}
-			return nil, err
-		}
-		frag = frag[:len(frag)-1]
-		if n := len(frag); n > 0 && frag[n-1] == '\r' {
-			frag = frag[:n-1]
-		}
-		return frag, nil
+		return frag, err
 	}
 }
 
