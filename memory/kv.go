@@ -132,25 +132,7 @@ func (l *kvLayout) group() {
 	if len(l.layers) == 0 {
 		return
 	}
-	// Few distinct specs: a linear scan beats a map here.
-	type kindCount struct {
-		spec  layerSpec
-		count int
-	}
-	var counts []kindCount
-	for _, ls := range l.layers {
-		found := false
-		for i := range counts {
-			if counts[i].spec == ls.key() {
-				counts[i].count++
-				found = true
-				break
-			}
-		}
-		if !found {
-			counts = append(counts, kindCount{ls.key(), 1})
-		}
-	}
+	counts := countSpecs(l.layers)
 	l.pageBytes = 0
 	for _, k := range counts {
 		if k.spec.pageBytes > l.pageBytes {
@@ -176,6 +158,32 @@ func (l *kvLayout) group() {
 	for _, c := range vals {
 		l.numGroups += (c + l.groupSize - 1) / l.groupSize
 	}
+}
+
+// kindCount is how many layers share one spec.
+type kindCount struct {
+	spec  layerSpec
+	count int
+}
+
+// countSpecs counts the layers of each distinct spec, in first-seen order.
+// Few distinct specs: a linear scan beats a map here.
+func countSpecs(layers []layerSpec) []kindCount {
+	var counts []kindCount
+	for _, ls := range layers {
+		found := false
+		for i := range counts {
+			if counts[i].spec == ls.key() {
+				counts[i].count++
+				found = true
+				break
+			}
+		}
+		if !found {
+			counts = append(counts, kindCount{ls.key(), 1})
+		}
+	}
+	return counts
 }
 
 // blockBytes is the memory one block costs across the pool: one page in

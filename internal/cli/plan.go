@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
@@ -66,21 +67,28 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 		},
 	}
 	fl := cmd.Flags()
+	addPlanFlags(fl, &f)
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, args, kaito")
+	fl.IntVar(&f.typicalContext, "typical-context", 0, "tokens (prompt + output) of a typical request, for --max-num-seqs (default: max-model-len / 4)")
+	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
+	return cmd
+}
+
+// addPlanFlags registers the flags that name a deployment (model, GPU,
+// version, policy and vLLM's own settings), for every command that plans
+// one.
+func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.StringVar(&f.model, "model", "", "model: a catalog id, a local directory or config.json, or a Hugging Face id")
 	fl.StringVar(&f.gpuName, "gpu", "", "GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs (default: the instance type's count, or what the parallelism needs)")
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
 	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known, "+vllm.Newest().String()+")")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, args, kaito")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom (computed from the sizes) or kaito (KAITO's 1.5 GiB curve)")
-	fl.IntVar(&f.typicalContext, "typical-context", 0, "tokens (prompt + output) of a typical request, for --max-num-seqs (default: max-model-len / 4)")
 	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager (no CUDA graphs)")
-	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
 	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
 	for _, v := range vllmStringFlags {
 		f.vllm[v.name] = fl.String(v.name, "", v.usage)
 	}
-	return cmd
 }
 
 // settingsFrom merges the pasted command and headroom's own vLLM flags.

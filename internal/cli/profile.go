@@ -197,6 +197,19 @@ func isTerminal(w io.Writer) bool {
 // a plain line every 10 seconds otherwise. It returns the function that
 // stops it.
 func startProgress(w io.Writer, name string, size int64, done *atomic.Int64) func() {
+	return showProgress(w, func() string {
+		msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
+		if size > 0 {
+			msg += fmt.Sprintf(" of %d MiB", size>>20)
+		}
+		return msg
+	})
+}
+
+// showProgress prints msg() as a live line on a terminal (every 0.5 s), a
+// plain line every 10 seconds otherwise, until the returned function is
+// called.
+func showProgress(w io.Writer, msg func() string) func() {
 	if w == nil {
 		return func() {}
 	}
@@ -220,14 +233,10 @@ func startProgress(w io.Writer, name string, size int64, done *atomic.Int64) fun
 				}
 				return
 			case <-t.C:
-				msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
-				if size > 0 {
-					msg += fmt.Sprintf(" of %d MiB", size>>20)
-				}
 				if tty {
-					fmt.Fprintf(w, "\r\033[K%s", msg)
+					fmt.Fprintf(w, "\r\033[K%s", msg())
 				} else {
-					fmt.Fprintln(w, msg)
+					fmt.Fprintln(w, msg())
 				}
 				shown = true
 			}

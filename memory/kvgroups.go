@@ -1,0 +1,38 @@
+package memory
+
+import "headroom.dev/headroom/model"
+
+// KVGroup is one KV-cache group of a plan's layout, as vLLM V1's KV-cache
+// manager sees it: every group allocates its own blocks for each request
+// from the one shared pool. The scheduler simulation (package sim) sizes
+// requests with these.
+type KVGroup struct {
+	// Kind is full, mla, sliding or linear.
+	Kind model.AttentionKind `json:"kind"`
+	// Window is the sliding window (or the chunk of chunked local
+	// attention) in tokens; 0 for full, MLA and linear groups.
+	Window  int  `json:"window,omitempty"`
+	Chunked bool `json:"chunked,omitempty"`
+}
+
+// KVGroups lists the KV-cache groups of the worker the plan sized the pool
+// by (the one with the fewest blocks), padding groups included: a kind of
+// n layers fills ceil(n / group size) groups (vLLM-memory.md §3.3).
+func (b Budget) KVGroups() []KVGroup {
+	l := b.layout
+	if l.groupSize <= 0 {
+		return nil
+	}
+	counts := countSpecs(l.layers)
+	var out []KVGroup
+	for _, c := range counts {
+		g := KVGroup{Kind: c.spec.kind}
+		if c.spec.kind == model.Sliding {
+			g.Window, g.Chunked = c.spec.window, c.spec.chunked
+		}
+		for range (c.count + l.groupSize - 1) / l.groupSize {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model/catalog"
+	"headroom.dev/headroom/vllm"
+)
+
+// BenchmarkRun is the speed target of the simulator: Llama-3.1-8B on one
+// H100-80GB with vLLM's defaults, 20 req/s Poisson, prompts uniform
+// 16-2000 tokens, outputs uniform 1-400, on the roofline clock. It
+// reports simulated seconds per wall second (the target is >= 1000) and
+// the live heap at the end of runs of 100k and 1M requests: the same
+// heap for both shows memory does not grow with the request count.
+//
+//	go test ./sim -run XXX -bench Run -benchtime 1x
+func BenchmarkRun(b *testing.B) {
+	spec, ok := catalog.Lookup("meta-llama/Llama-3.1-8B-Instruct")
+	if !ok {
+		b.Fatal("no Llama-3.1-8B in the catalog")
+	}
+	sel, err := gpu.Resolve("H100-80GB")
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: 1, Settings: vllm.Settings{Version: vllm.Newest()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	timer, err := RooflineFor(plan, DefaultCalibration)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := plan.Settings
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			var simulated, wall float64
+			var heap uint64
+			for range b.N {
+				e, err := New(Config{NumGPUBlocks: int(plan.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: set.MaxNumSeqs,
+					MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: plan.MaxModelLen, Timer: timer})
+				if err != nil {
+					b.Fatal(err)
+				}
+				src := &Synthetic{Rate: 20, Duration: float64(n) / 20, Prompt: UniformDist{16, 2000}, Output: UniformDist{1, 400}, Seed: 1}
+				start := time.Now()
+				rep, err := Run(context.Background(), e, src, RunOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall += time.Since(start).Seconds()
+				simulated += rep.DurationS
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				heap = ms.HeapAlloc
+				runtime.KeepAlive(e)
+				if b.N == 1 {
+					b.Logf("%d requests: %.0f simulated s in %.2f wall s; ttft p99 %.0f ms, tpot mean %.1f ms, max KV %.2f, preemptions %d",
+						rep.Requests, rep.DurationS, wall, rep.TTFT.P99, rep.TPOT.Mean, rep.MaxKVUsage, rep.Preemptions)
+				}
+			}
+			b.ReportMetric(simulated/wall, "sim-s/wall-s")
+			b.ReportMetric(float64(heap)/(1<<20), "MiB-live-heap")
+		})
+	}
+}
+
+func itoa(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return string(rune('0'+n/1_000_000)) + "M"
+	default:
+		return string(rune('0'+n/100_000)) + "00k"
+	}
+}

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"headroom.dev/headroom/model"
+)
+
+// Group is one KV-cache group: every group holds its own blocks for every
+// request, all taken from one pool (memory.KVGroup).
+type Group struct {
+	Kind model.AttentionKind
+	// Window is the sliding window or local-attention chunk in tokens.
+	Window  int
+	Chunked bool
+}
+
+// Config is an engine: its pool, its limits and its clock model.
+type Config struct {
+	// NumGPUBlocks is vLLM's num_gpu_blocks; one block is the null block,
+	// so requests share NumGPUBlocks − 1.
+	NumGPUBlocks int
+	// BlockSize is tokens per block (vLLM's default on CUDA: 16).
+	BlockSize           int
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	MaxModelLen         int
+	// LongPrefillTokenThreshold caps the tokens one request gets per step
+	// when > 0 (vLLM --long-prefill-token-threshold).
+	LongPrefillTokenThreshold int
+	// NoChunkedPrefill makes a prompt larger than the step's remaining
+	// budget wait (vLLM --no-enable-chunked-prefill).
+	NoChunkedPrefill bool
+	// NoPrefixCaching turns off block reuse across requests (vLLM
+	// --no-enable-prefix-caching); V1 has it on by default.
+	NoPrefixCaching bool
+	// Groups are the KV-cache groups; none means one full-attention group.
+	Groups []Group
+	// Timer prices a step; nil means Fixed(0.010).
+	Timer StepTimer
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.BlockSize <= 0:
+		return errors.New("block size must be positive")
+	case c.NumGPUBlocks < 2:
+		return fmt.Errorf("num_gpu_blocks %d: the pool needs at least 2 blocks (one is the null block)", c.NumGPUBlocks)
+	case c.MaxNumSeqs <= 0:
+		return errors.New("max-num-seqs must be positive")
+	case c.MaxNumBatchedTokens <= 0:
+		return errors.New("max-num-batched-tokens must be positive")
+	case c.MaxModelLen < 2:
+		return fmt.Errorf("max-model-len %d: needs at least 2 tokens", c.MaxModelLen)
+	}
+	if c.NoChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen {
+		return fmt.Errorf("without chunked prefill max-num-batched-tokens (%d) must be at least max-model-len (%d), as vLLM requires", c.MaxNumBatchedTokens, c.MaxModelLen)
+	}
+	if len(c.Groups) == 0 {
+		c.Groups = []Group{{Kind: model.Full}}
+	}
+	for _, g := range c.Groups {
+		if g.Kind == model.Sliding && g.Window <= 0 {
+			return fmt.Errorf("sliding-window group without a window")
+		}
+	}
+	if c.Timer == nil {
+		c.Timer = Fixed(0.010)
+	}
+	return nil
+}
+
+// blocksFor is how many blocks group g holds for a request whose first
+// computed tokens are computed and that is given slots up to total.
+// Sliding layers free the blocks wholly before the window of the next
+// token (vLLM's remove_skipped_blocks), chunked local layers those before
+// the current chunk; a linear-state group holds one block.
+func (c *Config) skippedBlocks(g Group, computed int) int {
+	switch g.Kind {
+	case model.Sliding:
+		if g.Chunked {
+			return computed / g.Window * g.Window / c.BlockSize
+		}
+		if s := computed - g.Window + 1; s > 0 {
+			return s / c.BlockSize
+		}
+	}
+	return 0
+}
+
+// peakBlocks is the most blocks a request of total tokens holds at once
+// over all groups, when it is given its tokens in chunks of up to
+// MaxNumBatchedTokens: the test for a request that can never fit.
+func (c *Config) peakBlocks(total int) int {
+	bs := c.BlockSize
+	full := cdiv(total, bs)
+	n := 0
+	for _, g := range c.Groups {
+		switch g.Kind {
+		case model.Linear:
+			n++
+		case model.Sliding:
+			w := cdiv(g.Window-1+c.MaxNumBatchedTokens, bs) + 1
+			if g.Chunked {
+				w = cdiv(g.Window+c.MaxNumBatchedTokens, bs)
+			}
+			n += min(full, w)
+		default:
+			n += full
+		}
+	}
+	return n
+}
+
+func cdiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,623 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"headroom.dev/headroom/model"
+)
+
+// Request is one request as the engine receives it.
+type Request struct {
+	ID string
+	// Arrival is when the request reaches the engine, in seconds of
+	// simulated time.
+	Arrival float64
+	// PromptTokens and OutputTokens are the request's prompt and the
+	// tokens it generates before it stops.
+	PromptTokens, OutputTokens int
+	// PrefixID, when not 0, names a prompt prefix of PrefixTokens tokens
+	// that every request with the same id shares (a system prompt): its
+	// full blocks are found in the prefix cache once computed.
+	PrefixID     uint64
+	PrefixTokens int
+}
+
+// Rejection reasons, counted per request as vLLM rejects them.
+const (
+	// RejectPromptTooLong: the prompt leaves no room for one output token
+	// within max-model-len (vLLM answers 400).
+	RejectPromptTooLong = "prompt_too_long"
+	// RejectNeverFits: the request at its full length needs more blocks
+	// than the pool has; vLLM would preempt it forever.
+	RejectNeverFits = "never_fits"
+	// RejectEmptyPrompt: a prompt of no tokens.
+	RejectEmptyPrompt = "empty_prompt"
+)
+
+// Rejection is the error Add returns for a request the engine refuses.
+type Rejection struct {
+	ID, Reason, Detail string
+}
+
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("request %s rejected (%s): %s", r.ID, r.Reason, r.Detail)
+}
+
+// ErrUnsorted is returned by Add for a request that arrives before the
+// previous one.
+var ErrUnsorted = errors.New("arrivals out of order")
+
+// Event is what one step did to one request: it produced a token (First
+// for the first), finished, or was preempted.
+type Event struct {
+	// Handle is what Add returned for the request.
+	Handle uint64
+	ID     string
+	// Generated is the number of output tokens produced so far.
+	Generated int
+	First     bool
+	Done      bool
+	Preempted bool
+	// Set when Done: the request's life, in simulated seconds.
+	Arrival, FirstToken, Finish float64
+	Prompt, Output              int
+	Preemptions                 int
+}
+
+// StepResult is one step of the engine. Events is reused by the next
+// Step: copy what you keep.
+type StepResult struct {
+	// Idle is true when there was nothing to run and nothing pending.
+	Idle       bool
+	Start, End float64
+	Batch      Batch
+	Events     []Event
+	// Preempted counts this step's preemptions.
+	Preempted int
+}
+
+// Gauges are the engine's state, as vLLM's /metrics shows it.
+type Gauges struct {
+	Now float64
+	// Running and Waiting are the requests in the batch and those that
+	// have arrived and wait for admission (preempted ones included).
+	Running, Waiting int
+	// KVUsage is the share of the pool's usable blocks in use, 0..1.
+	KVUsage     float64
+	Preemptions int64
+	Finished    int64
+	Rejected    int64
+	Aborted     int64
+	// PromptTokens and GenerationTokens count computed prompt tokens of
+	// admitted requests and sampled tokens, as vLLM's counters do.
+	PromptTokens, GenerationTokens int64
+	// PrefixQueries and PrefixHits count prompt tokens looked up in, and
+	// found in, the prefix cache.
+	PrefixQueries, PrefixHits int64
+}
+
+type req struct {
+	Request
+	handle    uint64
+	computed  int
+	generated int
+	blocks    [][]int32 // per group; −1 for a block freed out of the window
+	// freed is group 0's blocks as the last preemption freed them, with
+	// prefix caching: they keep their hashes until evicted.
+	freed []int32
+	// firstAt is the time of the first token; < 0 before it.
+	firstAt     float64
+	preemptions int
+	// sched is the tokens given in the current step; schedIdx its position
+	// in the step's list, −1 when not scheduled.
+	sched    int
+	schedIdx int
+}
+
+func (r *req) numTokens() int { return r.PromptTokens + r.generated }
+
+// Engine is the simulated engine. It is not safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	pool    pool
+	caching bool
+	now     float64
+	last    float64 // arrival of the last request added
+
+	pending ring // added, not yet arrived
+	waiting ring // arrived (and preempted), FCFS
+	running []*req
+	sched   []*req
+	free    []*req // recycled request states
+
+	seq    uint64
+	gauges Gauges
+	res    StepResult
+}
+
+// New returns an idle engine at time 0.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	caching := !cfg.NoPrefixCaching && len(cfg.Groups) == 1 && cfg.Groups[0].Kind != model.Sliding && cfg.Groups[0].Kind != model.Linear
+	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
+	return e, nil
+}
+
+// Config returns the engine's configuration, defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Now is the engine's clock: the end of the last step.
+func (e *Engine) Now() float64 { return e.now }
+
+// Add queues a request; it returns the handle its events carry. A request
+// that arrives before the previous one is an error (ErrUnsorted); one the
+// engine refuses returns a *Rejection and is counted.
+func (e *Engine) Add(r Request) (uint64, error) {
+	if r.Arrival < e.last {
+		return 0, fmt.Errorf("%w: request %s arrives at %.6fs, before the previous one (%.6fs)", ErrUnsorted, r.ID, r.Arrival, e.last)
+	}
+	e.last = r.Arrival
+	reject := func(reason, detail string) (uint64, error) {
+		e.gauges.Rejected++
+		return 0, &Rejection{ID: r.ID, Reason: reason, Detail: detail}
+	}
+	if r.PromptTokens <= 0 {
+		return reject(RejectEmptyPrompt, "the prompt has no tokens")
+	}
+	if r.PromptTokens >= e.cfg.MaxModelLen {
+		return reject(RejectPromptTooLong, fmt.Sprintf("%d prompt tokens leave no room for output within max-model-len %d", r.PromptTokens, e.cfg.MaxModelLen))
+	}
+	r.OutputTokens = min(max(r.OutputTokens, 1), e.cfg.MaxModelLen-r.PromptTokens)
+	r.PrefixTokens = min(max(r.PrefixTokens, 0), r.PromptTokens)
+	if need := e.cfg.peakBlocks(r.PromptTokens + r.OutputTokens - 1); need > e.pool.n {
+		return reject(RejectNeverFits, fmt.Sprintf("%d tokens need %d KV blocks, the pool has %d", r.PromptTokens+r.OutputTokens, need, e.pool.n))
+	}
+	q := e.newReq()
+	q.Request = r
+	e.seq++
+	q.handle = e.seq
+	e.pending.pushBack(q)
+	return q.handle, nil
+}
+
+func (e *Engine) newReq() *req {
+	var q *req
+	if n := len(e.free); n > 0 {
+		q = e.free[n-1]
+		e.free = e.free[:n-1]
+		blocks := q.blocks
+		for i := range blocks {
+			blocks[i] = blocks[i][:0]
+		}
+		*q = req{blocks: blocks, freed: q.freed[:0]}
+	} else {
+		q = &req{blocks: make([][]int32, len(e.cfg.Groups))}
+	}
+	q.firstAt = -1
+	q.schedIdx = -1
+	return q
+}
+
+// Gauges returns the engine's state now.
+func (e *Engine) Gauges() Gauges {
+	g := e.gauges
+	g.Now = e.now
+	g.Running = len(e.running)
+	g.Waiting = e.waiting.len()
+	for i := range e.pending.len() {
+		if e.pending.at(i).Arrival > e.now {
+			break
+		}
+		g.Waiting++
+	}
+	g.KVUsage = e.pool.usage()
+	return g
+}
+
+// Busy reports whether a request is running or waiting.
+func (e *Engine) Busy() bool { return len(e.running) > 0 || e.waiting.len() > 0 }
+
+// NextEventTime is when the next step would start: now when requests are
+// running or waiting, else the next arrival; ok is false when nothing is
+// queued at all.
+func (e *Engine) NextEventTime() (float64, bool) {
+	if e.Busy() {
+		return e.now, true
+	}
+	if e.pending.len() > 0 {
+		return max(e.now, e.pending.front().Arrival), true
+	}
+	return e.now, false
+}
+
+// Step runs one scheduler step and its batch. An idle engine jumps to the
+// next arrival first; with nothing queued it returns Idle.
+func (e *Engine) Step() StepResult {
+	res := &e.res
+	*res = StepResult{Events: res.Events[:0]}
+	if !e.Busy() {
+		if e.pending.len() == 0 {
+			res.Idle, res.Start, res.End = true, e.now, e.now
+			return *res
+		}
+		e.now = max(e.now, e.pending.front().Arrival)
+	}
+	for e.pending.len() > 0 && e.pending.front().Arrival <= e.now {
+		e.waiting.pushBack(e.pending.popFront())
+	}
+	res.Start = e.now
+	e.schedule(res)
+	b := e.batch()
+	res.Batch = b
+	e.now += e.cfg.Timer.StepTime(b)
+	res.End = e.now
+	e.finishStep(res)
+	return *res
+}
+
+// schedule is one call of vLLM's Scheduler.schedule (docs/vllm-scheduler.md).
+func (e *Engine) schedule(res *StepResult) {
+	budget := e.cfg.MaxNumBatchedTokens
+	e.sched = e.sched[:0]
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		r := e.running[i]
+		n := r.numTokens() - r.computed
+		if t := e.cfg.LongPrefillTokenThreshold; t > 0 {
+			n = min(n, t)
+		}
+		n = min(n, budget)
+		if n <= 0 {
+			continue
+		}
+		ok := true
+		for !e.allocate(r, n) {
+			// Preempt the newest running request (running.pop()).
+			last := len(e.running) - 1
+			v := e.running[last]
+			e.running = e.running[:last]
+			if v.schedIdx >= 0 {
+				budget += v.sched
+				e.unschedule(v)
+			}
+			e.preempt(v, res)
+			preempted = true
+			if v == r {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		r.sched = n
+		r.schedIdx = len(e.sched)
+		e.sched = append(e.sched, r)
+		budget -= n
+	}
+	if preempted {
+		return
+	}
+	for budget > 0 && len(e.running) < e.cfg.MaxNumSeqs && e.waiting.len() > 0 {
+		r := e.waiting.front()
+		hits := 0
+		var hitFree int
+		if e.caching && r.computed == 0 {
+			hits, hitFree = e.cacheHits(r)
+			e.gauges.PrefixQueries += int64(r.numTokens())
+		}
+		n := r.numTokens() - hits*e.cfg.BlockSize
+		if t := e.cfg.LongPrefillTokenThreshold; t > 0 {
+			n = min(n, t)
+		}
+		if e.cfg.NoChunkedPrefill && n > budget {
+			break
+		}
+		n = min(n, budget)
+		if hits > 0 && cdiv(hits*e.cfg.BlockSize+n, e.cfg.BlockSize)-hits+hitFree > e.pool.free {
+			break
+		}
+		if hits > 0 {
+			e.gauges.PrefixHits += int64(hits * e.cfg.BlockSize)
+			blocks := r.blocks[0]
+			for i := range hits {
+				b, _ := e.cached(r, i)
+				e.pool.touch(b)
+				blocks = append(blocks, b)
+			}
+			r.blocks[0] = blocks
+			r.computed = hits * e.cfg.BlockSize
+		}
+		if !e.allocate(r, n) {
+			// Cannot happen after the check above; stay safe.
+			e.freeBlocks(r)
+			r.computed = 0
+			break
+		}
+		e.waiting.popFront()
+		e.running = append(e.running, r)
+		r.sched = n
+		r.schedIdx = len(e.sched)
+		e.sched = append(e.sched, r)
+		budget -= n
+	}
+}
+
+// cacheHits counts the leading full blocks of r found in the prefix cache,
+// at most (num_tokens − 1) / block_size (the last token is always
+// computed), and how many of them are free (they leave the free queue when
+// taken).
+func (e *Engine) cacheHits(r *req) (hits, free int) {
+	limit := (r.numTokens() - 1) / e.cfg.BlockSize
+	for hits < limit {
+		b, ok := e.cached(r, hits)
+		if !ok {
+			break
+		}
+		if e.pool.ref[b] == 0 {
+			free++
+		}
+		hits++
+	}
+	return hits, free
+}
+
+// cached finds r's block i in the cache: a shared-prefix block in the
+// map, r's own in the blocks its preemption freed, if the block still
+// holds the hash.
+func (e *Engine) cached(r *req, i int) (int32, bool) {
+	k := e.key(r, i)
+	if k&sharedKey != 0 {
+		return e.pool.lookup(k)
+	}
+	if i < len(r.freed) {
+		if b := r.freed[i]; e.pool.key[b] == k {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
+// key is the hash of r's block i: the shared prefix's chain for blocks
+// wholly inside it, r's own chain after.
+func (e *Engine) key(r *req, i int) uint64 {
+	if r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens {
+		return blockKey(r.PrefixID<<1|1, i) | sharedKey
+	}
+	return blockKey(r.handle<<1, i)
+}
+
+// allocate gives r the slots for n more tokens in every group, or returns
+// false and changes nothing but the out-of-window blocks it frees
+// (KVCacheManager.allocate_slots).
+func (e *Engine) allocate(r *req, n int) bool {
+	bs := e.cfg.BlockSize
+	total := r.computed + n
+	need := 0
+	for g, grp := range e.cfg.Groups {
+		if skip := e.cfg.skippedBlocks(grp, r.computed); skip > 0 {
+			blocks := r.blocks[g]
+			for i := 0; i < skip && i < len(blocks); i++ {
+				if blocks[i] >= 0 {
+					e.pool.release(blocks[i])
+					blocks[i] = -1
+				}
+			}
+		}
+		want := cdiv(total, bs)
+		if grp.Kind == model.Linear {
+			want = 1
+		}
+		need += max(want-len(r.blocks[g]), 0)
+	}
+	if need > e.pool.free {
+		return false
+	}
+	for g, grp := range e.cfg.Groups {
+		want := cdiv(total, bs)
+		if grp.Kind == model.Linear {
+			want = 1
+		}
+		blocks := r.blocks[g]
+		for len(blocks) < want {
+			blocks = append(blocks, e.pool.take())
+		}
+		r.blocks[g] = blocks
+	}
+	if e.caching {
+		blocks := r.blocks[0]
+		for i := r.computed / bs; i < total/bs; i++ {
+			e.pool.register(blocks[i], e.key(r, i))
+		}
+	}
+	return true
+}
+
+// freeBlocks returns r's blocks to the pool, last block first, so the
+// tail of a request is evicted before its prefix (vLLM frees in reverse).
+func (e *Engine) freeBlocks(r *req) {
+	for g := range r.blocks {
+		blocks := r.blocks[g]
+		for i := len(blocks) - 1; i >= 0; i-- {
+			if blocks[i] >= 0 {
+				e.pool.release(blocks[i])
+			}
+		}
+		r.blocks[g] = blocks[:0]
+	}
+}
+
+func (e *Engine) preempt(v *req, res *StepResult) {
+	if e.caching {
+		v.freed = append(v.freed[:0], v.blocks[0]...)
+	}
+	e.freeBlocks(v)
+	v.computed = 0
+	v.preemptions++
+	e.gauges.Preemptions++
+	res.Preempted++
+	e.waiting.pushFront(v)
+	res.Events = append(res.Events, Event{Handle: v.handle, ID: v.ID, Generated: v.generated, Preempted: true})
+}
+
+// unschedule takes v out of this step's list.
+func (e *Engine) unschedule(v *req) {
+	i := v.schedIdx
+	copy(e.sched[i:], e.sched[i+1:])
+	e.sched = e.sched[:len(e.sched)-1]
+	for j := i; j < len(e.sched); j++ {
+		e.sched[j].schedIdx = j
+	}
+	v.schedIdx, v.sched = -1, 0
+}
+
+// batch sums what the step's forward pass reads and computes.
+func (e *Engine) batch() Batch {
+	var b Batch
+	for _, r := range e.sched {
+		n := int64(r.sched)
+		c := int64(r.computed)
+		b.Requests++
+		b.Tokens += n
+		b.ContextTokens += c + n
+		b.AttentionPairs += n*c + n*(n+1)/2
+		if r.computed < r.PromptTokens {
+			b.PrefillTokens += min(n, int64(r.PromptTokens-r.computed))
+		}
+	}
+	return b
+}
+
+// finishStep applies the batch: computed tokens advance, requests that
+// caught up sample a token, finished ones leave and free their blocks.
+func (e *Engine) finishStep(res *StepResult) {
+	done := false
+	for _, r := range e.sched {
+		r.computed += r.sched
+		r.sched, r.schedIdx = 0, -1
+		if r.computed < r.numTokens() {
+			continue
+		}
+		r.generated++
+		e.gauges.GenerationTokens++
+		ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated}
+		if r.firstAt < 0 {
+			r.firstAt = e.now
+			ev.First = true
+			e.gauges.PromptTokens += int64(r.PromptTokens)
+		}
+		if r.generated >= r.OutputTokens {
+			ev.Done = true
+			ev.Arrival, ev.FirstToken, ev.Finish = r.Arrival, r.firstAt, e.now
+			ev.Prompt, ev.Output, ev.Preemptions = r.PromptTokens, r.OutputTokens, r.preemptions
+			done = true
+		}
+		res.Events = append(res.Events, ev)
+	}
+	e.sched = e.sched[:0]
+	if !done {
+		return
+	}
+	kept := e.running[:0]
+	for _, r := range e.running {
+		if r.generated >= r.OutputTokens {
+			e.freeBlocks(r)
+			e.gauges.Finished++
+			e.free = append(e.free, r)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
+}
+
+// Abort drops a request wherever it is (a client that went away, as
+// vLLM aborts it): its blocks go back to the pool. It reports whether the
+// request was still there. An aborted request is not counted as finished.
+func (e *Engine) Abort(handle uint64) bool {
+	for i, r := range e.running {
+		if r.handle == handle {
+			e.running = append(e.running[:i], e.running[i+1:]...)
+			e.running = e.running[:len(e.running):cap(e.running)]
+			e.drop(r)
+			return true
+		}
+	}
+	for _, q := range []*ring{&e.waiting, &e.pending} {
+		if r := q.remove(handle); r != nil {
+			e.drop(r)
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) drop(r *req) {
+	e.freeBlocks(r)
+	e.gauges.Aborted++
+	e.free = append(e.free, r)
+}
+
+// ring is a FIFO with a cheap push at the front (preempted requests).
+type ring struct {
+	buf        []*req
+	head, size int
+}
+
+func (q *ring) len() int      { return q.size }
+func (q *ring) front() *req   { return q.buf[q.head] }
+func (q *ring) at(i int) *req { return q.buf[(q.head+i)%len(q.buf)] }
+
+func (q *ring) grow() {
+	if q.size < len(q.buf) {
+		return
+	}
+	nb := make([]*req, max(2*len(q.buf), 16))
+	for i := range q.size {
+		nb[i] = q.at(i)
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *ring) pushBack(r *req) {
+	q.grow()
+	q.buf[(q.head+q.size)%len(q.buf)] = r
+	q.size++
+}
+
+func (q *ring) pushFront(r *req) {
+	q.grow()
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.buf[q.head] = r
+	q.size++
+}
+
+// remove takes the request with the handle out of the queue, keeping the
+// order of the others.
+func (q *ring) remove(handle uint64) *req {
+	for i := range q.size {
+		r := q.at(i)
+		if r.handle != handle {
+			continue
+		}
+		for j := i; j < q.size-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.at(j + 1)
+		}
+		q.buf[(q.head+q.size-1)%len(q.buf)] = nil
+		q.size--
+		return r
+	}
+	return nil
+}
+
+func (q *ring) popFront() *req {
+	r := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return r
+}
