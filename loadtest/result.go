@@ -3,6 +3,7 @@ package loadtest
 import (
 	"fmt"
 
+	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/traffic"
 )
 
@@ -40,18 +41,24 @@ type Result struct {
 	} `json:"calibration"`
 
 	// From the server's /metrics (null when not read) and local GPUs.
-	MaxKVUsage      *float64    `json:"max_kv_usage"`
-	Preemptions     *float64    `json:"preemptions"`
-	MaxRunning      *float64    `json:"max_running"`
-	MaxWaiting      *float64    `json:"max_waiting"`
-	GPUMaxUsedBytes *int64      `json:"gpu_max_used_bytes"`
-	GPUTotalBytes   *int64      `json:"gpu_total_bytes"`
-	MetricsURL      string      `json:"metrics_url,omitempty"`
-	Series          []Point     `json:"series"`
-	SeriesIntervalS float64     `json:"series_interval_s"`
-	SLOs            []SLOResult `json:"slo"`
-	SLOsMet         bool        `json:"slo_met"`
-	Notes           []string    `json:"notes,omitempty"`
+	MaxKVUsage      *float64 `json:"max_kv_usage"`
+	Preemptions     *float64 `json:"preemptions"`
+	MaxRunning      *float64 `json:"max_running"`
+	MaxWaiting      *float64 `json:"max_waiting"`
+	GPUMaxUsedBytes *int64   `json:"gpu_max_used_bytes"`
+	GPUTotalBytes   *int64   `json:"gpu_total_bytes"`
+	MetricsURL      string   `json:"metrics_url,omitempty"`
+	Series          []Point  `json:"series"`
+	SeriesIntervalS float64  `json:"series_interval_s"`
+	// Simulated is simulate's prediction of the same traffic (with
+	// --gpu); StepCalibration the step-time calibration fitted from this
+	// run, appended to StepCalibrationFile.
+	Simulated           *Simulated       `json:"simulated,omitempty"`
+	StepCalibration     *sim.Calibration `json:"step_calibration,omitempty"`
+	StepCalibrationFile string           `json:"step_calibration_file,omitempty"`
+	SLOs                []SLOResult      `json:"slo"`
+	SLOsMet             bool             `json:"slo_met"`
+	Notes               []string         `json:"notes,omitempty"`
 }
 
 // TargetInfo names the server.

@@ -17,9 +17,12 @@ type Point struct {
 	Waiting      *float64 `json:"waiting"`
 	Preemptions  *float64 `json:"preemptions"`
 	GPUUsedBytes *int64   `json:"gpu_used_bytes"`
-	Sent         int64    `json:"sent"`
-	Done         int64    `json:"done"`
-	Failed       int64    `json:"failed"`
+	// ITLMS is the mean gap between content chunks of the chunks that
+	// arrived in the interval before this reading (null without any).
+	ITLMS  *float64 `json:"itl_ms"`
+	Sent   int64    `json:"sent"`
+	Done   int64    `json:"done"`
+	Failed int64    `json:"failed"`
 }
 
 // maxPoints bounds the series: past it, every other point is dropped and
@@ -149,6 +152,9 @@ type watcher struct {
 	scrapeErrors int
 	firstErr     error
 	metricsOff   bool
+	// the ITL totals at the last reading
+	itlCount int64
+	itlSum   time.Duration
 }
 
 // read takes one reading at elapsed.
@@ -156,6 +162,11 @@ func (w *watcher) read(ctx context.Context, elapsed time.Duration) {
 	p := Point{TS: round3(elapsed.Seconds())}
 	pr := w.stats.progress()
 	p.Sent, p.Done, p.Failed = pr.Sent, pr.Done, pr.Failed
+	if n := pr.ITLCount - w.itlCount; n > 0 {
+		v := round3(float64((pr.ITLSum - w.itlSum).Microseconds()) / float64(n) / 1000)
+		p.ITLMS = &v
+	}
+	w.itlCount, w.itlSum = pr.ITLCount, pr.ITLSum
 	var v *telemetry.VLLMSample
 	if w.scraper != nil && !w.metricsOff {
 		s, err := w.scraper.Scrape(ctx)

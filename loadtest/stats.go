@@ -88,12 +88,17 @@ type Progress struct {
 	Sent, Done, Failed int64
 	TTFTP50            time.Duration
 	HaveTTFT           bool
+	// ITLCount and ITLSum are the gaps between content chunks so far, for
+	// the mean ITL of each reading's interval.
+	ITLCount int64
+	ITLSum   time.Duration
 }
 
 func (s *Stats) progress() Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := Progress{Sent: s.sent, Done: s.done, Failed: s.failed}
+	p := Progress{Sent: s.sent, Done: s.done, Failed: s.failed, ITLCount: s.itl.Count(),
+		ITLSum: time.Duration(s.itl.Sum()) * time.Microsecond}
 	if s.ttft.Count() > 0 {
 		p.TTFTP50, p.HaveTTFT = time.Duration(s.ttft.Quantile(0.5))*time.Microsecond, true
 	}

@@ -45,12 +45,16 @@ type loadtestFlags struct {
 	output                       string
 	plot                         string
 	noWarmup                     bool
+	// the prediction: the plan's GPU and settings, simulate's step time
+	plan                planFlags
+	stepTime            string
+	calibration, calOut string
 }
 
 func newLoadtestCmd(env Env) *cobra.Command {
-	var f loadtestFlags
+	f := loadtestFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "loadtest --url URL (--rate R | --concurrency N) (--duration D | --num-requests N | --requests FILE)",
+		Use:   "loadtest --url URL (--rate R | --concurrency N) (--duration D | --num-requests N | --requests FILE) [--gpu GPU [-- vllm serve MODEL FLAGS...]]",
 		Short: "Load an OpenAI-compatible server, measure TTFT/TPOT/ITL and watch its KV cache while it runs",
 		Long: `Sends streaming requests to an OpenAI-compatible server (/v1/completions, or
 /v1/chat/completions with --endpoint chat) and measures them with vllm bench serve's
@@ -75,6 +79,13 @@ While it runs it reads the server's /metrics every --interval (vLLM's names of a
 release: KV-cache usage, running, waiting, preemptions) and, where the GPUs are
 local (a loopback --url, or --snapshot), GPU memory through NVML or nvidia-smi.
 A live line on a terminal, plain lines every 10 readings otherwise (on stderr).
+
+With --gpu (and the model: --model, or the vLLM command after --), an open loop's
+traffic is also run through 'headroom simulate' (the plan's KV pool and settings,
+--step-time): its TTFT/TPOT/E2E, KV usage and preemptions are shown beside the
+measurement, and with the roofline step time a calibration fitted from the run's
+decode steps (mean ITL per interval against the server's running count) is
+appended to --calibration-out, for 'headroom simulate --calibration FILE'.
 
 Exit codes: 0 the SLOs hold (or none given and a request succeeded), 1 they do
 not (or no request succeeded), 2 bad input or a server that does not answer.`,
@@ -111,6 +122,13 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 	fl.StringVar(&f.plot, "plot", "", "draw the time series to FILE.svg or FILE.png")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the two warm-up requests (prompt lengths then start at 0.75 words per token)")
+	fl.StringVar(&f.plan.gpuName, "gpu", "", "predict with simulate on this GPU (and the model of --model or the pasted vLLM command)")
+	fl.IntVar(&f.plan.gpuCount, "gpu-count", 0, "number of GPUs for the prediction")
+	fl.StringVar(&f.plan.version, "vllm-version", "", "the vLLM version whose rules the prediction uses")
+	fl.BoolVar(&f.plan.offline, "offline", false, "never fetch the model's config from the Hugging Face Hub")
+	fl.StringVar(&f.stepTime, "step-time", "roofline", "the prediction's step time: roofline, or fixed:DURATION")
+	fl.StringVar(&f.calibration, "calibration", "", "step-time calibrations to predict with (JSON lines, as simulate reads them)")
+	fl.StringVar(&f.calOut, "calibration-out", "", "append the fitted step-time calibration here (default: step-calibration.jsonl beside the probe's calibration.jsonl)")
 	return cmd
 }
 
@@ -170,8 +188,8 @@ func loadtestSchedule(f loadtestFlags, bursts []loadtest.Burst) (loadtest.Schedu
 
 func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) error {
 	ctx := cmd.Context()
-	if len(args) > 0 {
-		return badInput("unexpected argument %q", args[0])
+	if len(args) > 0 && (f.plan.gpuName == "" || cmd.ArgsLenAtDash() < 0) {
+		return badInput("unexpected argument %q (a vLLM command goes after -- with --gpu)", args[0])
 	}
 	switch {
 	case f.output != "table" && f.output != "json" && f.output != "yaml":
@@ -253,6 +271,17 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		BaseURL: base, Model: model, APIKey: apiKey, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
 		Timeout: f.timeout, StallTimeout: f.stallTimeout}}
 
+	var pred *prediction
+	if f.plan.gpuName != "" {
+		if f.concurrency > 0 {
+			return badInput("--gpu predicts an open loop's traffic; a closed loop's arrivals depend on the server")
+		}
+		f.plan.model = model
+		if pred, err = newPrediction(cmd, env, f, args); err != nil {
+			return err
+		}
+	}
+
 	var gpus telemetry.GPUReader
 	if f.snapshot || f.nvidiaSMI != "" || loopback(base) {
 		r, err := telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
@@ -287,6 +316,11 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if rp, ok := sched.(*loadtest.Replay); ok && (rp.OutOfOrder > 0 || rp.Skipped > 0) {
 		res.Notes = append(res.Notes, fmt.Sprintf("request log: %d lines without a token count skipped, %d out of order sent with the line before", rp.Skipped, rp.OutOfOrder))
+	}
+	if pred != nil {
+		if err := pred.run(ctx, f, bursts, res); err != nil {
+			return err
+		}
 	}
 	if plotFormat != "" {
 		if err := writePlot(f.plot, res, plotFormat); err != nil {
@@ -452,6 +486,14 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
 	}
+	if sm := r.Simulated; sm != nil {
+		for _, l := range []struct {
+			name string
+			v    loadtest.Latency
+		}{{"TTFT simulated", sm.TTFT}, {"TPOT simulated", sm.TPOT}, {"E2E simulated", sm.E2E}} {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
+		}
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -473,6 +515,14 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 			s = append(s, fmt.Sprintf("max running %s, max waiting %s", humanFloat(*r.MaxRunning), humanFloat(*r.MaxWaiting)))
 		}
 		fmt.Fprintf(tw, "server\t%s\n", strings.Join(s, ", "))
+	}
+	if sm := r.Simulated; sm != nil {
+		fmt.Fprintf(tw, "simulated\t%s on %s (%s): %d requests, %d rejected, max KV usage %.1f%%, preemptions %d, %.2f req/s\n",
+			sm.Model, sm.GPU, sm.StepTime, sm.Requests, sm.Rejected, sm.MaxKVUsage*100, sm.Preemptions, sm.RequestsPerS)
+	}
+	if c := r.StepCalibration; c != nil {
+		fmt.Fprintf(tw, "calibration\tflops x%.2f, bandwidth x%.2f, +%.2f ms/step, appended to %s\n",
+			c.FLOPsEfficiency, c.BandwidthEfficiency, c.Overhead*1000, r.StepCalibrationFile)
 	}
 	if r.GPUMaxUsedBytes != nil {
 		fmt.Fprintf(tw, "GPU\tmax used %s of %s\n", memory.GiB(*r.GPUMaxUsedBytes), memory.GiB(*r.GPUTotalBytes))

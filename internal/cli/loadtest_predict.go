@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"headroom.dev/headroom/loadtest"
+	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/sim"
+)
+
+// prediction is simulate's engine for the served model on the given GPU,
+// built before the load goes out so that bad input stops the run first.
+type prediction struct {
+	env      Env
+	dep      deployment
+	cal      sim.Calibration
+	timer    sim.StepTimer
+	timeDesc string
+	config   sim.Config
+}
+
+func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) (*prediction, error) {
+	ev, err := gather(cmd.Context(), cmd, env, f.plan, args)
+	if err != nil {
+		return nil, err
+	}
+	d, err := planDeployment(ev, ev.settings, "")
+	if err != nil {
+		return nil, err
+	}
+	cal, err := loadCalibration(f.calibration, d.ev.sel.Device.Name)
+	if err != nil {
+		return nil, err
+	}
+	timer, desc, err := stepTimer(f.stepTime, d.budget, cal)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := readSchedulerFlags(cmd, simulateFlags{}, ev.settings.Extra)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := engineConfig(d, sched, timer)
+	if err != nil {
+		return nil, badInput("the plan for %s on %s leaves no KV cache: nothing to simulate", ev.settings.Model, d.ev.sel.Device.Name)
+	}
+	return &prediction{env: env, dep: d, cal: cal, timer: timer, timeDesc: desc, config: cfg}, nil
+}
+
+// run simulates the traffic the run sent (its schedule rebuilt from the
+// same flags and seed) and, with the roofline, fits and appends a
+// calibration from the run's measured steps.
+func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest.Burst, res *loadtest.Result) error {
+	e, err := sim.New(p.config)
+	if err != nil {
+		return usageError{err}
+	}
+	sched, closer, _, err := loadtestSchedule(f, bursts)
+	if err != nil {
+		return err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	rep, err := loadtest.Predict(ctx, e, sched, f.numRequests, f.duration)
+	if err != nil {
+		return usageError{fmt.Errorf("simulating the traffic: %v", err)}
+	}
+	sm := loadtest.NewSimulated(rep)
+	sm.Model, sm.GPU, sm.StepTime = p.dep.ev.settings.Model, p.dep.ev.sel.Device.Name, p.timeDesc
+	res.Simulated = &sm
+	res.Notes = append(res.Notes, p.dep.ev.note...)
+
+	roof, ok := p.timer.(*sim.Roofline)
+	samples := loadtest.StepSamples(res)
+	if !ok || len(samples) == 0 {
+		if ok {
+			res.Notes = append(res.Notes, "no calibration written: the run has no ITL or no running count from the server")
+		}
+		return nil
+	}
+	c := sim.Fit(*roof, p.cal, samples)
+	c.GPU = p.dep.ev.sel.Device.Name
+	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, p.dep.ev.settings.Model,
+		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)
+	path := f.calOut
+	if path == "" {
+		probePath, err := probe.CalibrationPath(p.env.Getenv)
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("no calibration written: %v (give --calibration-out)", err))
+			return nil
+		}
+		path = filepath.Join(filepath.Dir(probePath), "step-calibration.jsonl")
+	}
+	if err := appendJSONLine(path, c); err != nil {
+		return usageError{fmt.Errorf("--calibration-out: %v", err)}
+	}
+	res.StepCalibration, res.StepCalibrationFile = &c, path
+	return nil
+}
+
+// appendJSONLine appends v as one JSON line to path, creating it and its
+// directory.
+func appendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := file.Write(append(b, '\n')); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
