@@ -13,6 +13,7 @@ import (
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/telemetry"
 )
 
 // prediction is simulate's engine for the served model on the given GPU,
@@ -107,7 +108,8 @@ func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest
 }
 
 // appendJSONLine appends v as one JSON line to path, creating it and its
-// directory.
+// directory; telemetry.LineFile writes the line whole, as the probe's
+// records are written.
 func appendJSONLine(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -116,13 +118,13 @@ func appendJSONLine(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	lf, err := telemetry.OpenLineFile(path, telemetry.LineFileOptions{})
 	if err != nil {
 		return err
 	}
-	if _, err := file.Write(append(b, '\n')); err != nil {
-		file.Close()
+	if err := lf.WriteLine(b); err != nil {
+		lf.Close()
 		return err
 	}
-	return file.Close()
+	return lf.Close()
 }

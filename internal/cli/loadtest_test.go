@@ -51,6 +51,11 @@ func TestLoadtestJSON(t *testing.T) {
 	if m["requests"] != 10.0 || m["target"].(map[string]any)["model"] != "stand-in" || m["slo_met"] != true {
 		t.Errorf("requests %v, model %v, slo_met %v; want 10, the one /v1/models names, true", m["requests"], m["target"], m["slo_met"])
 	}
+	// Not a terminal: plain progress lines on stderr, the first at the
+	// start (every 10th reading after it).
+	if !strings.HasPrefix(errs, "headroom: loadtest     0s  sent ") || strings.Contains(errs, "\r") {
+		t.Errorf("progress on stderr: %q", errs)
+	}
 	b, err := os.ReadFile(plot)
 	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "KV-cache usage") {
 		t.Errorf("plot: %v, %.200s", err, b)
