@@ -49,7 +49,10 @@ func run(t *testing.T, cfg Config) *Result {
 // server's delay (the client's clock starts before the request leaves), so
 // the only slack is the histogram's 0.4% bucket width. Above: loopback
 // delivery, a timer firing late and Go scheduling on a loaded 2-core CI
-// machine; 25 ms covers a run queue of several goroutines' time slices.
+// machine; 40 ms covers a run queue of several goroutines' time slices
+// (25 ms was passed by 105.2 ms under the race detector at a load average
+// of 20). It still tells TTFT from E2E (380 ms), and TPOT (±2.7 ms) from
+// E2E / output tokens (23.75 ms).
 // ITL p50 and TPOT are differences of two readings, each late by up to
 // that, so ± the same bound. Medians, not maxima: one request delayed
 // by a neighbour's burst of CPU would fail a bound on the maximum.
@@ -63,7 +66,7 @@ func TestLatenciesFromFixedDelays(t *testing.T) {
 			if r.Completed != 12 || r.Failed != 0 {
 				t.Fatalf("completed %d, failed %d %v; want 12, 0", r.Completed, r.Failed, r.ErrorExamples)
 			}
-			const slack = 25.0
+			const slack = 40.0
 			within := func(name string, got, lo, hi float64) {
 				t.Helper()
 				if got < lo || got > hi {
