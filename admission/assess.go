@@ -30,6 +30,10 @@ type assessment struct {
 	// in and budget are set when the subject was planned.
 	in     memory.Input
 	budget *memory.Budget
+	// key names in in plans, the cache it was planned through; "" when
+	// in is not to be remembered.
+	key   string
+	plans *planCache
 }
 
 // planned reports whether the planner ran.
@@ -68,12 +72,16 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		sub.defaults(spec, &set)
 	}
 	in := memory.Input{Model: spec, Device: sub.gpu.sel.Device, Count: sub.gpu.count, Settings: set, Env: mergeEnv(set.Env, sub.env)}
-	b, err := memory.Plan(in)
+	key := ""
+	if _, fromConfigMap := ann[AnnotationModelConfig]; !fromConfigMap {
+		key = planKey(in)
+	}
+	b, err := h.plans.plan(key, in)
 	if err != nil {
 		warn("memory not checked: %v", err)
 		return a
 	}
-	a.in, a.budget = in, &b
+	a.in, a.budget, a.key, a.plans = in, &b, key, &h.plans
 
 	dev := sub.gpu.sel.Device
 	size := memory.GiB(dev.TotalBytes)
@@ -92,7 +100,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		var fixes []string
 		var alts []memory.Alternative
 		if explain {
-			alts = memory.AlternativesFrom(in, b, h.devices)
+			alts = h.plans.alternatives(key, in, b, h.devices)
 		}
 		for _, alt := range alts {
 			if len(fixes) == maxAlternatives {

@@ -97,7 +97,7 @@ func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l 
 	if !autofix || !a.planned() {
 		return nil, a.budget
 	}
-	f, err := recommendFills(a)
+	f, err := a.plans.fills(a)
 	if err != nil {
 		return []string{fmt.Sprintf("container %q: autofix skipped: %v", c.Name, err)}, a.budget
 	}

@@ -15,6 +15,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // maxBodyBytes bounds an AdmissionReview body. The API server stores
@@ -30,11 +32,28 @@ const maxBodyBytes = 4 << 20
 // a long model name from crowding out the other warnings.
 const maxWarningRunes = 1024
 
-// decodeReview reads an admission.k8s.io/v1 AdmissionReview request body.
-// It returns one-line errors for anything else: malformed JSON, another
-// apiVersion or kind, a missing request or uid.
+// reviewIn is what the webhook reads of an AdmissionReview: the request's
+// old object, user and options are passed over rather than decoded and
+// copied (an update's old object is as large as the object itself).
+type reviewIn struct {
+	metav1.TypeMeta `json:",inline"`
+	Request         *struct {
+		UID         types.UID                   `json:"uid"`
+		Kind        metav1.GroupVersionKind     `json:"kind"`
+		Resource    metav1.GroupVersionResource `json:"resource"`
+		SubResource string                      `json:"subResource,omitempty"`
+		Name        string                      `json:"name,omitempty"`
+		Namespace   string                      `json:"namespace,omitempty"`
+		Operation   admissionv1.Operation       `json:"operation"`
+		Object      runtime.RawExtension        `json:"object,omitempty"`
+	} `json:"request"`
+}
+
+// decodeReview reads an admission.k8s.io/v1 AdmissionReview request body,
+// the fields of reviewIn. It returns one-line errors for anything else:
+// malformed JSON, another apiVersion or kind, a missing request or uid.
 func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	var r admissionv1.AdmissionReview
+	var r reviewIn
 	if err := decodeObject(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %s", errNotReview, oneLine(err))
 	}
@@ -46,7 +65,11 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	case r.Request.UID == "":
 		return nil, fmt.Errorf("%w: the request has no uid", errNotReview)
 	}
-	return &r, nil
+	q := r.Request
+	return &admissionv1.AdmissionReview{TypeMeta: r.TypeMeta, Request: &admissionv1.AdmissionRequest{
+		UID: q.UID, Kind: q.Kind, Resource: q.Resource, SubResource: q.SubResource,
+		Name: q.Name, Namespace: q.Namespace, Operation: q.Operation, Object: q.Object,
+	}}, nil
 }
 
 // Validate answers the validating webhook: denied with the planner's

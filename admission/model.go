@@ -24,7 +24,7 @@ const (
 
 // errNoCluster is returned by lookups when the webhook runs without access
 // to the API server.
-var errNoCluster = errors.New("the webhook runs without access to the API server (started with --no-cluster)")
+var errNoCluster = errors.New("the webhook runs without access to the API server (started with --no-cluster, or outside a cluster with no kubeconfig)")
 
 // resolveModel finds the Spec of the served model: from the ConfigMap named
 // by headroom.dev/model-config when the object has that annotation, else

@@ -40,9 +40,9 @@ type Deps struct {
 	LookupTimeout time.Duration
 }
 
-// Handler answers AdmissionReviews. Beyond its dependencies it keeps only a
-// cache of catalog lookups; one Handler serves any number of requests at
-// once.
+// Handler answers AdmissionReviews. Beyond its dependencies it keeps only
+// caches of catalog lookups and of plans, both of pure functions of their
+// keys; one Handler serves any number of requests at once.
 type Handler struct {
 	configMaps    ConfigMapGetter
 	hpas          HPALister
@@ -52,6 +52,7 @@ type Handler struct {
 	metrics       *Metrics
 	lookupTimeout time.Duration
 	catalog       catalogCache
+	plans         planCache
 	// devices are the catalog's GPUs, which the planner searches for the
 	// smallest that fits; copied once rather than for every denial.
 	devices []gpu.Device

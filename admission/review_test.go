@@ -36,6 +36,20 @@ func fixture(t testing.TB, name string) *admissionv1.AdmissionReview {
 	return r
 }
 
+// fixtureNames lists the review fixtures, by the names fixture takes.
+func fixtureNames(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "reviews", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no review fixtures: %v", err)
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(filepath.Base(f), ".json")
+	}
+	return names
+}
+
 // fakeCluster is the API server the unit tests read from: the model config
 // and KAITO inference config ConfigMaps, a CPU-only HPA and the target of
 // the HPA fixtures.
@@ -489,18 +503,13 @@ func TestPointer(t *testing.T) {
 // run, so the shared catalog cache and Specs are safe to share.
 func TestConcurrentReviews(t *testing.T) {
 	h := newTestHandler(t)
-	files, err := filepath.Glob(filepath.Join("testdata", "reviews", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	type answer struct {
 		allowed bool
 		patch   string
 	}
 	reqs := map[string]*admissionv1.AdmissionRequest{}
 	want := map[string]answer{}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".json")
+	for _, name := range fixtureNames(t) {
 		reqs[name] = fixture(t, name).Request
 		want[name] = answer{h.Validate(context.Background(), reqs[name]).Allowed, string(h.Mutate(context.Background(), reqs[name]).Patch)}
 	}

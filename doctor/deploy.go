@@ -55,7 +55,9 @@ type Deployment struct {
 	device   gpu.Device
 	hasGPU   bool
 	measured *memory.Measured
-	gpuLine  Line
+	// measuredKVTokens is the "GPU KV cache size" the measuring log gave.
+	measuredKVTokens int64
+	gpuLine          Line
 }
 
 // settingsLayer is one source of settings, lowest priority first.
@@ -251,7 +253,7 @@ func byTotal(total int64) gpu.Device {
 func (d *Deployment) measure(ev *Evidence) {
 	for _, l := range ev.Logs {
 		r := l.Report
-		if r.WeightsBytes == 0 {
+		if r.WeightsBytes == 0 && r.AvailableKVBytes == 0 {
 			continue
 		}
 		if l.Model != "" && d.Settings.Model != "" && l.Model != d.Settings.Model {
@@ -262,8 +264,29 @@ func (d *Deployment) measure(ev *Evidence) {
 		}
 		d.measured = &memory.Measured{Weights: r.WeightsBytes, Activation: r.ActivationBytes, NonTorch: r.NonTorchBytes,
 			CUDAGraph: r.CUDAGraphBytes, Source: l.Source}
+		if r.AvailableKVBytes > 0 && (!l.HasSettings || l.Settings.KVCacheMemoryBytes <= 0) {
+			// The KV cache was sized at the log's utilization: the
+			// one it logged, else its flags', else its release's default.
+			d.measured.AvailableKV, d.measured.KVTokens, d.measured.Utilization = r.AvailableKVBytes, r.KVTokens, logUtilization(l)
+		}
 		d.Measured = l.Source
+		d.measuredKVTokens = r.KVTokens
 	}
+}
+
+// logUtilization is the --gpu-memory-utilization a start-up log ran at.
+func logUtilization(l *LogFacts) float64 {
+	switch {
+	case l.Report.Utilization > 0:
+		return l.Report.Utilization
+	case l.HasSettings && l.Settings.GPUMemoryUtilization > 0:
+		return l.Settings.GPUMemoryUtilization
+	}
+	var v vllm.Version
+	if n := len(l.Versions); n > 0 {
+		v = l.Versions[n-1]
+	}
+	return vllm.DefaultGPUMemoryUtilization(v)
 }
 
 func tpOf(s vllm.Settings) int { return max(s.TensorParallelSize, 1) }

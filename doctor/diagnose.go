@@ -126,9 +126,15 @@ type Memory struct {
 	Metrics     *telemetry.VLLMSample `json:"metrics,omitempty"`
 	Preemptions float64               `json:"preemptions,omitempty"`
 	MaxKVUsage  float64               `json:"max_kv_cache_usage,omitempty"`
-	Traffic     *TrafficSummary       `json:"traffic,omitempty"`
-	Plan        *PlanSummary          `json:"plan,omitempty"`
-	Recommended *PlanSummary          `json:"recommended,omitempty"`
+	// StartupKVTokens is the KV cache in tokens of the start-up log: the
+	// "GPU KV cache size" it logged (StartupKVTokensFrom "log"), else
+	// derived by the planner from the logged GiB and the page size
+	// ("derived").
+	StartupKVTokens     int64           `json:"startup_kv_cache_tokens,omitempty"`
+	StartupKVTokensFrom string          `json:"startup_kv_cache_tokens_from,omitempty"`
+	Traffic             *TrafficSummary `json:"traffic,omitempty"`
+	Plan                *PlanSummary    `json:"plan,omitempty"`
+	Recommended         *PlanSummary    `json:"recommended,omitempty"`
 }
 
 // TrafficSummary is the request logs' distribution.
@@ -160,11 +166,48 @@ type PlanSummary struct {
 	Fits            bool             `json:"fits"`
 	Problems        []memory.Finding `json:"problems,omitempty"`
 	Warnings        []memory.Finding `json:"warnings,omitempty"`
+	// Sources say, per number above, where it comes from: SourceLog,
+	// SourceDerived or SourcePlan (keyed as in memory.Budget, so the
+	// longest context is "max_fit_len"); numbers not listed are settings
+	// or follow from these.
+	Sources memory.Origins `json:"sources"`
+}
+
+// Where a number of a plan summary comes from.
+const (
+	// SourceLog is a number vLLM logged at start-up.
+	SourceLog = "log"
+	// SourceDerived is computed from logged numbers (a part the log did
+	// not give, as what the measured non-KV memory leaves; tokens from
+	// the logged GiB and the page size).
+	SourceDerived = "derived"
+	// SourcePlan is the planner's prediction, where the evidence has no
+	// number.
+	SourcePlan = "plan"
+)
+
+// source names a memory.Origin as the report does: doctor's measured
+// numbers all come from start-up logs.
+func source(origin string) string {
+	switch origin {
+	case memory.OriginMeasured:
+		return SourceLog
+	case memory.OriginDerived:
+		return SourceDerived
+	}
+	return SourcePlan
+}
+
+// sources are a budget's origins as the report names them.
+func sources(o memory.Origins) memory.Origins {
+	return memory.Origins{Weights: source(o.Weights), Activation: source(o.Activation), NonTorch: source(o.NonTorch),
+		CUDAGraph: source(o.CUDAGraph), KVCache: source(o.KVCache), KVTokens: source(o.KVTokens), MaxFitLen: source(o.MaxFitLen)}
 }
 
 func planSummary(b memory.Budget) *PlanSummary {
 	p := b.PerGPU
-	return &PlanSummary{Utilization: b.Settings.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs,
+	return &PlanSummary{Sources: sources(b.Origins),
+		Utilization: b.Settings.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs,
 		TotalBytes: p.Total, RequestedBytes: p.Requested, WeightsBytes: p.Weights, ActivationBytes: p.Activation,
 		NonTorchBytes: p.NonTorch, CUDAGraphBytes: p.CUDAGraph, KVCacheBytes: p.KVCache, KVBytesPerToken: b.KVBytesPerToken,
 		KVTokens: b.KVTokens, MaxConcurrency: math.Round(b.MaxConcurrency*100) / 100, MaxFitLen: b.MaxFitLen, Fits: b.Fits,
@@ -293,6 +336,14 @@ func (g *diag) memory() Memory {
 			break
 		}
 	}
+	if s := m.Startup; s != nil {
+		switch {
+		case s.KVTokens > 0:
+			m.StartupKVTokens, m.StartupKVTokensFrom = s.KVTokens, SourceLog
+		case s.AvailableKVBytes > 0 && g.base != nil && g.dep.measured != nil:
+			m.StartupKVTokens, m.StartupKVTokensFrom = g.base.TokensIn(s.AvailableKVBytes), SourceDerived
+		}
+	}
 	for _, gf := range g.ev.GPUs {
 		if len(gf.GPUs) > 0 {
 			m.GPUs = gf.GPUs
@@ -366,8 +417,32 @@ func (g *diag) command(fs []Finding) string {
 	if err != nil {
 		return ""
 	}
+	// Each remedy was planned alone; together they must still fit: a
+	// context computed at one utilization shrinks with a lower one.
+	if all, err := vllm.ParseFlags(append(g.baseArgs(), extra...)); err == nil && seen["--max-model-len"] && set.MaxModelLen > 0 {
+		if nb, ok := g.with(func(s *vllm.Settings) { *s = withVersion(all, s) }); ok && !nb.Fits {
+			if fit := nb.FitLen(); fit > 0 && fit < set.MaxModelLen {
+				set.MaxModelLen = fit
+			}
+		}
+	}
 	set.Model, set.Env = g.dep.Settings.Model, g.dep.Settings.Env
 	return set.CommandLine()
+}
+
+// baseArgs are the planned settings as flags, defaults included.
+func (g *diag) baseArgs() []string {
+	if g.base == nil {
+		return nil
+	}
+	return g.base.Settings.Args()
+}
+
+// withVersion is set with what parsed flags do not carry (the release,
+// the environment, the model) taken from cur.
+func withVersion(set vllm.Settings, cur *vllm.Settings) vllm.Settings {
+	set.Version, set.Env, set.Model = cur.Version, cur.Env, cur.Model
+	return set
 }
 
 // gib renders bytes as vLLM logs them.

@@ -63,9 +63,22 @@ func (g *diag) with(change func(*vllm.Settings)) (memory.Budget, bool) {
 	change(&in.Settings)
 	if !sameLayout(g.base.Settings, in.Settings) {
 		in.Measured = nil
+	} else if m := in.Measured; m != nil && !sameProfile(g.base.Settings, in.Settings) {
+		// The profile run measured another batch: its activation, and
+		// the KV cache it left, no longer hold.
+		c := *m
+		c.Activation, c.AvailableKV, c.Utilization = 0, 0, 0
+		in.Measured = &c
 	}
 	b, err := memory.Plan(in)
 	return b, err == nil
+}
+
+// measuredHere reports whether the base plan's KV cache is the one a
+// start-up log measured, at the same utilization, so the log's own
+// estimates hold for it.
+func (g *diag) measuredHere() bool {
+	return g.base != nil && g.base.Origins.KVCache == memory.OriginMeasured
 }
 
 // sameLayout reports whether two settings shard and store the weights
@@ -73,6 +86,14 @@ func (g *diag) with(change func(*vllm.Settings)) (memory.Budget, bool) {
 func sameLayout(a, b vllm.Settings) bool {
 	return a.TensorParallelSize == b.TensorParallelSize && a.PipelineParallelSize == b.PipelineParallelSize &&
 		a.Quantization == b.Quantization && a.Dtype == b.Dtype && a.CPUOffloadGiB == b.CPUOffloadGiB
+}
+
+// sameProfile reports whether vLLM's profile run (its dummy batch, the
+// sampler rows, CUDA graphs) is the same under both settings, so the
+// non-KV memory it measured holds for the other.
+func sameProfile(a, b vllm.Settings) bool {
+	return a.MaxNumBatchedTokens == b.MaxNumBatchedTokens && a.MaxNumSeqs == b.MaxNumSeqs &&
+		a.EnforceEager == b.EnforceEager && a.MaxCudagraphCaptureSize == b.MaxCudagraphCaptureSize
 }
 
 // predicted is the deployment's input without measured figures, for
@@ -184,14 +205,25 @@ func (g *diag) maxLenRemedies() []Remedy {
 		fit := b.FitLen()
 		if fit > 0 && fit < b.MaxModelLen {
 			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
-			if logEst > 0 {
+			switch b.Origins.KVCache {
+			case memory.OriginMeasured:
+				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", thousands(b.KVBytesPerToken))
+			case memory.OriginDerived:
+				why += fmt.Sprintf(" (from the non-KV memory vLLM measured; %s B of KV per token)", thousands(b.KVBytesPerToken))
+			}
+			if logEst > 0 && g.measuredHere() && logEst < fit {
+				// The engine's own search outranks arithmetic on the
+				// GiB it rounded to two decimals.
+				fit = logEst
+				why = fmt.Sprintf("--max-model-len %d -> %d: vLLM's own estimate for the %s KV cache it measured", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
+			} else if logEst > 0 {
 				why += fmt.Sprintf(" (vLLM's own estimate: %d)", logEst)
 			}
 			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.Itoa(fit)}, Why: why})
 		}
 		for _, a := range memory.Alternatives(g.predicted(), gpu.Devices()) {
 			switch a.Code {
-			case "kv_cache_fp8", "more_gpus":
+			case memory.AltKVCacheFP8, memory.AltMoreGPUs, memory.AltTensorShards:
 				rs = append(rs, alternative(a))
 			}
 		}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"sort"
 
 	"headroom.dev/headroom/model"
@@ -210,6 +211,18 @@ func (l kvLayout) tokens(blocks int64) int64 {
 		return 0
 	}
 	return blocks / int64(l.numGroups) * int64(l.blockSize)
+}
+
+// bytesForTokens is the range of KV bytes for which tokens reports the
+// given count: whole blocks per group times the block size, so a count
+// names numGroups block counts.
+func (l kvLayout) bytesForTokens(tokens int64) (lo, hi int64) {
+	if l.blockSize <= 0 || l.numGroups == 0 {
+		return 0, math.MaxInt64
+	}
+	perGroup := tokens / int64(l.blockSize)
+	g, bb := int64(l.numGroups), l.blockBytes()
+	return perGroup * g * bb, (perGroup+1)*g*bb - 1
 }
 
 func cdiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -18,11 +18,47 @@ import (
 // Measured holds per-GPU numbers a real launch logged; a non-zero field
 // replaces the prediction (measure over guess).
 type Measured struct {
-	Weights    int64  `json:"weights_bytes,omitempty"`
-	Activation int64  `json:"activation_bytes,omitempty"`
-	NonTorch   int64  `json:"non_torch_bytes,omitempty"`
-	CUDAGraph  int64  `json:"cudagraph_bytes,omitempty"`
-	Source     string `json:"source,omitempty"`
+	Weights    int64 `json:"weights_bytes,omitempty"`
+	Activation int64 `json:"activation_bytes,omitempty"`
+	NonTorch   int64 `json:"non_torch_bytes,omitempty"`
+	CUDAGraph  int64 `json:"cudagraph_bytes,omitempty"`
+	// AvailableKV is the KV cache the engine sized ("Available KV cache
+	// memory: X GiB"), measured at Utilization (0: at the plan's own).
+	// What it leaves of that budget is the engine's non-KV memory, which
+	// does not depend on the utilization: a plan at any utilization takes
+	// its KV cache as its budget less that, and the parts the launch did
+	// not log absorb the difference from their predictions (first the
+	// activation peak, the least certain prediction, then non-torch).
+	AvailableKV int64 `json:"available_kv_cache_bytes,omitempty"`
+	// KVTokens is the same launch's "GPU KV cache size: N tokens", which
+	// pins AvailableKV (logged to two decimals of a GiB) to whole blocks.
+	KVTokens    int64   `json:"kv_cache_tokens,omitempty"`
+	Utilization float64 `json:"gpu_memory_utilization,omitempty"`
+	Source      string  `json:"source,omitempty"`
+}
+
+// Where a number of a budget comes from.
+const (
+	// OriginPlan is the planner's prediction.
+	OriginPlan = "plan"
+	// OriginMeasured is a number a real launch logged (Measured).
+	OriginMeasured = "measured"
+	// OriginDerived is computed from measured numbers: a part the launch
+	// did not log, as what its measured non-KV memory leaves; KV tokens
+	// and the longest context from a measured KV cache and the page size.
+	OriginDerived = "derived"
+)
+
+// Origins say, per number of a budget's per-GPU worker, where it comes
+// from (the Origin constants). Keys match Parts' and Budget's.
+type Origins struct {
+	Weights    string `json:"weights_bytes"`
+	Activation string `json:"activation_bytes"`
+	NonTorch   string `json:"non_torch_bytes"`
+	CUDAGraph  string `json:"cudagraph_bytes"`
+	KVCache    string `json:"kv_cache_bytes"`
+	KVTokens   string `json:"kv_cache_tokens"`
+	MaxFitLen  string `json:"max_fit_len"`
 }
 
 // Input is everything a plan depends on.
@@ -110,6 +146,9 @@ type Budget struct {
 	Problems []Finding `json:"problems"`
 	Warnings []Finding `json:"warnings"`
 
+	// Origins say which numbers were measured, derived or predicted.
+	Origins Origins `json:"origins"`
+
 	layout kvLayout
 }
 
@@ -177,22 +216,39 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean)
 		p.NonTorch = nonTorchBytes(s, tp, pp)
 		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
-		if m := in.Measured; m != nil {
-			p.Weights = pick(m.Weights, p.Weights)
-			p.Activation = pick(m.Activation, p.Activation)
-			p.NonTorch = pick(m.NonTorch, p.NonTorch)
-			p.CUDAGraph = pick(m.CUDAGraph, p.CUDAGraph)
-		}
+		b.Origins = measure(&p, in.Measured)
 		avail := requested - p.Weights - p.Activation - p.NonTorch
 		if b.CUDAGraphInBudget {
 			avail -= p.CUDAGraph
+		}
+		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
+		if m := in.Measured; m != nil && m.AvailableKV > 0 && set.KVCacheMemoryBytes <= 0 {
+			at := m.Utilization
+			if at <= 0 {
+				at = set.GPUMemoryUtilization
+			}
+			kv := m.AvailableKV
+			b.Origins.KVTokens = OriginDerived
+			if m.KVTokens > 0 {
+				// The GiB are logged to two decimals, the tokens to the
+				// block: keep the bytes inside the blocks the tokens name.
+				lo, hi := layout.bytesForTokens(m.KVTokens)
+				kv = min(max(kv, lo), hi)
+				b.Origins.KVTokens = OriginMeasured
+			}
+			nonKV := int64(math.Ceil(float64(in.Device.TotalBytes)*at)) - kv
+			absorb(&p, &b.Origins, m, nonKV-(requested-avail))
+			avail = requested - nonKV
+			b.Origins.KVCache, b.Origins.MaxFitLen = OriginMeasured, OriginDerived
+			if at != set.GPUMemoryUtilization {
+				b.Origins.KVCache, b.Origins.KVTokens = OriginDerived, OriginDerived
+			}
 		}
 		if set.KVCacheMemoryBytes > 0 {
 			avail = set.KVCacheMemoryBytes
 		}
 		p.KVCache = max(avail, 0)
 		b.Stages = append(b.Stages, p)
-		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
 		blocks := layout.blocks(avail)
 		fitLen := layout.maxLen(avail, set.MaxNumBatchedTokens, max(s.MaxPositions, b.MaxModelLen))
 		if first || blocks < b.NumBlocks {
@@ -234,11 +290,45 @@ func (b Budget) ConcurrencyAt(tokens int) float64 {
 	return float64(b.KVTokens) / float64(tokens)
 }
 
-func pick(measured, predicted int64) int64 {
-	if measured > 0 {
-		return measured
+// TokensIn is the "GPU KV cache size" vLLM reports for a KV cache of kv
+// bytes per GPU on this budget's layout: whole blocks of the page size,
+// times the block size (for a log that gives the GiB but not the tokens).
+func (b Budget) TokensIn(kv int64) int64 {
+	return b.layout.tokens(b.layout.blocks(kv))
+}
+
+// measure replaces predicted parts by measured ones and says which are.
+func measure(p *Parts, m *Measured) Origins {
+	o := Origins{Weights: OriginPlan, Activation: OriginPlan, NonTorch: OriginPlan, CUDAGraph: OriginPlan,
+		KVCache: OriginPlan, KVTokens: OriginPlan, MaxFitLen: OriginPlan}
+	if m == nil {
+		return o
 	}
-	return predicted
+	pick := func(dst *int64, origin *string, measured int64) {
+		if measured > 0 {
+			*dst, *origin = measured, OriginMeasured
+		}
+	}
+	pick(&p.Weights, &o.Weights, m.Weights)
+	pick(&p.Activation, &o.Activation, m.Activation)
+	pick(&p.NonTorch, &o.NonTorch, m.NonTorch)
+	pick(&p.CUDAGraph, &o.CUDAGraph, m.CUDAGraph)
+	return o
+}
+
+// absorb moves diff bytes (measured non-KV memory less the non-KV parts
+// as planned) into the first part the launch did not log, activation then
+// non-torch, keeping it at zero or more; with both logged the parts stay as
+// logged and only the KV cache follows the measurement.
+func absorb(p *Parts, o *Origins, m *Measured, diff int64) {
+	switch {
+	case m.Activation <= 0:
+		p.Activation = max(p.Activation+diff, 0)
+		o.Activation = OriginDerived
+	case m.NonTorch <= 0:
+		p.NonTorch = max(p.NonTorch+diff, 0)
+		o.NonTorch = OriginDerived
+	}
 }
 
 // checkpointScale lets exact checkpoint bytes (safetensors) override the

@@ -498,3 +498,79 @@ func TestModelKVBytesPerToken(t *testing.T) {
 		}
 	}
 }
+
+// A start-up log of Llama-3.1-8B-Instruct on an L4 at the default
+// utilization 0.90 (vLLM 0.19.0) says "Model loading took 14.99 GiB" and
+// "Available KV cache memory: 3.50 GiB" (14.99 GiB = 16,095,389,942 B, as the
+// log reader rounds it); vLLM's error estimates the longest
+// context as 28672. The measured KV cache outranks the prediction:
+//
+//	L4 total 22559 MiB = 23,654,825,984 B; requested = ceil(total × 0.90) = 21,289,343,386 B
+//	non-KV (what the engine kept) = 21,289,343,386 − 3.50 GiB (3,758,096,384) = 17,531,247,002 B
+//	page: 16 tokens × 8 KV heads × (128 + 128) × 2 B = 64 KiB per layer, × 32 layers = 2 MiB a block
+//	blocks = 3,758,096,384 / 2,097,152 = 1792; tokens = 1792 × 16 = 28,672 (vLLM's estimate)
+//
+// At utilization 0.85 the non-KV memory stays: requested = ceil(total ×
+// 0.85) = 20,106,602,087 B, KV = 20,106,602,087 − 17,531,247,002 =
+// 2,575,355,085 B, 1228 blocks, 19,648 tokens.
+func TestMeasuredKVCacheOutranksPlan(t *testing.T) {
+	in := memory.Input{
+		Model:    spec(t, "meta-llama/Llama-3.1-8B-Instruct"),
+		Device:   device(t, "L4"),
+		Settings: vllm.Settings{Version: v019},
+		Measured: &memory.Measured{Weights: 16095389942, AvailableKV: 3758096384, Utilization: 0.90, Source: "l4.log"},
+	}
+	b := plan(t, in)
+	if b.PerGPU.KVCache != 3758096384 || b.KVTokens != 28672 || b.MaxFitLen != 28672 || b.FitLen() != 28672 {
+		t.Errorf("at 0.90: KV %d B, %d tokens, fit %d (aligned %d); want 3758096384 B, 28672, 28672, 28672",
+			b.PerGPU.KVCache, b.KVTokens, b.MaxFitLen, b.FitLen())
+	}
+	// The activation absorbs what the log's numbers leave unexplained:
+	// non-KV 17,531,247,002 − weights 16,095,054,725 − non-torch as
+	// planned.
+	if got, want := b.PerGPU.Activation+b.PerGPU.NonTorch, int64(17531247002-16095389942); got != want {
+		t.Errorf("activation + non-torch = %d, want %d", got, want)
+	}
+	want := memory.Origins{Weights: memory.OriginMeasured, Activation: memory.OriginDerived, NonTorch: memory.OriginPlan,
+		CUDAGraph: memory.OriginPlan, KVCache: memory.OriginMeasured, KVTokens: memory.OriginDerived, MaxFitLen: memory.OriginDerived}
+	if b.Origins != want {
+		t.Errorf("origins %+v, want %+v", b.Origins, want)
+	}
+	if got := b.TokensIn(3758096384); got != 28672 {
+		t.Errorf("TokensIn(3.50 GiB) = %d, want 28672", got)
+	}
+
+	in.Settings.GPUMemoryUtilization = 0.85
+	b = plan(t, in)
+	if b.PerGPU.KVCache != 2575355085 || b.KVTokens != 19648 {
+		t.Errorf("at 0.85: KV %d B, %d tokens; want 2575355085 B, 19648", b.PerGPU.KVCache, b.KVTokens)
+	}
+	if b.Origins.KVCache != memory.OriginDerived {
+		t.Errorf("at 0.85 the KV cache is derived, got %q", b.Origins.KVCache)
+	}
+
+	// Without the measurement the plan predicts more (its activation
+	// estimate is smaller than what this engine kept).
+	in.Measured, in.Settings.GPUMemoryUtilization = nil, 0
+	if p := plan(t, in); p.MaxFitLen <= 28672 || p.Origins.KVCache != memory.OriginPlan {
+		t.Errorf("predicted fit %d (origin %s), want above the measured 28672, from the plan", p.MaxFitLen, p.Origins.KVCache)
+	}
+}
+
+// The same L4 launch, had it also logged "GPU KV cache size: 28,656
+// tokens": 3.50 GiB is a rounding of anything from 3.495 to 3.505 GiB, the
+// tokens name 28,656 / 16 = 1791 blocks exactly, so the KV cache is held to
+// 1791 blocks of 2 MiB: at most 1792 × 2,097,152 − 1 = 3,758,096,383 B.
+func TestMeasuredTokensPinTheBlocks(t *testing.T) {
+	in := memory.Input{
+		Model:    spec(t, "meta-llama/Llama-3.1-8B-Instruct"),
+		Device:   device(t, "L4"),
+		Settings: vllm.Settings{Version: v019},
+		Measured: &memory.Measured{Weights: 16095389942, AvailableKV: 3758096384, KVTokens: 28656, Utilization: 0.90},
+	}
+	b := plan(t, in)
+	if b.KVTokens != 28656 || b.MaxFitLen != 28656 || b.PerGPU.KVCache != 3758096383 || b.Origins.KVTokens != memory.OriginMeasured {
+		t.Errorf("KV %d B, %d tokens, fit %d, tokens from %s; want 3758096383 B, 28656, 28656, measured",
+			b.PerGPU.KVCache, b.KVTokens, b.MaxFitLen, b.Origins.KVTokens)
+	}
+}

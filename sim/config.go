@@ -39,6 +39,10 @@ type Config struct {
 	Groups []Group
 	// Timer prices a step; nil means Fixed(0.010).
 	Timer StepTimer
+	// TokenEvents makes Step report every token (a streaming server needs
+	// them); without it only finished and preempted requests are reported,
+	// which is all a batch run reads.
+	TokenEvents bool
 }
 
 func (c *Config) validate() error {

@@ -49,7 +49,8 @@ func (r *Rejection) Error() string {
 var ErrUnsorted = errors.New("arrivals out of order")
 
 // Event is what one step did to one request: it produced a token (First
-// for the first), finished, or was preempted.
+// for the first; only with Config.TokenEvents), finished, or was
+// preempted.
 type Event struct {
 	// Handle is what Add returned for the request.
 	Handle uint64
@@ -122,8 +123,11 @@ type Engine struct {
 	cfg     Config
 	pool    pool
 	caching bool
-	now     float64
-	last    float64 // arrival of the last request added
+	// fullOnly: one group of full-attention (or MLA) layers, the common
+	// case allocate takes a short path for.
+	fullOnly bool
+	now      float64
+	last     float64 // arrival of the last request added
 
 	pending ring // added, not yet arrived
 	waiting ring // arrived (and preempted), FCFS
@@ -143,6 +147,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	caching := !cfg.NoPrefixCaching && len(cfg.Groups) == 1 && cfg.Groups[0].Kind != model.Sliding && cfg.Groups[0].Kind != model.Linear
 	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
+	e.fullOnly = len(cfg.Groups) == 1 && (cfg.Groups[0].Kind == model.Full || cfg.Groups[0].Kind == model.MLA)
 	return e, nil
 }
 
@@ -396,6 +401,26 @@ func (e *Engine) key(r *req, i int) uint64 {
 func (e *Engine) allocate(r *req, n int) bool {
 	bs := e.cfg.BlockSize
 	total := r.computed + n
+	if !e.fullOnly || cdiv(total, bs) > len(r.blocks[0]) {
+		// Most decode steps stay inside the request's last block and skip
+		// this: nothing to free out of a window, nothing to give.
+		if !e.grow(r, total) {
+			return false
+		}
+	}
+	if e.caching {
+		blocks := r.blocks[0]
+		for i := r.computed / bs; i < total/bs; i++ {
+			e.pool.register(blocks[i], e.key(r, i))
+		}
+	}
+	return true
+}
+
+// grow frees r's blocks that left its windows and gives it the blocks of
+// total tokens in every group, or returns false and gives none.
+func (e *Engine) grow(r *req, total int) bool {
+	bs := e.cfg.BlockSize
 	need := 0
 	for g, grp := range e.cfg.Groups {
 		if skip := e.cfg.skippedBlocks(grp, r.computed); skip > 0 {
@@ -426,12 +451,6 @@ func (e *Engine) allocate(r *req, n int) bool {
 			blocks = append(blocks, e.pool.take())
 		}
 		r.blocks[g] = blocks
-	}
-	if e.caching {
-		blocks := r.blocks[0]
-		for i := r.computed / bs; i < total/bs; i++ {
-			e.pool.register(blocks[i], e.key(r, i))
-		}
 	}
 	return true
 }
@@ -503,13 +522,17 @@ func (e *Engine) finishStep(res *StepResult) {
 		}
 		r.generated++
 		e.gauges.GenerationTokens++
-		ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated}
-		if r.firstAt < 0 {
+		first := r.firstAt < 0
+		if first {
 			r.firstAt = e.now
-			ev.First = true
 			e.gauges.PromptTokens += int64(r.PromptTokens)
 		}
-		if r.generated >= r.OutputTokens {
+		finished := r.generated >= r.OutputTokens
+		if !finished && !e.cfg.TokenEvents {
+			continue
+		}
+		ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated, First: first}
+		if finished {
 			ev.Done = true
 			ev.Arrival, ev.FirstToken, ev.Finish = r.Arrival, r.firstAt, e.now
 			ev.Prompt, ev.Output, ev.Preemptions = r.PromptTokens, r.OutputTokens, r.preemptions

@@ -69,7 +69,7 @@ var arrivalKey = []byte(`"arrival_s"`)
 // recordTime is a request-log record's time in seconds; the one place a
 // record's clock is read.
 func recordTime(r traffic.Record) (float64, bool) {
-	return float64(r.Unix), r.HasTime
+	return float64(r.Unix) + float64(r.Nano)/1e9, r.HasTime
 }
 
 // Next returns the next request.

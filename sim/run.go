@@ -241,7 +241,7 @@ func Run(ctx context.Context, e *Engine, src Source, opt RunOptions) (*Report, e
 func (s *stats) report(e *Engine) *Report {
 	r := s.rep
 	g := e.Gauges()
-	r.DurationS = e.Now()
+	r.DurationS = math.Round(e.Now()*1e6) / 1e6
 	r.Preemptions = g.Preemptions
 	r.Rejected = g.Rejected
 	if len(r.RejectedBy) == 0 {

@@ -119,6 +119,17 @@ func TestLineSource(t *testing.T) {
 		t.Errorf("log line: %+v %v (want arrival 30 s / speedup 10 = 3 s)", r, err)
 	}
 
+	// Sub-second log times keep their fraction: 10:00:00.250 to 10:00:01.750
+	// is 1.5 s apart.
+	logs = `2025-06-01T10:00:00.250Z prompt_tokens=8 completion_tokens=2
+2025-06-01T10:00:01.750Z prompt_tokens=9 completion_tokens=3
+`
+	src, _ = NewLineSource(strings.NewReader(logs), 1)
+	_, _ = src.Next()
+	if r, err := src.Next(); err != nil || math.Abs(r.Arrival-1.5) > 1e-9 {
+		t.Errorf("sub-second log line: %+v %v (want arrival 1.5 s)", r, err)
+	}
+
 	for in, want := range map[string]string{
 		"{\"arrival_s\":1}\n":                                        "line 1: a JSON request needs",
 		"\n\nhello world\n":                                          "line 3: not a request",

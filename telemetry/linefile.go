@@ -13,8 +13,15 @@ import (
 // line: each line goes out in one write(2) on a file opened O_APPEND, which
 // the kernel places whole at the end even with other appenders. A process
 // killed mid-run leaves whole lines; if the file was cut some other way
-// (disk full, power loss) and does not end in '\n', the first write starts
-// with one, so the damaged line stays alone on its line.
+// (disk full, power loss) and does not end in '\n', opening it adds one,
+// so the damaged line stays alone on its line.
+//
+// That check needs a lock: while another appender's write(2) is copying a
+// line, the file's size can already stand inside it, and a '\n' added then
+// lands after the line as an empty one (or the header goes in twice). So
+// every appender holds an advisory lock (flock(2)) around each write and
+// around the check, which then sees only whole lines of other appenders
+// and a torn end only where a writer is gone.
 //
 // With MaxBytes set the file is rotated before a line would take it past
 // the limit: path.1 is the newest old file, path.Keep the oldest. Rotation
@@ -26,6 +33,7 @@ type LineFile struct {
 	maxBytes int64
 	keep     int
 	header   []byte
+	regular  bool // a regular file: locked, read back and rotated
 }
 
 // LineFileOptions configure OpenLineFile.
@@ -66,10 +74,22 @@ func (l *LineFile) open() error {
 	}
 	if !st.Mode().IsRegular() {
 		// A pipe or /dev/stdout: append, but never read back or rotate.
-		l.f, l.size, l.maxBytes = f, 0, 0
+		l.f, l.size, l.maxBytes, l.regular = f, 0, 0, false
 		return nil
 	}
-	l.f, l.size = f, st.Size()
+	l.f, l.regular = f, true
+	unlock, err := lockFile(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("cannot lock %s: %v", l.path, err)
+	}
+	defer unlock()
+	// The size under the lock: another appender may have written since Stat.
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot append to %s: %v", l.path, err)
+	}
+	l.size = st.Size()
 	if l.size == 0 {
 		if len(l.header) > 0 {
 			return l.write(l.header)
@@ -99,6 +119,8 @@ func lastByte(path string, size int64) (byte, error) {
 	return b[0], nil
 }
 
+// write appends b in one write(2); on a regular file the caller holds the
+// lock.
 func (l *LineFile) write(b []byte) error {
 	n, err := l.f.Write(b)
 	l.size += int64(n)
@@ -122,6 +144,14 @@ func (l *LineFile) WriteLine(line []byte) error {
 			return err
 		}
 	}
+	if !l.regular {
+		return l.write(out)
+	}
+	unlock, err := lockFile(l.f)
+	if err != nil {
+		return fmt.Errorf("cannot lock %s: %v", l.path, err)
+	}
+	defer unlock()
 	return l.write(out)
 }
 

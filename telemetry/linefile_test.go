@@ -3,7 +3,9 @@ package telemetry
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,37 +119,123 @@ func TestLineFileRotationKeepNone(t *testing.T) {
 	}
 }
 
+// appendRounds is one appender of the concurrency tests: rounds times it
+// opens path, writes perRound lines of size bytes starting with its id,
+// and closes it, as `headroom probe` does per calibration record. Opening
+// while another appender is inside a write is the case that matters: the
+// file's size can then end inside that line.
+func appendRounds(path string, id byte, rounds, perRound, size int) error {
+	line := append([]byte{id}, bytes.Repeat([]byte("x"), size-1)...)
+	for r := 0; r < rounds; r++ {
+		l, err := OpenLineFile(path, LineFileOptions{})
+		if err != nil {
+			return err
+		}
+		for i := 0; i < perRound; i++ {
+			if err := l.WriteLine(line); err != nil {
+				l.Close()
+				return err
+			}
+		}
+		if err := l.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAppended asserts that path holds, for each id, want whole lines of
+// size bytes, and nothing else.
+func checkAppended(t *testing.T, path string, ids string, want, size int) {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSuffix([]byte(read(t, path)), []byte("\n")), []byte("\n"))
+	count := map[byte]int{}
+	for i, l := range lines {
+		if len(l) != size {
+			t.Fatalf("line %d of %d is torn: %d bytes, want %d", i+1, len(lines), len(l), size)
+		}
+		count[l[0]]++
+	}
+	for _, id := range []byte(ids) {
+		if count[id] != want {
+			t.Errorf("writer %c has %d whole lines, want %d", id, count[id], want)
+		}
+	}
+	if len(lines) != want*len(ids) {
+		t.Errorf("%d lines, want %d", len(lines), want*len(ids))
+	}
+}
+
+// Line sizes of the concurrency tests: 3001 bytes can straddle a page of
+// the page cache, 9001 always does, so a reader's view of the size can
+// stop inside the line while the writer copies it.
+const (
+	shortLine = 3001
+	longLine  = 9001
+)
+
 func TestLineFileConcurrentAppenders(t *testing.T) {
-	// Two writers on the same file, as two headroom processes would be:
-	// every line comes out whole.
+	// Two appenders in one process, each on its own open file, reopening
+	// every 20 lines: every line comes out whole and none is added.
 	path := filepath.Join(t.TempDir(), "shared.jsonl")
 	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		l, err := OpenLineFile(path, LineFileOptions{})
+	for _, id := range []byte("ab") {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := appendRounds(path, id, 10, 20, shortLine); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	checkAppended(t, path, "ab", 200, shortLine)
+}
+
+// appenderEnv makes the test binary an appender process (see TestMain):
+// its value is "path id".
+const appenderEnv = "LINEFILE_TEST_APPENDER"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(appenderEnv); v != "" {
+		path, id, _ := strings.Cut(v, " ")
+		// Wait on stdin so that the appenders start together.
+		io.Copy(io.Discard, os.Stdin)
+		if err := appendRounds(path, id[0], 10, 20, longLine); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestLineFileConcurrentProcesses(t *testing.T) {
+	// Three headroom processes appending to one calibration file, each
+	// reopening it every 20 lines as `probe` does per record.
+	path := filepath.Join(t.TempDir(), "calibration.jsonl")
+	var cmds []*exec.Cmd
+	var starts []io.Closer
+	for _, id := range "abc" {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), appenderEnv+"="+path+" "+string(id))
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func(w int, l *LineFile) {
-			defer wg.Done()
-			defer l.Close()
-			line := []byte(fmt.Sprintf("%d%s", w, strings.Repeat("x", 3000)))
-			for i := 0; i < 200; i++ {
-				if err := l.WriteLine(line); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}(w, l)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, starts = append(cmds, cmd), append(starts, in)
 	}
-	wg.Wait()
-	lines := bytes.Split(bytes.TrimSuffix([]byte(read(t, path)), []byte("\n")), []byte("\n"))
-	if len(lines) != 400 {
-		t.Fatalf("%d lines, want 400", len(lines))
+	for _, in := range starts {
+		in.Close()
 	}
-	for i, l := range lines {
-		if len(l) != 3001 {
-			t.Fatalf("line %d is torn: %d bytes", i, len(l))
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("appender: %v", err)
 		}
 	}
+	checkAppended(t, path, "abc", 200, longLine)
 }

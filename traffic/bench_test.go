@@ -18,6 +18,23 @@ func benchLog(n int) []byte {
 	return b.Bytes()
 }
 
+// benchShortLog builds n lines of bench/profile/gen's short shape: an
+// application's structured log line with millisecond ISO-8601 times.
+func benchShortLog(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "2026-11-20T10:%02d:%02d.%03dZ level=info msg=done model=llama req_id=r%d input_tokens=%d output_tokens=%d status=200\n",
+			i/60000%60, i/1000%60, i%1000, i+1, 100+i*7919%9000, 1+i*104729%1000)
+	}
+	return b.Bytes()
+}
+
+// shapes are the benchmarked line shapes.
+var shapes = []struct {
+	name string
+	gen  func(int) []byte
+}{{"gateway", benchLog}, {"short", benchShortLog}}
+
 func BenchmarkParseLine(b *testing.B) {
 	line := benchLog(1)
 	b.SetBytes(int64(len(line)))
@@ -28,19 +45,27 @@ func BenchmarkParseLine(b *testing.B) {
 
 // BenchmarkCountLines is the floor: finding the newlines alone.
 func BenchmarkCountLines(b *testing.B) {
-	data := benchLog(20000)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		bytes.Count(data, []byte{'\n'})
+	for _, sh := range shapes {
+		b.Run(sh.name, func(b *testing.B) {
+			data := sh.gen(20000)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				bytes.Count(data, []byte{'\n'})
+			}
+		})
 	}
 }
 
 func BenchmarkParseBlock(b *testing.B) {
-	data := benchLog(20000)
-	p, _ := NewProfile(Options{Window: DefaultWindow})
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		parseBlock(data, p)
+	for _, sh := range shapes {
+		b.Run(sh.name, func(b *testing.B) {
+			data := sh.gen(20000)
+			p, _ := NewProfile(Options{Window: DefaultWindow})
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				parseBlock(data, p)
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,6 +18,9 @@ func FuzzParseLine(f *testing.F) {
 		"(APIServer pid=1) INFO 02-29 23:59:60 num_prompt_tokens: 4",
 		"ts=9999999999999999999 input_tokens=1",
 		"2025-06-20T12:34:56+99:99 input_tokens=0000000000001",
+		"2025-06-20T12:34:56.99999999999999Z input_tokens=1",
+		`{"created": 1718886896.9999999999, "usage": {"prompt_tokens": 1}}`,
+		"INFO 06-20 12:34:56,12 input_tokens=3",
 		"input_tokens=12345678_",
 		"\x00_tokens=\xff",
 	} {
@@ -35,6 +39,9 @@ func FuzzParseLine(f *testing.F) {
 		}
 		if r.HasTime && (r.Unix < -1e11 || r.Unix > 1e13) {
 			t.Fatalf("time %d", r.Unix)
+		}
+		if r.Nano < 0 || r.Nano >= 1e9 || (!r.HasTime && r.Nano != 0) {
+			t.Fatalf("nanoseconds %d (has time %v)", r.Nano, r.HasTime)
 		}
 	})
 }
@@ -72,6 +79,39 @@ func FuzzRead(f *testing.F) {
 		}
 		if len(got) == 4 && (got[0] != got[2] || got[1] != got[3]) {
 			t.Fatalf("serial %v vs parallel %v", got[:2], got[2:])
+		}
+	})
+}
+
+// FuzzReadSections: a file cut into chunks of any size at newlines, on one
+// to three workers, counts what the serial stream reader counts.
+func FuzzReadSections(f *testing.F) {
+	f.Add([]byte("input_tokens=1 output_tokens=2\nnoise\n\n2025-06-20T12:00:00Z prompt_tokens=3"), uint8(7))
+	f.Add([]byte("input_tokens=12345\ninput_tokens=6"), uint8(1))
+	f.Add([]byte("\n\n\ninput_tokens=1\n"), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
+		if len(data) == 0 {
+			return
+		}
+		want, err := NewProfile(Options{Window: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Read(context.Background(), bytes.NewReader(data), want, ReadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, workers := range []int{1, 3} {
+			p, _ := NewProfile(Options{Window: time.Minute})
+			var done atomic.Int64
+			err := parseSections(context.Background(), bytes.NewReader(data), int64(len(data)), int64(chunk)+1, p, workers, &done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Requests() != want.Requests() || p.Skipped() != want.Skipped() || p.Input().Summary() != want.Input().Summary() ||
+				done.Load() != int64(len(data)) {
+				t.Fatalf("chunks of %d on %d workers: %d requests, %d skipped, %d bytes; serial %d, %d",
+					int(chunk)+1, workers, p.Requests(), p.Skipped(), done.Load(), want.Requests(), want.Skipped())
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package traffic
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 )
 
@@ -11,8 +12,12 @@ type Record struct {
 	// Input and Output are the request's prompt and generated tokens.
 	Input, Output int64
 	// Unix is the request's time in seconds since 1970-01-01 UTC; valid
-	// when HasTime.
+	// when HasTime. Nano is the nanoseconds within that second, where the
+	// log carries a fraction (an ISO 8601 ".789", a Unix time in
+	// milliseconds or more, a JSON number with decimals); 0 otherwise, and
+	// digits past the ninth are dropped. A replay orders requests by both.
 	Unix    int64
+	Nano    int32
 	HasTime bool
 	// NoYear marks a time read from a line without a year (vLLM's own log
 	// format, "06-20 12:34:56"): it is placed in the year 2000 (a leap
@@ -92,30 +97,33 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 		if k == keyNone || have&k != 0 {
 			continue
 		}
-		var v int64
-		var ok bool
-		if p := u + 7; p+10 <= len(line) && line[p] == '=' {
-			// key=value with one to seven digits and a separator after
-			// them, the common case, inline.
-			x := binary.LittleEndian.Uint64(line[p+1:])
-			n := bits.TrailingZeros64(nonDigits(x)) >> 3
-			if c := line[p+1+n]; n >= 1 && n <= 7 && (c == ' ' || c == ',' || c == '}') {
-				v, ok = swarDigits(x, n), true
+		v, sp, ok := countAt(line, u+7)
+		for ok {
+			if k == keyInput {
+				r.Input = v
 			} else {
-				v, ok = valueAfterKey(line, p)
+				r.Output = v
 			}
-		} else {
-			v, ok = valueAfterKey(line, p)
+			have |= k
+			// Side by side ("input_tokens=N output_tokens=M", the common
+			// order or the other): the next key is read where it
+			// stands, without a search. It is the first of its kind,
+			// as the search would have found it next.
+			if sp < 0 || have == keyInput|keyOutput || len(line)-sp < 16 {
+				break
+			}
+			w := binary.LittleEndian.Uint64(line[sp+1:])
+			switch {
+			case k == keyInput && w&mask6 == leOutput && binary.LittleEndian.Uint64(line[sp+7:]) == leTokensEq:
+				k = keyOutput
+				v, sp, ok = countAt(line, sp+14)
+			case k == keyOutput && w&mask5 == leInput && binary.LittleEndian.Uint64(line[sp+6:]) == leTokensEq:
+				k = keyInput
+				v, sp, ok = countAt(line, sp+13)
+			default:
+				ok = false
+			}
 		}
-		if !ok {
-			continue
-		}
-		if k == keyInput {
-			r.Input = v
-		} else {
-			r.Output = v
-		}
-		have |= k
 	}
 	haveIn, haveOut := have&keyInput != 0, have&keyOutput != 0
 	if !haveIn || !haveOut {
@@ -126,11 +134,32 @@ func (c *dateCache) parse(line []byte, r *Record) bool {
 	if !haveIn && !haveOut {
 		return false
 	}
-	r.Unix, r.NoYear, r.HasTime = c.leadingTime(line)
+	r.Unix, r.Nano, r.NoYear, r.HasTime = c.leadingTime(line)
 	if !r.HasTime {
-		r.Unix, r.HasTime = c.keyedTime(line)
+		r.Unix, r.Nano, r.HasTime = c.keyedTime(line)
 	}
 	return true
+}
+
+// countAt reads the value of a count key whose name ends at p: the count,
+// and the index of the space after it when it was written "key=N " (-1
+// otherwise), where a next key may stand.
+func countAt(line []byte, p int) (v int64, space int, ok bool) {
+	if p+10 <= len(line) && line[p] == '=' {
+		// key=value with one to seven digits and a separator after them,
+		// the common case, inline.
+		x := binary.LittleEndian.Uint64(line[p+1:])
+		n := bits.TrailingZeros64(nonDigits(x)) >> 3
+		if c := line[p+1+n]; n >= 1 && n <= 7 && (c == ' ' || c == ',' || c == '}') {
+			space = -1
+			if c == ' ' {
+				space = p + 1 + n
+			}
+			return swarDigits(x, n), space, true
+		}
+	}
+	v, ok = valueAfterKey(line, p)
+	return v, -1, ok
 }
 
 // kOffset is the index of 'k' in "_tokens".
@@ -147,8 +176,11 @@ const (
 // and a compare: leTokens is "_tokens" (7 bytes, masked by mask7); the
 // others are the last bytes of the 8 before the underscore.
 const (
+	mask5         = 1<<40 - 1
+	mask6         = 1<<48 - 1
 	mask7         = 1<<56 - 1
 	leTokens      = '_' | 't'<<8 | 'o'<<16 | 'k'<<24 | 'e'<<32 | 'n'<<40 | 's'<<48
+	leTokensEq    = leTokens | '='<<56
 	leInput       = 'i' | 'n'<<8 | 'p'<<16 | 'u'<<24 | 't'<<32
 	lePrompt      = 'p' | 'r'<<8 | 'o'<<16 | 'm'<<24 | 'p'<<32 | 't'<<40
 	leOutput      = 'o' | 'u'<<8 | 't'<<16 | 'p'<<24 | 'u'<<32 | 't'<<40
@@ -362,7 +394,7 @@ func vllmRequest(s []byte, r *Record, haveIn, haveOut bool) (bool, bool) {
 }
 
 // leadingTime reads a timestamp at the start of a line.
-func (c *dateCache) leadingTime(line []byte) (unix int64, noYear, ok bool) {
+func (c *dateCache) leadingTime(line []byte) (unix int64, nano int32, noYear, ok bool) {
 	if c.ok && len(line) >= 20 && binary.LittleEndian.Uint64(line) == c.k1 && binary.LittleEndian.Uint64(line[8:]) == c.k2 {
 		// The minute of the last line: only the seconds, a fraction and
 		// the zone remain. An offset (+hh:mm) takes the full parse.
@@ -370,19 +402,20 @@ func (c *dateCache) leadingTime(line []byte) (unix int64, noYear, ok bool) {
 		if line[16] == ':' && s1 <= 6 && s2 <= 9 && s1*10+s2 <= 60 {
 			j := 19
 			if line[j] == '.' || line[j] == ',' {
-				j++
-				for j < len(line) && line[j]-'0' <= 9 {
-					j++
+				if ms, ok := millis(line, j+1); ok {
+					nano, j = ms, j+4 // the common ".123"
+				} else {
+					nano, j = fraction(line, j+1)
 				}
 			}
 			if j == len(line) || (line[j] != '+' && line[j] != '-') {
-				return c.minute + int64(s1)*10 + int64(s2), false, true
+				return c.minute + int64(s1)*10 + int64(s2), nano, false, true
 			}
 		}
 	}
 	if len(line) > 0 && line[0]-'0' <= 9 {
-		if t, _, ok := c.parseDateTime(line, 0); ok {
-			return t, false, true // the common case: the line starts with its time
+		if t, ns, _, ok := c.parseDateTime(line, 0); ok {
+			return t, ns, false, true // the common case: the line starts with its time
 		}
 	}
 	i := 0
@@ -393,7 +426,7 @@ func (c *dateCache) leadingTime(line []byte) (unix int64, noYear, ok bool) {
 		// vLLM V1 prefixes "(APIServer pid=1) " or "(EngineCore_DP0 pid=7) ".
 		end := bytes.IndexByte(line[i:min(len(line), i+64)], ')')
 		if end < 0 {
-			return 0, false, false
+			return 0, 0, false, false
 		}
 		i += end + 1
 		for i < len(line) && line[i] == ' ' {
@@ -403,8 +436,8 @@ func (c *dateCache) leadingTime(line []byte) (unix int64, noYear, ok bool) {
 	if i < len(line) && line[i] == '[' {
 		i++
 	}
-	if t, _, ok := c.parseDateTime(line, i); ok {
-		return t, false, true
+	if t, ns, _, ok := c.parseDateTime(line, i); ok {
+		return t, ns, false, true
 	}
 	// vLLM: "INFO 06-20 12:34:56 [logger.py:39] ...".
 	j := i
@@ -412,29 +445,34 @@ func (c *dateCache) leadingTime(line []byte) (unix int64, noYear, ok bool) {
 		j++
 	}
 	if j == i || j-i > 8 || j >= len(line) || line[j] != ' ' {
-		return 0, false, false
+		return 0, 0, false, false
 	}
 	j++
-	if t, _, ok := c.parseDateTime(line, j); ok {
-		return t, false, true
+	if t, ns, _, ok := c.parseDateTime(line, j); ok {
+		return t, ns, false, true
 	}
 	mo, ok1 := twoDigits(line, j)
 	d, ok2 := twoDigits(line, j+3)
 	if !ok1 || !ok2 || line[j+2] != '-' || j+5 >= len(line) || line[j+5] != ' ' {
-		return 0, false, false
+		return 0, 0, false, false
 	}
-	secs, _, ok := parseClock(line, j+6)
+	secs, end, ok := parseClock(line, j+6)
 	if !ok || !validDate(noYearBase, mo, d) {
-		return 0, false, false
+		return 0, 0, false, false
 	}
-	return daysFromCivil(noYearBase, mo, d)*86400 + secs, true, true
+	// vLLM's own format ("%m-%d %H:%M:%S") has no fraction; a handler
+	// configured with one (",123" or ".123") gives it.
+	if end+1 < len(line) && (line[end] == '.' || line[end] == ',') {
+		nano, _ = fraction(line, end+1)
+	}
+	return daysFromCivil(noYearBase, mo, d)*86400 + secs, nano, true, true
 }
 
 // keyedTime finds a time= / ts= / timestamp= / "created" key.
-func (c *dateCache) keyedTime(line []byte) (int64, bool) {
+func (c *dateCache) keyedTime(line []byte) (int64, int32, bool) {
 	if k := bytes.Index(line, createdKey); k >= 0 && keyStart(line, k) {
-		if t, ok := c.timeValue(line, k+len(createdKey)); ok {
-			return t, true
+		if t, ns, ok := c.timeValue(line, k+len(createdKey)); ok {
+			return t, ns, true
 		}
 	}
 	for i := 0; ; {
@@ -457,8 +495,8 @@ func (c *dateCache) keyedTime(line []byte) (int64, bool) {
 		if len(line)-end >= 5 && string(line[end:end+5]) == "stamp" {
 			end += 5
 		}
-		if t, ok := c.timeValue(line, end); ok {
-			return t, true
+		if t, ns, ok := c.timeValue(line, end); ok {
+			return t, ns, true
 		}
 	}
 	for i := 0; ; {
@@ -469,44 +507,99 @@ func (c *dateCache) keyedTime(line []byte) (int64, bool) {
 		k += i
 		i = k + len(tsKey)
 		if keyStart(line, k) {
-			if t, ok := c.timeValue(line, k+len(tsKey)); ok {
-				return t, true
+			if t, ns, ok := c.timeValue(line, k+len(tsKey)); ok {
+				return t, ns, true
 			}
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // timeValue reads the value of a time key ending at p: a date, or Unix
-// time whose unit follows from its size.
-func (c *dateCache) timeValue(line []byte, p int) (int64, bool) {
+// time whose unit follows from its size (seconds may carry decimals, as
+// JSON numbers and Python's time.time() do).
+func (c *dateCache) timeValue(line []byte, p int) (int64, int32, bool) {
 	p, ok := valueStart(line, p)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	if t, _, ok := c.parseDateTime(line, p); ok {
-		return t, true
+	if t, ns, _, ok := c.parseDateTime(line, p); ok {
+		return t, ns, true
 	}
+	// Nineteen digits hold today's time in nanoseconds; past
+	// maxUnixDigits the number overflows int64 and is no time.
 	var v int64
 	n := 0
-	for p < len(line) && isDigit(line[p]) && n < 18 {
+	for p < len(line) && isDigit(line[p]) && n < maxUnixDigits && v <= (math.MaxInt64-9)/10 {
 		v = v*10 + int64(line[p]-'0')
 		p++
 		n++
 	}
 	if n < 9 || (p < len(line) && isDigit(line[p])) {
-		return 0, false // a small number is no Unix time of this century
+		return 0, 0, false // a small number is no Unix time of this century
 	}
 	switch {
 	case v < 1e11:
-		return v, true
+		var ns int32
+		if p+1 < len(line) && line[p] == '.' {
+			ns, _ = fraction(line, p+1)
+		}
+		return v, ns, true
 	case v < 1e14:
-		return v / 1e3, true
+		return v / 1e3, int32(v % 1e3 * 1e6), true
 	case v < 1e17:
-		return v / 1e6, true
+		return v / 1e6, int32(v % 1e6 * 1e3), true
 	default:
-		return v / 1e9, true
+		return v / 1e9, int32(v % 1e9), true
 	}
+}
+
+// maxUnixDigits bounds a Unix time: nanoseconds since 1970 take 19 digits
+// until 2286.
+const maxUnixDigits = 19
+
+// millis reads a fraction of exactly three digits at i as nanoseconds:
+// the milliseconds most logs print, without fraction's general path.
+func millis(b []byte, i int) (int32, bool) {
+	if i+3 >= len(b) {
+		return 0, false
+	}
+	d0, d1, d2 := b[i]-'0', b[i+1]-'0', b[i+2]-'0'
+	if d0 > 9 || d1 > 9 || d2 > 9 || b[i+3]-'0' <= 9 {
+		return 0, false
+	}
+	return int32(d0)*1e8 + int32(d1)*1e7 + int32(d2)*1e6, true
+}
+
+// fracScale[n] turns n fraction digits into nanoseconds: 10^(9−n).
+var fracScale = [10]int64{1e9, 1e8, 1e7, 1e6, 1e5, 1e4, 1e3, 100, 10, 1}
+
+// fraction reads the digits of a decimal fraction at i (after the point or
+// comma) as nanoseconds, and returns the index after the last digit.
+// Digits past the ninth are read over and dropped.
+func fraction(b []byte, i int) (int32, int) {
+	if i+8 <= len(b) {
+		// Up to seven digits (milli- and microseconds), eight bytes at a
+		// time.
+		x := binary.LittleEndian.Uint64(b[i:])
+		if nd := nonDigits(x); nd != 0 {
+			n := bits.TrailingZeros64(nd) >> 3
+			if n == 0 {
+				return 0, i
+			}
+			return int32(swarDigits(x, n) * fracScale[n]), i + n
+		}
+	}
+	var v int64
+	n := 0
+	for i < len(b) && isDigit(b[i]) {
+		if n < 9 {
+			v = v*10 + int64(b[i]-'0')
+			n++
+		}
+		i++
+	}
+	return int32(v * fracScale[n]), i
 }
 
 // SWAR constants: eight bytes at once.
@@ -525,10 +618,11 @@ func nonDigits(x uint64) uint64 {
 }
 
 // parseDateTime reads "YYYY-MM-DD[T ]HH:MM:SS[.frac][Z|±HH:MM|±HHMM]" at i
-// and returns Unix seconds and the index after it.
-func (c *dateCache) parseDateTime(b []byte, i int) (int64, int, bool) {
+// and returns Unix seconds, the fraction's nanoseconds and the index after
+// it.
+func (c *dateCache) parseDateTime(b []byte, i int) (int64, int32, int, bool) {
 	if len(b)-i < 19 || (b[i+10] != 'T' && b[i+10] != ' ') {
-		return 0, i, false
+		return 0, 0, i, false
 	}
 	k1, k2 := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
 	if !c.ok || k1 != c.k1 || k2 != c.k2 {
@@ -541,26 +635,19 @@ func (c *dateCache) parseDateTime(b []byte, i int) (int64, int, bool) {
 		y := y1*100 + y2
 		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || b[i+4] != '-' || b[i+7] != '-' || b[i+13] != ':' ||
 			h > 23 || mi > 59 || !validDate(y, mo, d) {
-			return 0, i, false
+			return 0, 0, i, false
 		}
 		c.k1, c.k2, c.minute, c.ok = k1, k2, daysFromCivil(y, mo, d)*86400+h*3600+mi*60, true
 	}
 	sec, ok := twoDigits(b, i+17)
 	if !ok || b[i+16] != ':' || sec > 60 {
-		return 0, i, false
+		return 0, 0, i, false
 	}
 	t := c.minute + sec
 	end := i + 19
+	var nano int32
 	if end < len(b) && (b[end] == '.' || b[end] == ',') {
-		end++
-		if end+8 <= len(b) {
-			if nd := nonDigits(binary.LittleEndian.Uint64(b[end:])); nd != 0 {
-				end += bits.TrailingZeros64(nd) >> 3
-			}
-		}
-		for end < len(b) && isDigit(b[end]) {
-			end++
-		}
+		nano, end = fraction(b, end+1)
 	}
 	if end < len(b) {
 		switch b[end] {
@@ -586,7 +673,7 @@ func (c *dateCache) parseDateTime(b []byte, i int) (int64, int, bool) {
 			end = k
 		}
 	}
-	return t, end, true
+	return t, nano, end, true
 }
 
 // parseClock reads "HH:MM:SS" at i.

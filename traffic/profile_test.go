@@ -238,9 +238,9 @@ func TestLongLineSkipped(t *testing.T) {
 	}
 }
 
-// TestReadFileMapped: a mapped file, cut into chunks at newlines and
-// parsed on several workers, gives what the streaming reader gives.
-func TestReadFileMapped(t *testing.T) {
+// TestReadFileSections: a file, cut into chunks at newlines and parsed on
+// several workers, gives what the streaming reader gives.
+func TestReadFileSections(t *testing.T) {
 	var b bytes.Buffer
 	for i := range 200000 {
 		fmt.Fprintf(&b, "2025-06-20T12:%02d:%02dZ request_id=r%d input_tokens=%d output_tokens=%d\n", i/60%60, i%60, i, 1+i%9000, 1+i%700)
@@ -269,7 +269,7 @@ func TestReadFileMapped(t *testing.T) {
 	want := fmt.Sprint(p.Requests(), p.Skipped(), p.Input().Summary(), p.Total().Summary(), len(p.Windows().Windows))
 	for _, r := range results {
 		if r != want {
-			t.Errorf("mapped %s\nstream %s", r, want)
+			t.Errorf("chunks %s\nstream %s", r, want)
 		}
 	}
 	if !strings.HasPrefix(want, "200001 0 ") {
@@ -277,5 +277,26 @@ func TestReadFileMapped(t *testing.T) {
 	}
 	if err := ReadFile(context.Background(), t.TempDir(), p, ReadOptions{}); err == nil {
 		t.Error("a directory was read")
+	}
+}
+
+// TestReadFileLongLine: a line longer than two chunks leaves a chunk with
+// no line starting in it; its counts are read once, by the chunk where it
+// starts.
+func TestReadFileLongLine(t *testing.T) {
+	data := "input_tokens=1\n" + strings.Repeat("x", 2*chunkSize+100) + " input_tokens=7 output_tokens=3\ninput_tokens=2\n"
+	name := t.TempDir() + "/requests.log"
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{1, 2, 3} {
+		p, _ := NewProfile(Options{})
+		if err := ReadFile(context.Background(), name, p, ReadOptions{Workers: w}); err != nil {
+			t.Fatal(err)
+		}
+		// 1 + 7 + 2 input tokens over three requests.
+		if s := p.Input().Summary(); p.Requests() != 3 || s.Max != 7 || p.Input().Count() != 3 || p.Output().Summary().Max != 3 {
+			t.Errorf("%d workers: %d requests, input %+v", w, p.Requests(), s)
+		}
 	}
 }

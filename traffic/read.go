@@ -26,7 +26,7 @@ type ReadOptions struct {
 	// the caller's goroutine.
 	Workers int
 	// Progress, when not nil, is advanced by the bytes read (or, for a
-	// mapped file, parsed), for a progress line.
+	// file read in chunks, parsed), for a progress line.
 	Progress *atomic.Int64
 }
 

@@ -7,19 +7,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
 
-// chunkSize is the share of a mapped file one worker parses at a time.
+// chunkSize is the share of a file one worker parses at a time.
 const chunkSize = 4 << 20
 
-// ReadFile reads the named file into p. A plain regular file is mapped
-// into memory where the platform allows it (mapFile), so its bytes are
-// parsed where the page cache holds them, by opt.Workers goroutines,
-// without a copy through read buffers; gzip files, special files and
-// platforms without mapping go through Read.
+// ReadFile reads the named file into p. A plain regular file is parsed in
+// chunks by opt.Workers goroutines, each reading its chunk with ReadAt into
+// a small buffer of its own (parseSections); gzip files and special files
+// go through Read.
+//
+// Reading beats mapping the file here: on a 119 MB log of short lines,
+// parsing mapped pages took about twice the CPU time (the first touch of
+// every 4 KiB page, and the page faults, cost more than the kernel's copy
+// into a buffer that is still in the core's cache when it is parsed).
 func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions) error {
 	f, err := os.Open(name)
 	if err != nil {
@@ -34,12 +37,9 @@ func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions) err
 		return fmt.Errorf("%s is a directory: give the log files", name)
 	}
 	if st.Mode().IsRegular() && st.Size() > 0 {
-		if data, unmap, err := mapFile(f, st.Size()); err == nil {
-			defer unmap()
-			if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-				return Read(ctx, bytes.NewReader(data), p, opt)
-			}
-			return parseMapped(ctx, data, p, opt.Workers, opt.Progress)
+		var magic [2]byte
+		if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
+			return parseSections(ctx, f, st.Size(), chunkSize, p, opt.Workers, opt.Progress)
 		}
 	}
 	return Read(ctx, f, p, opt)
@@ -57,15 +57,17 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// errShrank is the error of a mapped file cut short while it is read
-// (log rotation by truncation): touching the lost pages faults.
-var errShrank = errors.New("the file was truncated while it was read; read a copy, or the rotated file")
+// sectionBuffer is what a worker reads a chunk through: small enough that
+// the lines the kernel copies in are still in the core's cache when they
+// are parsed.
+const sectionBuffer = 256 << 10
 
-// parseMapped parses mapped bytes in chunks cut at newlines, one profile
-// per worker, merged at the end.
-func parseMapped(ctx context.Context, data []byte, p *Profile, workers int, progress *atomic.Int64) error {
+// parseSections parses a file in chunks of chunk bytes, cut at newlines, claimed by workers that each read their chunk with ReadAt
+// (pread) into a buffer of their own: one profile per worker, merged at
+// the end.
+func parseSections(ctx context.Context, f io.ReaderAt, size, chunk int64, p *Profile, workers int, progress *atomic.Int64) error {
 	workers = max(workers, 1)
-	var next atomic.Int64 // start of the next chunk to claim, in chunkSize units
+	var next atomic.Int64 // the next chunk to claim, in chunk units
 	parts := make([]*Profile, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -74,7 +76,35 @@ func parseMapped(ctx context.Context, data []byte, p *Profile, workers int, prog
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			errs[w] = parseChunks(ctx, data, parts[w], &next, progress)
+			buf := make([]byte, sectionBuffer)
+			for {
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				start := (next.Add(1) - 1) * chunk
+				if start >= size {
+					return
+				}
+				end := min(start+chunk, size)
+				// A chunk is the lines that start inside [start, end): from
+				// the first line start at or after start to the first at
+				// or after end, so every line is parsed once.
+				b, err := lineStart(f, start, size, buf)
+				if err == nil && b < end {
+					var e int64
+					if e, err = lineStart(f, end, size, buf); err == nil {
+						buf, err = parseSection(f, b, e, buf, parts[w])
+					}
+				}
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				if progress != nil {
+					progress.Add(end - start)
+				}
+			}
 		}(w)
 	}
 	wg.Wait()
@@ -84,48 +114,50 @@ func parseMapped(ctx context.Context, data []byte, p *Profile, workers int, prog
 	return errors.Join(errs...)
 }
 
-// parseChunks claims chunks until none is left. A chunk is the lines that
-// start inside [k×chunkSize, (k+1)×chunkSize): it begins after the first
-// newline before its start and runs past its end to the end of its last
-// line, so every line is parsed once.
-func parseChunks(ctx context.Context, data []byte, p *Profile, next *atomic.Int64, progress *atomic.Int64) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = errShrank
-		}
-	}()
-	n := int64(len(data))
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k := next.Add(1) - 1
-		start := k * chunkSize
-		if start >= n {
-			return nil
-		}
-		end := min(start+chunkSize, n)
-		if start > 0 {
-			// Lines that began before start belong to the previous chunk.
-			i := bytes.IndexByte(data[start-1:end], '\n')
-			if i < 0 {
-				continue
-			}
-			start += int64(i)
-		}
-		if end < n {
-			if i := bytes.IndexByte(data[end-1:], '\n'); i >= 0 {
-				end += int64(i)
-			} else {
-				end = n
-			}
-		}
-		if start < end {
-			parseBlock(data[start:end], p)
-		}
-		if progress != nil {
-			progress.Add(end - start)
-		}
+// lineStart is the offset of the first line that starts at or after off:
+// off itself at the start of the file, else just past the first newline
+// at or after off − 1; size when none follows.
+func lineStart(f io.ReaderAt, off, size int64, buf []byte) (int64, error) {
+	if off <= 0 || off >= size {
+		return min(max(off, 0), size), nil
 	}
+	// Lines are short: a first small read usually finds the newline.
+	for pos, n := off-1, int64(512); pos < size; n = int64(len(buf)) {
+		m, err := f.ReadAt(buf[:min(n, size-pos)], pos)
+		if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
+			return pos + int64(i) + 1, nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if m == 0 {
+			break // the file shrank
+		}
+		pos += int64(m)
+	}
+	return size, nil
+}
+
+// parseSection parses the lines of f in [b, e), read through buf (grown
+// for a longer line, which it returns).
+func parseSection(f io.ReaderAt, b, e int64, buf []byte, p *Profile) ([]byte, error) {
+	s := splitter{src: io.NewSectionReader(f, b, e-b)}
+	for {
+		block, nb, err := s.next(buf)
+		buf = nb
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return buf, err
+		}
+		parseBlock(block, p)
+	}
+	for range s.skipLines {
+		p.Skip()
+	}
+	if cap(buf) > sectionBuffer {
+		buf = make([]byte, sectionBuffer) // a long line's buffer goes
+	}
+	return buf, nil
 }

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	case os.Getenv(serveEnv) == "1":
 		os.Exit(serveMain(os.Args[1:], os.Stdin, os.Stdout))
 	case os.Getenv(generatorEnv) == "1":
-		srv, err := startChild("", false)
+		srv, err := startChild("", false, false)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -36,59 +36,76 @@ func TestMain(m *testing.M) {
 }
 
 // checkSmall checks a small run: every review got the answer its case
-// expects (a denial, a patch, ...), the report accounts for every request,
-// and the percentiles are in order. Latency is not asserted: the machine is
-// shared.
+// expects (a denial, a patch, ... from the webhook; allowed from the
+// no-op), the report accounts for every request of both, the percentiles
+// are in order and the ratios are printed. Neither latency nor the ratios
+// are asserted: the machine is shared.
 func checkSmall(t *testing.T, c config, rep report) {
 	t.Helper()
-	want := int(float64(c.rate) * c.duration.Seconds())
-	if rep.sent != want || rep.errors != 0 || len(rep.admission) != want || len(rep.fromDue) != want || len(rep.late) != want {
-		t.Fatalf("sent %d of %d, errors %d (%s), %d latencies", rep.sent, want, rep.errors, rep.firstErr, len(rep.admission))
+	want := int(float64(c.rate)*c.duration.Seconds()/float64(c.rounds)) * c.rounds
+	for name, s := range map[string]side{"webhook": rep.webhook, "no-op": rep.noop} {
+		if s.sent != want || s.errors != 0 || len(s.admission) != want || len(s.fromDue) != want || len(s.late) != want {
+			t.Fatalf("%s: sent %d of %d, errors %d (%s), %d latencies", name, s.sent, want, s.errors, s.firstErr, len(s.admission))
+		}
+		for _, d := range [][]time.Duration{s.admission, s.fromDue} {
+			if p50, p99, top := quantile(d, 0.5), quantile(d, 0.99), quantile(d, 1); p50 <= 0 || p50 > p99 || p99 > top {
+				t.Errorf("%s: percentiles out of order: %v %v %v", name, p50, p99, top)
+			}
+		}
+		// Each request's latency from due time contains its admission latency.
+		if quantile(s.fromDue, 0.5) < quantile(s.admission, 0.5) {
+			t.Errorf("%s: p50 from due time %v under the admission p50 %v", name, quantile(s.fromDue, 0.5), quantile(s.admission, 0.5))
+		}
+		if s.server.AllocBytes == 0 || s.server.GOGC == 0 {
+			t.Errorf("%s: server counters missing: %+v", name, s.server)
+		}
 	}
 	if len(rep.floor) == 0 {
 		t.Error("no timer floor")
 	}
-	for _, d := range [][]time.Duration{rep.admission, rep.fromDue} {
-		if p50, p99, top := quantile(d, 0.5), quantile(d, 0.99), quantile(d, 1); p50 <= 0 || p50 > p99 || p99 > top {
-			t.Errorf("percentiles out of order: %v %v %v", p50, p99, top)
-		}
-	}
-	// Each request's latency from due time contains its admission latency.
-	if quantile(rep.fromDue, 0.5) < quantile(rep.admission, 0.5) {
-		t.Errorf("p50 from due time %v under the admission p50 %v", quantile(rep.fromDue, 0.5), quantile(rep.admission, 0.5))
-	}
-	if rep.server.AllocBytes == 0 || rep.server.GOGC == 0 {
-		t.Errorf("server counters missing: %+v", rep.server)
-	}
 	var out bytes.Buffer
 	rep.print(&out, c)
-	if !strings.Contains(out.String(), "PASS: admission latency p99") || !strings.Contains(out.String(), "errors 0") {
-		t.Errorf("report:\n%s", out.String())
+	for _, w := range []string{"webhook ÷ no-op:   p99 admission latency ", "no-op:\n", "errors 0"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
+		}
 	}
 }
 
-// TestRunChild runs the default path: the server in a child process.
+// small is a short run's configuration: two rounds of 50 reviews each.
+func small() config {
+	return config{rate: 100, duration: time.Second, rounds: 2, maxP99Ratio: 1.5, maxCPURatio: 2}
+}
+
+// TestRunChild runs the default path: each server in a child process.
 func TestRunChild(t *testing.T) {
-	c := config{rate: 100, duration: time.Second, p99: time.Second}
+	c := small()
 	rep, err := run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSmall(t, c, rep)
-	if rep.serverPID == 0 || rep.serverPID == os.Getpid() {
-		t.Errorf("server pid %d: not a child", rep.serverPID)
+	if rep.webhook.pid == 0 || rep.webhook.pid == os.Getpid() || rep.noop.pid == 0 || rep.noop.pid == rep.webhook.pid {
+		t.Errorf("server pids %d and %d: not two children", rep.webhook.pid, rep.noop.pid)
+	}
+	// The two servers' processes account for their own rounds only: the
+	// webhook plans, the no-op does not, so the webhook allocates more per
+	// review (the warm-up is outside the rounds).
+	if rep.webhook.server.AllocBytes <= rep.noop.server.AllocBytes {
+		t.Errorf("webhook allocated %d bytes, no-op %d: want the webhook's more", rep.webhook.server.AllocBytes, rep.noop.server.AllocBytes)
 	}
 }
 
 func TestRunInProcess(t *testing.T) {
-	c := config{rate: 100, duration: 300 * time.Millisecond, p99: time.Second, inProcess: true}
+	c := small()
+	c.duration, c.inProcess = 400*time.Millisecond, true
 	rep, err := run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSmall(t, c, rep)
-	if rep.serverPID != 0 {
-		t.Errorf("server pid %d in process", rep.serverPID)
+	if rep.webhook.pid != 0 || rep.noop.pid != 0 {
+		t.Errorf("server pids %d %d in process", rep.webhook.pid, rep.noop.pid)
 	}
 }
 
@@ -151,20 +168,45 @@ func TestVerdict(t *testing.T) {
 		}
 		return d
 	}
-	c := config{p99: 5 * time.Millisecond}
+	// A side with its p99 admission latency, p99 from due time and CPU
+	// per review (over two reviews).
+	sd := func(p99, due, cpu int) side {
+		return side{admission: ms(1, p99), fromDue: ms(1, due), server: runtimeStats{CPU: 2 * time.Duration(cpu) * time.Microsecond},
+			rounds: []roundP99{{ms(p99)[0], ms(due)[0]}}}
+	}
+	noop := sd(2, 3, 100)
+	c := config{maxP99Ratio: 1.5, maxCPURatio: 2}
 	for _, tc := range []struct {
 		name string
 		r    report
 		ok   bool
 	}{
-		{"fast", report{admission: ms(1, 2, 3), fromDue: ms(2, 3, 4), floor: ms(1)}, true},
-		{"errors", report{errors: 1, admission: ms(1), fromDue: ms(1), floor: ms(1)}, false},
-		{"nothing answered", report{}, false},
-		{"slow server", report{admission: ms(1, 6), fromDue: ms(1, 6), floor: ms(2)}, false},
-		// 7 ms from due time is within 5 ms plus a 2 ms timer floor.
-		{"late sender within the floor", report{admission: ms(1, 4), fromDue: ms(2, 7), floor: ms(2)}, true},
-		// Each request is quick once sent, but they waited behind a stall.
-		{"stalled", report{admission: ms(1, 2), fromDue: ms(1, 20), floor: ms(2)}, false},
+		// 3 ms ÷ 2 ms = 1.5, 4 ÷ 3 = 1.33, 200 µs ÷ 100 µs = 2: within the targets.
+		{"within the targets", report{webhook: sd(3, 4, 200), noop: noop}, true},
+		{"errors", report{webhook: side{errors: 1, admission: ms(1), fromDue: ms(1)}, noop: noop}, false},
+		{"no-op errors", report{webhook: sd(2, 3, 100), noop: side{errors: 1, admission: ms(1), fromDue: ms(1)}}, false},
+		{"nothing answered", report{noop: noop}, false},
+		// 4 ms ÷ 2 ms = 2.
+		{"slow webhook", report{webhook: sd(4, 4, 100), noop: noop}, false},
+		// Each request is quick once sent, but they waited behind a
+		// stall: 9 ms ÷ 3 ms from due time.
+		{"stalled", report{webhook: sd(2, 9, 100), noop: noop}, false},
+		// 250 µs ÷ 100 µs = 2.5.
+		{"costly", report{webhook: sd(2, 3, 250), noop: noop}, false},
+		// No CPU time on this platform: the CPU rule does not apply.
+		{"no CPU figures", report{webhook: sd(2, 3, 0), noop: sd(2, 3, 0)}, true},
+		// Three pairs of rounds; a stall in the webhook's second round
+		// (40 ms ÷ 2 ms) moves one pair's ratio, not the median of 1, 20
+		// and 1.
+		{"one stalled round", report{
+			webhook: side{admission: ms(1, 2, 40, 2), fromDue: ms(1, 3, 40, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(40)[0], ms(40)[0]}, {ms(2)[0], ms(3)[0]}}},
+			noop:    side{admission: ms(1, 2, 2, 2), fromDue: ms(1, 3, 3, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}}},
+		}, true},
+		// Slow in every round: 3 of 3 pairs at 2.
+		{"slow in every round", report{
+			webhook: side{admission: ms(1, 4), fromDue: ms(1, 6), rounds: []roundP99{{ms(4)[0], ms(6)[0]}, {ms(4)[0], ms(6)[0]}, {ms(4)[0], ms(6)[0]}}},
+			noop:    side{admission: ms(1, 2), fromDue: ms(1, 3), rounds: []roundP99{{ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}, {ms(2)[0], ms(3)[0]}}},
+		}, false},
 	} {
 		if ok, why := tc.r.verdict(c); ok != tc.ok {
 			t.Errorf("%s: verdict %v (%v), want %v", tc.name, ok, why, tc.ok)
@@ -174,10 +216,14 @@ func TestVerdict(t *testing.T) {
 
 func TestRunBounds(t *testing.T) {
 	for _, c := range []config{
-		{rate: 0, duration: time.Second},
-		{rate: maxRate + 1, duration: time.Second},
-		{rate: 10, duration: 0},
-		{rate: 10, duration: maxDuration + time.Second},
+		{rate: 0, duration: time.Second, rounds: 1},
+		{rate: maxRate + 1, duration: time.Second, rounds: 1},
+		{rate: 10, duration: 0, rounds: 1},
+		{rate: 10, duration: maxDuration + time.Second, rounds: 1},
+		{rate: 10, duration: time.Second, rounds: 0},
+		{rate: 10, duration: time.Second, rounds: maxRounds + 1},
+		// 10 requests in 20 rounds: none a round.
+		{rate: 10, duration: time.Second, rounds: 20},
 	} {
 		if _, err := run(context.Background(), c); err == nil {
 			t.Errorf("run(%+v) accepted", c)

@@ -33,9 +33,14 @@ const pacerKind = "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) on a locked O
 // sleep, and call release on that goroutine when done.
 func newPacer() (p *pacer, release func()) {
 	runtime.LockOSThread()
+	// Go's clock is read first: the two readings are two calls, and a
+	// thread descheduled between them (up to 126 µs seen under load) must
+	// put the kernel's zero after Go's, so a wake-up is never early on the
+	// clock the report measures with.
+	start := time.Now()
 	var ts unix.Timespec
 	err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	p = &pacer{start: time.Now(), mono: ts.Nano(), fallback: err != nil}
+	p = &pacer{start: start, mono: ts.Nano(), fallback: err != nil}
 	return p, runtime.UnlockOSThread
 }
 

@@ -60,19 +60,24 @@ type server struct {
 
 // startServer builds the webhook server (admission.NewServer and
 // NewHandler, no API server, a fresh self-signed certificate) and serves it
-// on a loopback port, the way `headroom webhook --no-cluster` would. With
-// inProcess it runs in this process; otherwise in a child process of this
-// same binary.
-func startServer(ctx context.Context, c config) (*server, error) {
-	if c.inProcess {
-		return startInProcess(ctx, c.cpuProfile, c.http2)
+// on a loopback port, the way `headroom webhook --no-cluster` would; with
+// noop the same server serves the no-op handler instead. With inProcess it
+// runs in this process; otherwise in a child process of this same binary.
+// The CPU profile is the webhook's.
+func startServer(ctx context.Context, c config, noop bool) (*server, error) {
+	profile := c.cpuProfile
+	if noop {
+		profile = ""
 	}
-	return startChild(c.cpuProfile, c.http2)
+	if c.inProcess {
+		return startInProcess(ctx, profile, c.http2, noop)
+	}
+	return startChild(profile, c.http2, noop)
 }
 
 // listen starts the server on 127.0.0.1:0. It returns the address, the
 // certificate and a function that stops the server and removes its files.
-func listen(ctx context.Context, http2 bool) (addr string, cert *x509.Certificate, stop func() error, err error) {
+func listen(ctx context.Context, http2, noOp bool) (addr string, cert *x509.Certificate, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "headroom-bench-")
 	if err != nil {
 		return "", nil, nil, err
@@ -85,10 +90,13 @@ func listen(ctx context.Context, http2 bool) (addr string, cert *x509.Certificat
 	if err != nil {
 		return fail(err)
 	}
+	var h admission.Reviewer = admission.NewHandler(admission.Deps{Metrics: admission.NewMetrics()})
+	if noOp {
+		h = noop{}
+	}
 	srv, err := admission.NewServer(admission.ServerConfig{
 		CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
-		Handler:     admission.NewHandler(admission.Deps{Metrics: admission.NewMetrics()}),
-		EnableHTTP2: http2,
+		Handler: h, EnableHTTP2: http2,
 	})
 	if err != nil {
 		return fail(err)
@@ -107,8 +115,8 @@ func listen(ctx context.Context, http2 bool) (addr string, cert *x509.Certificat
 	}, nil
 }
 
-func startInProcess(ctx context.Context, cpuProfile string, http2 bool) (*server, error) {
-	addr, cert, stop, err := listen(ctx, http2)
+func startInProcess(ctx context.Context, cpuProfile string, http2, noop bool) (*server, error) {
+	addr, cert, stop, err := listen(ctx, http2, noop)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +151,7 @@ func profile(path string) (stop func(), err error) {
 // its address and certificate. The child serves until its stdin closes:
 // stop closes it, and if this process dies the kernel closes it too, so
 // the child never outlives the generator.
-func startChild(cpuProfile string, http2 bool) (*server, error) {
+func startChild(cpuProfile string, http2, noop bool) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find this program to start the server: %v", err)
@@ -154,6 +162,9 @@ func startChild(cpuProfile string, http2 bool) (*server, error) {
 	}
 	if http2 {
 		args = append(args, "-http2")
+	}
+	if noop {
+		args = append(args, "-noop")
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), serveEnv+"=1")
@@ -244,6 +255,7 @@ func serveMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	http2 := fs.Bool("http2", false, "offer HTTP/2 as well as HTTP/1.1")
+	noop := fs.Bool("noop", false, "serve the no-op handler rather than the webhook's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -251,7 +263,7 @@ func serveMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	admission.TuneGC(os.Getenv("GOGC"))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer cancel()
-	addr, cert, stop, err := listen(ctx, *http2)
+	addr, cert, stop, err := listen(ctx, *http2, *noop)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench server: %v\n", err)
 		return 1
@@ -316,6 +328,15 @@ func readStats() runtimeStats {
 		return samples[i].Value.Uint64()
 	}
 	return runtimeStats{GCs: u(0), AllocBytes: u(1), CPU: processCPU(), GOGC: u(2), LiveHeap: u(3)}
+}
+
+// add sums the counters of two stretches of load; the GC target and the
+// live heap are the later one's.
+func (s runtimeStats) add(later runtimeStats) runtimeStats {
+	later.GCs += s.GCs
+	later.AllocBytes += s.AllocBytes
+	later.CPU += s.CPU
+	return later
 }
 
 // since is the counters' change from an earlier reading; the GC target and

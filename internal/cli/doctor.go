@@ -293,8 +293,15 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			gibText(n.ReservedUnallocated), orUnknown(o.Phase))
 	}
 	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0) {
-		fmt.Fprintf(w, "%sstart-up: weights %s, activation %s, non-torch %s, CUDA graphs %s, KV cache %s (%s tokens)\n", indent,
-			gibText(s.WeightsBytes), gibText(s.ActivationBytes), gibText(s.NonTorchBytes), gibText(s.CUDAGraphBytes), gibText(s.AvailableKVBytes), humanInt(s.KVTokens))
+		tokens := "tokens not logged"
+		switch m.StartupKVTokensFrom {
+		case doctor.SourceLog:
+			tokens = humanInt(m.StartupKVTokens) + " tokens"
+		case doctor.SourceDerived:
+			tokens = humanInt(m.StartupKVTokens) + " tokens, derived from the GiB and the page size"
+		}
+		fmt.Fprintf(w, "%sstart-up: weights %s, activation %s, non-torch %s, CUDA graphs %s, KV cache %s (%s)\n", indent,
+			gibText(s.WeightsBytes), gibText(s.ActivationBytes), gibText(s.NonTorchBytes), gibText(s.CUDAGraphBytes), gibText(s.AvailableKVBytes), tokens)
 	}
 	for _, g := range m.GPUs {
 		if g.TotalBytes > 0 {
@@ -309,9 +316,12 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			humanInt(t.Total.P50), humanInt(t.Total.P90), humanInt(t.Total.P99), humanInt(t.Total.Max))
 	}
 	if p := m.Plan; p != nil {
-		fmt.Fprintf(w, "%splan (%s on %s, vLLM %s): budget %s = %.2f × %s; weights %s, activation %s, non-torch %s, CUDA graphs %s, KV %s = %s tokens (%.2f × %d)\n",
+		src := p.Sources
+		fmt.Fprintf(w, "%splan (%s on %s, vLLM %s): budget %s = %.2f × %s; weights %s (%s), activation %s (%s), non-torch %s (%s), CUDA graphs %s (%s), KV %s (%s) = %s tokens (%s; %.2f × %d)\n",
 			indent, orUnknown(d.Deployment.Model), orUnknown(d.Deployment.GPU), d.Deployment.Version, gibText(p.RequestedBytes), p.Utilization, gibText(p.TotalBytes),
-			gibText(p.WeightsBytes), gibText(p.ActivationBytes), gibText(p.NonTorchBytes), gibText(p.CUDAGraphBytes), gibText(p.KVCacheBytes), humanInt(p.KVTokens), p.MaxConcurrency, p.MaxModelLen)
+			gibText(p.WeightsBytes), src.Weights, gibText(p.ActivationBytes), src.Activation, gibText(p.NonTorchBytes), src.NonTorch,
+			gibText(p.CUDAGraphBytes), src.CUDAGraph, gibText(p.KVCacheBytes), src.KVCache, humanInt(p.KVTokens), src.KVTokens, p.MaxConcurrency, p.MaxModelLen)
+		fmt.Fprintf(w, "%s  (log: read from the start-up log; derived: computed from logged numbers; plan: predicted where the evidence has no number)\n", indent)
 	}
 	if r := m.Recommended; r != nil {
 		fmt.Fprintf(w, "%srecommended: --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", indent, r.Utilization, r.MaxModelLen, r.MaxNumSeqs)

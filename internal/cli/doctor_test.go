@@ -129,3 +129,29 @@ func TestDoctorBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorSourcesShown: the L4 log's measured KV cache (3.50 GiB = 1792
+// blocks of 2 MiB = 28,672 tokens, see doctor's TestMeasuredOutranksPlan)
+// is what the table and the JSON show, each number with its source.
+func TestDoctorSourcesShown(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", corpus+"maxlen-l4.log", "--gpu", "L4")
+	if code != ExitNoFit || !strings.Contains(out, "1) --max-model-len 28672\n") ||
+		!strings.Contains(out, "KV cache 3.50 GiB (28,672 tokens, derived from the GiB and the page size)") ||
+		!strings.Contains(out, "weights 14.99 GiB (log)") || !strings.Contains(out, "KV 3.50 GiB (log) = 28,672 tokens (derived;") {
+		t.Errorf("exit %d:\n%s%s", code, out, errs)
+	}
+	_, out, _ = run(t, offline, "doctor", corpus+"maxlen-l4.log", "--gpu", "L4", "-o", "json")
+	var d struct {
+		Memory struct {
+			Plan struct {
+				Sources map[string]string `json:"sources"`
+			} `json:"plan"`
+		} `json:"memory"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Memory.Plan.Sources; s["kv_cache_bytes"] != "log" || s["weights_bytes"] != "log" || s["activation_bytes"] != "derived" || s["non_torch_bytes"] != "plan" {
+		t.Errorf("sources %v", s)
+	}
+}

@@ -264,9 +264,27 @@ func buildReport(e evidence, opt memory.Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// A plan that does not fit is recommended for its first alternative
+	// (the least change that fits), so the block and its command agree
+	// with it; with none, only a recommendation that fits by itself stays.
 	var alts []memory.Alternative
+	var chosen *memory.Alternative
+	run := e.settings
 	if !b.Fits {
 		alts = memory.AlternativesFrom(in, b, gpu.Devices())
+		switch {
+		case len(alts) > 0:
+			chosen = &alts[0]
+			if rec, err = memory.Recommend(chosen.Input, opt); err != nil {
+				return Report{}, err
+			}
+			if run, err = withArgs(e.settings, chosen.Args); err != nil {
+				return Report{}, err
+			}
+		case !rec.Budget.Fits:
+			rec = memory.Recommendation{Policy: rec.Policy, Why: []string{
+				"nothing tried fits (more or fewer shards, more GPUs, fp8 weights or KV cache, a shorter context, another utilization, a bigger GPU): see the problems"}}
+		}
 	}
 	notes := e.note
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
@@ -278,5 +296,18 @@ func buildReport(e evidence, opt memory.Options) (Report, error) {
 	if d := e.sel.Device; d.Estimated {
 		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
 	}
-	return newReport(e, b, rec, alts, notes), nil
+	return newReport(e, b, rec, alts, chosen, run, notes), nil
+}
+
+// withArgs is the user's settings with an alternative's flags applied.
+func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
+	if len(args) == 0 {
+		return user, nil
+	}
+	s, err := vllm.ParseFlags(append(user.Args(), args...))
+	if err != nil {
+		return user, err
+	}
+	s.Model, s.Env, s.Version = user.Model, user.Env, user.Version
+	return s, nil
 }

@@ -285,3 +285,39 @@ func TestListCommands(t *testing.T) {
 		t.Errorf("models: %d", code)
 	}
 }
+
+// TestPlanRecommendsTheAlternative: tp 8 on one H100 fails on the count;
+// the alternatives are 8 GPUs or tp 1, and the Recommended block is for the
+// first of them (8 × H100-80GB, tp 8 kept), never a tp-16 or fp8 answer.
+func TestPlanRecommendsTheAlternative(t *testing.T) {
+	args := []string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--gpu-count", "1",
+		"--tensor-parallel-size", "8", "--vllm-version", "0.19.0"}
+	code, out, _ := run(t, offline, args...)
+	i := strings.Index(out, "Recommended")
+	if code != ExitNoFit || i < 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	wouldFit := strings.Count(out, "would fit:")
+	if wouldFit != 2 || !strings.Contains(out, "would fit: give 8 × H100-80GB") ||
+		!strings.Contains(out, "would fit: --tensor-parallel-size 1 on the 1 × H100-80GB given") ||
+		strings.Contains(out, "--tensor-parallel-size 16") || strings.Contains(out, "16 ×") || strings.Contains(out, "fp8") {
+		t.Errorf("alternatives:\n%s", out)
+	}
+	rec := out[i:]
+	if !strings.Contains(rec, "with the first alternative: give 8 × H100-80GB") || !strings.Contains(rec, "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8 ") {
+		t.Errorf("recommended block:\n%s", rec)
+	}
+	_, out, _ = run(t, offline, append(args, "-o", "json")...)
+	var r struct {
+		Recommended struct {
+			Alternative string `json:"alternative"`
+			Fits        bool   `json:"fits"`
+		} `json:"recommended"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Recommended.Alternative != "gpu_count" || !r.Recommended.Fits {
+		t.Errorf("recommended %+v, want for gpu_count, fitting", r.Recommended)
+	}
+}

@@ -138,6 +138,9 @@ func writeTable(w io.Writer, r Report) error {
 	}
 	rec := r.Recommended
 	fmt.Fprintf(w, "\nRecommended (%s policy)\n", rec.Policy)
+	if rec.Alternative != "" && len(r.Alternatives) > 0 {
+		fmt.Fprintf(w, "  with the first alternative: %s\n", r.Alternatives[0].Message)
+	}
 	if rec.MaxModelLen > 0 {
 		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
 	} else {

@@ -92,6 +92,10 @@ type RecommendedReport struct {
 	KVCacheTokens        int64    `json:"kv_cache_tokens"`
 	Fits                 bool     `json:"fits"`
 	Why                  []string `json:"why"`
+	// Alternative is the code of the alternative the recommendation is
+	// for, when the plan as given does not fit; Changes what it changes.
+	Alternative string   `json:"alternative,omitempty"`
+	Changes     []string `json:"changes,omitempty"`
 }
 
 func gibs(b int64) float64 { return math.Round(float64(b)/(1<<30)*100) / 100 }
@@ -111,7 +115,9 @@ func attentionSummary(s model.Spec) string {
 	return out
 }
 
-func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []memory.Alternative, notes []string) Report {
+// newReport renders a plan; rec is the recommendation, for the alternative
+// chosen when there is one, and run the settings it applies to.
+func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, notes []string) Report {
 	s, set, p := b.Model, b.Settings, b.PerGPU
 	wsrc := "computed from the architecture"
 	if s.CheckpointBytes > 0 {
@@ -151,7 +157,10 @@ func newReport(e evidence, b memory.Budget, rec memory.Recommendation, alts []me
 		Alternatives: alts,
 		Notes:        notes,
 	}
-	args := recommendedSettings(e.settings, rec)
+	if chosen != nil {
+		r.Recommended.Alternative, r.Recommended.Changes = chosen.Code, chosen.Changes
+	}
+	args := recommendedSettings(run, rec)
 	r.VLLMArgs = nonNilStrings(args.Args())
 	r.command = args.CommandLine()
 	return r

@@ -220,11 +220,19 @@ func engineConfig(d deployment, sched schedulerFlags, timer sim.StepTimer) (sim.
 var errNoKV = errors.New("no KV cache")
 
 // stepTimer parses --step-time for a deployment.
-func stepTimer(spec string, b memory.Budget, cal sim.Calibration) (sim.StepTimer, string, error) {
+func stepTimer(spec string, b memory.Budget, calib calibration) (sim.StepTimer, string, error) {
 	if spec == "roofline" {
+		cal := calib.Calibration
 		m, err := sim.RooflineFor(b, cal)
 		if err != nil {
 			return nil, "", usageError{err}
+		}
+		if len(calib.samples) > 0 {
+			cal = sim.Fit(*m, cal, calib.samples)
+			cal.Source += " in " + calib.file
+			if m, err = sim.RooflineFor(b, cal); err != nil {
+				return nil, "", usageError{err}
+			}
 		}
 		return m, fmt.Sprintf("roofline (%s: flops x%.2f, bandwidth x%.2f, +%.1f ms/step)", cal.Source, cal.FLOPsEfficiency, cal.BandwidthEfficiency, cal.Overhead*1e3), nil
 	}
@@ -237,10 +245,21 @@ func stepTimer(spec string, b memory.Budget, cal sim.Calibration) (sim.StepTimer
 	return nil, "", badInput("--step-time %q: use roofline or fixed:DURATION (e.g. fixed:10ms)", spec)
 }
 
-// loadCalibration picks the last record of the file for the device (or
-// for any device, when a record names none).
-func loadCalibration(name, device string) (sim.Calibration, error) {
-	cal := sim.DefaultCalibration
+// calibration is what --calibration gives: a correction, and measured
+// steps to fit one to.
+type calibration struct {
+	sim.Calibration
+	samples []sim.Sample
+	file    string
+}
+
+// loadCalibration reads JSON lines of two kinds: corrections {"gpu",
+// "flops_efficiency", "bandwidth_efficiency", "overhead_s"} (the last for
+// the device, or for any device when it names none, wins) and measured
+// steps {"gpu", "batch": {...}, "seconds"} (sim.Sample), which
+// sim.Fit turns into a correction on top.
+func loadCalibration(name, device string) (calibration, error) {
+	cal := calibration{Calibration: sim.DefaultCalibration, file: name}
 	if name == "" {
 		return cal, nil
 	}
@@ -252,16 +271,27 @@ func loadCalibration(name, device string) (sim.Calibration, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		var c sim.Calibration
-		if err := json.Unmarshal([]byte(line), &c); err != nil {
+		var rec struct {
+			sim.Calibration
+			sim.Sample
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			return cal, badInput("--calibration %s line %d: %v", name, i+1, err)
 		}
-		if c.GPU == "" || strings.EqualFold(c.GPU, device) {
-			if c.Source == "" {
-				c.Source = fmt.Sprintf("%s line %d", name, i+1)
-			}
-			cal = c
+		if rec.GPU != "" && !strings.EqualFold(rec.GPU, device) {
+			continue
 		}
+		if rec.Seconds > 0 {
+			cal.samples = append(cal.samples, rec.Sample)
+			continue
+		}
+		if rec.FLOPsEfficiency <= 0 || rec.BandwidthEfficiency <= 0 || rec.Overhead < 0 {
+			return cal, badInput("--calibration %s line %d: want positive flops_efficiency and bandwidth_efficiency and overhead_s >= 0, or a measured step {batch, seconds}", name, i+1)
+		}
+		if rec.Calibration.Source == "" {
+			rec.Calibration.Source = fmt.Sprintf("%s line %d", name, i+1)
+		}
+		cal.Calibration = rec.Calibration
 	}
 	return cal, nil
 }
@@ -487,6 +517,9 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if f.window <= 0 {
 		return badInput("--window must be positive")
 	}
+	if err := plotFormat(f.plot); err != nil {
+		return err
+	}
 	w, err := newWorkload(cmd, env, f)
 	if err != nil {
 		return err
@@ -564,7 +597,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 
 // simulateDeployment runs the traffic through one deployment's engine;
 // main is the run the trace and the progress line belong to.
-func simulateDeployment(cmd *cobra.Command, env Env, f simulateFlags, w *workload, d deployment, sched schedulerFlags, cal sim.Calibration, main bool) (*sim.Report, sim.Config, error) {
+func simulateDeployment(cmd *cobra.Command, env Env, f simulateFlags, w *workload, d deployment, sched schedulerFlags, cal calibration, main bool) (*sim.Report, sim.Config, error) {
 	timer, _, err := stepTimer(f.stepTime, d.budget, cal)
 	if err != nil {
 		return nil, sim.Config{}, err

@@ -125,7 +125,7 @@ func rowOf(label string, d deployment, c sim.Config, r *sim.Report, slos []sloTa
 // settings and, with a profile, on each pool of its split (requests
 // routed by prompt + output tokens).
 func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
-	sched schedulerFlags, cal sim.Calibration, slos []sloTarget) ([]compareRow, error) {
+	sched schedulerFlags, cal calibration, slos []sloTarget) ([]compareRow, error) {
 	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
 	rows := []compareRow{rowOf("given", given, givenCfg, givenRep, slos)}
 	rec, err := memory.Recommend(given.in, memory.Options{Policy: f.plan.policy})
@@ -147,6 +147,11 @@ func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workloa
 		}
 		rows = append(rows, rowOf("recommended", d, cfg, rep, slos))
 	}
+	tuned, err := tuneMaxNumSeqs(cmd, env, f, w, given, givenRep, rec.MaxNumSeqs, sched, cal, slos)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, tuned)
 	if f.profile == "" {
 		return rows, nil
 	}
@@ -154,7 +159,7 @@ func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workloa
 	if err != nil {
 		return nil, err
 	}
-	for _, pool := range p.Pools {
+	for i, pool := range p.Pools {
 		ps := given.budget.Settings
 		ps.GPUMemoryUtilization, ps.MaxModelLen, ps.MaxNumSeqs = pool.GPUMemoryUtilization, pool.MaxModelLen, pool.MaxNumSeqs
 		d, err := planDeployment(given.ev, ps, "pool "+pool.Name)
@@ -162,10 +167,13 @@ func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workloa
 			return nil, err
 		}
 		lo, hi := pool.MinTokens, pool.MaxTokens
+		// The last pool also takes what is longer than its bound: there
+		// it is rejected as too long, and counted, not lost.
+		last := i == len(p.Pools)-1
 		pw := *w
 		pw.filter = func(r sim.Request) bool {
 			t := int64(r.PromptTokens + r.OutputTokens)
-			return t >= lo && (hi <= 0 || t <= hi)
+			return t >= lo && (last || t <= hi)
 		}
 		rep, cfg, err := simulateDeployment(cmd, env, f, &pw, d, recSched, cal, false)
 		if err != nil {
@@ -186,6 +194,17 @@ func ms(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	default:
 		return fmt.Sprintf("%.1f", v)
+	}
+}
+
+// msUnit is ms with its unit: "850ms", "2.0s".
+func msUnit(v float64) string {
+	if s := ms(v); strings.HasSuffix(s, "s") {
+		return s
+	} else if v >= 1000 {
+		return fmt.Sprintf("%.1fs", v/1000)
+	} else {
+		return s + "ms"
 	}
 }
 
@@ -230,7 +249,7 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 			if !s.Met {
 				verdict = "MISSED"
 			}
-			fmt.Fprintf(w, "SLO %s <= %s: %s ms, %s\n", s.Name, ms(s.LimitMS), ms(s.ValueMS), verdict)
+			fmt.Fprintf(w, "SLO %s <= %s: %s, %s\n", s.Name, msUnit(s.LimitMS), msUnit(s.ValueMS), verdict)
 		}
 		if r.Rejected > 0 {
 			fmt.Fprintf(w, "SLOs count as missed: %d requests were rejected\n", r.Rejected)
@@ -260,4 +279,59 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// tuneMaxNumSeqs chooses --max-num-seqs from the traffic itself: the given
+// settings with max-num-seqs at every power of two from 8 below the given
+// value, at the given value and at the recommended one, each run on the
+// same traffic. The best has the lowest E2E p99 (what users wait), then
+// fewer preemptions, then the larger value; a candidate that rejects more
+// requests than the given settings is out.
+func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
+	recommended int, sched schedulerFlags, cal calibration, slos []sloTarget) (compareRow, error) {
+	top := given.budget.Settings.MaxNumSeqs
+	cands := []int{top}
+	for n := 8; n < top; n *= 2 {
+		cands = append(cands, n)
+	}
+	if recommended > 0 && recommended < top {
+		cands = append(cands, recommended)
+	}
+	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
+	best := rowOf("", given, givenCfg, givenRep, slos)
+	for _, n := range cands[1:] {
+		s := given.budget.Settings
+		s.MaxNumSeqs = n
+		d, err := planDeployment(given.ev, s, "max-num-seqs "+itoa(n))
+		if err != nil {
+			return compareRow{}, err
+		}
+		if !d.budget.Fits && sched.blocksOverride == 0 {
+			continue
+		}
+		rep, cfg, err := simulateDeployment(cmd, env, f, w, d, sched, cal, false)
+		if err != nil {
+			return compareRow{}, err
+		}
+		if row := rowOf("", d, cfg, rep, slos); betterRow(row, best) {
+			best = row
+		}
+	}
+	best.Label = fmt.Sprintf("simulated best max-num-seqs (of %d tried)", len(cands))
+	return best, nil
+}
+
+// betterRow orders the candidates of tuneMaxNumSeqs: fewer rejections,
+// then the lower E2E p99, then fewer preemptions, then the larger
+// max-num-seqs.
+func betterRow(a, b compareRow) bool {
+	switch {
+	case a.Rejected != b.Rejected:
+		return a.Rejected < b.Rejected
+	case a.E2E.P99 != b.E2E.P99:
+		return a.E2E.P99 < b.E2E.P99
+	case a.Preemptions != b.Preemptions:
+		return a.Preemptions < b.Preemptions
+	}
+	return a.Settings.MaxNumSeqs > b.Settings.MaxNumSeqs
 }

@@ -51,6 +51,7 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	if err != nil {
 		return err
 	}
+	cfg.TokenEvents = true
 	e, err := sim.New(cfg)
 	if err != nil {
 		return usageError{err}

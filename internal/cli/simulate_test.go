@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"headroom.dev/headroom/sim"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -53,6 +56,10 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	if ttft := m["ttft_ms"].(map[string]any); ttft["max"].(float64) != 3000 || ttft["p50"].(float64) < 996 || ttft["p50"].(float64) > 1004 {
 		t.Errorf("ttft: %v", ttft)
+	}
+	code, out, _ = run(t, offline, append(simBase, "--max-num-seqs", "2", "--step-time", "fixed:1s", "--requests", reqs, "-o", "yaml")...)
+	if code != 0 || !strings.Contains(out, "\nttft_ms:\n") || !strings.Contains("\n"+out, "\nduration_s: 4\n") {
+		t.Errorf("yaml: exit %d:\n%s", code, out)
 	}
 	data, err := os.ReadFile(trace)
 	if err != nil {
@@ -207,5 +214,134 @@ func TestSimulateServe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("--serve did not stop with its context")
+	}
+}
+
+// --plot writes an SVG or a PNG by extension, and refuses other names.
+func TestSimulatePlot(t *testing.T) {
+	dir := t.TempDir()
+	args := append(simBase, "--rate", "2", "--duration", "20s", "--step-time", "fixed:20ms")
+	for name, magic := range map[string]string{"kv.svg": "<svg", "kv.png": "\x89PNG"} {
+		p := filepath.Join(dir, name)
+		if code, _, errs := run(t, offline, append(args, "--plot", p)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data[:min(len(data), 512)]), magic) {
+			t.Errorf("%s: not a %q file (%v)", name, magic, err)
+		}
+		if name == "kv.svg" && !strings.Contains(string(data), "KV-cache usage") {
+			t.Error("the SVG has no KV-cache panel")
+		}
+	}
+	if code, _, errs := run(t, offline, append(args, "--plot", filepath.Join(dir, "kv.pdf"))...); code != ExitBadInput || !strings.Contains(errs, ".svg or .png") {
+		t.Errorf("pdf: exit %d: %s", code, errs)
+	}
+}
+
+// One request at a time (0.1 req/s, 1 prompt token, 50 output tokens),
+// so TPOT is one decode step: weights / (bandwidth × efficiency) + 1 ms,
+// the KV of at most 51 tokens being 0.04% of the 8B model's 16 GB. A
+// calibration of half the default bandwidth efficiency (0.4 for 0.8)
+// doubles the step less its overhead.
+func TestSimulateCalibration(t *testing.T) {
+	cal := writeFile(t, "cal.jsonl", `{"gpu":"A100-80GB","flops_efficiency":0.1,"bandwidth_efficiency":0.1,"overhead_s":0.5}
+{"gpu":"H100-80GB","flops_efficiency":0.5,"bandwidth_efficiency":0.4,"overhead_s":0.001}
+`)
+	args := append(simBase, "--rate", "0.1", "--duration", "100s", "--prompt-tokens", "fixed:1", "--output-tokens", "fixed:50", "-o", "json")
+	tpot := func(extra ...string) float64 {
+		code, out, errs := run(t, offline, append(args, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r struct {
+			TPOT struct{ Mean float64 } `json:"tpot_ms"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.TPOT.Mean
+	}
+	def, slow := tpot(), tpot("--calibration", cal)
+	if r := (slow - 1) / (def - 1); r < 1.98 || r > 2.02 {
+		t.Errorf("TPOT %v ms by default, %v ms calibrated: ratio less overhead %.3f, want 2", def, slow, r)
+	}
+	bad := writeFile(t, "bad.jsonl", `{"gpu":"H100-80GB","flops_efficiency":-1}`+"\n")
+	if code, _, errs := run(t, offline, append(args, "--calibration", bad)...); code != ExitBadInput || !strings.Contains(errs, "line 1") {
+		t.Errorf("bad calibration: exit %d: %s", code, errs)
+	}
+}
+
+// --compare with a profile: `headroom profile -o json` of a log (90%
+// short requests, 10% long) proposes a short and a long pool; simulate
+// runs the given settings, the recommended ones and each pool on the same
+// synthetic traffic drawn from the profile, the pools seeing only their
+// requests.
+func TestSimulateComparePools(t *testing.T) {
+	var log strings.Builder
+	for i := range 600 {
+		prompt := 200 + i%800
+		if i%10 == 0 {
+			prompt = 9000 + i
+		}
+		fmt.Fprintf(&log, "2025-06-01T10:%02d:%02dZ prompt_tokens=%d completion_tokens=%d\n", i/60, i%60, prompt, 20+i%200)
+	}
+	logFile := writeFile(t, "req.log", log.String())
+	code, prof, errs := run(t, offline, "profile", logFile, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--max-model-len", "20480", "-o", "json")
+	if code != 0 {
+		t.Fatalf("profile: exit %d: %s", code, errs)
+	}
+	profFile := writeFile(t, "profile.json", prof)
+	code, out, errs := run(t, offline, append(simBase, "--max-model-len", "20480", "--rate", "2", "--duration", "60s", "--step-time", "fixed:5ms",
+		"--profile", profFile, "--compare", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	var r struct {
+		Requests int64
+		Compare  []compareRow `json:"compare"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{}
+	var pooled int64
+	for _, c := range r.Compare {
+		labels = append(labels, c.Label)
+		if strings.HasPrefix(c.Label, "pool ") {
+			pooled += c.Requests
+			if c.MaxTokens <= 0 {
+				t.Errorf("%s has no token bound", c.Label)
+			}
+		}
+	}
+	// Tried: the given 1024 (vLLM's default on an H100), 8, 16, ..., 512
+	// and the recommended value: 9.
+	if strings.Join(labels, ",") != "given,recommended,simulated best max-num-seqs (of 9 tried),pool short,pool long" {
+		t.Fatalf("rows: %v", labels)
+	}
+	// Every request is routed to exactly one pool.
+	if pooled != r.Requests || r.Compare[0].Requests != r.Requests {
+		t.Errorf("pools served %d requests, the given settings %d", pooled, r.Requests)
+	}
+}
+
+func TestBetterRow(t *testing.T) {
+	row := func(seqs int, rejected, preempt int64, e2e float64) compareRow {
+		return compareRow{Settings: simSettings{MaxNumSeqs: seqs}, Rejected: rejected, Preemptions: preempt, E2E: sim.Latency{P99: e2e}}
+	}
+	for _, c := range []struct {
+		a, b compareRow
+		want bool
+	}{
+		{row(8, 0, 9, 900), row(256, 1, 0, 100), true}, // no rejection beats a faster run that rejects
+		{row(8, 0, 9, 900), row(256, 0, 0, 901), true}, // then the lower E2E p99
+		{row(8, 0, 1, 900), row(256, 0, 2, 900), true}, // then fewer preemptions
+		{row(256, 0, 1, 900), row(8, 0, 1, 900), true}, // then the larger max-num-seqs
+		{row(8, 0, 1, 900), row(256, 0, 1, 900), false},
+	} {
+		if got := betterRow(c.a, c.b); got != c.want {
+			t.Errorf("betterRow(%+v, %+v) = %v", c.a, c.b, got)
+		}
 	}
 }

@@ -42,8 +42,9 @@ StatefulSets, Pods and KAITO Workspaces that run vLLM:
 
 The certificate files are reloaded when they change. ConfigMaps (model configs,
 KAITO inference configs), HorizontalPodAutoscalers and HPA targets are read from
-the API server: in-cluster by default, or with --kubeconfig. deploy/ holds the
-manifests.
+the API server: in-cluster by default, or with --kubeconfig or $KUBECONFIG.
+With none of them (a laptop), or with --no-cluster, it serves without them and
+says so in one log line; checks that need them warn. deploy/ holds the manifests.
 
 Unless the GOGC environment variable is set, the server runs with GOGC=400: its
 live heap is a few MiB while every review allocates tens of KiB, so Go's default
@@ -60,7 +61,7 @@ the reviews in flight. GOGC and GOMEMLIMIT set in the environment are honoured.`
 	fl.StringVar(&f.keyFile, "tls-private-key-file", "", "PEM private key of the certificate; reloaded on change")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default: the in-cluster service account, then $KUBECONFIG)")
 	fl.BoolVar(&f.enableHTTP2, "enable-http2", false, "offer HTTP/2 as well as HTTP/1.1 (off: HTTP/2 stream-reset floods, CVE-2023-44487; HTTP/1.1 also costs less CPU per review)")
-	fl.BoolVar(&f.noCluster, "no-cluster", false, "run without the API server: ConfigMaps and HPAs are not read (checks that need them warn)")
+	fl.BoolVar(&f.noCluster, "no-cluster", false, "run without the API server even where one is found: ConfigMaps and HPAs are not read (checks that need them warn); the default outside a cluster with no kubeconfig")
 	fl.DurationVar(&f.lookupTimeout, "lookup-timeout", 2*time.Second, "limit on each API read during one admission")
 	fl.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -94,18 +95,20 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 
 	metrics := admission.NewMetrics()
 	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout}
+	var cfg *rest.Config
 	if !f.noCluster {
-		cfg, err := restConfig(env, f.kubeconfig)
-		if err != nil {
+		var err error
+		if cfg, err = restConfig(env, f.kubeconfig); err != nil {
 			return err
 		}
+	}
+	if cfg != nil {
 		client, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			return fmt.Errorf("API client: %v", err)
 		}
 		c := admission.Cluster{Client: client}
 		deps.ConfigMaps, deps.HPAs, deps.PodTemplates = c, c, c
-		log.Info("reading from the API server", "host", cfg.Host)
 	}
 	srv, err := admission.NewServer(admission.ServerConfig{
 		Addr: f.listen, CertFile: f.certFile, KeyFile: f.keyFile,
@@ -113,6 +116,14 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 	})
 	if err != nil {
 		return usageError{err}
+	}
+	switch {
+	case f.noCluster:
+		log.Info("serving without the API server (--no-cluster): ConfigMaps and HPAs are not read, checks that need them warn")
+	case cfg == nil:
+		log.Warn("serving without the API server: not in a cluster, no --kubeconfig, no $KUBECONFIG; ConfigMaps and HPAs are not read, checks that need them warn (give --kubeconfig to read them)")
+	default:
+		log.Info("reading from the API server", "host", cfg.Host)
 	}
 	gogc := getenv(env, "GOGC")
 	if admission.TuneGC(gogc) {
@@ -124,7 +135,11 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 }
 
 // restConfig finds the API server: --kubeconfig, else the in-cluster
-// service account, else $KUBECONFIG (read once, at start).
+// service account, else $KUBECONFIG (read once, at start). With none of
+// them it returns nil: the webhook then serves without the cluster, so
+// that the README's first command works on a laptop. ~/.kube/config is not
+// read unasked: a webhook started by hand would otherwise read ConfigMaps
+// from whichever cluster kubectl last pointed at.
 func restConfig(env Env, kubeconfig string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
@@ -138,7 +153,7 @@ func restConfig(env Env, kubeconfig string) (*rest.Config, error) {
 	case getenv(env, "KUBECONFIG") != "":
 		cfg, err = clientcmd.BuildConfigFromFlags("", getenv(env, "KUBECONFIG"))
 	default:
-		return nil, badInput("not running in a cluster and no --kubeconfig: give --kubeconfig, or --no-cluster to serve without reading ConfigMaps and HPAs")
+		return nil, nil
 	}
 	if err != nil {
 		return nil, badInput("API server configuration: %v", err)

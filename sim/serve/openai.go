@@ -108,35 +108,46 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	}}})
 }
 
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil || len(body) > maxBody {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "could not read the request body (at most 32 MiB)")
-		return
-	}
+// parsed is what a generation request asks for.
+type parsed struct {
+	prompt, output       int
+	stream, includeUsage bool
+}
+
+// requestError is a request the server answers with an error status;
+// msg is vLLM's wording.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// parseRequest reads a completion (chat false) or chat request body for
+// a model of maxLen tokens: the prompt and output lengths the engine will
+// see, or an error to answer with 400 (or a *requestError's status).
+func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, error) {
 	var req genRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON: "+err.Error())
-		return
+		return parsed{}, fmt.Errorf("invalid JSON: %v", err)
 	}
-	if req.Model != "" && req.Model != s.opt.Model {
-		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
+	if req.Model != "" && req.Model != model {
+		return parsed{}, &requestError{http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", req.Model)}
 	}
 	var prompt int
-	if req.PromptTokens != nil {
+	var err error
+	switch {
+	case req.PromptTokens != nil:
 		prompt = *req.PromptTokens
-	} else if chat {
+	case chat:
 		prompt, err = chatTokens(req.Messages)
-	} else {
+	default:
 		prompt, err = promptTokens(req.Prompt)
 	}
 	if err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
-		return
+		return parsed{}, err
 	}
 	prompt = max(prompt, 1)
-	maxLen := s.e.Config().MaxModelLen
 	output := defaultCompletionTokens
 	if chat {
 		output = maxLen - prompt
@@ -146,12 +157,31 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			output = *v
 		}
 	}
-	if output < 1 || prompt+output > maxLen {
-		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
-			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			maxLen, prompt+output, prompt, output))
+	if output < 1 || prompt > maxLen || output > maxLen-prompt {
+		return parsed{}, &requestError{http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			maxLen, int64(prompt)+int64(output), prompt, output)}
+	}
+	p := parsed{prompt: prompt, output: output, stream: req.Stream}
+	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	return p, nil
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil || len(body) > maxBody {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "could not read the request body (at most 32 MiB)")
 		return
 	}
+	req, err := parseRequest(body, chat, s.opt.Model, s.e.Config().MaxModelLen)
+	if re := (*requestError)(nil); errors.As(err, &re) && re.status == http.StatusNotFound {
+		apiError(w, http.StatusNotFound, "NotFoundError", re.msg)
+		return
+	}
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	prompt, output := req.prompt, req.output
 	h, st, err := s.submit(prompt, output)
 	if err != nil {
 		var rej *sim.Rejection
@@ -168,7 +198,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.mu.Unlock()
 	resp := responder{w: w, chat: chat, id: id, model: s.opt.Model, created: s.opt.Clock.Now().Unix(), prompt: prompt}
 	ctx := r.Context()
-	if req.Stream {
+	if req.stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
@@ -186,7 +216,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			return
 		}
 		gen, done, finish := s.snapshot(st)
-		if req.Stream {
+		if req.stream {
 			for ; sent < gen; sent++ {
 				var fr *string
 				if done && sent == gen-1 {
@@ -199,8 +229,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		if !done {
 			continue
 		}
-		if req.Stream {
-			if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		if req.stream {
+			if req.includeUsage {
 				resp.usage(gen)
 			}
 			_, _ = io.WriteString(w, "data: [DONE]\n\n")

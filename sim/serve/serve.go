@@ -98,8 +98,8 @@ type stream struct {
 
 // New returns a server; call Run to drive the engine and serve Handler.
 func New(opt Options) (*Server, error) {
-	if opt.Engine == nil {
-		return nil, errors.New("serve: no engine")
+	if opt.Engine == nil || !opt.Engine.Config().TokenEvents {
+		return nil, errors.New("serve: needs an engine configured with TokenEvents")
 	}
 	if opt.TimeScale == 0 {
 		opt.TimeScale = 1
@@ -167,8 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// sleep waits d of real time, or less when a request arrives (the
-// engine may then have something to do sooner).
+// sleep waits d of real time, or until ctx ends.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-s.opt.Clock.After(d):

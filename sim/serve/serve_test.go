@@ -21,7 +21,7 @@ import (
 // 10 ms steps, at timeScale simulated seconds per real second.
 func start(t *testing.T, timeScale float64) *httptest.Server {
 	t.Helper()
-	e, err := sim.New(sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010)})
+	e, err := sim.New(sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}

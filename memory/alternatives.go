@@ -1,0 +1,296 @@
+package memory
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/model"
+)
+
+// Alternative is a change of settings or hardware that makes a plan fit.
+type Alternative struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Args are the vLLM flags to change, when the change is a flag.
+	Args []string `json:"args,omitempty"`
+	// GPU names the device, when the change is hardware.
+	GPU   string `json:"gpu,omitempty"`
+	Count int    `json:"count,omitempty"`
+	// Changes says what differs from the plan that failed, one item per
+	// flag or hardware fact; Cost is how much that is (see
+	// AlternativesFrom), lowest first.
+	Changes []string `json:"changes"`
+	Cost    int      `json:"cost"`
+
+	// Input is the alternative, planned: it fits.
+	Input Input `json:"-"`
+}
+
+// Alternative codes, in the order that breaks ties of cost: flags before
+// hardware, capacity before precision.
+const (
+	AltUtilization   = "utilization"
+	AltShorter       = "shorter_context"
+	AltTensorShards  = "tensor_parallel"
+	AltKVCacheFP8    = "kv_cache_fp8"
+	AltQuantizeFP8   = "quantize_fp8"
+	AltGPUCount      = "gpu_count"
+	AltMoreGPUs      = "more_gpus"
+	AltBiggerGPU     = "bigger_gpu"
+	costFlag         = 1 // a flag the user left at its default
+	costExplicitFlag = 2 // a flag the user set: they meant it
+	costGPUCount     = 2 // more of the same GPU
+	costGPUModel     = 3 // another GPU
+)
+
+var altOrder = []string{AltUtilization, AltShorter, AltTensorShards, AltKVCacheFP8, AltQuantizeFP8, AltGPUCount, AltMoreGPUs, AltBiggerGPU}
+
+// Alternatives says what would make a plan that does not fit start; see
+// AlternativesFrom.
+func Alternatives(in Input, devices []gpu.Device) []Alternative {
+	base, err := Plan(in)
+	if err != nil {
+		return nil
+	}
+	return AlternativesFrom(in, base, devices)
+}
+
+// AlternativesFrom is Alternatives for a plan already made: base must be
+// Plan(in). A caller that has planned in to find the problems does not
+// plan it again.
+//
+// Only the levers of the checks that failed are tried: a GPU count short
+// of the parallelism is answered by that many GPUs or fewer shards; a
+// tensor-parallel size that does not divide the heads by the nearest one
+// that does; a lack of memory by more shards (over more GPUs where the
+// count given is short), fp8 weights, an fp8 KV cache, a shorter context
+// (when one request does not fit), a utilization of its own, or the
+// smallest bigger GPU. Every candidate is planned on the GPUs it would
+// run on (the count given, unless it adds GPUs) and shown only if that
+// plan fits; where it fits only at the recommended utilization, that flag
+// is part of the change. They are ranked by cost, the sum over what
+// changes: a flag the user left at its default 1, one they set 2 (they
+// meant it), more of the same GPU 2, another GPU 3; ties keep the user's
+// explicit flags, then the order flags, more GPUs, another GPU.
+func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative {
+	if base.Fits {
+		return nil
+	}
+	var countShort, headsOff, tooLong, requestLong, memoryShort bool
+	for _, p := range base.Problems {
+		switch p.Code {
+		case CodeNotEnoughGPUs:
+			countShort = true
+		case CodeHeadsNotDivisible:
+			headsOff = true
+		case CodeMaxLenTooLong, CodeAutoUnsupported:
+			tooLong = true
+		case CodeRequestDoesntFit:
+			requestLong, memoryShort = true, true
+		default:
+			memoryShort = true
+		}
+	}
+	set := base.Settings
+	tp, pp, dp := set.TensorParallelSize, set.PipelineParallelSize, max(set.DataParallelSize, 1)
+	given := in.Count
+	if given <= 0 {
+		given = tp * pp * dp // the count follows the parallelism
+	}
+	explicit := func(flag string) bool { return in.Settings.Set[flag] }
+	flagCost := func(flag string) int {
+		if explicit(flag) {
+			return costExplicitFlag
+		}
+		return costFlag
+	}
+
+	var layers []model.LayerParams
+	var out []Alternative
+	seen := map[string]bool{}
+	// try plans a candidate; at the user's utilization first, then at the
+	// recommended one, which is then part of the change.
+	try := func(a Alternative, mod func(*Input)) {
+		// The user's own flags with the change: what they did not set
+		// takes its default for the new layout or card.
+		c := in
+		c.Count = given
+		mod(&c)
+		if c.Device.Name != in.Device.Name || c.Settings.TensorParallelSize != tp || c.Settings.Quantization != set.Quantization {
+			c.Measured = nil // measured on another card or layout
+		}
+		b, err := planWith(c, &layers)
+		if err != nil {
+			return
+		}
+		if !b.Fits {
+			u, _ := Utilization(b, PolicyHeadroom)
+			if u == b.Settings.GPUMemoryUtilization {
+				return
+			}
+			c.Settings.GPUMemoryUtilization = u
+			if b, err = planWith(c, &layers); err != nil || !b.Fits {
+				return
+			}
+			arg := fmt.Sprintf("%.2f", u)
+			a.Args = append(a.Args, "--gpu-memory-utilization", arg)
+			a.Changes = append(a.Changes, fmt.Sprintf("--gpu-memory-utilization %.2f -> %s", set.GPUMemoryUtilization, arg))
+			a.Cost += flagCost("gpu-memory-utilization")
+			a.Message += " and --gpu-memory-utilization " + arg
+		}
+		key := a.Code + strings.Join(a.Args, " ") + a.GPU + fmt.Sprint(a.Count)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		a.Input = c
+		out = append(out, a)
+	}
+	// shards plans a tensor-parallel size n: on the GPUs given where they
+	// are enough, else on n × pp × dp of them.
+	shards := func(n int) {
+		need := n * pp * dp
+		a := Alternative{Code: AltTensorShards, Args: []string{"--tensor-parallel-size", fmt.Sprint(n)},
+			Changes: []string{fmt.Sprintf("--tensor-parallel-size %d -> %d", tp, n)}, Cost: flagCost("tensor-parallel-size")}
+		count := given
+		if need > given {
+			count = need
+			a.Code, a.GPU, a.Count = AltMoreGPUs, in.Device.Name, need
+			a.Changes = append(a.Changes, fmt.Sprintf("%d -> %d × %s", given, need, in.Device.Name))
+			a.Cost += costGPUCount
+			a.Message = fmt.Sprintf("use %d × %s with --tensor-parallel-size %d", need, in.Device.Name, n)
+		} else {
+			a.Message = fmt.Sprintf("--tensor-parallel-size %d on the %d × %s given", n, given, in.Device.Name)
+		}
+		try(a, func(c *Input) { c.Settings.TensorParallelSize, c.Count = n, count })
+	}
+	divides := func(n int) bool { return n > 0 && base.Model.Heads%n == 0 }
+
+	if countShort {
+		need := tp * pp * dp
+		try(Alternative{Code: AltGPUCount, GPU: in.Device.Name, Count: need, Cost: costGPUCount,
+			Changes: []string{fmt.Sprintf("%d -> %d × %s", given, need, in.Device.Name)},
+			Message: fmt.Sprintf("give %d × %s: tensor × pipeline × data parallel = %d × %d × %d needs them", need, in.Device.Name, tp, pp, dp)},
+			func(c *Input) { c.Count = need })
+		// Fewer shards on the GPUs given: the largest size that divides
+		// the heads.
+		for n := tp - 1; n >= 1; n-- {
+			if divides(n) && n*pp*dp <= given {
+				shards(n)
+				break
+			}
+		}
+	}
+	if headsOff {
+		for n := tp - 1; n >= 1; n-- {
+			if divides(n) {
+				shards(n)
+				break
+			}
+		}
+		for n := tp + 1; n <= 2*tp; n++ {
+			if divides(n) {
+				shards(n)
+				break
+			}
+		}
+	}
+	if memoryShort {
+		// The smallest power-of-two size above tp that fits.
+		for _, n := range []int{2, 4, 8, 16} {
+			if n <= tp || !divides(n) {
+				continue
+			}
+			before := len(out)
+			shards(n)
+			if len(out) > before {
+				break
+			}
+		}
+		if base.Model.Quant == nil && set.Quantization == "" {
+			try(Alternative{Code: AltQuantizeFP8, Args: []string{"--quantization", "fp8"}, Cost: flagCost("quantization"),
+				Changes: []string{"--quantization fp8"},
+				Message: "quantize the weights to fp8 on load (--quantization fp8), or serve an FP8/AWQ checkpoint of this model"},
+				func(c *Input) { c.Settings.Quantization = "fp8" })
+		}
+		if base.KVDtypeBytes > 1 {
+			try(Alternative{Code: AltKVCacheFP8, Args: []string{"--kv-cache-dtype", "fp8"}, Cost: flagCost("kv-cache-dtype"),
+				Changes: []string{fmt.Sprintf("--kv-cache-dtype %s -> fp8", set.KVCacheDtype)},
+				Message: "store the KV cache in fp8 (--kv-cache-dtype fp8): half the bytes per token"},
+				func(c *Input) { c.Settings.KVCacheDtype = "fp8" })
+		}
+		if u, _ := Utilization(base, PolicyHeadroom); u != set.GPUMemoryUtilization && !requestLong {
+			arg := fmt.Sprintf("%.2f", u)
+			try(Alternative{Code: AltUtilization, Args: []string{"--gpu-memory-utilization", arg}, Cost: flagCost("gpu-memory-utilization"),
+				Changes: []string{fmt.Sprintf("--gpu-memory-utilization %.2f -> %s", set.GPUMemoryUtilization, arg)},
+				Message: "--gpu-memory-utilization " + arg}, func(c *Input) { c.Settings.GPUMemoryUtilization = u })
+		}
+		if b := biggerGPU(in, given, devices, &layers); b != nil {
+			try(Alternative{Code: AltBiggerGPU, GPU: b.Name, Count: given, Cost: costGPUModel,
+				Changes: []string{fmt.Sprintf("%s -> %s", in.Device.Name, b.Name)},
+				Message: fmt.Sprintf("the smallest GPU that fits with these settings: %d × %s (%s each)", given, b.Name, GiB(b.TotalBytes))},
+				func(c *Input) { c.Device = *b })
+		}
+	}
+	if (requestLong || tooLong) && base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
+		l := base.FitLen()
+		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
+			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
+			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l)},
+			func(c *Input) { c.Settings.MaxModelLen = l })
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Cost != b.Cost {
+			return a.Cost < b.Cost
+		}
+		if ea, eb := overrides(a, in), overrides(b, in); ea != eb {
+			return ea < eb
+		}
+		return altRank(a.Code) < altRank(b.Code)
+	})
+	return out
+}
+
+// overrides counts the flags the user set that an alternative changes.
+func overrides(a Alternative, in Input) int {
+	n := 0
+	for _, arg := range a.Args {
+		if strings.HasPrefix(arg, "--") && in.Settings.Set[strings.TrimPrefix(arg, "--")] {
+			n++
+		}
+	}
+	return n
+}
+
+func altRank(code string) int {
+	for i, c := range altOrder {
+		if c == code {
+			return i
+		}
+	}
+	return len(altOrder)
+}
+
+// biggerGPU is the smallest device larger than in's on which the settings
+// fit, count of them; nil when none does.
+func biggerGPU(in Input, count int, devices []gpu.Device, layers *[]model.LayerParams) *gpu.Device {
+	bigger := make([]gpu.Device, 0, len(devices))
+	for _, d := range devices {
+		if d.TotalBytes > in.Device.TotalBytes {
+			bigger = append(bigger, d)
+		}
+	}
+	sort.SliceStable(bigger, func(i, j int) bool { return bigger[i].TotalBytes < bigger[j].TotalBytes })
+	for i := range bigger {
+		c := in
+		c.Device, c.Count = bigger[i], count
+		c.Measured = nil
+		if b, err := planWith(c, layers); err == nil && b.Fits {
+			return &bigger[i]
+		}
+	}
+	return nil
+}
