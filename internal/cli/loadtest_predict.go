@@ -21,7 +21,6 @@ import (
 type prediction struct {
 	env      Env
 	dep      deployment
-	cal      sim.Calibration
 	timer    sim.StepTimer
 	timeDesc string
 	config   sim.Config
@@ -52,7 +51,7 @@ func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) 
 	if err != nil {
 		return nil, badInput("the plan for %s on %s leaves no KV cache: nothing to simulate", ev.settings.Model, d.ev.sel.Device.Name)
 	}
-	return &prediction{env: env, dep: d, cal: cal, timer: timer, timeDesc: desc, config: cfg}, nil
+	return &prediction{env: env, dep: d, timer: timer, timeDesc: desc, config: cfg}, nil
 }
 
 // run simulates the traffic the run sent (its schedule rebuilt from the
@@ -87,7 +86,10 @@ func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest
 		}
 		return nil
 	}
-	c := sim.Fit(*roof, p.cal, samples)
+	// The fit corrects the calibration the prediction ran with (the
+	// roofline's own, --calibration's records included).
+	base := sim.Calibration{FLOPsEfficiency: roof.FLOPsEfficiency, BandwidthEfficiency: roof.BandwidthEfficiency, Overhead: roof.Overhead}
+	c := sim.Fit(*roof, base, samples)
 	c.GPU = p.dep.ev.sel.Device.Name
 	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, p.dep.ev.settings.Model,
 		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)
