@@ -59,7 +59,9 @@ func (s *items) Next() (sim.Request, error) {
 // first token would measure about 0. TPOT is a difference of token
 // times whose delivery delays mostly cancel: within ±2 ms of the trace.
 func TestAgainstSimulation(t *testing.T) {
-	e, err := sim.New(simConfig())
+	live := simConfig()
+	live.TokenEvents = true // a streaming server needs every token's event
+	e, err := sim.New(live)
 	if err != nil {
 		t.Fatal(err)
 	}
