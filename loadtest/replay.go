@@ -28,8 +28,10 @@ const maxDue = 100 * 365 * 24 * time.Hour
 // their own token sizes.
 //
 // Timing: each line's time, from the first line's, divided by Speedup.
-// Logs stamp whole seconds, so the k requests of one second are spread
-// evenly over it (at s, s+1/k, ...) instead of all going at its start. A
+// Logs that stamp whole seconds have the k requests of one second spread
+// evenly over it (at s, s+1/k, ...) instead of all going at its start;
+// once a line carries a fraction of a second (traffic.Record.Nano), lines
+// keep their own times. A
 // line without a time, or with a time earlier than the line before (logs
 // of several processes interleave), goes with the line before it; those
 // are counted in OutOfOrder. A log whose first request has no time is
@@ -54,6 +56,11 @@ type Replay struct {
 	started bool
 	timed   bool
 	t0      int64
+	t0Nano  int32
+	// subsec is set by the first line with a fraction of a second: from
+	// then on lines keep their own times instead of being spread.
+	subsec  bool
+	lastDue time.Duration
 	group   []traffic.Record
 	gsec    int64
 	gi      int
@@ -161,7 +168,7 @@ func (p *Replay) Timed() (timed, any bool, err error) {
 			return false, false, err
 		}
 		p.timed = r.HasTime
-		p.t0 = r.Unix
+		p.t0, p.t0Nano = r.Unix, r.Nano
 		p.pending = &r
 	}
 	return p.timed, p.timed || p.pending != nil, nil
@@ -195,11 +202,22 @@ func (p *Replay) Next() (Item, bool, error) {
 		}
 	}
 	k := len(p.group)
-	off := float64(p.gsec-p.t0) + float64(p.gi)/float64(k)
+	r := p.group[p.gi]
+	frac := float64(p.gi) / float64(k)
+	if p.subsec {
+		// The log has the fraction: its own time, never before the
+		// line before (an out-of-order or untimed line goes with it).
+		frac = 0
+		if r.HasTime && r.Unix == p.gsec {
+			frac = float64(r.Nano) / 1e9
+		}
+	}
+	off := float64(p.gsec-p.t0) + frac - float64(p.t0Nano)/1e9
 	// A log spanning centuries (a garbled year) would overflow Duration;
 	// such items stay at the bound, far past any run's end.
-	due := time.Duration(min(off/p.Speedup*float64(time.Second), float64(maxDue)))
-	it := p.item(p.group[p.gi], due)
+	due := max(time.Duration(min(off/p.Speedup*float64(time.Second), float64(maxDue))), p.lastDue)
+	p.lastDue = due
+	it := p.item(r, due)
 	p.gi++
 	return it, true, nil
 }
@@ -212,6 +230,7 @@ func (p *Replay) fill() error {
 		if err != nil || !ok {
 			return err
 		}
+		p.markSubsec(r)
 		if len(p.group) == 0 {
 			// The group's second: its first line's, never earlier than
 			// the last group's.
@@ -234,4 +253,11 @@ func (p *Replay) fill() error {
 		p.group = append(p.group, r)
 	}
 	return nil
+}
+
+// markSubsec notes a line that carries a fraction of a second.
+func (p *Replay) markSubsec(r traffic.Record) {
+	if r.HasTime && r.Nano != 0 {
+		p.subsec = true
+	}
 }

@@ -217,3 +217,28 @@ func TestParseSLOs(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaySubsecond: a log with fractions of a second keeps its own
+// times (0, 0.25 and 1.5 s after the first line, at speedup 1); the line
+// without a time goes with the line before it.
+func TestReplaySubsecond(t *testing.T) {
+	p, err := NewReplay(strings.NewReader(`2026-11-20T10:00:00.100Z input_tokens=1 output_tokens=1
+2026-11-20T10:00:00.350Z input_tokens=2 output_tokens=1
+2026-11-20T10:00:01.600Z input_tokens=3 output_tokens=1
+input_tokens=4 output_tokens=1
+`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, p, 10)
+	ms := time.Millisecond
+	want := []time.Duration{0, 250 * ms, 1500 * ms, 1500 * ms}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if d := got[i].Due - w; d < -time.Microsecond || d > time.Microsecond || got[i].Prompt != int64(i+1) {
+			t.Errorf("item %d = %+v, want due %v", i, got[i], w)
+		}
+	}
+}
