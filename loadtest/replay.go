@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"time"
@@ -70,13 +69,9 @@ type Replay struct {
 
 // NewReplay reads r (plain or gzip).
 func NewReplay(r io.Reader, speedup float64) (*Replay, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %v", err)
-		}
-		br = bufio.NewReaderSize(zr, 64<<10)
+	br, err := traffic.Text(r)
+	if err != nil {
+		return nil, err
 	}
 	if speedup <= 0 {
 		speedup = 1

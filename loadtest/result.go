@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
 )
 
@@ -118,7 +119,7 @@ type SLOResult struct {
 
 // judge fills SLOs and SLOsMet. A bound on a latency no request measured
 // (every request failed, or TPOT with one output token) is not met.
-func (r *Result) judge(slos []SLO) {
+func (r *Result) judge(slos []slo.Bound) {
 	r.SLOsMet = r.Completed > 0
 	if r.Completed == 0 {
 		r.Notes = append(r.Notes, "no request succeeded")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	// show that the server answers, and their usage calibrates prompt
 	// lengths before the first timed request.
 	Warmup bool
-	SLOs   []SLO
+	SLOs   []slo.Bound
 	Seed   uint64
 
 	// Scraper reads /metrics (nil: none); GPUs reads local GPUs (nil:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"headroom.dev/headroom/internal/fakeopenai"
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -141,7 +142,7 @@ func TestFailEveryNth(t *testing.T) {
 		return fakeopenai.None
 	}})
 	defer srv.Close()
-	slos, err := ParseSLOs("error_rate=10%,ttft_p99=5s")
+	slos, err := slo.Parse("error_rate=10%,ttft_p99=5s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,13 @@
 package loadtest
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"headroom.dev/headroom/sim"
 )
 
 // Item is one request to send.
@@ -41,9 +40,8 @@ type Burst struct {
 	At     time.Duration
 }
 
-var burstRE = regexp.MustCompile(`^(\d+)x(\d+)@(.+)$`)
-
-// ParseBursts reads a comma-separated list of bursts.
+// ParseBursts reads a comma-separated list of bursts, each read by
+// simulate's own parser so the two commands take the same text.
 func ParseBursts(s string) ([]Burst, error) {
 	var out []Burst
 	for _, part := range strings.Split(s, ",") {
@@ -51,22 +49,11 @@ func ParseBursts(s string) ([]Burst, error) {
 		if part == "" {
 			continue
 		}
-		m := burstRE.FindStringSubmatch(part)
-		if m == nil {
-			return nil, fmt.Errorf("burst %q: write COUNTxTOKENS@TIME, e.g. 50x30000@60s", part)
+		b, err := sim.ParseBurst(part)
+		if err != nil {
+			return nil, err
 		}
-		n, err1 := strconv.Atoi(m[1])
-		p, err2 := strconv.ParseInt(m[2], 10, 64)
-		at, err3 := time.ParseDuration(m[3])
-		switch {
-		case err1 != nil || n <= 0 || n > 1_000_000:
-			return nil, fmt.Errorf("burst %q: the count must be 1 to 1000000", part)
-		case err2 != nil || p <= 0 || p > 10_000_000:
-			return nil, fmt.Errorf("burst %q: the prompt tokens must be 1 to 10000000", part)
-		case err3 != nil || at < 0:
-			return nil, fmt.Errorf("burst %q: the time %q is not a duration like 60s or 2m", part, m[3])
-		}
-		out = append(out, Burst{Count: n, Prompt: p, At: at})
+		out = append(out, Burst{Count: b.Count, Prompt: int64(b.Tokens), At: time.Duration(math.Round(b.At * float64(time.Second)))})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out, nil

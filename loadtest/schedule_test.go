@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"headroom.dev/headroom/slo"
 )
 
 func take(t *testing.T, s Schedule, n int) []Item {
@@ -185,7 +187,7 @@ func FuzzFlags(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if slos, err := ParseSLOs(s); err == nil {
+		if slos, err := slo.Parse(s); err == nil {
 			for _, x := range slos {
 				if x.Metric != "error_rate" && x.Limit <= 0 {
 					t.Fatalf("%q: bound %v", s, x.Limit)
@@ -200,22 +202,6 @@ func FuzzFlags(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestParseSLOs(t *testing.T) {
-	s, err := ParseSLOs("ttft_p99=2s, tpot_p99=100ms,error_rate=0.5%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s) != 3 || s[0] != (SLO{Metric: "ttft", Stat: "p99", Limit: 2 * time.Second}) ||
-		s[1].Limit != 100*time.Millisecond || s[2].Rate != 0.005 {
-		t.Errorf("got %+v", s)
-	}
-	for _, bad := range []string{"ttft=2s", "ttft_p98=2s", "foo_p99=2s", "ttft_p99=fast", "ttft_p99=-1s", "error_rate=2", "ttft_p99"} {
-		if _, err := ParseSLOs(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
 }
 
 // TestReplaySubsecond: a log with fractions of a second keeps its own

@@ -1,76 +1,12 @@
 package loadtest
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-)
-
-// SLO is one bound of --slo: "ttft_p99=2s" bounds the 99th percentile of
-// TTFT by 2 s; "error_rate=1%" bounds the failed share of the requests.
-type SLO struct {
-	// Metric is ttft, tpot, itl, e2e or error_rate; Stat is mean, p50,
-	// p90, p95, p99 or max (empty for error_rate).
-	Metric, Stat string
-	// Limit bounds a latency; Rate bounds error_rate (0..1).
-	Limit time.Duration
-	Rate  float64
-}
-
-// Name is the SLO as written: "ttft_p99".
-func (s SLO) Name() string {
-	if s.Stat == "" {
-		return s.Metric
-	}
-	return s.Metric + "_" + s.Stat
-}
-
-var sloStats = map[string]float64{"mean": -1, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "max": 1}
-
-// ParseSLOs reads "ttft_p99=2s,tpot_p99=100ms,error_rate=1%".
-func ParseSLOs(s string) ([]SLO, error) {
-	var out []SLO
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, fmt.Errorf("SLO %q: write NAME=VALUE, e.g. ttft_p99=2s", part)
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if k == "error_rate" {
-			pct := strings.HasSuffix(v, "%")
-			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-			if pct {
-				f /= 100
-			}
-			if err != nil || f < 0 || f > 1 {
-				return nil, fmt.Errorf("SLO %q: error_rate is a fraction or a percentage, e.g. 0.01 or 1%%", part)
-			}
-			out = append(out, SLO{Metric: k, Rate: f})
-			continue
-		}
-		metric, stat, _ := strings.Cut(k, "_")
-		if _, ok := sloStats[stat]; !ok || (metric != "ttft" && metric != "tpot" && metric != "itl" && metric != "e2e") {
-			return nil, fmt.Errorf("SLO %q: the name is METRIC_STAT with METRIC ttft, tpot, itl or e2e and STAT mean, p50, p90, p95, p99 or max (or error_rate)", part)
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("SLO %q: the bound must be a positive duration like 2s or 100ms", part)
-		}
-		out = append(out, SLO{Metric: metric, Stat: stat, Limit: d})
-	}
-	return out, nil
-}
+import "headroom.dev/headroom/slo"
 
 // meets reports whether one successful request meets the per-request
 // bounds of slos, for goodput: its TTFT, TPOT and E2E within every bound
 // on them (vllm bench serve's --goodput takes the same three). ITL and
 // error-rate bounds are about the run, not one request.
-func meets(slos []SLO, o *Outcome) bool {
+func meets(slos []slo.Bound, o *Outcome) bool {
 	for _, s := range slos {
 		switch s.Metric {
 		case "ttft":

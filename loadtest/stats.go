@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
 )
 
@@ -17,7 +18,7 @@ import (
 // than one sample's gap. It is safe for concurrent use.
 type Stats struct {
 	mu                        sync.Mutex
-	slos                      []SLO
+	slos                      []slo.Bound
 	ttft, tpot, itl, e2e, lag traffic.Histogram
 	promptTok, outputTok      traffic.Histogram
 	requested                 traffic.Histogram
@@ -30,7 +31,7 @@ type Stats struct {
 }
 
 // NewStats returns empty stats that count goodput under slos.
-func NewStats(slos []SLO) *Stats {
+func NewStats(slos []slo.Bound) *Stats {
 	return &Stats{slos: slos, errors: map[string]int64{}, errText: map[string]string{}}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -220,7 +221,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 			return badInput("--plot %s: name an .svg or .png file", f.plot)
 		}
 	}
-	slos, err := loadtest.ParseSLOs(f.slo)
+	slos, err := slo.Parse(f.slo)
 	if err != nil {
 		return badInput("--slo: %v", err)
 	}
