@@ -27,23 +27,12 @@ type prediction struct {
 }
 
 func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) (*prediction, error) {
-	ev, err := gather(cmd.Context(), cmd, env, f.plan, args)
+	setup, err := setupEngine(cmd, env, f.plan, simulateFlags{}, f.calibration, args)
 	if err != nil {
 		return nil, err
 	}
-	d, err := planDeployment(ev, ev.Settings, "")
-	if err != nil {
-		return nil, err
-	}
-	cal, err := loadCalibration(f.calibration, d.ev.Sel.Device.Name)
-	if err != nil {
-		return nil, err
-	}
-	timer, desc, err := stepTimer(f.stepTime, d.budget, cal)
-	if err != nil {
-		return nil, err
-	}
-	sched, err := readSchedulerFlags(cmd, simulateFlags{}, ev.Settings.Extra)
+	ev, d, sched := setup.given.ev, setup.given, setup.sched
+	timer, desc, err := stepTimer(f.stepTime, d.budget, setup.cal)
 	if err != nil {
 		return nil, err
 	}
