@@ -8,15 +8,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
-)
-
-// Plot formats.
-const (
-	PlotSVG = "svg"
-	PlotPNG = "png"
+	"headroom.dev/headroom/chart"
 )
 
 var (
@@ -59,7 +51,7 @@ func Plot(w io.Writer, r *Result, format string) error {
 			{"failed requests", orange, func(p Point) (float64, bool) { return float64(p.Failed), true }},
 		}},
 	}
-	plots := make([][]*plot.Plot, len(panels))
+	plots := make([]*plot.Plot, len(panels))
 	for i, pn := range panels {
 		p := plot.New()
 		p.Title.Text = pn.title
@@ -94,27 +86,7 @@ func Plot(w io.Writer, r *Result, format string) error {
 		if i == 0 && drawn > 0 {
 			p.Y.Max = 100
 		}
-		plots[i] = []*plot.Plot{p}
+		plots[i] = p
 	}
-	width, height := 8*vg.Inch, 9*vg.Inch
-	var c draw.Canvas
-	var out io.WriterTo
-	switch format {
-	case PlotSVG:
-		sc := vgsvg.New(width, height)
-		c, out = draw.New(sc), sc
-	case PlotPNG:
-		ic := vgimg.New(width, height)
-		c, out = draw.New(ic), vgimg.PngCanvas{Canvas: ic}
-	default:
-		return fmt.Errorf("plot format %q: use svg or png", format)
-	}
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	canvases := plot.Align(plots, tiles, c)
-	for i := range plots {
-		plots[i][0].Draw(canvases[i][0])
-	}
-	_, err := out.WriteTo(w)
-	return err
+	return chart.WriteStacked(w, format, plots, 8*vg.Inch, 9*vg.Inch)
 }

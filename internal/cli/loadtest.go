@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/chart"
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/slo"
@@ -212,13 +213,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	plotFormat := ""
 	if f.plot != "" {
-		switch strings.ToLower(filepath.Ext(f.plot)) {
-		case ".svg":
-			plotFormat = loadtest.PlotSVG
-		case ".png":
-			plotFormat = loadtest.PlotPNG
-		default:
-			return badInput("--plot %s: name an .svg or .png file", f.plot)
+		var err error
+		if plotFormat, err = chart.FormatOf(f.plot); err != nil {
+			return badInput("--plot %v", err)
 		}
 	}
 	slos, err := slo.Parse(f.slo)
