@@ -25,8 +25,8 @@ type subject struct {
 
 // assessment is what the planner says about a subject.
 type assessment struct {
-	denials  []string
-	warnings []string
+	denials  []Finding
+	warnings []Finding
 	// in and budget are set when the subject was planned.
 	in     memory.Input
 	budget *memory.Budget
@@ -48,23 +48,23 @@ const maxAlternatives = 3
 // never denies, skips that search.
 func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]string, sub subject, explain bool) assessment {
 	var a assessment
-	warn := func(format string, args ...any) {
-		a.warnings = append(a.warnings, sub.label+": "+fmt.Sprintf(format, args...))
+	warn := func(code, format string, args ...any) {
+		a.warnings = append(a.warnings, Finding{Code: code, Message: sub.label + ": " + fmt.Sprintf(format, args...)})
 	}
 	for _, why := range sub.gpu.shared {
-		warn("the GPU looks shared: %s; vLLM sizes its KV cache from the whole card's memory, so another process on the same GPU makes it run out of memory", why)
+		warn(CodeSharedGPU, "the GPU looks shared: %s; vLLM sizes its KV cache from the whole card's memory, so another process on the same GPU makes it run out of memory", why)
 	}
 	spec, err := h.resolveModel(ctx, namespace, ann, sub.settings.Model)
 	if err != nil {
-		warn("memory not checked: %v", err)
+		warn(CodeNotChecked, "memory not checked: %v", err)
 		return a
 	}
 	if !sub.gpu.known {
-		warn("memory not checked: cannot tell which GPU it gets (%s); name it with the annotation %s", sub.gpu.unresolved, AnnotationGPU)
+		warn(CodeNotChecked, "memory not checked: cannot tell which GPU it gets (%s); name it with the annotation %s", sub.gpu.unresolved, AnnotationGPU)
 		return a
 	}
 	if sub.gpu.count <= 0 {
-		warn("memory not checked: it requests no GPU (resources.limits %q); vLLM needs one", ResourceGPU)
+		warn(CodeNotChecked, "memory not checked: it requests no GPU (resources.limits %q); vLLM needs one", ResourceGPU)
 		return a
 	}
 	set := sub.settings
@@ -78,7 +78,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 	}
 	b, err := h.plans.plan(key, in)
 	if err != nil {
-		warn("memory not checked: %v", err)
+		warn(CodeNotChecked, "memory not checked: %v", err)
 		return a
 	}
 	a.in, a.budget, a.key, a.plans = in, &b, key, &h.plans
@@ -111,13 +111,13 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		if len(fixes) > 0 {
 			msg += ". To fix: " + strings.Join(fixes, "; or ")
 		}
-		a.denials = append(a.denials, msg)
+		a.denials = append(a.denials, Finding{Code: b.Problems[0].Code, Message: msg})
 	}
 	for _, w := range b.Warnings {
-		warn("%s: %s", what, w.Message)
+		warn(w.Code, "%s: %s", what, w.Message)
 	}
 	if b.AutoFit && len(problems) == 0 {
-		warn("--max-model-len auto: vLLM will serve about %d tokens of context here", b.MaxModelLen)
+		warn(CodeAutoLen, "--max-model-len auto: vLLM will serve about %d tokens of context here", b.MaxModelLen)
 	}
 	// b.Settings carries vLLM's defaults: every size is at least 1.
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * b.Settings.DataParallelSize; sub.gpu.count > used {
@@ -125,7 +125,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		if tp := sub.gpu.count / b.Settings.PipelineParallelSize; tp > 0 && spec.Heads%tp == 0 {
 			hint = fmt.Sprintf("; set --tensor-parallel-size %d to shard the model over all of them", tp)
 		}
-		warn("it gets %d GPUs but its flags use %d%s", sub.gpu.count, used, hint)
+		warn(CodeUnusedGPUs, "it gets %d GPUs but its flags use %d%s", sub.gpu.count, used, hint)
 	}
 	return a
 }
@@ -147,8 +147,8 @@ func mergeEnv(command, container map[string]string) map[string]string {
 	return out
 }
 
-// summary is the one-line plan written to headroom.dev/plan.
-func summary(b memory.Budget) string {
+// PlanSummary is the one-line plan written to headroom.dev/plan.
+func PlanSummary(b memory.Budget) string {
 	p := b.PerGPU
 	verdict := "fits"
 	if !b.Fits {

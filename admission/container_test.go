@@ -103,21 +103,7 @@ func TestImageVersion(t *testing.T) {
 	}
 }
 
-func TestProbeWindow(t *testing.T) {
-	tests := []struct {
-		p    corev1.Probe
-		want time.Duration
-	}{
-		// Kubernetes' defaults: 0 + 3 × 10 s.
-		{corev1.Probe{}, 30 * time.Second},
-		{corev1.Probe{InitialDelaySeconds: 60, PeriodSeconds: 5, FailureThreshold: 12}, 120 * time.Second},
-		{corev1.Probe{PeriodSeconds: 10, FailureThreshold: 60}, 600 * time.Second},
-	}
-	for _, tc := range tests {
-		if got, _, _ := probeWindow(&tc.p); got != tc.want {
-			t.Errorf("probeWindow(%+v) = %v, want %v", tc.p, got, tc.want)
-		}
-	}
+func TestProbeWarning(t *testing.T) {
 	// 16 GiB of weights: 60 s + 16 × 18 s = 348 s.
 	if got := expectedStart(16 << 30); got != 348*time.Second {
 		t.Errorf("expectedStart(16 GiB) = %v, want 5m48s", got)

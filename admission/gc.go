@@ -15,7 +15,7 @@ import "runtime/debug"
 // assists, the background workers), which on a small pod shows in the tail
 // latency. At 400 the heap goal is about five times the live heap, a dozen
 // MiB. A burst of large reviews (bodies of up to 4 MiB) raises the live
-// heap and the goal with it: GOMEMLIMIT, which deploy/base sets under the
+// heap and the goal with it: GOMEMLIMIT, which the Helm chart (charts/headroom) sets under the
 // container's memory limit, makes the runtime collect sooner near it.
 const ServerGCPercent = 400
 

@@ -80,10 +80,19 @@ func resourceCount(q resource.Quantity) (int, bool) {
 // readGPU gathers the GPU evidence for container c of a pod: the device from
 // the headroom.dev/gpu annotation, a MIG resource, the GFD product label,
 // or the instance type (in that order), and the count from the container's
-// resource limits (requests when there are no limits).
-func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container) gpuEvidence {
+// resource limits (requests when there are no limits). node holds the
+// labels of the node a pod runs on, when known (the audit; never the
+// webhook, which sees pods before they are scheduled): its GPU feature
+// discovery labels name the GPU where the pod spec does not, and its
+// sharing labels always count.
+func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, node map[string]string) gpuEvidence {
 	var ev gpuEvidence
 	nc := readNodeConstraints(spec)
+	for _, k := range []string{labelSharingStrategy, labelReplicas} {
+		if v, ok := node[k]; ok && !slices.Contains(nc[k], v) {
+			nc[k] = append(nc[k], v)
+		}
+	}
 
 	res := c.Resources.Limits
 	if len(gpuResources(res)) == 0 {
@@ -107,7 +116,8 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container) gp
 	}
 
 	products := nc[gpu.LabelProduct]
-	for _, p := range products {
+	nodeProduct := node[gpu.LabelProduct]
+	for _, p := range append(slices.Clone(products), nodeProduct) {
 		if strings.HasSuffix(strings.ToUpper(p), "-SHARED") {
 			ev.shared = append(ev.shared, fmt.Sprintf("its node's GPU product %q carries GPU feature discovery's -SHARED suffix (time-slicing or MPS)", p))
 		}
@@ -138,9 +148,13 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container) gp
 	}
 	if mig != "" {
 		name := mig
+		parent := nodeProduct
 		if len(products) == 1 {
+			parent = products[0]
+		}
+		if parent != "" {
 			// The slice of a known parent: "NVIDIA-A100-SXM4-80GB:1g.10gb".
-			name = products[0] + ":" + strings.TrimPrefix(mig, resourceMIGPrefix)
+			name = parent + ":" + strings.TrimPrefix(mig, resourceMIGPrefix)
 		}
 		sel, err := gpu.Resolve(name)
 		if err != nil && name != mig {
@@ -180,6 +194,30 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container) gp
 			ev.sel, ev.known, ev.from = sel, true, from
 			return ev
 		}
+	}
+	if nodeProduct != "" {
+		labels := map[string]string{}
+		for _, k := range []string{gpu.LabelProduct, gpu.LabelMemory, gpu.LabelComputeMajor, gpu.LabelComputeMinor} {
+			if v, ok := node[k]; ok {
+				labels[k] = v
+			}
+		}
+		sel, err := gpu.FromNodeLabels(labels)
+		if err != nil {
+			ev.unresolved = fmt.Sprintf("its node's label %s=%s: %v", gpu.LabelProduct, nodeProduct, err)
+			return ev
+		}
+		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("its node's label %s=%s", gpu.LabelProduct, nodeProduct)
+		return ev
+	}
+	if it := node[labelInstanceType]; it != "" {
+		sel, from, err := smallest(labelInstanceType, []string{it})
+		if err != nil {
+			ev.unresolved = "its node's " + err.Error()
+			return ev
+		}
+		ev.sel, ev.known, ev.from = sel, true, "its node's "+from
+		return ev
 	}
 	ev.unresolved = fmt.Sprintf("no %s annotation and no node selection on %s or %s", AnnotationGPU, gpu.LabelProduct, labelInstanceType)
 	return ev

@@ -116,20 +116,20 @@ func (h *Handler) respond(ctx context.Context, req *admissionv1.AdmissionRequest
 		resp.Warnings = cleanWarnings(d.notes)
 		return resp, d, verdict
 	}
-	warnings := d.warnings
+	warnings := messages(d.Warnings)
 	switch {
-	case len(d.denials) > 0 && d.bypass:
-		for _, m := range d.denials {
-			warnings = append(warnings, "bypassed by annotation, would be denied: "+m)
+	case len(d.Denials) > 0 && d.Bypass:
+		for _, f := range d.Denials {
+			warnings = append(warnings, "bypassed by annotation, would be denied: "+f.Message)
 		}
 		verdict = VerdictBypassed
-	case len(d.denials) > 0:
+	case len(d.Denials) > 0:
 		resp.Allowed = false
 		resp.Result = &metav1.Status{
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusForbidden,
 			Reason:  metav1.StatusReasonForbidden,
-			Message: "headroom: " + strings.Join(d.denials, "; ") + fmt.Sprintf(". To deploy anyway, annotate the object %s: \"true\"", AnnotationBypass),
+			Message: "headroom: " + strings.Join(messages(d.Denials), "; ") + fmt.Sprintf(". To deploy anyway, annotate the object %s: \"true\"", AnnotationBypass),
 		}
 		verdict = VerdictDenied
 	case len(warnings) > 0:
@@ -222,13 +222,13 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 		if err != nil {
 			h.log.Error("cannot encode response", "uid", req.UID, "err", err)
 			http.Error(w, "cannot encode response", http.StatusInternalServerError)
-			h.metrics.observe(name, d.kind, VerdictError, h.now().Sub(start))
+			h.metrics.observe(name, d.Kind, VerdictError, h.now().Sub(start))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(out)
 		took := h.now().Sub(start)
-		h.metrics.observe(name, d.kind, verdict, took)
+		h.metrics.observe(name, d.Kind, verdict, took)
 		level := slog.LevelDebug
 		if verdict != VerdictAllowed {
 			level = slog.LevelInfo
@@ -249,4 +249,13 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 		}
 		h.log.LogAttrs(r.Context(), level, "admission", attrs...)
 	})
+}
+
+// messages lists the findings' messages, for the AdmissionReview.
+func messages(fs []Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Message
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/memory"
 )
 
@@ -20,11 +21,9 @@ import (
 // profiling, torch.compile and graph capture) of a small model; it is not a
 // measurement. The check warns, never denies, so a rough figure is enough.
 const (
-	loadBase        = 60 * time.Second
-	loadPerGiB      = 18 * time.Second
-	bytesPerGiB     = 1 << 30
-	probePeriodDflt = 10 // Kubernetes' defaults for an unset field
-	probeFailDflt   = 3
+	loadBase    = 60 * time.Second
+	loadPerGiB  = 18 * time.Second
+	bytesPerGiB = 1 << 30
 )
 
 // expectedStart estimates how long vLLM takes to serve after the container
@@ -34,32 +33,15 @@ func expectedStart(weightBytes int64) time.Duration {
 	return loadBase + time.Duration(math.Ceil(gib*loadPerGiB.Seconds()))*time.Second
 }
 
-// probeWindow is how long a probe lets a container start before the kubelet
-// restarts it: initialDelaySeconds + failureThreshold × periodSeconds (the
-// per-probe timeouts only add to it, so they are left out).
-func probeWindow(p *corev1.Probe) (time.Duration, int32, int32) {
-	period, failures := p.PeriodSeconds, p.FailureThreshold
-	if period <= 0 {
-		period = probePeriodDflt
-	}
-	if failures <= 0 {
-		failures = probeFailDflt
-	}
-	return time.Duration(int64(p.InitialDelaySeconds)+int64(failures)*int64(period)) * time.Second, period, failures
-}
-
 // probeWarning warns when the probe that guards start-up (the startupProbe;
 // without one the livenessProbe, which then runs from the start) gives up
 // before the model is expected to have loaded.
 func probeWarning(c corev1.Container, weightBytes int64) string {
-	p, name := c.StartupProbe, "startupProbe"
-	if p == nil {
-		p, name = c.LivenessProbe, "livenessProbe"
-	}
+	p, name := kube.StartGate(c)
 	if p == nil {
 		return ""
 	}
-	window, period, failures := probeWindow(p)
+	window, period, failures := kube.ProbeWindow(p)
 	want := expectedStart(weightBytes)
 	if window >= want {
 		return ""

@@ -74,16 +74,13 @@ func NewHandler(d Deps) *Handler {
 	return h
 }
 
-// decision is the outcome of reviewing one object.
+// decision is the outcome of reviewing one object: the evaluation (whose
+// Kind labels metrics and logs) and, from the mutating webhook, a patch.
 type decision struct {
-	// kind labels metrics and logs.
-	kind     string
-	denials  []string
-	warnings []string
+	Evaluation
 	// notes are what the mutating webhook tells the user it changed.
-	notes  []string
-	patch  patchBuilder
-	bypass bool
+	notes []string
+	patch patchBuilder
 }
 
 // bypassed reports whether the object asks to deploy despite denials.
@@ -98,133 +95,138 @@ func autofix(ann map[string]string) bool { return ann[AnnotationAutofix] == "tru
 // webhook) over the verdict.
 func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest, mutate bool) (decision, error) {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return decision{kind: req.Kind.Kind}, nil
+		return decision{Evaluation: Evaluation{Kind: req.Kind.Kind}}, nil
 	}
 	if req.SubResource != "" || len(req.Object.Raw) == 0 {
-		return decision{kind: req.Kind.Kind}, nil
+		return decision{Evaluation: Evaluation{Kind: req.Kind.Kind}}, nil
 	}
 	raw := req.Object.Raw
 	switch k := req.Kind; {
 	case k.Group == "apps" && k.Version == "v1" && k.Kind == "Deployment":
 		var o appsv1.Deployment
 		if err := decodeObject(raw, &o); err != nil {
-			return decision{kind: k.Kind}, err
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
-		return h.reviewPods(ctx, req, podObject{kind: k.Kind, meta: o.ObjectMeta, templateMeta: o.Spec.Template.ObjectMeta, spec: &o.Spec.Template.Spec, podPath: "/spec/template/spec"}, mutate), nil
+		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}, "/spec/template/spec", mutate), nil
 	case k.Group == "apps" && k.Version == "v1" && k.Kind == "StatefulSet":
 		var o appsv1.StatefulSet
 		if err := decodeObject(raw, &o); err != nil {
-			return decision{kind: k.Kind}, err
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
-		return h.reviewPods(ctx, req, podObject{kind: k.Kind, meta: o.ObjectMeta, templateMeta: o.Spec.Template.ObjectMeta, spec: &o.Spec.Template.Spec, podPath: "/spec/template/spec"}, mutate), nil
+		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}, "/spec/template/spec", mutate), nil
 	case k.Group == "" && k.Version == "v1" && k.Kind == "Pod":
 		var o corev1.Pod
 		if err := decodeObject(raw, &o); err != nil {
-			return decision{kind: k.Kind}, err
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
 		if ref := metav1.GetControllerOf(&o); ref != nil {
 			// Checked when its owner was admitted (package documentation).
-			return decision{kind: k.Kind}, nil
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
 		}
-		return h.reviewPods(ctx, req, podObject{kind: k.Kind, meta: o.ObjectMeta, spec: &o.Spec, podPath: "/spec"}, mutate), nil
+		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}, "/spec", mutate), nil
 	case k.Group == "kaito.sh" && k.Kind == "Workspace":
 		return h.reviewWorkspace(ctx, req.Namespace, raw, mutate)
 	case k.Group == "autoscaling" && k.Kind == "HorizontalPodAutoscaler":
 		if mutate {
-			return decision{kind: k.Kind}, nil
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
 		}
 		return h.reviewHPA(ctx, k.Version, req.Namespace, raw)
 	}
-	return decision{kind: "other"}, nil
-}
-
-// podObject is a Pod, or a workload with a pod template.
-type podObject struct {
-	kind         string
-	meta         metav1.ObjectMeta
-	templateMeta metav1.ObjectMeta
-	spec         *corev1.PodSpec
-	// podPath is the JSON pointer of the PodSpec in the object.
-	podPath string
+	return decision{Evaluation: Evaluation{Kind: "other"}}, nil
 }
 
 // annotations merges the pod template's annotations with the object's;
 // the object's win. Both are read, so a bypass or a GPU written on either
 // counts.
-func (o podObject) annotations() map[string]string {
-	out := make(map[string]string, len(o.meta.Annotations)+len(o.templateMeta.Annotations))
-	for k, v := range o.templateMeta.Annotations {
+func (w Workload) annotations() map[string]string {
+	out := make(map[string]string, len(w.Meta.Annotations)+len(w.TemplateMeta.Annotations))
+	for k, v := range w.TemplateMeta.Annotations {
 		out[k] = v
 	}
-	for k, v := range o.meta.Annotations {
+	for k, v := range w.Meta.Annotations {
 		out[k] = v
 	}
 	return out
 }
 
-// reviewPods checks each vLLM container of a pod spec.
-func (h *Handler) reviewPods(ctx context.Context, req *admissionv1.AdmissionRequest, o podObject, mutate bool) decision {
-	d := decision{kind: o.kind}
-	ann := o.annotations()
-	d.bypass = bypassed(ann)
-	fix := autofix(ann)
+// reviewPods evaluates a pod spec and, for the mutating webhook, patches
+// each planned container; podPath is the JSON pointer of the PodSpec in
+// the object.
+func (h *Handler) reviewPods(ctx context.Context, w Workload, podPath string, mutate bool) decision {
+	d := decision{Evaluation: h.evaluatePods(ctx, w, !mutate)}
+	if !mutate || !d.RunsVLLM {
+		return d
+	}
+	fix := autofix(w.annotations())
 	var plans []string
-	found := false
+	for _, s := range d.Engines {
+		notes, plan := fixContainer(&d.patch, podPath, s.index, s.c, s.l, s.a, fix)
+		d.notes = append(d.notes, notes...)
+		if plan != nil {
+			plans = append(plans, planLine(s.c.Name, len(w.Spec.Containers), *plan))
+		}
+	}
+	if fix && len(plans) > 0 {
+		d.patch.setAnnotation("/metadata", w.Meta.Annotations, AnnotationPlan, strings.Join(plans, " | "))
+	}
+	return d
+}
+
+// evaluatePods checks each vLLM container of a pod spec. checks adds what
+// only the validating webhook reports: the planner's alternatives in a
+// denial and the HPAs that scale the workload.
+func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Evaluation {
+	e := Evaluation{Kind: w.Kind}
+	ann := w.annotations()
+	e.Bypass = bypassed(ann)
 	// The HPA warning names vLLM's metrics as the first server's release
 	// exports them.
 	var firstVersion vllm.Version
-	for i, c := range o.spec.Containers {
+	for i, c := range w.Spec.Containers {
 		l, ok, err := readLaunch(c)
 		if !ok {
 			continue
 		}
 		label := fmt.Sprintf("container %q", c.Name)
-		if !found {
+		if !e.RunsVLLM {
 			firstVersion = l.settings.Version
 		}
-		found = true
+		e.RunsVLLM = true
 		if err != nil {
-			d.warnings = append(d.warnings, fmt.Sprintf("%s: memory not checked: its vLLM flags cannot be read: %v", label, err))
+			e.warn(CodeNotChecked, "%s: memory not checked: its vLLM flags cannot be read: %v", label, err)
 			continue
 		}
 		if l.settings.Set["config"] {
-			d.warnings = append(d.warnings, label+": flags in its --config file are not read; the check uses the command line alone")
+			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
-		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: readGPU(ann, o.spec, c)}
-		a := h.assess(ctx, req.Namespace, ann, sub, !mutate)
-		d.denials = append(d.denials, a.denials...)
-		d.warnings = append(d.warnings, a.warnings...)
+		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: readGPU(ann, w.Spec, c, w.Node)}
+		a := h.assess(ctx, w.Namespace, ann, sub, checks)
+		e.Denials = append(e.Denials, a.denials...)
+		e.Warnings = append(e.Warnings, a.warnings...)
 		if a.planned() {
-			if w := probeWarning(c, a.budget.WeightsTotal); w != "" {
-				d.warnings = append(d.warnings, w)
+			if msg := probeWarning(c, a.budget.WeightsTotal); msg != "" {
+				e.warn(CodeProbe, "%s", msg)
 			}
 		}
-		if mutate {
-			notes, plan := fixContainer(&d.patch, o.podPath, i, c, l, a, fix)
-			d.notes = append(d.notes, notes...)
-			if plan != nil {
-				plans = append(plans, planLine(c.Name, len(o.spec.Containers), *plan))
-			}
+		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, index: i, c: c, l: l, a: a})
+	}
+	if !e.RunsVLLM {
+		return Evaluation{Kind: w.Kind}
+	}
+	if checks && (w.Kind == "Deployment" || w.Kind == "StatefulSet") {
+		for _, msg := range h.hpaWarnings(ctx, w.Namespace, w.Kind, w.Name, firstVersion) {
+			e.warn(CodeCPUOnlyHPA, "%s", msg)
 		}
 	}
-	if !found {
-		return decision{kind: o.kind}
-	}
-	if !mutate && (o.kind == "Deployment" || o.kind == "StatefulSet") {
-		d.warnings = append(d.warnings, h.hpaWarnings(ctx, req.Namespace, o.kind, req.Name, firstVersion)...)
-	}
-	if mutate && fix && len(plans) > 0 {
-		d.patch.setAnnotation("/metadata", o.meta.Annotations, AnnotationPlan, strings.Join(plans, " | "))
-	}
-	return d
+	return e
 }
 
 // planLine is one container's part of the plan annotation.
 func planLine(name string, containers int, b memory.Budget) string {
 	if containers == 1 {
-		return summary(b)
+		return PlanSummary(b)
 	}
-	return name + ": " + summary(b)
+	return name + ": " + PlanSummary(b)
 }
 
 // errNotReview is returned for a body that is not an AdmissionReview.

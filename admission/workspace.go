@@ -60,27 +60,47 @@ type workspace struct {
 // resource.count nodes of resource.instanceType, with the vllm: flags of its
 // inference ConfigMap and KAITO's own defaults for the rest.
 func (h *Handler) reviewWorkspace(ctx context.Context, namespace string, raw []byte, mutate bool) (decision, error) {
-	d := decision{kind: "Workspace"}
+	e, err := h.evaluateWorkspace(ctx, namespace, raw, !mutate)
+	d := decision{Evaluation: e}
+	if err != nil || !mutate || len(e.Engines) == 0 {
+		return d, err
+	}
 	var ws workspace
 	if err := decodeObject(raw, &ws); err != nil {
 		return d, err
 	}
-	ann := ws.Metadata.Annotations
-	d.bypass = bypassed(ann)
-	if ws.Inference == nil || strings.EqualFold(ann[kaitoRuntimeAnnotation], "transformers") {
-		return d, nil // a tuning Workspace, or not served by vLLM
+	if ann := ws.Metadata.Annotations; autofix(ann) && e.Engines[0].Budget != nil {
+		d.patch.setAnnotation("/metadata", ann, AnnotationPlan, PlanSummary(*e.Engines[0].Budget))
 	}
+	return d, nil
+}
+
+// evaluateWorkspace checks a Workspace; explain as for assess.
+func (h *Handler) evaluateWorkspace(ctx context.Context, namespace string, raw []byte, explain bool) (Evaluation, error) {
+	e := Evaluation{Kind: "Workspace"}
+	var ws workspace
+	if err := decodeObject(raw, &ws); err != nil {
+		return e, err
+	}
+	ann := ws.Metadata.Annotations
+	e.Bypass = bypassed(ann)
+	if ws.Inference == nil || strings.EqualFold(ann[kaitoRuntimeAnnotation], "transformers") {
+		return e, nil // a tuning Workspace, or not served by vLLM
+	}
+	e.RunsVLLM = true
 	if ws.Inference.Preset == nil || ws.Inference.Preset.Name == "" {
 		if len(ws.Inference.Template) > 0 {
-			d.warnings = append(d.warnings, "workspace: memory not checked: it runs a custom inference template, which headroom does not read")
+			e.warn(CodeNotChecked, "workspace: memory not checked: it runs a custom inference template, which headroom does not read")
+		} else {
+			e.RunsVLLM = false
 		}
-		return d, nil
+		return e, nil
 	}
 	sub := subject{label: "workspace", settings: vllm.Settings{Model: ws.Inference.Preset.Name}}
 	if name := ws.Inference.Config; name != "" {
 		s, err := h.kaitoSettings(ctx, namespace, name)
 		if err != nil {
-			d.warnings = append(d.warnings, fmt.Sprintf("workspace: inference config %s/%s: %v; planned with KAITO's defaults", namespace, name, err))
+			e.warn(CodeInferenceConfig, "workspace: inference config %s/%s: %v; planned with KAITO's defaults", namespace, name, err)
 		} else {
 			s.Model = sub.settings.Model
 			sub.settings = s
@@ -88,13 +108,11 @@ func (h *Handler) reviewWorkspace(ctx context.Context, namespace string, raw []b
 	}
 	sub.gpu = workspaceGPU(ws, ann)
 	sub.defaults = kaitoDefaults(sub.gpu)
-	a := h.assess(ctx, namespace, ann, sub, !mutate)
-	d.denials = append(d.denials, a.denials...)
-	d.warnings = append(d.warnings, a.warnings...)
-	if mutate && autofix(ann) && a.planned() {
-		d.patch.setAnnotation("/metadata", ann, AnnotationPlan, summary(*a.budget))
-	}
-	return d, nil
+	a := h.assess(ctx, namespace, ann, sub, explain)
+	e.Denials = append(e.Denials, a.denials...)
+	e.Warnings = append(e.Warnings, a.warnings...)
+	e.Engines = append(e.Engines, Engine{GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, a: a})
+	return e, nil
 }
 
 // kaitoSettings reads the vllm: section of a Workspace's inference ConfigMap.

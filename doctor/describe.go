@@ -4,9 +4,11 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/kube"
 )
 
 // describeState follows `kubectl describe` output (pods, nodes, HPAs):
@@ -256,7 +258,7 @@ func (d *describeState) finish(s *textScanner) {
 // describeProbeBudget reads "http-get http://:8000/health delay=30s
 // timeout=1s period=10s #success=1 #failure=3".
 func describeProbeBudget(spec string) float64 {
-	delay, period, fail := 0.0, float64(defaultProbePeriod), float64(defaultProbeFailure)
+	var p corev1.Probe
 	for _, f := range strings.Fields(spec) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
@@ -268,12 +270,13 @@ func describeProbeBudget(spec string) float64 {
 		}
 		switch k {
 		case "delay":
-			delay = n
+			p.InitialDelaySeconds = int32(n)
 		case "period":
-			period = n
+			p.PeriodSeconds = int32(n)
 		case "#failure":
-			fail = n
+			p.FailureThreshold = int32(n)
 		}
 	}
-	return delay + fail*period
+	window, _, _ := kube.ProbeWindow(&p)
+	return window.Seconds()
 }

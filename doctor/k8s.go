@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -95,12 +96,6 @@ type RestartFact struct {
 	Count int    `json:"count"`
 	Line  Line   `json:"line"`
 }
-
-// Default probe timings (Kubernetes API reference, Probe).
-const (
-	defaultProbePeriod  = 10
-	defaultProbeFailure = 3
-)
 
 // doc is one YAML/JSON document and where it sits in its source.
 type doc struct {
@@ -332,14 +327,8 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 			if p.probe == nil {
 				continue
 			}
-			period, fail := float64(p.probe.PeriodSeconds), float64(p.probe.FailureThreshold)
-			if period == 0 {
-				period = defaultProbePeriod
-			}
-			if fail == 0 {
-				fail = defaultProbeFailure
-			}
-			cf.Probes = append(cf.Probes, ProbeFacts{Kind: p.kind, BudgetSeconds: float64(p.probe.InitialDelaySeconds) + fail*period,
+			window, _, _ := kube.ProbeWindow(p.probe)
+			cf.Probes = append(cf.Probes, ProbeFacts{Kind: p.kind, BudgetSeconds: window.Seconds(),
 				Line: d.find(from, p.kind+"Probe")})
 		}
 		e.K8s.Containers = append(e.K8s.Containers, cf)
@@ -416,35 +405,16 @@ func (e *Evidence) hpa(d doc, name string, at Line, apiVersion string, js []byte
 	if strings.HasSuffix(apiVersion, "/v1") {
 		var v1 autoscalingv1.HorizontalPodAutoscaler
 		if json.Unmarshal(js, &v1) == nil {
-			// autoscaling/v1 scales on CPU only.
-			h.Metrics, h.CPUOnly = []string{"resource/cpu"}, true
+			s := kube.ScalingV1(&v1)
+			h.Metrics, h.CPUOnly = s.Metrics, s.HostOnly != ""
 			h.Line = d.find(0, "targetCPUUtilizationPercentage")
 		}
 	} else {
 		var v2 autoscalingv2.HorizontalPodAutoscaler
 		if json.Unmarshal(js, &v2) == nil {
-			h.CPUOnly = true
-			for _, m := range v2.Spec.Metrics {
-				switch {
-				case m.Resource != nil:
-					h.Metrics = append(h.Metrics, "resource/"+string(m.Resource.Name))
-				case m.ContainerResource != nil:
-					h.Metrics = append(h.Metrics, "container_resource/"+string(m.ContainerResource.Name))
-				case m.Pods != nil:
-					h.Metrics = append(h.Metrics, "pods/"+m.Pods.Metric.Name)
-					h.CPUOnly = false
-				case m.Object != nil:
-					h.Metrics = append(h.Metrics, "object/"+m.Object.Metric.Name)
-					h.CPUOnly = false
-				case m.External != nil:
-					h.Metrics = append(h.Metrics, "external/"+m.External.Metric.Name)
-					h.CPUOnly = false
-				}
-			}
-			if len(v2.Spec.Metrics) == 0 {
-				// The default is 80% average CPU.
-				h.Metrics = []string{"resource/cpu (default)"}
-			} else {
+			s := kube.ScalingV2(&v2)
+			h.Metrics, h.CPUOnly = s.Metrics, s.HostOnly != ""
+			if len(v2.Spec.Metrics) > 0 {
 				h.Line = d.find(0, "metrics:")
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/traffic"
@@ -490,12 +491,12 @@ func (g *diag) k8sRemedies() []Remedy {
 		}
 		need := math.Max(2*startup, 600)
 		if len(c.Probes) > 0 && (!hasStart || len(k.ProbeFailures) > 0) {
-			fails := int(math.Ceil(need / defaultProbePeriod))
-			why := fmt.Sprintf("a startup probe of %d × %ds = %.0f s keeps the liveness probe off until vLLM is up", fails, defaultProbePeriod, float64(fails*defaultProbePeriod))
+			fails := int(math.Ceil(need / kube.DefaultProbePeriod))
+			why := fmt.Sprintf("a startup probe of %d × %ds = %.0f s keeps the liveness probe off until vLLM is up", fails, kube.DefaultProbePeriod, float64(fails*kube.DefaultProbePeriod))
 			if startup > 0 {
 				why += fmt.Sprintf(" (this start-up took %.0f s; twice that, at least 10 minutes)", startup)
 			}
-			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.httpGet.path", "/health", "startupProbe.periodSeconds", strconv.Itoa(defaultProbePeriod), "startupProbe.failureThreshold", strconv.Itoa(fails)}, Why: why})
+			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.httpGet.path", "/health", "startupProbe.periodSeconds", strconv.Itoa(kube.DefaultProbePeriod), "startupProbe.failureThreshold", strconv.Itoa(fails)}, Why: why})
 			break
 		}
 	}

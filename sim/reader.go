@@ -3,7 +3,6 @@ package sim
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,13 +41,9 @@ type LineSource struct {
 
 // NewLineSource reads from r.
 func NewLineSource(r io.Reader, speedup float64) (*LineSource, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %v", err)
-		}
-		br = bufio.NewReaderSize(zr, 64<<10)
+	br, err := traffic.Text(r)
+	if err != nil {
+		return nil, err
 	}
 	return &LineSource{r: br, Speedup: speedup}, nil
 }

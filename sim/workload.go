@@ -112,6 +112,10 @@ func ParseBurst(s string) (Burst, error) {
 	if err1 != nil || err2 != nil || err3 != nil || count <= 0 || tokens <= 0 || d < 0 {
 		return Burst{}, bad
 	}
+	// Far beyond any real burst, and a typo away from a run that never ends.
+	if count > 1_000_000 || tokens > 10_000_000 {
+		return Burst{}, fmt.Errorf("--burst %q: at most 1000000 requests of at most 10000000 tokens", s)
+	}
 	return Burst{Count: count, Tokens: tokens, At: d.Seconds()}, nil
 }
 

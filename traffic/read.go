@@ -30,21 +30,31 @@ type ReadOptions struct {
 	Progress *atomic.Int64
 }
 
+// Text is r's text, buffered: r itself, or r gunzipped when it starts with
+// gzip's magic bytes (1f 8b, RFC 1952), so every reader of request logs
+// takes a .gz as it is. bufio's Read hands large reads straight through, so
+// the parallel reader loses nothing to the buffer.
+func Text(r io.Reader) (*bufio.Reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %v", err)
+		}
+		return bufio.NewReaderSize(zr, 64<<10), nil
+	}
+	return br, nil
+}
+
 // Read streams r (plain text, or gzip recognised by its magic bytes) into
 // p. It stops at ctx's end or the first read error.
 func Read(ctx context.Context, r io.Reader, p *Profile, opt ReadOptions) error {
 	if opt.Progress != nil {
 		r = &countingReader{r: r, n: opt.Progress}
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
-	var src io.Reader = br
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("gzip: %v", err)
-		}
-		defer zr.Close()
-		src = zr
+	src, err := Text(r)
+	if err != nil {
+		return err
 	}
 	if opt.Workers <= 1 {
 		return readSerial(ctx, src, p)

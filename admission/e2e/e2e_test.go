@@ -1,6 +1,7 @@
 // Package e2e runs headroom's admission webhook against a real
 // kube-apiserver and etcd (controller-runtime's envtest), registered with
-// the webhook configurations of deploy/base, and checks what the API server
+// the webhook configurations of deploy/headroom.yaml (rendered from
+// charts/headroom), and checks what the API server
 // stores. It needs KUBEBUILDER_ASSETS: the directory hack/e2e-assets.sh
 // prints.
 package e2e
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 const (
@@ -64,12 +66,13 @@ func (w *warnings) take() []string {
 	return out
 }
 
-// webhookConfigs reads deploy/base/webhooks.yaml and points every webhook at
+// webhookConfigs reads the webhook configurations of deploy/headroom.yaml
+// (the chart's default rendering) and points every webhook at
 // the local server: the selectors, rules and match conditions under test
 // are the ones deployed.
 func webhookConfigs(t *testing.T, base string) ([]*admissionregv1.MutatingWebhookConfiguration, []*admissionregv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "base", "webhooks.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "headroom.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,29 +112,9 @@ func webhookConfigs(t *testing.T, base string) ([]*admissionregv1.MutatingWebhoo
 		}
 	}
 	if len(mut) != 1 || len(val) != 1 {
-		t.Fatalf("webhooks.yaml holds %d mutating and %d validating configurations, want 1 each", len(mut), len(val))
+		t.Fatalf("deploy/headroom.yaml holds %d mutating and %d validating configurations, want 1 each", len(mut), len(val))
 	}
 	return mut, val
-}
-
-// workspaceCRD is a minimal stand-in for KAITO's Workspace CRD: the group,
-// kind and scope are KAITO's; the schema accepts any fields.
-func workspaceCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "workspaces.kaito.sh"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kaito.sh",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "workspaces", Singular: "workspace", Kind: "Workspace", ListKind: "WorkspaceList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1beta1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
-			}},
-		},
-	}
 }
 
 func vllmDeployment(name string, args []string, nodeSelector, annotations map[string]string, gpus int) *appsv1.Deployment {
@@ -165,7 +148,7 @@ func TestWebhookE2E(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	mut, val := webhookConfigs(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	env := &envtest.Environment{
-		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{workspaceCRD()},
+		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()},
 		ErrorIfCRDPathMissing: false,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			LocalServingHost: "127.0.0.1", LocalServingPort: port,

@@ -137,6 +137,35 @@ func planDeployment(ev evidence, s vllm.Settings, label string) (deployment, err
 	return deployment{ev: ev, in: in, budget: b, label: label}, nil
 }
 
+// engineSetup is what every command that runs the simulated engine reads
+// first: the plan of the given settings, vLLM's scheduler flags and the
+// step-time calibration for the GPU.
+type engineSetup struct {
+	given deployment
+	sched schedulerFlags
+	cal   calibration
+}
+
+func setupEngine(cmd *cobra.Command, env Env, pf planFlags, sf simulateFlags, calFile string, args []string) (engineSetup, error) {
+	ev, err := gather(cmd.Context(), cmd, env, pf, args)
+	if err != nil {
+		return engineSetup{}, err
+	}
+	sched, err := readSchedulerFlags(cmd, sf, ev.Settings.Extra)
+	if err != nil {
+		return engineSetup{}, err
+	}
+	cal, err := loadCalibration(calFile, ev.Sel.Device.Name)
+	if err != nil {
+		return engineSetup{}, err
+	}
+	given, err := planDeployment(ev, ev.Settings, "given")
+	if err != nil {
+		return engineSetup{}, err
+	}
+	return engineSetup{given: given, sched: sched, cal: cal}, nil
+}
+
 // schedulerFlags reads vLLM's scheduler flags from headroom's flags or, if
 // not given there, from the pasted command (where the vllm package keeps
 // them verbatim in Extra).
@@ -514,22 +543,11 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if err != nil {
 		return err
 	}
-	ev, err := gather(cmd.Context(), cmd, env, f.plan, args)
+	setup, err := setupEngine(cmd, env, f.plan, f, f.calibration, args)
 	if err != nil {
 		return err
 	}
-	sched, err := readSchedulerFlags(cmd, f, ev.Settings.Extra)
-	if err != nil {
-		return err
-	}
-	cal, err := loadCalibration(f.calibration, ev.Sel.Device.Name)
-	if err != nil {
-		return err
-	}
-	given, err := planDeployment(ev, ev.Settings, "given")
-	if err != nil {
-		return err
-	}
+	ev, sched, cal, given := setup.given.ev, setup.sched, setup.cal, setup.given
 	if !given.budget.Fits && sched.blocksOverride == 0 {
 		for _, p := range given.budget.Problems {
 			fmt.Fprintf(env.Stderr, "headroom: %s\n", p.Message)

@@ -1,18 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
+	"headroom.dev/headroom/chart"
 	"headroom.dev/headroom/sim"
 )
 
@@ -23,34 +20,20 @@ func plotSeries(name string, r *sim.Report) error {
 	if err := plotFormat(name); err != nil {
 		return err
 	}
-	ext := strings.ToLower(filepath.Ext(name))
+	format, _ := chart.FormatOf(name)
 	panels, err := seriesPlots(r)
 	if err != nil {
 		return err
 	}
-	const w, h = 8 * vg.Inch, 7 * vg.Inch
-	var canvas vg.CanvasWriterTo
-	switch ext {
-	case ".svg":
-		canvas = vgsvg.New(w, h)
-	default:
-		canvas = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	}
-	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadX: vg.Points(4), PadY: vg.Points(8)}
-	grid := make([][]*plot.Plot, len(panels))
-	for i, p := range panels {
-		grid[i] = []*plot.Plot{p}
-	}
-	canvases := plot.Align(grid, tiles, dc)
-	for i, p := range panels {
-		p.Draw(canvases[i][0])
+	var buf bytes.Buffer
+	if err := chart.WriteStacked(&buf, format, panels, 8*vg.Inch, 7*vg.Inch); err != nil {
+		return fmt.Errorf("--plot %s: %v", name, err)
 	}
 	fh, err := os.Create(name)
 	if err != nil {
 		return badInput("--plot: %v", unwrapPathError(err))
 	}
-	if _, err := canvas.WriteTo(fh); err != nil {
+	if _, err := buf.WriteTo(fh); err != nil {
 		fh.Close()
 		return fmt.Errorf("--plot %s: %v", name, err)
 	}
@@ -109,8 +92,8 @@ func plotFormat(name string) error {
 	if name == "" {
 		return nil
 	}
-	if ext := strings.ToLower(filepath.Ext(name)); ext != ".svg" && ext != ".png" {
-		return badInput("--plot %s: give a .svg or .png file", name)
+	if _, err := chart.FormatOf(name); err != nil {
+		return badInput("--plot %v", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/slo"
 )
 
 // sloTarget is one --slo term: a latency statistic and its limit.
@@ -25,30 +26,20 @@ type sloTarget struct {
 	limitMS float64
 }
 
+// parseSLO reads --slo with loadtest's grammar (package slo), keeping the
+// bounds a simulation reports: it has no failed requests and no ITL of
+// its own, and its latency summary has no p95.
 func parseSLO(s string) ([]sloTarget, error) {
-	if s == "" {
-		return nil, nil
+	bounds, err := slo.Parse(s)
+	if err != nil {
+		return nil, badInput("--slo: %v", err)
 	}
 	var out []sloTarget
-	for _, term := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(term), "=")
-		metric, stat, ok2 := strings.Cut(k, "_")
-		d, err := time.ParseDuration(v)
-		valid := ok && ok2 && err == nil && d > 0
-		switch metric {
-		case "ttft", "tpot", "e2e":
-		default:
-			valid = false
+	for _, b := range bounds {
+		if b.Metric == "error_rate" || b.Metric == "itl" || b.Stat == "p95" {
+			return nil, badInput("--slo %s: simulate judges ttft, tpot or e2e by mean, p50, p90, p99 or max (error_rate, itl and p95 are loadtest's)", b.Name())
 		}
-		switch stat {
-		case "mean", "p50", "p90", "p99", "max":
-		default:
-			valid = false
-		}
-		if !valid {
-			return nil, badInput("--slo %q: want terms like ttft_p99=2s,tpot_p99=100ms (ttft, tpot or e2e; mean, p50, p90, p99 or max)", term)
-		}
-		out = append(out, sloTarget{Name: k, metric: metric, stat: stat, limitMS: float64(d) / float64(time.Millisecond)})
+		out = append(out, sloTarget{Name: b.Name(), metric: b.Metric, stat: b.Stat, limitMS: float64(b.Limit) / float64(time.Millisecond)})
 	}
 	return out, nil
 }

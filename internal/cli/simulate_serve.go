@@ -23,22 +23,11 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	if f.timeScale <= 0 {
 		return badInput("--time-scale must be positive")
 	}
-	ev, err := gather(cmd.Context(), cmd, env, f.plan, args)
+	setup, err := setupEngine(cmd, env, f.plan, f, f.calibration, args)
 	if err != nil {
 		return err
 	}
-	sched, err := readSchedulerFlags(cmd, f, ev.Settings.Extra)
-	if err != nil {
-		return err
-	}
-	cal, err := loadCalibration(f.calibration, ev.Sel.Device.Name)
-	if err != nil {
-		return err
-	}
-	d, err := planDeployment(ev, ev.Settings, "given")
-	if err != nil {
-		return err
-	}
+	ev, sched, cal, d := setup.given.ev, setup.sched, setup.cal, setup.given
 	if !d.budget.Fits && sched.blocksOverride == 0 {
 		fmt.Fprintln(env.Stderr, "headroom: the plan does not fit, so there is no engine to serve; see `headroom plan` (or give --num-gpu-blocks-override)")
 		return errNoFit

@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"headroom.dev/headroom/audit"
+)
+
+type auditFlags struct {
+	kubeconfig    string
+	context       string
+	namespace     string
+	allNamespaces bool
+	selector      string
+	live          bool
+	output        string
+	timeout       time.Duration
+}
+
+func newAuditCmd(env Env) *cobra.Command {
+	var f auditFlags
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Plan every vLLM workload of a cluster and rank the ones at risk",
+		Long: `audit finds every Deployment, StatefulSet, Pod and KAITO Workspace that runs vLLM,
+resolves its GPUs (limits, node selectors and affinity, its nodes' GPU feature discovery
+labels, MIG resources), plans each with the admission webhook's checks, and ranks them:
+will not start, thin margin, more max-num-seqs than the KV cache holds, CPU-only HPAs,
+probes that restart a loading server, shared GPUs. --live adds each pod's /metrics
+(through the API server's pod proxy), restarts and OOM kills.
+
+Exit code 1 when a workload will not start or is at risk; 2 on bad input.`,
+		Example: `  headroom audit -A
+  headroom audit -n llm -l team=search --live -o markdown
+  headroom audit --kubeconfig ~/.kube/prod -A -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAudit(cmd, env, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then the in-cluster service account)")
+	fl.StringVar(&f.context, "context", "", "kubeconfig context to use")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to audit (default: the context's)")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
+	fl.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=llm,tier!=dev")
+	fl.BoolVar(&f.live, "live", false, "read each running pod's /metrics through the API server, with restarts and OOM kills")
+	fl.StringVarP(&f.output, "output", "o", "table", "table, json, yaml or markdown")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request to the API server")
+	return cmd
+}
+
+func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
+	switch f.output {
+	case "table", "json", "yaml", "markdown":
+	default:
+		return badInput("-o %s: want table, json, yaml or markdown", f.output)
+	}
+	cfg, ns, err := auditConfig(env, f)
+	if err != nil {
+		return err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return badInput("API client: %v", err)
+	}
+	opt := audit.Options{Namespace: ns, AllNamespaces: f.allNamespaces, Selector: f.selector, Live: f.live,
+		Progress: auditProgress(env.Stderr)}
+	if f.live {
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return badInput("API client: %v", err)
+		}
+		opt.Metrics = audit.ProxyMetrics{Host: cfg.Host, Client: hc}
+	}
+	r, err := audit.Run(cmd.Context(), client, opt)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	w := env.Stdout
+	switch f.output {
+	case "json":
+		err = writeJSON(w, r)
+	case "yaml":
+		err = writeYAML(w, r)
+	case "markdown":
+		err = writeAuditMarkdown(w, r)
+	default:
+		err = writeAuditTable(w, r)
+	}
+	if err != nil {
+		return err
+	}
+	if r.AtRisk() {
+		return errNoFit
+	}
+	return nil
+}
+
+// auditConfig finds the API server and the default namespace: --kubeconfig,
+// else $KUBECONFIG, else ~/.kube/config, else the in-cluster service
+// account (client-go's deferred loading, with the environment read through
+// env).
+func auditConfig(env Env, f auditFlags) (*rest.Config, string, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
+	if f.kubeconfig == "" {
+		if kc := getenv(env, "KUBECONFIG"); kc != "" {
+			rules.Precedence = filepath.SplitList(kc)
+		} else if home := getenv(env, "HOME"); home != "" {
+			rules.Precedence = []string{filepath.Join(home, ".kube", "config")}
+		}
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", badInput("API server configuration: %v (give --kubeconfig, or run in a cluster)", oneLineErr(err))
+	}
+	ns := f.namespace
+	if ns == "" && !f.allNamespaces {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	cfg.Timeout = f.timeout
+	cfg.UserAgent = "headroom-audit"
+	// Hundreds of workloads mean a few hundred reads (HPAs, ConfigMaps);
+	// client-go's default of 5 per second would take minutes.
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, ns, nil
+}
+
+func oneLineErr(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// auditProgress shows the count of workloads evaluated: a live line on a
+// terminal, a plain line every 100 otherwise.
+func auditProgress(w io.Writer) func(done, total int) {
+	live := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			live = true
+		}
+	}
+	return func(done, total int) {
+		switch {
+		case live && done == total:
+			fmt.Fprintf(w, "\r\033[Kaudited %d workloads\n", total)
+		case live:
+			fmt.Fprintf(w, "\r\033[Kauditing %d/%d", done, total)
+		case done%100 == 0 || done == total:
+			fmt.Fprintf(w, "audited %d/%d\n", done, total)
+		}
+	}
+}
+
+// statusText is how the table shows a status.
+var statusText = map[string]string{
+	audit.LevelWillNotStart: "WILL NOT START",
+	audit.LevelRisk:         "AT RISK",
+	audit.LevelNotChecked:   "not checked",
+	audit.StatusOK:          "ok",
+}
+
+func engineText(w audit.Workload) string {
+	var parts []string
+	for _, e := range w.Engines {
+		parts = append(parts, fmt.Sprintf("%s on %d×%s", e.Model, e.GPUCount, e.GPU))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func writeAuditTable(w io.Writer, r audit.Report) error {
+	s := r.Summary
+	fmt.Fprintf(w, "%s: %d vLLM workloads: %d will not start, %d at risk, %d not checked, %d ok\n\n", r.Scope, s.Workloads, s.WillNotStart, s.AtRisk, s.NotChecked, s.OK)
+	for _, f := range r.Cluster {
+		fmt.Fprintf(w, "%s: %s\n", f.Level, f.Message)
+	}
+	if len(r.Workloads) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tNAMESPACE\tKIND/NAME\tSERVES\tFINDINGS")
+	for _, wl := range r.Workloads {
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, engineText(wl), strings.Join(riskCodes(wl, "%s"), ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wl := range r.Workloads {
+		if wl.Status == audit.StatusOK {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s/%s/%s\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name)
+		for _, f := range wl.Findings {
+			fmt.Fprintf(w, "  - [%s] %s\n", f.Code, f.Message)
+		}
+	}
+	return nil
+}
+
+func writeAuditMarkdown(w io.Writer, r audit.Report) error {
+	s := r.Summary
+	fmt.Fprintf(w, "## headroom audit (%s)\n\n%d vLLM workloads: **%d will not start**, **%d at risk**, %d not checked, %d ok.\n\n", r.Scope, s.Workloads, s.WillNotStart, s.AtRisk, s.NotChecked, s.OK)
+	for _, f := range r.Cluster {
+		fmt.Fprintf(w, "- %s: %s\n", f.Level, f.Message)
+	}
+	if len(r.Workloads) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\n| status | namespace | workload | serves | findings |\n|---|---|---|---|---|")
+	for _, wl := range r.Workloads {
+		fmt.Fprintf(w, "| %s | %s | %s/%s | %s | %s |\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, mdCell(engineText(wl)), strings.Join(riskCodes(wl, "`%s`"), " "))
+	}
+	for _, wl := range r.Workloads {
+		if wl.Status == audit.StatusOK {
+			continue
+		}
+		fmt.Fprintf(w, "\n### %s/%s/%s: %s\n\n", wl.Namespace, wl.Kind, wl.Name, statusText[wl.Status])
+		for _, f := range wl.Findings {
+			fmt.Fprintf(w, "- `%s` %s\n", f.Code, mdCell(f.Message))
+		}
+	}
+	return nil
+}
+
+// riskCodes are the codes of a workload's findings above info, each
+// formatted with format.
+func riskCodes(wl audit.Workload, format string) []string {
+	var codes []string
+	for _, f := range wl.Findings {
+		if f.Level != audit.LevelInfo {
+			codes = append(codes, fmt.Sprintf(format, f.Code))
+		}
+	}
+	return codes
+}
+
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/internal/fakeopenai"
+	"headroom.dev/headroom/loadtest"
+	"headroom.dev/headroom/sim"
+)
+
+type loadtestResult = loadtest.Result
+
+// The -o json fields other tools read.
+func TestLoadtestJSON(t *testing.T) {
+	srv := fakeopenai.Start(fakeopenai.Options{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Capacity: 4})
+	defer srv.Close()
+	plot := filepath.Join(t.TempDir(), "run.svg")
+	code, out, errs := run(t, nil, "loadtest", "--url", srv.URL, "--rate", "20", "--arrival", "constant",
+		"--num-requests", "10", "--input-tokens", "100", "--output-tokens", "8", "--interval", "100ms",
+		"--slo", "ttft_p99=5s,tpot_p99=1s", "-o", "json", "--plot", plot)
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"requests", "errors", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "throughput",
+		"max_kv_usage", "preemptions", "series", "send_rate", "slo", "prompt_tokens"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in the JSON", k)
+		}
+	}
+	for _, k := range []string{"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"} {
+		l := m[k].(map[string]any)
+		for _, s := range []string{"mean", "p50", "p90", "p99"} {
+			if _, ok := l[s]; !ok {
+				t.Errorf("no %s.%s", k, s)
+			}
+		}
+	}
+	if m["requests"] != 10.0 || m["target"].(map[string]any)["model"] != "stand-in" || m["slo_met"] != true {
+		t.Errorf("requests %v, model %v, slo_met %v; want 10, the one /v1/models names, true", m["requests"], m["target"], m["slo_met"])
+	}
+	// Not a terminal: plain progress lines on stderr, the first at the
+	// start (every 10th reading after it).
+	if !strings.HasPrefix(errs, "headroom: loadtest     0s  sent ") || strings.Contains(errs, "\r") {
+		t.Errorf("progress on stderr: %q", errs)
+	}
+	b, err := os.ReadFile(plot)
+	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "KV-cache usage") {
+		t.Errorf("plot: %v, %.200s", err, b)
+	}
+}
+
+// A missed SLO exits 1 and says which: the stand-in's first token takes
+// 50 ms, the bound is 10 ms.
+func TestLoadtestSLOMissed(t *testing.T) {
+	srv := fakeopenai.Start(fakeopenai.Options{TTFT: 50 * time.Millisecond})
+	defer srv.Close()
+	code, out, errs := run(t, nil, "loadtest", "--url", srv.URL, "--concurrency", "2", "--num-requests", "4",
+		"--output-tokens", "2", "--slo", "ttft_p99=10ms")
+	if code != ExitNoFit {
+		t.Fatalf("exit %d, want 1: %s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "SLO ttft_p99") || !strings.Contains(out, "MISSED") {
+		t.Errorf("the table does not say which SLO was missed:\n%s", out)
+	}
+}
+
+// A timed log replays with its sizes: the served prompt tokens follow the
+// log's (the stand-in counts 1.5 tokens per word, which the warm-up
+// calibrates), and -o yaml parses.
+func TestLoadtestReplay(t *testing.T) {
+	srv := fakeopenai.Start(fakeopenai.Options{})
+	defer srv.Close()
+	log := filepath.Join(t.TempDir(), "requests.log")
+	os.WriteFile(log, []byte(`2026-11-20T10:00:00Z input_tokens=300 output_tokens=3
+2026-11-20T10:00:00Z input_tokens=600 output_tokens=3
+2026-11-20T10:00:01Z input_tokens=900 output_tokens=3
+`), 0o644)
+	code, out, errs := run(t, nil, "loadtest", "--url", srv.URL, "--requests", log, "--speedup", "10", "-o", "yaml")
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Requests     int64 `json:"requests"`
+		PromptTokens struct {
+			Served struct {
+				Mean float64 `json:"mean"`
+				Max  int64   `json:"max"`
+			} `json:"served"`
+		} `json:"prompt_tokens"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	// 300, 600 and 900 tokens: mean 600, max 900.
+	if r.Requests != 3 || r.PromptTokens.Served.Mean != 600 || r.PromptTokens.Served.Max != 900 {
+		t.Errorf("got %+v, want 3 requests with prompts of mean 600 and max 900 tokens\n%s", r, out)
+	}
+}
+
+func TestLoadtestBadInput(t *testing.T) {
+	srv := fakeopenai.Start(fakeopenai.Options{})
+	defer srv.Close()
+	closed := fakeopenai.Start(fakeopenai.Options{})
+	closed.Close()
+	untimed := filepath.Join(t.TempDir(), "untimed.log")
+	os.WriteFile(untimed, []byte("input_tokens=5 output_tokens=5\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "1", "--duration", "1s"}, "--url"},
+		{[]string{"--url", srv.URL, "--rate", "1", "--concurrency", "2", "--duration", "1s"}, "not both"},
+		{[]string{"--url", srv.URL, "--rate", "1"}, "--duration or --num-requests"},
+		{[]string{"--url", srv.URL, "--num-requests", "1"}, "--rate R"},
+		{[]string{"--url", srv.URL, "--rate", "1", "--duration", "1s", "--slo", "ttft=1s"}, "--slo"},
+		{[]string{"--url", srv.URL, "--concurrency", "1", "--duration", "1s", "--burst", "5x10@1s"}, "open loop"},
+		{[]string{"--url", srv.URL, "--rate", "1", "--duration", "1s", "--plot", "x.pdf"}, ".svg or .png"},
+		{[]string{"--url", srv.URL, "--requests", untimed}, "no time"},
+		{[]string{"--url", srv.URL, "--requests", "/nonexistent/log"}, "--requests"},
+		{[]string{"--url", closed.URL, "--model", "m", "--rate", "1", "--num-requests", "1"}, "did not answer"},
+		{[]string{"--url", srv.URL, "--endpoint", "embeddings", "--rate", "1", "--num-requests", "1"}, "--endpoint"},
+		{[]string{"--url", srv.URL, "--gpu", "H100-80GB", "--concurrency", "1", "--num-requests", "1"}, "open loop"},
+		{[]string{"--url", srv.URL, "--gpu", "H100-80GB", "--offline", "--rate", "1", "--num-requests", "1"}, "stand-in"},
+		{[]string{"--url", srv.URL, "--rate", "1", "--num-requests", "1", "extra"}, "unexpected argument"},
+	} {
+		code, out, errs := run(t, nil, append([]string{"loadtest"}, c.args...)...)
+		if code != ExitBadInput || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want 2 and one line with %q", c.args, code, errs, out, c.want)
+		}
+	}
+}
+
+// serveSimulated starts `headroom simulate --serve` on a free loopback
+// port with args and returns its URL; it stops with the test.
+func serveSimulated(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, append([]string{"simulate", "--serve", "--listen", "127.0.0.1:0"}, args...),
+			Env{Stdout: io.Discard, Stderr: &errb, Getenv: func(k string) string { return offline[k] }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-code:
+		case <-time.After(10 * time.Second):
+			t.Error("simulate --serve did not stop")
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, after, ok := strings.Cut(errb.String(), "on http://"); ok {
+			return "http://" + strings.Fields(after)[0]
+		}
+	}
+	t.Fatalf("simulate --serve printed no address: %q", errb.String())
+	return ""
+}
+
+// TestLoadtestPrediction loads the simulated Llama-3.1-8B on an H100
+// (roofline step time, real time) and asks for simulate's prediction of
+// the same traffic: the same engine offline, so prediction and measurement
+// meet up to the live run's delivery delays. The calibration fitted from
+// the run's decode steps goes to --calibration-out.
+func TestLoadtestPrediction(t *testing.T) {
+	plan := []string{"--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--vllm-version", "0.19.0"}
+	base := serveSimulated(t, plan...)
+	calOut := filepath.Join(t.TempDir(), "cal", "step-calibration.jsonl")
+	code, out, errs := run(t, offline, append([]string{"loadtest", "--url", base, "--rate", "10", "--arrival", "constant",
+		"--num-requests", "20", "--input-tokens", "500", "--output-tokens", "32", "--interval", "200ms",
+		"--calibration-out", calOut, "-o", "json"}, plan[2:]...)...)
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r loadtestResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Simulated == nil || r.Simulated.Requests != 20 || r.Simulated.Rejected != 0 {
+		t.Fatalf("simulated %+v, want 20 requests, none rejected", r.Simulated)
+	}
+	sm := r.Simulated
+	t.Logf("measured TTFT %.2f TPOT %.2f; simulated TTFT %.2f TPOT %.2f; calibration %+v",
+		r.TTFT.Mean, r.TPOT.Mean, sm.TTFT.Mean, sm.TPOT.Mean, r.StepCalibration)
+	// Same engine, same due times: TPOT is a difference of delivered token
+	// times (within 5%); TTFT adds the send lag and loopback delivery, and
+	// an arrival pushed past a step's start waits one more step (~7 ms).
+	if d := r.TPOT.Mean/sm.TPOT.Mean - 1; d < -0.05 || d > 0.05 {
+		t.Errorf("TPOT mean %.2f ms, simulated %.2f ms: want within 5%%", r.TPOT.Mean, sm.TPOT.Mean)
+	}
+	if r.TTFT.Mean < sm.TTFT.Mean-1 || r.TTFT.Mean > sm.TTFT.Mean+15 {
+		t.Errorf("TTFT mean %.2f ms, simulated %.2f ms: want within [-1, +15] ms", r.TTFT.Mean, sm.TTFT.Mean)
+	}
+	// The engine served steps of the default calibration (bandwidth x0.80,
+	// 1 ms overhead); the fit from the median ITL gets the bandwidth back
+	// within the median's error (delivery jitter and the 0.4% histogram
+	// buckets: a few % of a 7 ms step).
+	b, err := os.ReadFile(calOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c sim.Calibration
+	if err := json.Unmarshal(b, &c); err != nil || strings.Count(string(b), "\n") != 1 {
+		t.Fatalf("%s: %v\n%s", calOut, err, b)
+	}
+	if c.GPU != "H100-80GB" || c.BandwidthEfficiency < 0.74 || c.BandwidthEfficiency > 0.86 || c.Overhead != 0.001 {
+		t.Errorf("calibration %+v, want H100-80GB, bandwidth 0.80 ± 0.06, overhead 1 ms", c)
+	}
+}

@@ -1,0 +1,332 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Endpoints of the OpenAI API.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+)
+
+// Error kinds of a failed request, as reported in Result.Errors; an HTTP
+// status is reported as "http_<code>".
+const (
+	ErrConnect      = "connect"       // no connection (refused, reset before an answer, DNS)
+	ErrTimeout      = "timeout"       // the request or a gap between chunks took too long
+	ErrBrokenStream = "broken_stream" // the stream ended before [DONE], or the connection broke mid-way
+	ErrBadResponse  = "bad_response"  // not an SSE stream of OpenAI chunks
+	ErrStreamError  = "stream_error"  // the server streamed an error object
+	ErrNoContent    = "no_content"    // the stream ended properly without a content chunk
+	ErrCanceled     = "canceled"      // the run was interrupted
+)
+
+// Clock is the time source: the real one in use, a fake in tests.
+type Clock interface {
+	Now() time.Time
+	// SleepUntil returns at t, or with ctx's error when ctx ends first.
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
+// RealClock is the wall clock (Go's monotonic reading for differences).
+type RealClock struct{}
+
+// Now implements Clock.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// SleepUntil implements Clock.
+func (RealClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Target is the server and how to talk to it.
+type Target struct {
+	// BaseURL is the server, e.g. http://localhost:8000; "/v1/..." is
+	// appended unless it already ends in /v1.
+	BaseURL  string
+	Model    string
+	APIKey   string
+	Endpoint string
+	// IgnoreEOS asks vLLM to generate exactly max_tokens (its extension
+	// of the API; other servers may refuse the field).
+	IgnoreEOS bool
+	// Timeout bounds one request from send to the end of its stream;
+	// StallTimeout bounds the wait for each next chunk. 0 is no bound.
+	Timeout, StallTimeout time.Duration
+}
+
+// URL returns the endpoint's URL.
+func (t Target) URL() string {
+	base := strings.TrimRight(t.BaseURL, "/")
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	if t.Endpoint == EndpointChat {
+		return base + "/chat/completions"
+	}
+	return base + "/completions"
+}
+
+// ParseBaseURL checks a server URL as people type it ("host:8000",
+// "http://host:8000", ".../v1") and returns it with a scheme.
+func ParseBaseURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errors.New("no --url: give the server's, e.g. http://localhost:8000")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("--url %q is not a URL like http://localhost:8000", s)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("--url %q: the scheme must be http or https", s)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions")
+	u.Path = strings.TrimSuffix(u.Path, "/completions")
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Outcome is what one request measured. Times are from the moment the
+// request was handed to the HTTP client.
+type Outcome struct {
+	// Due and Sent are from the start of the run; Sent - Due is how late
+	// the client sent it.
+	Due, Sent time.Duration
+	// PromptWords is the prompt's length in words; Prompt the tokens asked for.
+	PromptWords int
+	Prompt      int64
+	// Err is the error kind ("" for success) and ErrText its detail.
+	Err, ErrText string
+	// TTFT, E2E: see the package doc. ITL holds the gaps between
+	// content chunks.
+	TTFT, E2E time.Duration
+	ITL       []time.Duration
+	// Chunks counts the content chunks.
+	Chunks int
+	// Usage is the server's count; nil when the stream carried none.
+	Usage *Usage
+}
+
+// OutputTokens is usage.completion_tokens, or the content chunks when the
+// server sent no usage (one token per chunk, as vLLM streams by default).
+func (o *Outcome) OutputTokens() int64 {
+	if o.Usage != nil {
+		return o.Usage.CompletionTokens
+	}
+	return int64(o.Chunks)
+}
+
+// TPOT is (E2E - TTFT) / (output tokens - 1); ok is false for one output
+// token or fewer, where vllm bench serve leaves it out too.
+func (o *Outcome) TPOT() (time.Duration, bool) {
+	n := o.OutputTokens()
+	if o.Err != "" || n <= 1 {
+		return 0, false
+	}
+	return (o.E2E - o.TTFT) / time.Duration(n-1), true
+}
+
+// Client sends requests to a Target.
+type Client struct {
+	Target Target
+	HTTP   *http.Client
+	Clock  Clock
+}
+
+// body builds the JSON request. max_tokens is the field both endpoints of
+// vLLM read (chat also takes max_completion_tokens; older servers only
+// max_tokens).
+func (c *Client) body(text string, maxTokens int64) ([]byte, error) {
+	req := map[string]any{
+		"model":          c.Target.Model,
+		"max_tokens":     maxTokens,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+		"temperature":    0,
+	}
+	if c.Target.IgnoreEOS {
+		req["ignore_eos"] = true
+	}
+	if c.Target.Endpoint == EndpointChat {
+		req["messages"] = []map[string]string{{"role": "user", "content": text}}
+	} else {
+		req["prompt"] = text
+	}
+	return json.Marshal(req)
+}
+
+// Do sends one request with prompt text and max_tokens and reads its
+// stream to the end. Its time is bounded by Target.Timeout and
+// Target.StallTimeout; ctx's end cancels it (ErrCanceled).
+func (c *Client) Do(ctx context.Context, text string, maxTokens int64) Outcome {
+	var o Outcome
+	body, err := c.body(text, maxTokens)
+	if err != nil {
+		o.Err, o.ErrText = ErrBadResponse, err.Error()
+		return o
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.Target.Timeout > 0 {
+		var stop context.CancelFunc
+		rctx, stop = context.WithTimeoutCause(rctx, c.Target.Timeout, errTimeout)
+		defer stop()
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.Target.URL(), bytes.NewReader(body))
+	if err != nil {
+		o.Err, o.ErrText = ErrConnect, err.Error()
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.Target.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Target.APIKey)
+	}
+
+	// A stall guard, armed by the first content chunk and re-armed by
+	// every chunk after it: when it fires the request's context ends with
+	// errStall and the body read returns. The wait for the first chunk is
+	// queueing and prefill, which can rightly take minutes under load;
+	// only Timeout bounds it.
+	var stall *time.Timer
+	arm := func() {}
+	if c.Target.StallTimeout > 0 {
+		arm = func() {
+			if stall == nil {
+				stall = time.AfterFunc(c.Target.StallTimeout, func() { cancel(errStall) })
+				return
+			}
+			stall.Reset(c.Target.StallTimeout)
+		}
+		defer func() {
+			if stall != nil {
+				stall.Stop()
+			}
+		}()
+	}
+
+	start := c.Clock.Now()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		o.Err, o.ErrText = c.classify(ctx, rctx, err, ErrConnect)
+		return o
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		o.Err = fmt.Sprintf("http_%d", resp.StatusCode)
+		o.ErrText = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return o
+	}
+	sse := NewSSEReader(resp.Body)
+	var last time.Time
+	events := 0
+	for {
+		data, err := sse.Next()
+		now := c.Clock.Now()
+		if err != nil {
+			switch {
+			case (err == io.EOF || err == io.ErrUnexpectedEOF) && events == 0:
+				o.Err, o.ErrText = ErrBadResponse, fmt.Sprintf("no server-sent events in the answer (Content-Type %q)", resp.Header.Get("Content-Type"))
+			case err == io.EOF || err == io.ErrUnexpectedEOF:
+				o.Err, o.ErrText = ErrBrokenStream, "the stream ended before [DONE]"
+			case errors.Is(err, ErrEventTooLarge):
+				o.Err, o.ErrText = ErrBadResponse, err.Error()
+			default:
+				o.Err, o.ErrText = c.classify(ctx, rctx, err, ErrBrokenStream)
+			}
+			break
+		}
+		events++
+		if o.Chunks > 0 {
+			arm()
+		}
+		ch, err := ParseChunk(data)
+		if err != nil {
+			o.Err, o.ErrText = ErrBadResponse, err.Error()
+			break
+		}
+		if ch.Error != "" {
+			o.Err, o.ErrText = ErrStreamError, ch.Error
+			break
+		}
+		if ch.Usage != nil {
+			u := *ch.Usage
+			o.Usage = &u
+		}
+		if ch.Done {
+			if o.Chunks == 0 {
+				o.Err, o.ErrText = ErrNoContent, "the stream carried no content"
+			}
+			break
+		}
+		if ch.Content == "" {
+			continue
+		}
+		if o.Chunks == 0 {
+			o.TTFT = now.Sub(start)
+		} else {
+			o.ITL = append(o.ITL, now.Sub(last))
+		}
+		o.Chunks++
+		last = now
+	}
+	if o.Chunks > 0 {
+		o.E2E = last.Sub(start)
+	}
+	return o
+}
+
+var (
+	errTimeout = errors.New("request timeout")
+	errStall   = errors.New("no chunk within the stall timeout")
+)
+
+// classify names a transport error: the run's end, a timeout of ours, a
+// refused connection, or fallback.
+func (c *Client) classify(parent, rctx context.Context, err error, fallback string) (string, string) {
+	if parent.Err() != nil {
+		return ErrCanceled, "the run was interrupted"
+	}
+	switch cause := context.Cause(rctx); {
+	case errors.Is(cause, errTimeout):
+		return ErrTimeout, fmt.Sprintf("no complete answer within %s", c.Target.Timeout)
+	case errors.Is(cause, errStall):
+		return ErrTimeout, fmt.Sprintf("no chunk for %s", c.Target.StallTimeout)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ErrTimeout, err.Error()
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrConnect, err.Error()
+	}
+	return fallback, err.Error()
+}

@@ -1,0 +1,225 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/telemetry"
+)
+
+// Config is one run.
+type Config struct {
+	Client *Client
+	// Schedule supplies the items. Open loop (Concurrency 0) sends each
+	// at its Due; closed loop keeps Concurrency requests in flight and
+	// ignores Due.
+	Schedule    Schedule
+	Concurrency int
+	// Count and Duration stop the run: no item past Count is sent, and
+	// none due (open loop) or started (closed loop) after Duration. 0 is
+	// no bound; a run needs one of them or a finite Schedule.
+	Count    int
+	Duration time.Duration
+	// Warmup sends two short requests before the run (not counted): they
+	// show that the server answers, and their usage calibrates prompt
+	// lengths before the first timed request.
+	Warmup bool
+	SLOs   []slo.Bound
+	Seed   uint64
+
+	// Scraper reads /metrics (nil: none); GPUs reads local GPUs (nil:
+	// none); Interval is the time between readings (0: 1 s).
+	Scraper  *telemetry.Scraper
+	GPUs     telemetry.GPUReader
+	Interval time.Duration
+	// Progress is called after each reading.
+	Progress func(Progress, *Point)
+}
+
+// ErrWarmup wraps a failed warm-up: the server could not be used at all.
+var ErrWarmup = errors.New("the server did not answer the first requests")
+
+// Warm-up prompt lengths: two lengths give the calibration its line
+// (rate and fixed template tokens); both are short so a busy server
+// answers them quickly.
+var warmupWords = [2]int{32, 256}
+
+// Run sends the schedule and returns the report. It returns early with
+// ctx's end (the report then covers what ran) or an error wrapping
+// ErrWarmup when the warm-up requests fail.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	clock := cfg.Client.Clock
+	cal := NewCalibration()
+	if cfg.Warmup {
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0xca1))
+		for _, n := range warmupWords {
+			o := cfg.Client.Do(ctx, prompt(rng, n), 1)
+			if o.Err != "" {
+				return nil, fmt.Errorf("%w: %s (%s)", ErrWarmup, o.ErrText, o.Err)
+			}
+			if o.Usage != nil {
+				cal.Observe(n, o.Usage.PromptTokens)
+			}
+		}
+	}
+
+	stats := NewStats(cfg.SLOs)
+	interval := cfg.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	w := &watcher{scraper: cfg.Scraper, gpus: cfg.GPUs, interval: interval, clock: clock,
+		stats: stats, progress: cfg.Progress}
+	start := clock.Now()
+	wctx, stopWatch := context.WithCancel(ctx)
+	var wwg sync.WaitGroup
+	wwg.Add(1)
+	go func() {
+		defer wwg.Done()
+		w.read(wctx, 0)
+		w.run(wctx, start)
+	}()
+
+	var inflight sync.WaitGroup
+	// sent is read where the loop releases the request, before its
+	// goroutine starts (Go starts one within microseconds): the send lag
+	// is the loop's own lateness.
+	send := func(i uint64, it Item, text string, nwords int, sent time.Duration) {
+		defer inflight.Done()
+		o := Outcome{Due: it.Due, PromptWords: nwords, Prompt: it.Prompt, Sent: sent}
+		stats.Sent(&o)
+		r := cfg.Client.Do(ctx, text, it.Output)
+		r.Due, r.Sent, r.PromptWords, r.Prompt = o.Due, o.Sent, o.PromptWords, o.Prompt
+		if r.Usage != nil && r.Err == "" {
+			cal.Observe(nwords, r.Usage.PromptTokens)
+		}
+		stats.Add(&r, clock.Now().Sub(start))
+	}
+	build := func(i uint64, it Item) (string, int) {
+		n := cal.Words(it.Prompt)
+		rng := rand.New(rand.NewPCG(cfg.Seed, i))
+		return prompt(rng, n), n
+	}
+
+	var schedErr error
+	if cfg.Concurrency <= 0 {
+		schedErr = openLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
+			inflight.Add(1)
+			go send(i, it, text, n, clock.Now().Sub(start))
+		})
+	} else {
+		schedErr = closedLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
+			inflight.Add(1)
+			send(i, it, text, n, clock.Now().Sub(start))
+		})
+	}
+	inflight.Wait()
+	stopWatch()
+	wwg.Wait()
+	// A last reading after the drain: the counters' final values.
+	w.read(context.WithoutCancel(ctx), clock.Now().Sub(start))
+
+	t := cfg.Client.Target
+	r := &Result{Target: TargetInfo{URL: t.URL(), Model: t.Model, Endpoint: t.Endpoint}}
+	r.Load.Mode, r.Load.Concurrency = "open", cfg.Concurrency
+	if cfg.Concurrency > 0 {
+		r.Load.Mode = "closed"
+	}
+	stats.summarize(r)
+	if cfg.Concurrency > 0 {
+		// A closed loop sends when a request ends: its rate is the
+		// server's, not a measure of the client.
+		r.SendRate = SendRate{}
+	}
+	w.series.fill(r, interval)
+	r.Calibration.TokensPerWord, r.Calibration.FixedTokens = cal.Rate()
+	r.Calibration.TokensPerWord, r.Calibration.FixedTokens = round3(r.Calibration.TokensPerWord), round3(r.Calibration.FixedTokens)
+	if w.metricsOff {
+		r.Notes = append(r.Notes, fmt.Sprintf("no server metrics: %v", w.firstErr))
+	} else if w.scrapeErrors > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d metric readings failed, the first: %v", w.scrapeErrors, w.firstErr))
+	}
+	if schedErr != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("stopped early: %v", schedErr))
+	}
+	if ctx.Err() != nil {
+		r.Notes = append(r.Notes, "interrupted: the report covers what ran")
+	}
+	r.judge(cfg.SLOs)
+	return r, nil
+}
+
+// within reports whether item i (0-based) is inside the count bound.
+func within(cfg Config, i uint64) bool { return cfg.Count <= 0 || i < uint64(cfg.Count) }
+
+// openLoop sends each item at its due time, whatever the earlier ones are
+// doing: the prompt is built first, then the loop sleeps to the due time
+// and hands the request to its own goroutine.
+func openLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
+	build func(uint64, Item) (string, int), fire func(uint64, Item, string, int)) error {
+	for i := uint64(0); within(cfg, i); i++ {
+		it, ok, err := cfg.Schedule.Next()
+		if err != nil || !ok {
+			return err
+		}
+		if cfg.Duration > 0 && it.Due > cfg.Duration {
+			return nil
+		}
+		text, n := build(i, it)
+		if clock.SleepUntil(ctx, start.Add(it.Due)) != nil {
+			return nil
+		}
+		fire(i, it, text, n)
+	}
+	return nil
+}
+
+// closedLoop keeps cfg.Concurrency requests in flight: each worker takes
+// the next item when its last request ends.
+func closedLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
+	build func(uint64, Item) (string, int), do func(uint64, Item, string, int)) error {
+	var mu sync.Mutex
+	var next uint64
+	var schedErr error
+	take := func() (uint64, Item, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if schedErr != nil || ctx.Err() != nil || !within(cfg, next) {
+			return 0, Item{}, false
+		}
+		if cfg.Duration > 0 && clock.Now().Sub(start) >= cfg.Duration {
+			return 0, Item{}, false
+		}
+		it, ok, err := cfg.Schedule.Next()
+		if err != nil || !ok {
+			schedErr = err
+			return 0, Item{}, false
+		}
+		it.Due = clock.Now().Sub(start)
+		i := next
+		next++
+		return i, it, true
+	}
+	var wg sync.WaitGroup
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i, it, ok := take()
+				if !ok {
+					return
+				}
+				text, n := build(i, it)
+				do(i, it, text, n)
+			}
+		}()
+	}
+	wg.Wait()
+	return schedErr
+}
