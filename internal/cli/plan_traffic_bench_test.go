@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // BenchmarkPlanProfile is `plan --profile` on a typical profile (shortLog's:
 // 20 req/s of ~1,200-token requests, Llama-3.1-8B on one H100-80GB at
@@ -14,19 +10,12 @@ import (
 //
 //	go test ./internal/cli -run '^$' -bench PlanProfile -benchtime 5x
 func BenchmarkPlanProfile(b *testing.B) {
-	dir := b.TempDir()
-	logFile := filepath.Join(dir, "req.log")
-	if err := os.WriteFile(logFile, []byte(shortLog()), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	logFile := writeFile(b, "req.log", shortLog())
 	code, prof, errs := run(b, offline, "profile", logFile, "--window", "1m", "-o", "json")
 	if code != 0 {
 		b.Fatal(errs)
 	}
-	profFile := filepath.Join(dir, "profile.json")
-	if err := os.WriteFile(profFile, []byte(prof), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	profFile := writeFile(b, "profile.json", prof)
 	for _, c := range []struct {
 		name string
 		args []string
