@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/loadtest"
-	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/telemetry"
 )
@@ -84,12 +83,11 @@ func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest
 		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)
 	path := f.calOut
 	if path == "" {
-		probePath, err := probe.CalibrationPath(p.env.Getenv)
-		if err != nil {
+		var err error
+		if path, err = stepCalibrationPath(p.env.Getenv); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("no calibration written: %v (give --calibration-out)", err))
 			return nil
 		}
-		path = filepath.Join(filepath.Dir(probePath), "step-calibration.jsonl")
 	}
 	if err := appendJSONLine(path, c); err != nil {
 		return usageError{fmt.Errorf("--calibration-out: %v", err)}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
@@ -155,8 +157,10 @@ func setupEngine(cmd *cobra.Command, env Env, pf planFlags, sf simulateFlags, ca
 	if err != nil {
 		return engineSetup{}, err
 	}
-	cal, err := loadCalibration(calFile, ev.Sel.Device.Name)
-	if err != nil {
+	var cal calibration
+	if calFile == "" {
+		cal, ev.Notes = defaultCalibration(env, ev.Sel.Device.Name, ev.Notes)
+	} else if cal, err = loadCalibration(calFile, ev.Sel.Device.Name); err != nil {
 		return engineSetup{}, err
 	}
 	given, err := planDeployment(ev, ev.Settings, "given")
@@ -270,6 +274,42 @@ type calibration struct {
 	sim.Calibration
 	samples []sim.Sample
 	file    string
+}
+
+// stepCalibrationPath is where loadtest appends the step-time corrections
+// it fits: beside the probe's calibration.jsonl, in the user's cache.
+func stepCalibrationPath(getenv func(string) string) (string, error) {
+	p, err := probe.CalibrationPath(getenv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "step-calibration.jsonl"), nil
+}
+
+// defaultCalibration is what the engine runs with when no --calibration is
+// given: the corrections loadtest wrote for this GPU, as plan uses the
+// probe's records, said in a note; without any, the defaults. A file that
+// does not read is a note, not a failure: the user did not name it.
+func defaultCalibration(env Env, device string, notes []string) (calibration, []string) {
+	path, err := stepCalibrationPath(env.Getenv)
+	if err != nil {
+		return calibration{Calibration: sim.DefaultCalibration}, notes
+	}
+	if _, err := os.Stat(path); err != nil {
+		return calibration{Calibration: sim.DefaultCalibration}, notes
+	}
+	cal, err := loadCalibration(path, device)
+	if err != nil {
+		return calibration{Calibration: sim.DefaultCalibration}, append(notes, fmt.Sprintf("step-time calibration not read: %v", err))
+	}
+	if cal.Calibration == sim.DefaultCalibration && len(cal.samples) == 0 {
+		return cal, notes
+	}
+	what := cal.Source
+	if len(cal.samples) > 0 {
+		what = fmt.Sprintf("%d measured steps", len(cal.samples))
+	}
+	return cal, append(notes, fmt.Sprintf("step time calibrated by %s (%s); --calibration FILE to use another", path, what))
 }
 
 // loadCalibration reads JSON lines of two kinds: corrections {"gpu",

@@ -264,6 +264,32 @@ func TestSimulateCalibration(t *testing.T) {
 	if r := (slow - 1) / (def - 1); r < 1.98 || r > 2.02 {
 		t.Errorf("TPOT %v ms by default, %v ms calibrated: ratio less overhead %.3f, want 2", def, slow, r)
 	}
+	// Without --calibration, the corrections loadtest appends to the cache
+	// (XDG_CACHE_HOME/headroom/step-calibration.jsonl) are used, and said.
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, "headroom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "headroom", "step-calibration.jsonl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": cache}
+	code, out, errs := run(t, env, append(args[:len(args)-2:len(args)-2], "-o", "table")...)
+	if code != 0 || !strings.Contains(out+errs, "step time calibrated by "+filepath.Join(cache, "headroom", "step-calibration.jsonl")) {
+		t.Errorf("the cached calibration is not said: exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, env, args...)
+	var r struct {
+		TPOT struct{ Mean float64 } `json:"tpot_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.TPOT.Mean != slow {
+		t.Errorf("with the cached calibration TPOT is %v ms, want %v as with --calibration (exit %d, %v): %s", r.TPOT.Mean, slow, code, err, errs)
+	}
+
 	bad := writeFile(t, "bad.jsonl", `{"gpu":"H100-80GB","flops_efficiency":-1}`+"\n")
 	if code, _, errs := run(t, offline, append(args, "--calibration", bad)...); code != ExitBadInput || !strings.Contains(errs, "line 1") {
 		t.Errorf("bad calibration: exit %d: %s", code, errs)
