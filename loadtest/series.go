@@ -82,21 +82,9 @@ func (s *Series) add(p Point, v *telemetry.VLLMSample, gpus []telemetry.GPU) {
 			p.Preemptions = f(s.preAdded)
 		}
 	}
-	if len(gpus) > 0 {
-		var used, total int64
-		known := true
-		for _, g := range gpus {
-			if g.UsedBytes == telemetry.Unknown || g.TotalBytes == telemetry.Unknown {
-				known = false
-				break
-			}
-			used += g.UsedBytes
-			total += g.TotalBytes
-		}
-		if known {
-			p.GPUUsedBytes = &used
-			s.gpuMax, s.gpuTotal, s.haveGPU = max(s.gpuMax, used), total, true
-		}
+	if used, total, ok := telemetry.Sum(gpus); ok {
+		p.GPUUsedBytes = &used
+		s.gpuMax, s.gpuTotal, s.haveGPU = max(s.gpuMax, used), total, true
 	}
 	if s.Every == 0 {
 		s.Every = 1

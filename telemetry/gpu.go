@@ -100,3 +100,17 @@ func AttachProcesses(gpus []GPU, procs []Process) []GPU {
 	}
 	return out
 }
+
+// Sum is the memory used and the total of gpus together; ok is false when
+// there are none or any of them did not report both, since a partial sum
+// would read as a machine with less memory than it has.
+func Sum(gpus []GPU) (used, total int64, ok bool) {
+	for _, g := range gpus {
+		if g.UsedBytes == Unknown || g.TotalBytes == Unknown {
+			return 0, 0, false
+		}
+		used += g.UsedBytes
+		total += g.TotalBytes
+	}
+	return used, total, len(gpus) > 0
+}

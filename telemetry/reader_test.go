@@ -147,3 +147,22 @@ func TestProcComm(t *testing.T) {
 		t.Errorf("name of no process: %q", name)
 	}
 }
+
+// Sum adds what every GPU reported: two H100s (79.19 GiB as CUDA reports
+// it, 81,085,464,576 B each) using 60 and 10 GiB sum to 70 GiB of
+// 162,170,929,152 B; one GPU that did not report its use makes the sum
+// unknown rather than short.
+func TestSum(t *testing.T) {
+	const h100 = 81_085_464_576
+	gpus := []GPU{{UsedBytes: 60 << 30, TotalBytes: h100}, {UsedBytes: 10 << 30, TotalBytes: h100}}
+	if used, total, ok := Sum(gpus); !ok || used != 70<<30 || total != 162_170_929_152 {
+		t.Errorf("Sum = %d, %d, %v", used, total, ok)
+	}
+	gpus[1].UsedBytes = Unknown
+	if _, _, ok := Sum(gpus); ok {
+		t.Error("a GPU without its use still summed")
+	}
+	if _, _, ok := Sum(nil); ok {
+		t.Error("no GPUs summed")
+	}
+}

@@ -300,17 +300,7 @@ func newWatchRecord(r telemetry.Reading, alerts []telemetry.Alert, readErr error
 	}
 	if len(r.GPUs) > 0 {
 		rec.GPUs = r.GPUs
-		var used, total int64
-		known := true
-		for _, g := range r.GPUs {
-			if g.UsedBytes == telemetry.Unknown || g.TotalBytes == telemetry.Unknown {
-				known = false
-				break
-			}
-			used += g.UsedBytes
-			total += g.TotalBytes
-		}
-		if known {
+		if used, total, ok := telemetry.Sum(r.GPUs); ok {
 			rec.GPUUsedBytes, rec.GPUTotalBytes = &used, &total
 		}
 		if r.MinFreeBytes != telemetry.Unknown {
