@@ -25,6 +25,16 @@ const (
 	FlagEnforceEager            = "enforce-eager"
 	FlagCPUOffloadGB            = "cpu-offload-gb"
 	FlagMaxCudagraphCaptureSize = "max-cudagraph-capture-size"
+	// FlagNumGPUBlocksOverride replaces the KV blocks vLLM measured (its
+	// profiling tests use it); FlagLongPrefillTokenThreshold caps the
+	// prompt tokens one request may schedule in a step when set. Both from
+	// vllm/engine/arg_utils.py; the scheduler reads them (docs/vllm-scheduler.md).
+	FlagNumGPUBlocksOverride      = "num-gpu-blocks-override"
+	FlagLongPrefillTokenThreshold = "long-prefill-token-threshold"
+	// The negative forms of the BooleanOptionalAction flags for prefix
+	// caching and chunked prefill; they stay in Extra and are read from Set.
+	FlagNoPrefixCaching  = "no-enable-prefix-caching"
+	FlagNoChunkedPrefill = "no-enable-chunked-prefill"
 	// FlagKVCacheMemory is the flag of EngineArgs.kv_cache_memory_bytes
 	// (PR #21489). vLLM's own start-up hint spells it --kv-cache-memory,
 	// which argparse accepts as an unambiguous prefix; both spellings are
@@ -99,6 +109,20 @@ var engineFlags = []engineFlag{
 	{name: FlagMaxCudagraphCaptureSize,
 		set: func(s *Settings, f, r string) (err error) { s.MaxCudagraphCaptureSize, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxCudagraphCaptureSize)) }},
+	{name: FlagNumGPUBlocksOverride,
+		set: func(s *Settings, f, r string) (err error) { s.NumGPUBlocksOverride, err = parseCount(f, r); return },
+		get: func(s Settings) string { return itoa(int64(s.NumGPUBlocksOverride)) }},
+	{name: FlagLongPrefillTokenThreshold,
+		set: func(s *Settings, f, r string) (err error) {
+			// 0 is vLLM's default: no cap.
+			if strings.TrimSpace(r) == "0" {
+				s.LongPrefillTokenThreshold = 0
+				return nil
+			}
+			s.LongPrefillTokenThreshold, err = parseTokens(f, r)
+			return
+		},
+		get: func(s Settings) string { return itoa(int64(s.LongPrefillTokenThreshold)) }},
 }
 
 // shortAliases maps vLLM's one-dash short forms to the canonical flag name,

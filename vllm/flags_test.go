@@ -321,3 +321,27 @@ func TestParseFlagsManifestArgs(t *testing.T) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }
+
+// The scheduler's flags the simulator reads: the two counts parse into
+// Settings (and render back), the negative boolean forms are recorded in
+// Set, snake_case included; 0 is vLLM's "no cap" for the threshold.
+func TestSchedulerFlags(t *testing.T) {
+	s, err := ParseFlags([]string{"m", "--num-gpu-blocks-override", "100",
+		"--long_prefill_token_threshold=0", "--no-enable-prefix-caching", "--no_enable_chunked_prefill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NumGPUBlocksOverride != 100 || s.LongPrefillTokenThreshold != 0 || !s.Set[FlagNoPrefixCaching] || !s.Set[FlagNoChunkedPrefill] {
+		t.Errorf("got override %d, threshold %d, set %v", s.NumGPUBlocksOverride, s.LongPrefillTokenThreshold, s.Set)
+	}
+	// Token counts read as --max-model-len does: lower-case k is 1000.
+	if s, err = ParseFlags([]string{"m", "--long-prefill-token-threshold", "2k"}); err != nil || s.LongPrefillTokenThreshold != 2000 {
+		t.Errorf("2k: %d, %v", s.LongPrefillTokenThreshold, err)
+	}
+	if !strings.Contains(s.CommandLine(), "--long-prefill-token-threshold 2000") {
+		t.Errorf("not rendered: %s", s.CommandLine())
+	}
+	if _, err := ParseFlags([]string{"m", "--num-gpu-blocks-override", "lots"}); err == nil {
+		t.Error("a non-number override parsed")
+	}
+}

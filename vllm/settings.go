@@ -31,6 +31,10 @@ type Settings struct {
 	// CPUOffloadGiB is --cpu-offload-gb: weights kept in host memory per GPU.
 	CPUOffloadGiB           float64 `json:"cpu_offload_gb,omitempty"`
 	MaxCudagraphCaptureSize int     `json:"max_cudagraph_capture_size,omitempty"`
+	// NumGPUBlocksOverride and LongPrefillTokenThreshold are the scheduler's
+	// (0 = not given); the simulator reads them.
+	NumGPUBlocksOverride      int `json:"num_gpu_blocks_override,omitempty"`
+	LongPrefillTokenThreshold int `json:"long_prefill_token_threshold,omitempty"`
 
 	// Version is the vLLM version the rules are taken from.
 	Version Version `json:"vllm_version"`

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -153,7 +152,7 @@ func setupEngine(cmd *cobra.Command, env Env, pf planFlags, sf simulateFlags, ca
 	if err != nil {
 		return engineSetup{}, err
 	}
-	sched, err := readSchedulerFlags(cmd, sf, ev.Settings.Extra)
+	sched, err := readSchedulerFlags(cmd, sf, ev.Settings)
 	if err != nil {
 		return engineSetup{}, err
 	}
@@ -170,56 +169,28 @@ func setupEngine(cmd *cobra.Command, env Env, pf planFlags, sf simulateFlags, ca
 	return engineSetup{given: given, sched: sched, cal: cal}, nil
 }
 
-// schedulerFlags reads vLLM's scheduler flags from headroom's flags or, if
-// not given there, from the pasted command (where the vllm package keeps
-// them verbatim in Extra).
+// schedulerFlags are vLLM's scheduler flags: headroom's own flags of the
+// same names win, else the pasted command's, as package vllm parsed them.
 type schedulerFlags struct {
 	blocksOverride, longPrefill       int
 	noPrefixCaching, noChunkedPrefill bool
 }
 
-func readSchedulerFlags(cmd *cobra.Command, f simulateFlags, extra []string) (schedulerFlags, error) {
-	s := schedulerFlags{f.blocksOverride, f.longPrefill, f.noPrefixCaching, f.noChunkedPrefill}
-	for i := 0; i < len(extra); i++ {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(extra[i], "-"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		next := func() (string, error) {
-			if hasVal {
-				return val, nil
-			}
-			if i+1 < len(extra) {
-				i++
-				return extra[i], nil
-			}
-			return "", badInput("--%s needs a value", name)
-		}
-		switch name {
-		case "num-gpu-blocks-override", "long-prefill-token-threshold":
-			v, err := next()
-			if err != nil {
-				return s, err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return s, badInput("--%s %q: want a whole number", name, v)
-			}
-			if cmd.Flags().Changed(name) {
-				continue
-			}
-			if name == "num-gpu-blocks-override" {
-				s.blocksOverride = n
-			} else {
-				s.longPrefill = n
-			}
-		case "no-enable-prefix-caching":
-			if !cmd.Flags().Changed(name) {
-				s.noPrefixCaching = true
-			}
-		case "no-enable-chunked-prefill":
-			if !cmd.Flags().Changed(name) {
-				s.noChunkedPrefill = true
-			}
-		}
+func readSchedulerFlags(cmd *cobra.Command, f simulateFlags, set vllm.Settings) (schedulerFlags, error) {
+	s := schedulerFlags{set.NumGPUBlocksOverride, set.LongPrefillTokenThreshold,
+		set.Set[vllm.FlagNoPrefixCaching], set.Set[vllm.FlagNoChunkedPrefill]}
+	changed := cmd.Flags().Changed
+	if changed(vllm.FlagNumGPUBlocksOverride) {
+		s.blocksOverride = f.blocksOverride
+	}
+	if changed(vllm.FlagLongPrefillTokenThreshold) {
+		s.longPrefill = f.longPrefill
+	}
+	if changed(vllm.FlagNoPrefixCaching) {
+		s.noPrefixCaching = f.noPrefixCaching
+	}
+	if changed(vllm.FlagNoChunkedPrefill) {
+		s.noChunkedPrefill = f.noChunkedPrefill
 	}
 	if s.blocksOverride < 0 || s.longPrefill < 0 {
 		return s, badInput("--num-gpu-blocks-override and --long-prefill-token-threshold must not be negative")
