@@ -12,9 +12,25 @@ type Perf struct {
 	BF16, FP8 float64
 	// Bandwidth is the memory bandwidth in bytes/s.
 	Bandwidth float64
+	// Link is the bandwidth one GPU has to its peers in a node, in bytes/s
+	// each way (half the bidirectional figure datasheets print): NVLink
+	// (or AMD's Infinity Fabric) where the part has it, else PCIe. The
+	// tensor-parallel all-reduce of every layer crosses it.
+	Link float64
+	// NVLink is true for a GPU-to-GPU fabric (NVLink, Infinity Fabric),
+	// false for PCIe, whose all-reduce also pays more latency per call.
+	NVLink bool
 	// Source names the datasheet each figure comes from.
 	Source string
 }
+
+// Link figures (bytes/s each way). PCIe from the PCI-SIG rates of an x16
+// slot: Gen3 16 GB/s, Gen4 32 GB/s, Gen5 64 GB/s each way.
+const (
+	pcie3 = 16 * giga
+	pcie4 = 32 * giga
+	pcie5 = 64 * giga
+)
 
 const (
 	tera = 1e12
@@ -28,37 +44,53 @@ const (
 // fixed step time.
 var perf = map[string]Perf{
 	"T4": {BF16: 65 * tera, Bandwidth: 320 * giga,
-		Source: "NVIDIA T4 datasheet: 65 TFLOPS mixed-precision FP16/FP32, 320 GB/s GDDR6 (no bfloat16)"},
+		Link:   pcie3,
+		Source: "NVIDIA T4 datasheet: 65 TFLOPS mixed-precision FP16/FP32, 320 GB/s GDDR6 (no bfloat16); PCIe Gen3 x16"},
 	"V100-16GB": {BF16: 125 * tera, Bandwidth: 900 * giga,
-		Source: "NVIDIA V100 datasheet, SXM2: 125 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16)"},
+		Link: 150 * giga, NVLink: true,
+		Source: "NVIDIA V100 datasheet, SXM2: 125 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16); NVLink 2: 300 GB/s bidirectional"},
 	"V100-32GB": {BF16: 125 * tera, Bandwidth: 900 * giga,
-		Source: "NVIDIA V100 datasheet, SXM2: 125 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16)"},
+		Link: 150 * giga, NVLink: true,
+		Source: "NVIDIA V100 datasheet, SXM2: 125 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16); NVLink 2: 300 GB/s bidirectional"},
 	"A10": {BF16: 125 * tera, Bandwidth: 600 * giga,
-		Source: "NVIDIA A10 datasheet: BF16 tensor 125 TFLOPS (250 with sparsity), 600 GB/s GDDR6"},
+		Link:   pcie4,
+		Source: "NVIDIA A10 datasheet: BF16 tensor 125 TFLOPS (250 with sparsity), 600 GB/s GDDR6; PCIe Gen4 x16"},
 	"L4": {BF16: 121 * tera, FP8: 242.5 * tera, Bandwidth: 300 * giga,
-		Source: "NVIDIA L4 datasheet: BF16 242 / FP8 485 TFLOPS with sparsity (halved for dense), 300 GB/s"},
+		Link:   pcie4,
+		Source: "NVIDIA L4 datasheet: BF16 242 / FP8 485 TFLOPS with sparsity (halved for dense), 300 GB/s; PCIe Gen4 x16"},
 	"A40": {BF16: 149.7 * tera, Bandwidth: 696 * giga,
-		Source: "NVIDIA A40 datasheet: BF16 tensor 149.7 TFLOPS (299.4 with sparsity), 696 GB/s GDDR6"},
+		Link:   pcie4,
+		Source: "NVIDIA A40 datasheet: BF16 tensor 149.7 TFLOPS (299.4 with sparsity), 696 GB/s GDDR6; PCIe Gen4 x16 (an NVLink bridge pairs two cards only)"},
 	"L40": {BF16: 181.05 * tera, FP8: 362.1 * tera, Bandwidth: 864 * giga,
-		Source: "NVIDIA L40 datasheet: BF16 181.05 / FP8 362 TFLOPS dense (double with sparsity), 864 GB/s"},
+		Link:   pcie4,
+		Source: "NVIDIA L40 datasheet: BF16 181.05 / FP8 362 TFLOPS dense (double with sparsity), 864 GB/s; PCIe Gen4 x16"},
 	"L40S": {BF16: 362.05 * tera, FP8: 733 * tera, Bandwidth: 864 * giga,
-		Source: "NVIDIA L40S datasheet: BF16 362.05 / FP8 733 TFLOPS dense (733 / 1466 with sparsity), 864 GB/s"},
+		Link:   pcie4,
+		Source: "NVIDIA L40S datasheet: BF16 362.05 / FP8 733 TFLOPS dense (733 / 1466 with sparsity), 864 GB/s; PCIe Gen4 x16"},
 	"A100-40GB": {BF16: 312 * tera, Bandwidth: 1555 * giga,
-		Source: "NVIDIA A100 datasheet, 40GB SXM: BF16 tensor 312 TFLOPS dense, 1,555 GB/s HBM2"},
+		Link: 300 * giga, NVLink: true,
+		Source: "NVIDIA A100 datasheet, 40GB SXM: BF16 tensor 312 TFLOPS dense, 1,555 GB/s HBM2; NVLink 3: 600 GB/s bidirectional"},
 	"A100-80GB": {BF16: 312 * tera, Bandwidth: 2039 * giga,
-		Source: "NVIDIA A100 datasheet, 80GB SXM: BF16 tensor 312 TFLOPS dense, 2,039 GB/s HBM2e (PCIe: 1,935)"},
+		Link: 300 * giga, NVLink: true,
+		Source: "NVIDIA A100 datasheet, 80GB SXM: BF16 tensor 312 TFLOPS dense, 2,039 GB/s HBM2e (PCIe: 1,935); NVLink 3: 600 GB/s bidirectional (PCIe cards: Gen4 x16)"},
 	"H100-80GB": {BF16: 989.4 * tera, FP8: 1978.9 * tera, Bandwidth: 3.35e12,
-		Source: "NVIDIA H100 datasheet, SXM: BF16 1,979 / FP8 3,958 TFLOPS with sparsity (halved for dense), 3.35 TB/s (PCIe: 756 / 1,513 dense, 2 TB/s)"},
+		Link: 450 * giga, NVLink: true,
+		Source: "NVIDIA H100 datasheet, SXM: BF16 1,979 / FP8 3,958 TFLOPS with sparsity (halved for dense), 3.35 TB/s (PCIe: 756 / 1,513 dense, 2 TB/s); NVLink 4: 900 GB/s bidirectional (PCIe cards: Gen5 x16)"},
 	"H100-94GB": {BF16: 835.5 * tera, FP8: 1670.5 * tera, Bandwidth: 3.9e12,
-		Source: "NVIDIA H100 datasheet, NVL: BF16 1,671 / FP8 3,341 TFLOPS with sparsity (halved for dense), 3.9 TB/s"},
+		Link: 300 * giga, NVLink: true,
+		Source: "NVIDIA H100 datasheet, NVL: BF16 1,671 / FP8 3,341 TFLOPS with sparsity (halved for dense), 3.9 TB/s; NVLink bridge: 600 GB/s bidirectional"},
 	"H200": {BF16: 989.4 * tera, FP8: 1978.9 * tera, Bandwidth: 4.8e12,
-		Source: "NVIDIA H200 datasheet, SXM: BF16 1,979 / FP8 3,958 TFLOPS with sparsity (halved for dense), 4.8 TB/s HBM3e"},
+		Link: 450 * giga, NVLink: true,
+		Source: "NVIDIA H200 datasheet, SXM: BF16 1,979 / FP8 3,958 TFLOPS with sparsity (halved for dense), 4.8 TB/s HBM3e; NVLink 4: 900 GB/s bidirectional"},
 	"B200": {BF16: 2.25e15, FP8: 4.5e15, Bandwidth: 8e12,
-		Source: "NVIDIA HGX B200 datasheet, per GPU: BF16 4.5 / FP8 9 PFLOPS with sparsity (halved for dense), 8 TB/s HBM3e"},
+		Link: 900 * giga, NVLink: true,
+		Source: "NVIDIA HGX B200 datasheet, per GPU: BF16 4.5 / FP8 9 PFLOPS with sparsity (halved for dense), 8 TB/s HBM3e; NVLink 5: 1.8 TB/s bidirectional"},
 	"MI300X": {BF16: 1307.4 * tera, FP8: 2614.9 * tera, Bandwidth: 5.3e12,
-		Source: "AMD Instinct MI300X datasheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 5.3 TB/s HBM3"},
+		Link: 448 * giga, NVLink: true,
+		Source: "AMD Instinct MI300X datasheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 5.3 TB/s HBM3; Infinity Fabric: 896 GB/s peer-to-peer, bidirectional"},
 	"MI325X": {BF16: 1307.4 * tera, FP8: 2614.9 * tera, Bandwidth: 6e12,
-		Source: "AMD Instinct MI325X datasheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 6 TB/s HBM3E"},
+		Link: 448 * giga, NVLink: true,
+		Source: "AMD Instinct MI325X datasheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 6 TB/s HBM3E; Infinity Fabric: 896 GB/s peer-to-peer, bidirectional"},
 }
 
 // PerfOf returns the datasheet figures of a catalog device; ok is false

@@ -44,6 +44,9 @@ type Config struct {
 	// them); without it only finished and preempted requests are reported,
 	// which is all a batch run reads.
 	TokenEvents bool
+	// FirstEvents makes Step report each request's first token too (Run
+	// needs them to time what the client sees).
+	FirstEvents bool
 }
 
 func (c *Config) validate() error {

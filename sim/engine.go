@@ -21,6 +21,9 @@ type Request struct {
 	// full blocks are found in the prefix cache once computed.
 	PrefixID     uint64
 	PrefixTokens int
+	// Sent is when the client sent the request, before the API server
+	// processed it (Run sets it; the engine carries it to the Event).
+	Sent float64
 }
 
 // Rejection reasons, counted per request as vLLM rejects them.
@@ -61,7 +64,7 @@ type Event struct {
 	Done      bool
 	Preempted bool
 	// Set when Done: the request's life, in simulated seconds.
-	Arrival, FirstToken, Finish float64
+	Arrival, FirstToken, Finish, Sent float64
 	Prompt, Output              int
 	Preemptions                 int
 }
@@ -74,8 +77,10 @@ type StepResult struct {
 	Start, End float64
 	Batch      Batch
 	Events     []Event
-	// Preempted counts this step's preemptions.
-	Preempted int
+	// Preempted counts this step's preemptions; Sampled the tokens the
+	// step sampled, First how many of them were first tokens.
+	Preempted      int
+	Sampled, First int
 }
 
 // Gauges are the engine's state, as vLLM's /metrics shows it.
@@ -502,7 +507,14 @@ func (e *Engine) batch() Batch {
 		b.Requests++
 		b.Tokens += n
 		b.ContextTokens += c + n
-		b.AttentionPairs += n*c + n*(n+1)/2
+		pairs := n*c + n*(n+1)/2
+		b.AttentionPairs += pairs
+		if n == 1 {
+			b.Decodes++
+			b.DecodeContext += c + 1
+		} else {
+			b.PrefillPairs += pairs
+		}
 		if r.computed < r.PromptTokens {
 			b.PrefillTokens += min(n, int64(r.PromptTokens-r.computed))
 		}
@@ -522,19 +534,21 @@ func (e *Engine) finishStep(res *StepResult) {
 		}
 		r.generated++
 		e.gauges.GenerationTokens++
+		res.Sampled++
 		first := r.firstAt < 0
 		if first {
 			r.firstAt = e.now
 			e.gauges.PromptTokens += int64(r.PromptTokens)
+			res.First++
 		}
 		finished := r.generated >= r.OutputTokens
-		if !finished && !e.cfg.TokenEvents {
+		if !finished && !e.cfg.TokenEvents && !(first && e.cfg.FirstEvents) {
 			continue
 		}
 		ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated, First: first}
 		if finished {
 			ev.Done = true
-			ev.Arrival, ev.FirstToken, ev.Finish = r.Arrival, r.firstAt, e.now
+			ev.Arrival, ev.FirstToken, ev.Finish, ev.Sent = r.Arrival, r.firstAt, e.now, r.Sent
 			ev.Prompt, ev.Output, ev.Preemptions = r.PromptTokens, r.OutputTokens, r.preemptions
 			done = true
 		}

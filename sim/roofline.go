@@ -2,71 +2,248 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
 )
 
-// Calibration corrects the roofline for one GPU: the shares of the
-// datasheet peaks a real step reaches, and the time a step costs beyond
-// its forward pass.
-type Calibration struct {
-	GPU                 string  `json:"gpu,omitempty"`
-	FLOPsEfficiency     float64 `json:"flops_efficiency"`
-	BandwidthEfficiency float64 `json:"bandwidth_efficiency"`
-	Overhead            float64 `json:"overhead_s"`
-	Source              string  `json:"source,omitempty"`
+// Roofline prices a step the way its kernels spend it, per GPU worker (a
+// tensor-parallel rank holds 1/TP of the weights and of the work):
+//
+//	linear    = max(GEMM FLOPs / (peak × e_gemm), weight bytes / (bandwidth × e_bw))
+//	attention = prefill pairs × FLOPs per pair / (peak × e_attn)
+//	          + decode KV bytes / (bandwidth × e_kv)
+//	all-reduce (TP > 1) = 2 per layer: latency + tokens × hidden bytes × 2(TP−1)/TP / link
+//	GPU       = linear + attention + all-reduce, at least the launches of an
+//	            eager step (no CUDA graph: --enforce-eager, or more tokens
+//	            than the largest captured graph)
+//	CPU       = step overhead + per-sequence overhead × requests
+//	step      = GPU + CPU, or max(GPU, CPU) with async scheduling
+//
+// The GEMMs of a batch read the weights once whatever its size, so they
+// are compute-bound for a prefill and memory-bound for a small decode
+// batch; attention is a kernel of its own that a long prompt makes
+// quadratic (compute) and a decode makes a read of the cache (memory). A
+// MoE step reads the routed experts its tokens reach: E × (1 − (1 −
+// k/E)^tokens) of them per layer.
+type Roofline struct {
+	// LinearParams are the GEMM parameters every token passes through (the
+	// active experts, no embedding, no LM head), per GPU.
+	LinearParams float64
+	// HeadParams is the LM head, applied to one row per scheduled request
+	// (vLLM computes logits only at each request's last position), per GPU.
+	HeadParams float64
+	// WeightBytes are the weights a step reads whatever its tokens (all but
+	// the routed experts); ExpertBytes the routed experts of all layers,
+	// per GPU; Experts and TopK their count and the experts one token uses.
+	WeightBytes, ExpertBytes float64
+	Experts, TopK            int
+	// KVBytesPerToken is the KV one token of context costs, per GPU.
+	KVBytesPerToken float64
+	// AttentionFLOPsPerPair is the attention FLOPs of one query × key pair
+	// over all layers, per GPU: 2 × layers × query heads × (qk + v head
+	// dims) / TP (QKᵀ and PV, a multiply-add each).
+	AttentionFLOPsPerPair float64
+	// PeakFLOPs and Bandwidth are the datasheet figures (gpu.Perf).
+	PeakFLOPs, Bandwidth float64
+	// Layers is the decoder depth; TP the tensor-parallel size;
+	// AllReduceBytesPerToken a token's activation (hidden × dtype bytes);
+	// Link and LinkLatency the GPU-to-GPU bandwidth each way and the
+	// latency of one all-reduce.
+	Layers                 int
+	TP                     int
+	AllReduceBytesPerToken float64
+	Link, LinkLatency      float64
+	// GraphTokens is the largest batch (in tokens) that replays a CUDA
+	// graph; 0 when the engine runs eager (--enforce-eager). An eager step
+	// lasts at least Layers × LaunchPerLayer, the CPU launching it.
+	GraphTokens    int64
+	LaunchPerLayer float64
+	// The shares of the peaks real kernels reach, and the engine's CPU
+	// costs (Calibration).
+	GEMMEfficiency, AttentionEfficiency        float64
+	BandwidthEfficiency, KVBandwidthEfficiency float64
+	StepOverhead, SeqOverhead                  float64
+	// Overlap is async scheduling: the CPU work of a step runs while the
+	// GPU computes the previous one.
+	Overlap bool
 }
 
-// DefaultCalibration is used for a GPU without records. The values are
-// the usual shares of a roofline that inference kernels reach: dense
-// GEMMs of a prefill run at about half the tensor peak, a decode step
-// streams its weights and KV at about 80% of the HBM bandwidth, and a
-// V1 step with CUDA graphs costs about 1 ms of scheduling, sampling and
-// launches on top. docs/simulate-accuracy.md says how far this lands from
-// measured runs.
-var DefaultCalibration = Calibration{FLOPsEfficiency: 0.5, BandwidthEfficiency: 0.8, Overhead: 0.001, Source: "default"}
+// StepTime is the model's estimate.
+func (m *Roofline) StepTime(b Batch) float64 {
+	cpu := m.StepOverhead + m.SeqOverhead*float64(b.Requests)
+	if b.Tokens == 0 {
+		return cpu
+	}
+	g := m.GPUTime(b)
+	if m.Overlap {
+		return max(g, cpu)
+	}
+	return g + cpu
+}
 
-// RooflineFor builds the step-time model of a plan: the model's active
+// GPUTime is the forward pass alone.
+func (m *Roofline) GPUTime(b Batch) float64 {
+	tokens := float64(b.Tokens)
+	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
+	bytes := m.WeightBytes + m.ExpertBytes*m.expertsTouched(tokens)
+	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency), bytes/(m.Bandwidth*m.BandwidthEfficiency))
+	t += m.AttentionFLOPsPerPair * float64(m.prefillPairs(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
+	t += m.KVBytesPerToken * float64(m.decodeContext(b)) / (m.Bandwidth * m.KVBandwidthEfficiency)
+	if m.TP > 1 {
+		share := 2 * float64(m.TP-1) / float64(m.TP)
+		t += 2 * float64(m.Layers) * (m.LinkLatency + tokens*m.AllReduceBytesPerToken*share/m.Link)
+	}
+	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
+		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
+	}
+	return t
+}
+
+// prefillPairs and decodeContext read a batch that only gives the totals
+// (a measured step written before the split existed) as all prefill when
+// it has more tokens than requests, else all decode.
+func (m *Roofline) prefillPairs(b Batch) int64 {
+	if b.Decodes == 0 && b.PrefillPairs == 0 && b.Tokens > int64(b.Requests) {
+		return b.AttentionPairs
+	}
+	return b.PrefillPairs
+}
+
+func (m *Roofline) decodeContext(b Batch) int64 {
+	if b.Decodes == 0 && b.PrefillPairs == 0 && b.Tokens <= int64(b.Requests) {
+		return b.ContextTokens
+	}
+	return b.DecodeContext
+}
+
+// expertsTouched is the expected share of a layer's routed experts that
+// tokens, each choosing TopK of Experts at random, reach.
+func (m *Roofline) expertsTouched(tokens float64) float64 {
+	if m.Experts <= 0 || m.ExpertBytes == 0 {
+		return 0
+	}
+	return 1 - math.Pow(1-float64(m.TopK)/float64(m.Experts), tokens)
+}
+
+// Latencies of one all-reduce of a few KiB, where the bandwidth term is
+// nothing: vLLM's custom all-reduce over NVLink takes about 10 µs, NCCL
+// over PCIe about 30 µs (figures of the order vLLM's custom all-reduce PR
+// #2192 and NCCL's tests report; not fitted, no training run is
+// tensor-parallel).
+const (
+	nvlinkAllReduceLatency = 10e-6
+	pcieAllReduceLatency   = 30e-6
+	// allReduceLinkShare is the share of the link a ring all-reduce's
+	// bandwidth term reaches (NCCL's bus bandwidth against the link's).
+	allReduceLinkShare = 0.8
+	// eagerLaunchPerLayer is the CPU time PyTorch takes to launch one
+	// decoder layer's kernels without a CUDA graph, about 15 kernels at 5–10
+	// µs each. Not fitted (the training runs use CUDA graphs).
+	eagerLaunchPerLayer = 100e-6
+)
+
+// RooflineFor builds the step-time model of a plan: the model's
 // parameters, weights and KV per token split over the tensor-parallel
-// ranks, on the device's datasheet figures. A pipeline-parallel step runs
-// its stages one after the other, so pipeline parallelism does not
-// shorten a step here (vLLM's micro-batching across stages is not
-// modelled). The collective of tensor parallelism is part of Overhead.
+// ranks, on the device's datasheet figures, corrected by c. A
+// pipeline-parallel step runs its stages one after the other, so pipeline
+// parallelism does not shorten a step here (vLLM's micro-batching across
+// stages is not modelled).
 func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	p, ok := gpu.PerfOf(b.Device)
 	if !ok {
 		return nil, fmt.Errorf("no datasheet throughput for %s: give --step-time fixed:DURATION (e.g. fixed:15ms)", b.Device.Name)
 	}
-	if c.FLOPsEfficiency <= 0 || c.BandwidthEfficiency <= 0 || c.Overhead < 0 {
-		return nil, fmt.Errorf("calibration for %s: efficiencies must be positive and the overhead not negative", b.Device.Name)
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("calibration for %s: %v", b.Device.Name, err)
 	}
 	s := b.Model
-	tp := float64(max(b.Settings.TensorParallelSize, 1))
+	set := b.Settings
+	tp := float64(max(set.TensorParallelSize, 1))
 	peak := p.BF16
-	if fp8Weights(s, b.Settings.Quantization) && p.FP8 > 0 {
+	if fp8Weights(s, set.Quantization) && p.FP8 > 0 {
 		peak = p.FP8
 	}
-	full := 0
+	var linear, experts, total float64
+	var pairFLOPs float64
 	for i := range s.Layers {
+		lp := s.Layer(i)
+		all := float64(lp.Linear())
+		total += float64(lp.Total())
+		linear += all
+		if e := float64(lp.Experts); e > 0 {
+			experts += e
+			linear -= e - e/float64(s.MoE.Experts)*float64(s.MoE.TopK)
+		}
 		switch s.LayerKind(i).Kind {
 		case model.Full, model.MLA, model.Sliding:
-			full++
+			pairFLOPs += 2 * float64(s.Heads) * float64(attnDims(s))
 		}
 	}
-	return &Roofline{
-		ActiveParams:          float64(s.ActiveParams()) / tp,
-		WeightBytes:           float64(b.WeightsTotal) / tp,
-		KVBytesPerToken:       float64(b.ModelKVBytesPerToken) / tp,
-		AttentionFLOPsPerPair: 4 * float64(full) * float64(s.Heads) * float64(s.HeadDim) / tp,
-		PeakFLOPs:             peak,
-		Bandwidth:             p.Bandwidth,
-		FLOPsEfficiency:       c.FLOPsEfficiency,
-		BandwidthEfficiency:   c.BandwidthEfficiency,
-		Overhead:              c.Overhead,
-	}, nil
+	total += float64(s.EmbeddingParams() + s.LMHeadParams())
+	head := float64(s.LMHeadParams())
+	if head == 0 {
+		head = float64(s.EmbeddingParams())
+	}
+	// Weights in bytes as loaded, split between the routed experts and the
+	// rest by their share of the parameters.
+	weights := float64(b.WeightsTotal)
+	expertBytes := 0.0
+	if total > 0 {
+		expertBytes = weights * experts / total
+	}
+	m := &Roofline{
+		LinearParams:           linear / tp,
+		HeadParams:             head / tp,
+		WeightBytes:            (weights - expertBytes) / tp,
+		ExpertBytes:            expertBytes / tp,
+		KVBytesPerToken:        float64(b.ModelKVBytesPerToken) / tp,
+		AttentionFLOPsPerPair:  pairFLOPs / tp,
+		PeakFLOPs:              peak,
+		Bandwidth:              p.Bandwidth,
+		Layers:                 s.Layers,
+		TP:                     int(tp),
+		AllReduceBytesPerToken: float64(s.Hidden) * float64(max(b.DtypeBytes, 1)),
+		Link:                   p.Link * allReduceLinkShare,
+		LinkLatency:            pcieAllReduceLatency,
+		LaunchPerLayer:         eagerLaunchPerLayer,
+		GEMMEfficiency:         c.FLOPsEfficiency,
+		AttentionEfficiency:    c.attention(),
+		BandwidthEfficiency:    c.BandwidthEfficiency,
+		KVBandwidthEfficiency:  c.kvBandwidth(),
+		StepOverhead:           c.Overhead,
+		SeqOverhead:            c.SeqOverhead,
+		Overlap:                vllm.AsyncScheduling(set),
+	}
+	if s.MoE != nil {
+		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
+	}
+	if p.NVLink {
+		m.LinkLatency = nvlinkAllReduceLatency
+	}
+	if m.Link <= 0 {
+		m.Link = 1
+	}
+	if !set.EnforceEager {
+		m.GraphTokens = int64(set.MaxCudagraphCaptureSize)
+	}
+	return m, nil
+}
+
+// attnDims is the query-key plus value head width of one attention head.
+func attnDims(s model.Spec) int {
+	if s.MLA != nil && s.MLA.KVLoraRank > 0 {
+		return s.MLA.QKNopeHeadDim + s.MLA.QKRopeHeadDim + s.MLA.VHeadDim
+	}
+	v := s.VHeadDim
+	if v == 0 {
+		v = s.HeadDim
+	}
+	return s.HeadDim + v
 }
 
 // fp8Weights: FP8 checkpoints and on-the-fly FP8 run their GEMMs on the
@@ -76,66 +253,4 @@ func fp8Weights(s model.Spec, quantization string) bool {
 		return true
 	}
 	return strings.Contains(strings.ToLower(quantization), "fp8")
-}
-
-// Sample is one measured step: its batch and how long it took.
-type Sample struct {
-	Batch   Batch   `json:"batch"`
-	Seconds float64 `json:"seconds"`
-}
-
-// Fit corrects a calibration from measured steps on the roofline m
-// (whose own efficiencies are ignored). Steps that m's datasheet
-// figures call memory-bound give the bandwidth efficiency and the
-// overhead by a least-squares line of seconds over bytes (slope 1 /
-// (bandwidth × efficiency), intercept the overhead); with one such step,
-// or all of the same size, the overhead stays c's. Compute-bound steps
-// then give the FLOPs efficiency as the mean of FLOPs / (peak × (seconds
-// − overhead)). Fields without samples keep c's values.
-func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
-	var mem, comp []Sample
-	for _, s := range samples {
-		if s.Seconds <= 0 || s.Batch.Tokens <= 0 {
-			continue
-		}
-		f, by := m.work(s.Batch)
-		if by/m.Bandwidth >= f/m.PeakFLOPs {
-			mem = append(mem, s)
-		} else {
-			comp = append(comp, s)
-		}
-	}
-	if len(mem) > 0 {
-		var sx, sy, sxx, sxy float64
-		for _, s := range mem {
-			_, x := m.work(s.Batch)
-			sx, sy, sxx, sxy = sx+x, sy+s.Seconds, sxx+x*x, sxy+x*s.Seconds
-		}
-		n := float64(len(mem))
-		if d := n*sxx - sx*sx; d > 1e-9*sxx*n && len(mem) > 1 {
-			slope := (n*sxy - sx*sy) / d
-			if icpt := (sy - slope*sx) / n; slope > 0 && icpt >= 0 {
-				c.BandwidthEfficiency = 1 / (slope * m.Bandwidth)
-				c.Overhead = icpt
-			}
-		} else if t := sy/n - c.Overhead; t > 0 {
-			c.BandwidthEfficiency = sx / n / m.Bandwidth / t
-		}
-	}
-	if len(comp) > 0 {
-		var sum float64
-		k := 0
-		for _, s := range comp {
-			f, _ := m.work(s.Batch)
-			if t := s.Seconds - c.Overhead; t > 0 {
-				sum += f / m.PeakFLOPs / t
-				k++
-			}
-		}
-		if k > 0 {
-			c.FLOPsEfficiency = sum / float64(k)
-		}
-	}
-	c.Source = fmt.Sprintf("fitted to %d measured steps", len(mem)+len(comp))
-	return c
 }

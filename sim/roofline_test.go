@@ -10,29 +10,39 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// A model of 1e9 active parameters, 2e9 weight bytes and 1e5 KV bytes per
-// token on a device of 1e15 FLOP/s and 1e12 B/s, measured at bandwidth
-// efficiency 0.8, FLOPs efficiency 0.5 and 2 ms overhead:
+// A model of 1e9 GEMM parameters (no LM head), 2e9 weight bytes and 1e5
+// KV bytes per token on a device of 1e15 FLOP/s and 1e12 B/s, measured
+// with weights read at 0.8 of the bandwidth, the cache at 0.5, GEMMs at
+// 0.5 of the peak, attention at the GEMMs' share, 2 ms per step and 10 µs
+// per sequence:
 //
-//	decode, 1 token over 1000:     bytes 2e9 + 1e8 = 2.1e9;   2.1e9 / 0.8e12 + 0.002 = 0.004625 s
-//	decode, 64 tokens over 64000:  bytes 2e9 + 6.4e9 = 8.4e9; 8.4e9 / 0.8e12 + 0.002 = 0.0125 s
-//	prefill, 8192 tokens:          FLOPs 2 × 1e9 × 8192 = 1.6384e13 (compute-bound: 0.0164 s > 0.0028 s);
-//	                               1.6384e13 / 0.5e15 + 0.002 = 0.034768 s
+//	decode, 1 request over 1000:  2e9/0.8e12 + 1e8/0.5e12 + 0.002 + 0.00001
+//	                              = 0.0025 + 0.0002 + 0.00201 = 0.00471 s
+//	decode, 64 over 64000:        0.0025 + 6.4e9/0.5e12 + 0.002 + 0.00064
+//	                              = 0.0025 + 0.0128 + 0.00264 = 0.01794 s
+//	prefill, 8192 new tokens:     GEMMs 2 × 1e9 × 8192 = 1.6384e13 FLOPs (compute-bound:
+//	                              0.032768 s > 0.0025 s); attention 8192 × 8193 / 2 pairs
+//	                              × 1000 FLOPs = 3.3558528e10; (1.6384e13 + 3.3558528e10)
+//	                              / 0.5e15 + 0.00201 = 0.032835117056 + 0.00201 = 0.034845117056 s
 //
-// Fit recovers the three corrections from these steps.
+// Fit recovers the cache's share, the per-step overhead and the GEMM share
+// from these steps, given the weights' share and the per-sequence time.
 func TestFitRecoversCalibration(t *testing.T) {
-	m := Roofline{ActiveParams: 1e9, WeightBytes: 2e9, KVBytesPerToken: 1e5, PeakFLOPs: 1e15, Bandwidth: 1e12}
+	m := Roofline{LinearParams: 1e9, WeightBytes: 2e9, KVBytesPerToken: 1e5, AttentionFLOPsPerPair: 1000,
+		PeakFLOPs: 1e15, Bandwidth: 1e12, GraphTokens: 1 << 20}
 	samples := []Sample{
-		{Batch{Requests: 1, Tokens: 1, ContextTokens: 1000}, 0.004625},
-		{Batch{Requests: 64, Tokens: 64, ContextTokens: 64000}, 0.0125},
-		{Batch{Requests: 1, Tokens: 8192, ContextTokens: 8192}, 0.034768},
+		{Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}, 0.00471},
+		{Batch{Requests: 64, Tokens: 64, ContextTokens: 64000, Decodes: 64, DecodeContext: 64000}, 0.01794},
+		{Batch{Requests: 1, Tokens: 8192, ContextTokens: 8192, PrefillPairs: 8192 * 8193 / 2}, 0.034845117056},
 	}
-	c := Fit(m, DefaultCalibration, samples)
-	if math.Abs(c.BandwidthEfficiency-0.8) > 1e-9 || math.Abs(c.Overhead-0.002) > 1e-9 || math.Abs(c.FLOPsEfficiency-0.5) > 1e-9 {
-		t.Errorf("fit: %+v, want bandwidth 0.8, overhead 0.002, flops 0.5", c)
+	start := Calibration{FLOPsEfficiency: 0.9, BandwidthEfficiency: 0.8, KVBandwidthEfficiency: 0.9, Overhead: 0.01, SeqOverhead: 10e-6}
+	c := Fit(m, start, samples)
+	if math.Abs(c.KVBandwidthEfficiency-0.5) > 1e-9 || math.Abs(c.Overhead-0.002) > 1e-9 || math.Abs(c.FLOPsEfficiency-0.5) > 1e-9 {
+		t.Errorf("fit: %+v, want kv bandwidth 0.5, overhead 0.002, flops 0.5", c)
 	}
 	// With the fitted values the model reproduces the measurements.
-	m.BandwidthEfficiency, m.FLOPsEfficiency, m.Overhead = c.BandwidthEfficiency, c.FLOPsEfficiency, c.Overhead
+	m.GEMMEfficiency, m.AttentionEfficiency, m.BandwidthEfficiency, m.KVBandwidthEfficiency = c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth()
+	m.StepOverhead, m.SeqOverhead = c.Overhead, c.SeqOverhead
 	for _, s := range samples {
 		if got := m.StepTime(s.Batch); math.Abs(got-s.Seconds) > 1e-9 {
 			t.Errorf("%+v: model %v, measured %v", s.Batch, got, s.Seconds)
@@ -40,29 +50,157 @@ func TestFitRecoversCalibration(t *testing.T) {
 	}
 }
 
-// Llama-3.1-8B on one H100-80GB, default calibration: a decode step of
-// one request over 1000 tokens reads the weights (the plan's
-// weights_total) and 1000 × 131072 B of KV (32 layers × 8 KV heads × 128
-// × 2 (K, V) × 2 B) at 0.8 × 3.35 TB/s, plus 1 ms.
-func TestRooflineLlama8BH100(t *testing.T) {
-	spec, _ := catalog.Lookup("meta-llama/Llama-3.1-8B-Instruct")
-	sel, _ := gpu.Resolve("H100-80GB")
-	b, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: 1, Settings: vllm.Settings{Version: vllm.Newest()}})
+func plan(t *testing.T, id, device string, count int, set vllm.Settings) memory.Budget {
+	t.Helper()
+	spec, ok := catalog.Lookup(id)
+	if !ok {
+		t.Fatalf("%s not in the catalog", id)
+	}
+	sel, err := gpu.Resolve(device)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: count, Settings: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Llama-3.1-8B on one H100-80GB with the H100's calibration, vLLM 0.11.0
+// (no async scheduling): a decode step of one request over 1000 tokens
+// reads the weights (the plan's weights_total) at 0.8 × 3.35 TB/s and
+// 1000 × 131072 B of KV (32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B) at
+// the cache's share, and costs the per-step and one per-sequence overhead.
+func TestRooflineLlama8BH100(t *testing.T) {
+	b := plan(t, "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", 1, vllm.Settings{Version: vllm.Version{Major: 0, Minor: 11}})
 	if b.ModelKVBytesPerToken != 32*8*128*2*2 {
 		t.Fatalf("KV per token %d", b.ModelKVBytesPerToken)
 	}
+	c, fitted := CalibrationFor(b.Device)
+	if !fitted {
+		t.Fatal("the H100 has a fit")
+	}
+	m, err := RooflineFor(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(b.WeightsTotal)/(0.8*3.35e12) + 1000*131072/(c.KVBandwidthEfficiency*3.35e12) + c.Overhead + c.SeqOverhead
+	if got := m.StepTime(Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}); math.Abs(got-want) > 1e-12 {
+		t.Errorf("decode step %v, want %v", got, want)
+	}
+	// A prefill of 4096 tokens: 2 × (GEMM params × 4096 + LM head × 1)
+	// FLOPs at the GEMM share, 4096 × 4097 / 2 pairs × 4 × 32 layers × 32
+	// heads × 128 at the attention share. Llama-3.1-8B's GEMMs: per layer
+	// 4096 × (4096 + 1024 + 1024 + 4096) attention + 3 × 4096 × 14336 MLP.
+	gemm := 32.0 * (4096*(4096+1024+1024+4096) + 3*4096*14336)
+	head := 128256.0 * 4096
+	flops := 2 * (gemm*4096 + head)
+	pairs := 4096.0 * 4097 / 2
+	want = flops/(989.4e12*c.FLOPsEfficiency) + pairs*4*32*32*128/(989.4e12*c.AttentionEfficiency) + c.Overhead + c.SeqOverhead
+	// 4096 tokens are more than the largest CUDA graph (512): eager, but
+	// the 3.2 ms of launches hide under the compute.
+	if got := m.StepTime(Batch{Requests: 1, Tokens: 4096, PrefillTokens: 4096, PrefillPairs: int64(pairs)}); math.Abs(got/want-1) > 1e-12 {
+		t.Errorf("prefill step %v, want %v", got, want)
+	}
+	if _, err := RooflineFor(memory.Budget{Device: gpu.Device{Name: "RTX-4090"}}, DefaultCalibration); err == nil {
+		t.Error("a GPU without datasheet figures must ask for a fixed step time")
+	}
+}
+
+// Mixtral-8x7B: 8 experts, 2 per token. One decode token reaches 2 of 8
+// experts per layer (1 − (1 − 2/8)^1 = 0.25 of the expert bytes), 4 tokens
+// 1 − 0.75^4 = 0.68359375, 64 tokens all but 0.75^64 ≈ 1e-8.
+func TestMoEReadsTheExpertsItsTokensReach(t *testing.T) {
+	b := plan(t, "mistralai/Mixtral-8x7B-Instruct-v0.1", "H100-80GB", 2, vllm.Settings{TensorParallelSize: 2})
 	m, err := RooflineFor(b, DefaultCalibration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := (float64(b.WeightsTotal)+1000*131072)/(0.8*3.35e12) + 0.001
-	if got := m.StepTime(Batch{Requests: 1, Tokens: 1, ContextTokens: 1000}); math.Abs(got-want) > 1e-12 {
-		t.Errorf("decode step %v, want %v", got, want)
+	if m.Experts != 8 || m.TopK != 2 || m.ExpertBytes <= m.WeightBytes {
+		t.Fatalf("experts %d top-%d, expert bytes %g, the rest %g", m.Experts, m.TopK, m.ExpertBytes, m.WeightBytes)
 	}
-	if _, err := RooflineFor(memory.Budget{Device: gpu.Device{Name: "RTX-4090"}}, DefaultCalibration); err == nil {
-		t.Error("a GPU without datasheet figures must ask for a fixed step time")
+	for _, c := range []struct {
+		tokens float64
+		share  float64
+	}{{1, 0.25}, {4, 0.68359375}, {64, 1 - math.Pow(0.75, 64)}} {
+		if got := m.expertsTouched(c.tokens); math.Abs(got-c.share) > 1e-12 {
+			t.Errorf("%g tokens reach %v of the experts, want %v", c.tokens, got, c.share)
+		}
+	}
+	// Each of the 2 ranks holds half the experts and computes half the
+	// active parameters.
+	one := plan(t, "mistralai/Mixtral-8x7B-Instruct-v0.1", "H200", 1, vllm.Settings{})
+	m1, _ := RooflineFor(one, DefaultCalibration)
+	if math.Abs(m1.LinearParams/m.LinearParams-2) > 1e-9 {
+		t.Errorf("TP 2 halves the GEMM parameters: %g vs %g", m.LinearParams, m1.LinearParams)
+	}
+}
+
+// Llama-3.1-70B at TP 4 on H100s (NVLink, 450 GB/s each way): every layer
+// all-reduces its attention and MLP outputs, 2 × 80 per step, each 10 µs
+// plus tokens × 8192 × 2 B × 2 × 3/4 over 0.8 × 450 GB/s. For a decode of
+// 32 tokens: 160 × (10e-6 + 32 × 16384 × 1.5 / 360e9) = 160 × 12.18e-6.
+func TestTensorParallelAllReduce(t *testing.T) {
+	b := plan(t, "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", 4, vllm.Settings{TensorParallelSize: 4})
+	m, err := RooflineFor(b, DefaultCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := Batch{Requests: 32, Tokens: 32, Decodes: 32, DecodeContext: 32 * 1000}
+	with := m.GPUTime(batch)
+	m.TP = 1
+	without := m.GPUTime(batch)
+	want := 160 * (10e-6 + 32*16384*1.5/360e9)
+	if math.Abs((with-without)-want) > 1e-12 {
+		t.Errorf("all-reduce %v s, want %v", with-without, want)
+	}
+}
+
+// --enforce-eager: a decode step of Qwen3-0.6B (28 layers) launches its
+// kernels from the CPU, 28 × 100 µs = 2.8 ms, longer than its forward
+// pass on an H100 (1.5 GB of weights: about 0.6 ms); with CUDA graphs the
+// forward pass alone counts.
+func TestEagerStepIsLaunchBound(t *testing.T) {
+	graphs := plan(t, "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{})
+	eager := plan(t, "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{EnforceEager: true})
+	mg, _ := RooflineFor(graphs, DefaultCalibration)
+	me, _ := RooflineFor(eager, DefaultCalibration)
+	batch := Batch{Requests: 1, Tokens: 1, Decodes: 1, DecodeContext: 100}
+	if g := mg.GPUTime(batch); g > 0.001 {
+		t.Errorf("with CUDA graphs the step is its forward pass, %v s", g)
+	}
+	if g := me.GPUTime(batch); math.Abs(g-28*100e-6) > 1e-12 {
+		t.Errorf("eager step %v s, want 28 × 100 µs", g)
+	}
+}
+
+// Async scheduling (on by default from vLLM 0.14.0, off with
+// --no-async-scheduling) hides the engine's CPU time under the forward
+// pass: a step lasts the longer of the two, not their sum.
+func TestAsyncSchedulingOverlapsCPU(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		flag    bool
+		overlap bool
+	}{{"0.11.0", false, false}, {"0.13.0", false, false}, {"0.14.0", false, true}, {"0.19.0", true, false}} {
+		v, _ := vllm.ParseVersion(c.version)
+		set := vllm.Settings{Version: v}
+		if c.flag {
+			set.Set = map[string]bool{vllm.FlagNoAsyncScheduling: true}
+		}
+		m, err := RooflineFor(plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, set), DefaultCalibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := Batch{Requests: 8, Tokens: 8, Decodes: 8, DecodeContext: 8000}
+		g, cpu := m.GPUTime(batch), m.StepOverhead+8*m.SeqOverhead
+		want := g + cpu
+		if c.overlap {
+			want = max(g, cpu)
+		}
+		if got := m.StepTime(batch); math.Abs(got-want) > 1e-15 || m.Overlap != c.overlap {
+			t.Errorf("%s (no-async flag %v): step %v, want %v", c.version, c.flag, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"sort"
@@ -26,6 +27,40 @@ type RunOptions struct {
 	OnFinish func(Event)
 	// OnReject, when not nil, sees every rejected request.
 	OnReject func(*Rejection)
+	// FrontEnd is the API server's CPU time; zero delivers every token at
+	// the end of its step and hands every request to the engine when sent.
+	FrontEnd FrontEnd
+	// Concurrency, when > 0, is a closed loop: at most this many requests
+	// in flight (sent, not yet answered in full), the next sent when one
+	// finishes or at its own arrival time, whichever is later (vllm bench
+	// serve --max-concurrency).
+	Concurrency int
+	// MaxBacklog bounds the requests waiting (in the API server and the
+	// engine's queue). Past it the run stops and Report.FellBehind says so:
+	// a backlog that only grows has its answer, and memory stays bounded.
+	// 0 means DefaultMaxBacklog(max-num-seqs).
+	MaxBacklog int
+}
+
+// DefaultMaxBacklog is the backlog Run allows before it calls the engine
+// fallen behind: 100 waiting requests for every one vLLM can run at once
+// (--max-num-seqs), and at least 100,000 (any all-at-once benchmark of
+// vllm bench serve fits). About 250 bytes each: 25 MB at 100,000.
+func DefaultMaxBacklog(maxNumSeqs int) int { return max(100*maxNumSeqs, 100_000) }
+
+// Backlog is a run stopped because requests arrive faster than the engine
+// serves them.
+type Backlog struct {
+	Waiting int     `json:"waiting"`
+	AtS     float64 `json:"at_s"`
+	// ArrivalsPerS and ServedPerS are the rates from the start to AtS.
+	ArrivalsPerS float64 `json:"arrivals_per_s"`
+	ServedPerS   float64 `json:"served_per_s"`
+}
+
+func (b *Backlog) String() string {
+	return fmt.Sprintf("the engine falls behind: %d requests waiting at t=%.1fs, arrivals exceed what it serves by %.1f req/s (%.1f arriving, %.1f served)",
+		b.Waiting, b.AtS, b.ArrivalsPerS-b.ServedPerS, b.ArrivalsPerS, b.ServedPerS)
 }
 
 // Latency is a distribution of latencies in milliseconds.
@@ -48,14 +83,17 @@ type Window struct {
 	Finished    int64   `json:"finished"`
 }
 
-// Report is the outcome of a run.
+// Report is the outcome of a run. Latencies are what the client sees, as
+// vllm bench serve measures them: TTFT from sending a request to its first
+// token, TPOT (E2E − TTFT) / (output − 1) per request, ITL the gaps between
+// a request's tokens, E2E from sending to the last token.
 type Report struct {
 	// Requests counts finished requests; Rejected those the engine
 	// refused, by reason in RejectedBy.
 	Requests   int64            `json:"requests"`
 	Rejected   int64            `json:"rejected"`
 	RejectedBy map[string]int64 `json:"rejected_by,omitempty"`
-	// DurationS is simulated time from 0 to the last step's end.
+	// DurationS is simulated time from 0 to the last token delivered.
 	DurationS   float64 `json:"duration_s"`
 	Steps       int64   `json:"steps"`
 	Preemptions int64   `json:"preemptions"`
@@ -63,29 +101,38 @@ type Report struct {
 	PreemptedRequests int64    `json:"preempted_requests"`
 	TTFT              Latency  `json:"ttft_ms"`
 	TPOT              Latency  `json:"tpot_ms"`
+	ITL               Latency  `json:"itl_ms"`
 	E2E               Latency  `json:"e2e_ms"`
 	MaxKVUsage        float64  `json:"max_kv_usage"`
 	MaxRunning        int      `json:"max_running"`
 	MaxWaiting        int      `json:"max_waiting"`
 	RequestsPerS      float64  `json:"requests_per_s"`
 	OutputTokensPerS  float64  `json:"output_tokens_per_s"`
+	InputTokens       int64    `json:"input_tokens"`
+	OutputTokens      int64    `json:"output_tokens"`
 	PrefixHitRate     float64  `json:"prefix_cache_hit_rate"`
 	WindowS           float64  `json:"window_s"`
 	Series            []Window `json:"series"`
+	// FellBehind is set when the run stopped at the backlog bound.
+	FellBehind *Backlog `json:"fell_behind,omitempty"`
 }
 
 // stats accumulates a run in bounded memory: latencies in microsecond
 // histograms (traffic.Histogram: within 0.4%), the series in at most
 // maxWindows windows.
 type stats struct {
-	ttft, tpot, e2e traffic.Histogram
-	rep             Report
-	maxWindows      int
-	outTokens       int64
+	ttft, tpot, itl, e2e traffic.Histogram
+	rep                  Report
+	maxWindows           int
+	// firstAt is the delivery time of the first token of each request in
+	// flight that has one; lastOut the last delivery.
+	firstAt map[uint64]float64
+	lastOut float64
+	anyOut  bool
 }
 
 func newStats(opt RunOptions) *stats {
-	s := &stats{maxWindows: opt.MaxWindows}
+	s := &stats{maxWindows: opt.MaxWindows, firstAt: map[uint64]float64{}}
 	s.rep.WindowS = opt.Window
 	if s.rep.WindowS <= 0 {
 		s.rep.WindowS = 10
@@ -99,9 +146,39 @@ func newStats(opt RunOptions) *stats {
 
 func micros(sec float64) int64 { return int64(math.Round(sec * 1e6)) }
 
+// deliver counts a step's output as the client receives it at time at:
+// first tokens start their TTFT, finished requests end, and every other
+// token is one inter-token gap since the previous delivery (a running
+// request gets a token every step; one skipped for a step, or preempted,
+// is counted as if it had not been).
+func (s *stats) deliver(d *delivery, at float64, done func(Event)) {
+	if n := d.tokens - d.firsts; n > 0 && s.anyOut {
+		s.itl.AddN(micros(at-s.lastOut), int64(n))
+	}
+	s.lastOut, s.anyOut = at, true
+	for i := range d.events {
+		ev := d.events[i]
+		if ev.First {
+			s.firstAt[ev.Handle] = at
+		}
+		if !ev.Done {
+			continue
+		}
+		first, ok := s.firstAt[ev.Handle]
+		if !ok {
+			first = at
+		}
+		delete(s.firstAt, ev.Handle)
+		ev.Arrival, ev.FirstToken, ev.Finish = ev.Sent, first, at
+		s.finish(ev)
+		done(ev)
+	}
+}
+
 func (s *stats) finish(ev Event) {
 	s.rep.Requests++
-	s.outTokens += int64(ev.Output)
+	s.rep.InputTokens += int64(ev.Prompt)
+	s.rep.OutputTokens += int64(ev.Output)
 	if ev.Preemptions > 0 {
 		s.rep.PreemptedRequests++
 	}
@@ -179,78 +256,179 @@ func latency(h *traffic.Histogram) Latency {
 	}
 }
 
-// Run feeds src to e and steps it until both are exhausted. It stops with
-// the first error of src, an arrival out of order, or ctx's end (checked
-// every 1024 steps). Memory is bounded whatever the number of requests:
-// requests are read as they arrive and forgotten when they finish.
+// Run sends src's requests to e through the API server (opt.FrontEnd) and
+// steps the engine until everything is answered. A request from src is
+// sent at its Arrival (open loop), or, with opt.Concurrency, when a slot is
+// free (closed loop). It stops with the first error of src, an arrival out
+// of order, ctx's end (checked every 1024 steps), or a backlog past
+// opt.MaxBacklog (Report.FellBehind). Memory is bounded whatever the
+// number of requests: requests are read as they are sent and forgotten
+// when they finish.
 func Run(ctx context.Context, e *Engine, src Source, opt RunOptions) (*Report, error) {
-	st := newStats(opt)
-	next, err := src.Next()
-	have := err == nil
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err := opt.FrontEnd.check(); err != nil {
+		return nil, err
+	}
+	if !e.cfg.FirstEvents {
+		e.cfg.FirstEvents = true
+		defer func() { e.cfg.FirstEvents = false }()
+	}
+	r := runner{e: e, src: src, opt: opt, st: newStats(opt), fe: &frontEnd{cost: opt.FrontEnd}}
+	if r.opt.MaxBacklog <= 0 {
+		r.opt.MaxBacklog = DefaultMaxBacklog(e.cfg.MaxNumSeqs)
+	}
+	if err := r.read(); err != nil {
 		return nil, err
 	}
 	for {
-		for have {
-			if t, queued := e.NextEventTime(); queued && next.Arrival > t {
-				break
+		// The engine's next step starts now when it has work, else at the
+		// next request the API server hands it.
+		horizon := math.Inf(1)
+		if e.Busy() {
+			horizon = e.Now()
+		}
+		if err := r.until(horizon, true); err != nil || r.st.rep.FellBehind != nil {
+			if err != nil {
+				return nil, err
 			}
-			if _, err := e.Add(next); err != nil {
-				var rej *Rejection
-				if !errors.As(err, &rej) {
-					return nil, err
-				}
-				st.rep.RejectedBy[rej.Reason]++
-				if opt.OnReject != nil {
-					opt.OnReject(rej)
-				}
-			}
-			if next, err = src.Next(); err != nil {
-				if !errors.Is(err, io.EOF) {
-					return nil, err
-				}
-				have = false
-			}
+			break
 		}
 		res := e.Step()
 		if res.Idle {
-			if !have {
-				break
-			}
-			continue
+			break
 		}
+		if err := r.until(res.End, false); err != nil {
+			return nil, err
+		}
+		if r.st.rep.FellBehind != nil {
+			break
+		}
+		r.fe.push(&res, res.Sampled, res.First)
 		g := e.Gauges()
-		st.step(&res, g)
-		for _, ev := range res.Events {
-			if ev.Done {
-				st.finish(ev)
-				if opt.OnFinish != nil {
-					opt.OnFinish(ev)
-				}
-			}
-		}
-		if st.rep.Steps%1024 == 0 {
+		r.st.step(&res, g)
+		if r.st.rep.Steps%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return st.report(e), nil
+	return r.st.report(e), nil
+}
+
+// runner is one Run: the client, the API server and the engine, moved
+// forward in time order.
+type runner struct {
+	e   *Engine
+	src Source
+	opt RunOptions
+	st  *stats
+	fe  *frontEnd
+	// next is the request src gives next, if have.
+	next     Request
+	have     bool
+	lastDue  float64
+	inFlight int
+	sent     int64
+}
+
+func (r *runner) read() error {
+	var err error
+	r.next, err = r.src.Next()
+	r.have = err == nil
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if r.have {
+		if r.next.Arrival < r.lastDue {
+			return fmt.Errorf("%w: request %s arrives at %.6fs, before the previous one (%.6fs)", ErrUnsorted, r.next.ID, r.next.Arrival, r.lastDue)
+		}
+		r.lastDue = r.next.Arrival
+	}
+	return nil
+}
+
+// until processes the client's sends and the API server's completions up
+// to time t. With idle, an engine without work stops the wait at the
+// first request handed to it (the engine then starts at that time, with
+// whatever else arrives at the same instant).
+func (r *runner) until(t float64, idle bool) error {
+	for {
+		tSend := math.Inf(1)
+		if r.have && (r.opt.Concurrency <= 0 || r.inFlight < r.opt.Concurrency) {
+			tSend = max(r.next.Arrival, r.fe.now)
+		}
+		tFE, ok := r.fe.next()
+		if !ok {
+			tFE = math.Inf(1)
+		}
+		at := min(tSend, tFE)
+		if at > t || math.IsInf(at, 1) {
+			if !math.IsInf(t, 1) {
+				r.fe.advance(t)
+			}
+			return nil
+		}
+		if tSend <= tFE {
+			r.fe.advance(at)
+			q := r.next
+			q.Sent = at
+			r.fe.submit(q)
+			r.inFlight++
+			r.sent++
+			if err := r.read(); err != nil {
+				return err
+			}
+			if waiting := len(r.fe.jobs) + r.e.waiting.len(); waiting > r.opt.MaxBacklog {
+				r.st.rep.FellBehind = &Backlog{Waiting: waiting, AtS: at,
+					ArrivalsPerS: float64(r.sent) / max(at, 1e-9), ServedPerS: float64(r.st.rep.Requests) / max(at, 1e-9)}
+				return nil
+			}
+			continue
+		}
+		in, out := r.fe.complete()
+		if out != nil {
+			r.st.deliver(out, r.fe.now, r.done)
+			continue
+		}
+		q := *in
+		q.Arrival = r.fe.now
+		if _, err := r.e.Add(q); err != nil {
+			var rej *Rejection
+			if !errors.As(err, &rej) {
+				return err
+			}
+			r.inFlight--
+			r.st.rep.RejectedBy[rej.Reason]++
+			if r.opt.OnReject != nil {
+				r.opt.OnReject(rej)
+			}
+			continue
+		}
+		if idle && math.IsInf(t, 1) {
+			t = r.fe.now
+		}
+	}
+}
+
+func (r *runner) done(ev Event) {
+	r.inFlight--
+	if r.opt.OnFinish != nil {
+		r.opt.OnFinish(ev)
+	}
 }
 
 func (s *stats) report(e *Engine) *Report {
 	r := s.rep
 	g := e.Gauges()
-	r.DurationS = math.Round(e.Now()*1e6) / 1e6
+	r.DurationS = math.Round(max(e.Now(), s.lastOut)*1e6) / 1e6
 	r.Preemptions = g.Preemptions
 	r.Rejected = g.Rejected
 	if len(r.RejectedBy) == 0 {
 		r.RejectedBy = nil
 	}
-	r.TTFT, r.TPOT, r.E2E = latency(&s.ttft), latency(&s.tpot), latency(&s.e2e)
+	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft), latency(&s.tpot), latency(&s.itl), latency(&s.e2e)
 	if r.DurationS > 0 {
 		r.RequestsPerS = math.Round(float64(r.Requests)/r.DurationS*1000) / 1000
-		r.OutputTokensPerS = math.Round(float64(s.outTokens)/r.DurationS*10) / 10
+		r.OutputTokensPerS = math.Round(float64(r.OutputTokens)/r.DurationS*10) / 10
 	}
 	if g.PrefixQueries > 0 {
 		r.PrefixHitRate = math.Round(float64(g.PrefixHits)/float64(g.PrefixQueries)*1e4) / 1e4

@@ -59,6 +59,21 @@ func (h *Histogram) Add(v int64) {
 	h.add(min(max(v, 0), 1<<40-1))
 }
 
+// AddN counts v n times (n > 0), as Add does once.
+func (h *Histogram) AddN(v, n int64) {
+	if n <= 0 {
+		return
+	}
+	if h.counts == nil {
+		h.counts = make([]uint64, numBuckets)
+	}
+	v = min(max(v, 0), 1<<40-1)
+	h.counts[bucketOf(v)] += uint64(n)
+	h.n += uint64(n)
+	h.sum += uint64(v) * uint64(n)
+	h.max = max(h.max, v)
+}
+
 // add counts v, which must lie in [0, 2^40), on a histogram whose table
 // is allocated (Profile's are): the hot path, small enough to inline.
 func (h *Histogram) add(v int64) {

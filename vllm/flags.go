@@ -35,6 +35,10 @@ const (
 	// caching and chunked prefill; they stay in Extra and are read from Set.
 	FlagNoPrefixCaching  = "no-enable-prefix-caching"
 	FlagNoChunkedPrefill = "no-enable-chunked-prefill"
+	// FlagAsyncScheduling and its negative form overlap the engine's CPU
+	// work with the forward pass (AsyncScheduling); kept in Extra.
+	FlagAsyncScheduling   = "async-scheduling"
+	FlagNoAsyncScheduling = "no-async-scheduling"
 	// FlagKVCacheMemory is the flag of EngineArgs.kv_cache_memory_bytes
 	// (PR #21489). vLLM's own start-up hint spells it --kv-cache-memory,
 	// which argparse accepts as an unambiguous prefix; both spellings are

@@ -19,6 +19,7 @@ var (
 	kvCacheMemoryFlagSince    = Version{0, 11, 0, ""}
 	cudagraphEstimateSince    = Version{0, 13, 0, ""}
 	autoMaxModelLenSince      = Version{0, 14, 0, ""}
+	asyncSchedulingSince      = Version{0, 14, 0, ""}
 	leanActivationSince       = Version{0, 17, 0, ""}
 	cudagraphInBudgetSince    = Version{0, 21, 0, ""}
 	utilizationDefault92Since = Version{0, 25, 0, ""}
@@ -107,6 +108,24 @@ func UsesV1(v Version, env map[string]string) bool {
 		return on
 	}
 	return V1ByDefault(v)
+}
+
+// AsyncScheduling reports whether the engine core overlaps its CPU work
+// for the next step (scheduling, preparing inputs, processing outputs) with
+// the GPU's forward pass of the current one, instead of running the two
+// in turn. --async-scheduling came as an opt-in in the 0.10 releases; the
+// release notes of v0.14.0 name it on by default (unverified against the
+// source, so the boundary is the release we read it in). The simulator's
+// step time reads it: with it, a step lasts the longer of the two, not
+// their sum. --no-async-scheduling turns it off, --async-scheduling on.
+func AsyncScheduling(s Settings) bool {
+	switch {
+	case s.Set[FlagNoAsyncScheduling]:
+		return false
+	case s.Set[FlagAsyncScheduling]:
+		return true
+	}
+	return orNewest(s.Version).AtLeast(asyncSchedulingSince)
 }
 
 // CUDAGraphEstimate reports whether the release estimates CUDA-graph memory

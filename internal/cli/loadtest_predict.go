@@ -23,6 +23,7 @@ type prediction struct {
 	timer    sim.StepTimer
 	timeDesc string
 	config   sim.Config
+	cal      sim.Calibration
 }
 
 func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) (*prediction, error) {
@@ -39,7 +40,7 @@ func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) 
 	if err != nil {
 		return nil, badInput("the plan for %s on %s leaves no KV cache: nothing to simulate", ev.Settings.Model, d.ev.Sel.Device.Name)
 	}
-	return &prediction{env: env, dep: d, timer: timer, timeDesc: desc, config: cfg}, nil
+	return &prediction{env: env, dep: d, timer: timer, timeDesc: desc, config: cfg, cal: setup.cal.Calibration}, nil
 }
 
 // run simulates the traffic the run sent (its schedule rebuilt from the
@@ -76,8 +77,7 @@ func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest
 	}
 	// The fit corrects the calibration the prediction ran with (the
 	// roofline's own, --calibration's records included).
-	base := sim.Calibration{FLOPsEfficiency: roof.FLOPsEfficiency, BandwidthEfficiency: roof.BandwidthEfficiency, Overhead: roof.Overhead}
-	c := sim.Fit(*roof, base, samples)
+	c := sim.Fit(*roof, p.cal, samples)
 	c.GPU = p.dep.ev.Sel.Device.Name
 	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, p.dep.ev.Settings.Model,
 		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
@@ -158,8 +159,8 @@ func setupEngine(cmd *cobra.Command, env Env, pf planFlags, sf simulateFlags, ca
 	}
 	var cal calibration
 	if calFile == "" {
-		cal, ev.Notes = defaultCalibration(env, ev.Sel.Device.Name, ev.Notes)
-	} else if cal, err = loadCalibration(calFile, ev.Sel.Device.Name); err != nil {
+		cal, ev.Notes = defaultCalibration(env, ev.Sel.Device, ev.Notes)
+	} else if cal, err = loadCalibration(calFile, ev.Sel.Device); err != nil {
 		return engineSetup{}, err
 	}
 	given, err := planDeployment(ev, ev.Settings, "given")
@@ -228,7 +229,7 @@ func stepTimer(spec string, b memory.Budget, calib calibration) (sim.StepTimer, 
 				return nil, "", usageError{err}
 			}
 		}
-		return m, fmt.Sprintf("roofline (%s: flops x%.2f, bandwidth x%.2f, +%.1f ms/step)", cal.Source, cal.FLOPsEfficiency, cal.BandwidthEfficiency, cal.Overhead*1e3), nil
+		return m, "roofline (" + cal.String() + ")", nil
 	}
 	if v, ok := strings.CutPrefix(spec, "fixed:"); ok {
 		d, err := time.ParseDuration(v)
@@ -261,19 +262,20 @@ func stepCalibrationPath(getenv func(string) string) (string, error) {
 // given: the corrections loadtest wrote for this GPU, as plan uses the
 // probe's records, said in a note; without any, the defaults. A file that
 // does not read is a note, not a failure: the user did not name it.
-func defaultCalibration(env Env, device string, notes []string) (calibration, []string) {
+func defaultCalibration(env Env, dev gpu.Device, notes []string) (calibration, []string) {
+	base, _ := sim.CalibrationFor(dev)
 	path, err := stepCalibrationPath(env.Getenv)
 	if err != nil {
-		return calibration{Calibration: sim.DefaultCalibration}, notes
+		return calibration{Calibration: base}, notes
 	}
 	if _, err := os.Stat(path); err != nil {
-		return calibration{Calibration: sim.DefaultCalibration}, notes
+		return calibration{Calibration: base}, notes
 	}
-	cal, err := loadCalibration(path, device)
+	cal, err := loadCalibration(path, dev)
 	if err != nil {
-		return calibration{Calibration: sim.DefaultCalibration}, append(notes, fmt.Sprintf("step-time calibration not read: %v", err))
+		return calibration{Calibration: base}, append(notes, fmt.Sprintf("step-time calibration not read: %v", err))
 	}
-	if cal.Calibration == sim.DefaultCalibration && len(cal.samples) == 0 {
+	if cal.Calibration == base && len(cal.samples) == 0 {
 		return cal, notes
 	}
 	what := cal.Source
@@ -288,8 +290,10 @@ func defaultCalibration(env Env, device string, notes []string) (calibration, []
 // the device, or for any device when it names none, wins) and measured
 // steps {"gpu", "batch": {...}, "seconds"} (sim.Sample), which
 // sim.Fit turns into a correction on top.
-func loadCalibration(name, device string) (calibration, error) {
-	cal := calibration{Calibration: sim.DefaultCalibration, file: name}
+func loadCalibration(name string, dev gpu.Device) (calibration, error) {
+	device := dev.Name
+	base, _ := sim.CalibrationFor(dev)
+	cal := calibration{Calibration: base, file: name}
 	if name == "" {
 		return cal, nil
 	}
@@ -301,10 +305,10 @@ func loadCalibration(name, device string) (calibration, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		var rec struct {
+		rec := struct {
 			sim.Calibration
 			sim.Sample
-		}
+		}{Calibration: base}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			return cal, badInput("--calibration %s line %d: %v", name, i+1, err)
 		}
@@ -315,8 +319,8 @@ func loadCalibration(name, device string) (calibration, error) {
 			cal.samples = append(cal.samples, rec.Sample)
 			continue
 		}
-		if rec.FLOPsEfficiency <= 0 || rec.BandwidthEfficiency <= 0 || rec.Overhead < 0 {
-			return cal, badInput("--calibration %s line %d: want positive flops_efficiency and bandwidth_efficiency and overhead_s >= 0, or a measured step {batch, seconds}", name, i+1)
+		if err := rec.Calibration.Check(); err != nil {
+			return cal, badInput("--calibration %s line %d: %v (or give a measured step {batch, seconds})", name, i+1, err)
 		}
 		if rec.Calibration.Source == "" {
 			rec.Calibration.Source = fmt.Sprintf("%s line %d", name, i+1)
@@ -635,6 +639,10 @@ func simulateDeployment(cmd *cobra.Command, env Env, f simulateFlags, w *workloa
 	}
 	defer closeSrc()
 	opt := sim.RunOptions{Window: f.window.Seconds()}
+	if _, ok := timer.(*sim.Roofline); ok {
+		// A fixed step time is a hand-made engine: no API server either.
+		opt.FrontEnd = cal.FrontEnd
+	}
 	var finished atomic.Int64
 	var simNow atomic.Uint64
 	var traceOut *bufio.Writer

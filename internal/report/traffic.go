@@ -89,12 +89,12 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 			if err != nil || !b.Fits || b.NumBlocks < 2 {
 				return sim.Config{}, false, err
 			}
-			cal := sim.DefaultCalibration
+			cal, _ := sim.CalibrationFor(b.Device)
 			timer, err := sim.RooflineFor(b, cal)
 			if err != nil {
 				return sim.Config{}, false, err
 			}
-			stepTime = fmt.Sprintf("roofline (%s calibration: flops x%.2f, bandwidth x%.2f, +%.1f ms/step)", cal.Source, cal.FLOPsEfficiency, cal.BandwidthEfficiency, cal.Overhead*1e3)
+			stepTime = "roofline (" + cal.String() + ")"
 			return sim.ConfigFor(b, timer), true, nil
 		},
 	}

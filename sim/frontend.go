@@ -1,0 +1,204 @@
+package sim
+
+import "errors"
+
+// FrontEnd is the CPU time of vLLM's API server, the process between the
+// client and the engine core: per request (HTTP, validation, the chat
+// template, the engine's input processing), per prompt token (tokenizing)
+// and per streamed token (detokenizing, the SSE chunk). The benchmark
+// client's own per-request work is in the same figures, since a
+// measurement cannot tell them apart.
+//
+// The API server is one Python event loop that interleaves every request
+// it holds, so it is simulated as one CPU shared equally among them
+// (processor sharing): a request's own work takes longer the more
+// requests share the loop, and a burst of N requests finishes its input
+// processing together, after N × Request. The engine's outputs are one
+// more sharer: a step's tokens reach the clients when the loop has
+// processed them, in step order. The engine core runs in its own process,
+// so the API server delays what the client sees but never the engine's
+// steps.
+type FrontEnd struct {
+	Request     float64 `json:"frontend_request_s,omitempty"`
+	PromptToken float64 `json:"frontend_prompt_token_s,omitempty"`
+	OutputToken float64 `json:"frontend_output_token_s,omitempty"`
+}
+
+func (f FrontEnd) check() error {
+	if f.Request < 0 || f.PromptToken < 0 || f.OutputToken < 0 {
+		return errors.New("frontend_request_s, frontend_prompt_token_s and frontend_output_token_s must not be negative")
+	}
+	return nil
+}
+
+// delivery is one engine step's output as the API server processes it.
+type delivery struct {
+	at     float64 // the step's end
+	work   float64
+	tokens int // tokens sampled in the step
+	firsts int // of them, first tokens
+	events []Event
+}
+
+// psJob is a request in input processing: done when the server's virtual
+// time reaches finish.
+type psJob struct {
+	finish float64
+	seq    uint64 // submission order: equal finishes complete first come, first served
+	req    Request
+}
+
+func (a *psJob) before(b *psJob) bool {
+	return a.finish < b.finish || (a.finish == b.finish && a.seq < b.seq)
+}
+
+// frontEnd is the processor-sharing server. Virtual time v is the service
+// every job present has received: it grows at 1/n per second with n
+// sharers, so a job needing w seconds of CPU, submitted at virtual time v0,
+// completes when v reaches v0 + w, whatever else comes and goes.
+type frontEnd struct {
+	cost FrontEnd
+	now  float64
+	v    float64
+	jobs []psJob // min-heap by finish
+	seq  uint64
+	// out is the FIFO of step outputs; the head completes at outFinish.
+	out       []delivery
+	outHead   int
+	outFinish float64
+}
+
+func (f *frontEnd) sharers() int {
+	n := len(f.jobs)
+	if f.outHead < len(f.out) {
+		n++
+	}
+	return n
+}
+
+// next is the real time of the next completion; ok is false when the
+// server is empty.
+func (f *frontEnd) next() (float64, bool) {
+	n := f.sharers()
+	if n == 0 {
+		return 0, false
+	}
+	fmin := f.nextFinish()
+	return f.now + max(fmin-f.v, 0)*float64(n), true
+}
+
+func (f *frontEnd) nextFinish() float64 {
+	fmin := f.outFinish
+	if f.outHead >= len(f.out) {
+		fmin = f.jobs[0].finish
+	} else if len(f.jobs) > 0 {
+		fmin = min(fmin, f.jobs[0].finish)
+	}
+	return fmin
+}
+
+// advance moves the server's clock to t, which must not pass next().
+func (f *frontEnd) advance(t float64) {
+	if t <= f.now {
+		return
+	}
+	if n := f.sharers(); n > 0 {
+		f.v += (t - f.now) / float64(n)
+	}
+	f.now = t
+}
+
+// submit starts a request's input processing now.
+func (f *frontEnd) submit(r Request) {
+	w := f.cost.Request + f.cost.PromptToken*float64(r.PromptTokens)
+	f.seq++
+	f.jobs = append(f.jobs, psJob{finish: f.v + w, seq: f.seq, req: r})
+	f.up(len(f.jobs) - 1)
+}
+
+// push queues a step's output now; its events are copied.
+func (f *frontEnd) push(res *StepResult, tokens, firsts int) {
+	if f.outHead == len(f.out) {
+		f.out, f.outHead = f.out[:0], 0
+	} else if f.outHead >= 64 && 2*f.outHead >= len(f.out) {
+		// A server that never empties: move the queue to the front. The
+		// entries behind it are dropped, not reused: their event slices now
+		// belong to the moved ones.
+		n := copy(f.out, f.out[f.outHead:])
+		clear(f.out[n:])
+		f.out, f.outHead = f.out[:n], 0
+	}
+	var d *delivery
+	if len(f.out) < cap(f.out) {
+		f.out = f.out[:len(f.out)+1]
+		d = &f.out[len(f.out)-1]
+		d.events = d.events[:0]
+	} else {
+		f.out = append(f.out, delivery{})
+		d = &f.out[len(f.out)-1]
+	}
+	d.at, d.work, d.tokens, d.firsts = res.End, f.cost.OutputToken*float64(tokens), tokens, firsts
+	for _, ev := range res.Events {
+		if ev.First || ev.Done {
+			d.events = append(d.events, ev)
+		}
+	}
+	if f.outHead == len(f.out)-1 {
+		f.outFinish = f.v + d.work
+	}
+}
+
+// complete takes the next completion at time next(): a request whose
+// input is done (in) or a step output delivered (out).
+func (f *frontEnd) complete() (in *Request, out *delivery) {
+	t, _ := f.next()
+	fmin := f.nextFinish()
+	f.now, f.v = t, max(f.v, fmin)
+	if f.outHead < len(f.out) && f.outFinish <= fmin {
+		d := &f.out[f.outHead]
+		f.outHead++
+		if f.outHead < len(f.out) {
+			f.outFinish = f.v + f.out[f.outHead].work
+		}
+		return nil, d
+	}
+	r := f.jobs[0].req
+	last := len(f.jobs) - 1
+	f.jobs[0] = f.jobs[last]
+	f.jobs = f.jobs[:last]
+	if last > 0 {
+		f.down(0)
+	}
+	return &r, nil
+}
+
+func (f *frontEnd) up(i int) {
+	h := f.jobs
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(&h[p]) {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (f *frontEnd) down(i int) {
+	h := f.jobs
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].before(&h[l]) {
+			m = r
+		}
+		if !h[m].before(&h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
