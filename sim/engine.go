@@ -65,8 +65,8 @@ type Event struct {
 	Preempted bool
 	// Set when Done: the request's life, in simulated seconds.
 	Arrival, FirstToken, Finish, Sent float64
-	Prompt, Output              int
-	Preemptions                 int
+	Prompt, Output                    int
+	Preemptions                       int
 }
 
 // StepResult is one step of the engine. Events is reused by the next

@@ -19,7 +19,7 @@ import (
 // servingRun is one published `vllm bench serve` run with its setup
 // (testdata/serving/train.csv, copied from ../shared/data/serving).
 type servingRun struct {
-	id, model, gpu, version            string
+	id, model, gpu, version             string
 	input, output, prompts, concurrency int
 	rate                                float64 // 0: inf
 	// published figures (NaN when the source does not give them)
