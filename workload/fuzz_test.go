@@ -1,0 +1,61 @@
+package workload
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+// FuzzReplay: any log yields a bounded number of requests whose due times
+// never go back and whose sizes are positive, or one error, without
+// panicking.
+func FuzzReplay(f *testing.F) {
+	f.Add([]byte(replayLog))
+	f.Add([]byte(`{"id":"a","arrival_s":0,"prompt_tokens":100,"output_tokens":10}` + "\n"))
+	f.Add([]byte("INFO 06-20 12:34:56 Received request x: prompt: 'a', params: SamplingParams(max_tokens=7), prompt_token_ids: [1, 2, 3]\n"))
+	f.Add([]byte("ts=1700000000 prompt_tokens=3\nts=1699999999 prompt_tokens=4\n"))
+	f.Add([]byte(`{"arrival_s":1e308,"prompt_tokens":99999999999,"output_tokens":-1}`))
+	f.Add([]byte{0x1f, 0x8b, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rp, err := newReplay(bytes.NewReader(b), 3, Fixed(1), Fixed(1), newRand(1, 3))
+		if err != nil {
+			return
+		}
+		prev := -1.0
+		for i := 0; ; i++ {
+			r, err := rp.Next()
+			if err != nil {
+				return
+			}
+			if i > len(b) {
+				t.Fatalf("%d requests from %d bytes", i, len(b))
+			}
+			if r.At < prev || r.Prompt <= 0 || r.Output <= 0 || math.IsNaN(r.At) || r.PrefixTokens > r.Prompt {
+				t.Fatalf("request %d %+v after due %v", i, r, prev)
+			}
+			prev = r.At
+		}
+	})
+}
+
+// FuzzParse: the length, burst and bench parsers take any text and
+// return either a usable value or an error.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"fixed:7", "uniform:1-9", "12", "50x30000@60s", "x@", "vllm bench serve --random-input-len 10 --num-prompts 2",
+		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := ParseDist(s); err == nil && (d.Mean() < 0 || d.Mean() > maxTokens) {
+			t.Fatalf("%q: %v", s, d)
+		}
+		if b, err := ParseBurst(s); err == nil && (b.Count <= 0 || b.Tokens <= 0 || b.At < 0) {
+			t.Fatalf("%q: burst %+v", s, b)
+		}
+		if b, err := ParseBench(s); err == nil {
+			if err := b.Spec.Validate(); err != nil {
+				t.Fatalf("%q: a parsed bench command does not validate: %v", s, err)
+			}
+		}
+	})
+}

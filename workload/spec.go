@@ -1,0 +1,415 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Request is one request of a workload.
+type Request struct {
+	ID string
+	// At is when the request is due, in seconds from the start. A closed
+	// loop sends it at At or when a slot frees, whichever is later.
+	At float64
+	// Prompt and Output are its prompt tokens and the tokens it generates
+	// (max_tokens, with ignore_eos).
+	Prompt, Output int
+	// PrefixID, when not 0, names a prompt prefix of PrefixTokens tokens
+	// that every request with the same id shares.
+	PrefixID     uint64
+	PrefixTokens int
+}
+
+// Stream yields a workload's requests in order of At; io.EOF ends it.
+type Stream interface {
+	Next() (Request, error)
+}
+
+// Arrival processes of a rate.
+const (
+	Poisson  = "poisson"
+	Constant = "constant"
+)
+
+// Spec describes a workload. The zero value is no traffic.
+type Spec struct {
+	// Rate is requests per second; +Inf sends them all at once (vllm bench
+	// serve's default, --request-rate inf). Arrival is how they are spaced:
+	// Poisson (gaps drawn from a gamma distribution of shape Burstiness: 1,
+	// the default, is Poisson; below 1 burstier, above 1 more even, as
+	// vllm bench serve --burstiness) or Constant.
+	Rate       float64
+	Arrival    string
+	Burstiness float64
+	// Concurrency, when > 0, is a closed loop: at most this many requests
+	// in flight, the next sent when one finishes (vllm bench serve
+	// --max-concurrency). Without a Rate every request is due at once.
+	Concurrency int
+	// NumRequests and Duration bound the run: at most NumRequests requests,
+	// none due (or, in a closed loop, sent) after Duration seconds. With
+	// neither, a synthetic workload has DefaultNumRequests.
+	NumRequests int
+	Duration    float64
+	// Log is a request log to replay (any format package traffic reads, or
+	// JSON lines {"arrival_s", "prompt_tokens", "output_tokens"}): its own
+	// times divided by Speedup, or, with a Rate or Concurrency, only its
+	// sizes. Its lines without a size take Prompt's and Output's.
+	Log     string
+	Speedup float64
+	// Prompt and Output are the lengths of synthetic requests.
+	Prompt, Output Dist
+	// PrefixTokens, when > 0, puts a prefix of that many tokens shared by
+	// every request in front of each prompt (vllm bench serve
+	// --random-prefix-len).
+	PrefixTokens int
+	// Bursts are added at their times, their outputs drawn from Output.
+	Bursts []Burst
+	// Seed fixes the arrival times and lengths.
+	Seed uint64
+}
+
+// DefaultNumRequests is vllm bench serve's --num-prompts default.
+const DefaultNumRequests = 1000
+
+// MaxRequests bounds a synthetic workload: a Spec whose rate × duration
+// or request count exceeds it is refused up front. Ten million requests
+// simulate in about a minute; more is a typo, or a question a shorter
+// run answers the same.
+const MaxRequests = 10_000_000
+
+// Burst is Count requests of Tokens prompt tokens due together At seconds
+// from the start.
+type Burst struct {
+	Count, Tokens int
+	At            float64
+}
+
+func (b Burst) String() string {
+	return fmt.Sprintf("%dx%d@%s", b.Count, b.Tokens, time.Duration(b.At*float64(time.Second)))
+}
+
+// ParseBurst reads COUNTxTOKENS@TIME, e.g. 50x30000@60s.
+func ParseBurst(s string) (Burst, error) {
+	bad := fmt.Errorf("burst %q: want COUNTxTOKENS@TIME, e.g. 50x30000@60s", s)
+	what, at, ok := strings.Cut(strings.TrimSpace(s), "@")
+	if !ok {
+		return Burst{}, bad
+	}
+	c, t, ok := strings.Cut(what, "x")
+	if !ok {
+		return Burst{}, bad
+	}
+	count, err1 := strconv.Atoi(c)
+	tokens, err2 := strconv.Atoi(t)
+	d, err3 := time.ParseDuration(at)
+	if err1 != nil || err2 != nil || err3 != nil || count <= 0 || tokens <= 0 || d < 0 {
+		return Burst{}, bad
+	}
+	// Far beyond any real burst, and a typo away from a run that never ends.
+	if count > 1_000_000 || tokens > maxTokens {
+		return Burst{}, fmt.Errorf("burst %q: at most 1000000 requests of at most %d tokens", s, maxTokens)
+	}
+	return Burst{Count: count, Tokens: tokens, At: d.Seconds()}, nil
+}
+
+// Validate reports a Spec that cannot run, in one line naming the flag.
+func (s Spec) Validate() error {
+	switch {
+	case math.IsNaN(s.Rate) || s.Rate < 0:
+		return errors.New("--rate must be a positive number of requests per second, or inf")
+	case s.Concurrency < 0:
+		return errors.New("--concurrency must be 1 or more")
+	case s.NumRequests < 0:
+		return errors.New("--num-requests must not be negative")
+	case math.IsNaN(s.Duration) || s.Duration < 0:
+		return errors.New("--duration must be positive")
+	case s.Log != "" && !(s.Speedup > 0):
+		return errors.New("--speedup must be positive, e.g. 2")
+	case s.Arrival != "" && s.Arrival != Poisson && s.Arrival != Constant:
+		return fmt.Errorf("--arrival %q: use poisson or constant", s.Arrival)
+	case s.Burstiness < 0 || math.IsNaN(s.Burstiness):
+		return errors.New("--burstiness must be positive (1 is Poisson)")
+	case s.PrefixTokens < 0 || s.PrefixTokens > maxTokens:
+		return fmt.Errorf("--prefix-tokens must be between 0 and %d", maxTokens)
+	case s.Log == "" && s.Rate == 0 && s.Concurrency == 0 && len(s.Bursts) == 0:
+		return errors.New("no traffic: give --rate R, --concurrency N, --burst or --requests FILE")
+	case s.Log == "" && (s.Prompt == nil || s.Output == nil):
+		return errors.New("no request lengths: give --prompt-tokens and --output-tokens")
+	}
+	if n := s.synthCount(); n > MaxRequests {
+		return fmt.Errorf("%s requests: at most %d in one run (lower --rate, --duration or --num-requests)", humanCount(n), MaxRequests)
+	}
+	return nil
+}
+
+// synthCount is the most requests a synthetic Spec sends.
+func (s Spec) synthCount() float64 {
+	if s.Log != "" {
+		return 0
+	}
+	var n float64
+	for _, b := range s.Bursts {
+		n += float64(b.Count)
+	}
+	if s.Rate == 0 && s.Concurrency == 0 {
+		return n
+	}
+	switch {
+	case s.NumRequests > 0:
+		return n + float64(s.NumRequests)
+	case s.Duration > 0 && s.Rate > 0 && !math.IsInf(s.Rate, 1):
+		return n + s.Rate*s.Duration
+	case s.Duration > 0:
+		// All at once for a duration: a closed loop, bounded by time.
+		return n
+	}
+	return n + DefaultNumRequests
+}
+
+func humanCount(n float64) string {
+	if n >= 1e6 {
+		return fmt.Sprintf("%.3g million", n/1e6)
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64)
+}
+
+// Describe is the Spec in words, for reports.
+func (s Spec) Describe() string {
+	var parts []string
+	switch {
+	case s.Log != "" && s.Rate == 0 && s.Concurrency == 0:
+		d := "requests of " + s.Log
+		if s.Speedup != 1 && s.Speedup > 0 {
+			d += fmt.Sprintf(" at %gx speed", s.Speedup)
+		}
+		parts = append(parts, d)
+	case s.Log != "":
+		parts = append(parts, "the sizes of "+s.Log)
+	}
+	switch {
+	case math.IsInf(s.Rate, 1):
+		parts = append(parts, "all at once")
+	case s.Rate > 0:
+		kind := "Poisson"
+		if s.Arrival == Constant {
+			kind = "constant"
+		} else if s.Burstiness > 0 && s.Burstiness != 1 {
+			kind = fmt.Sprintf("gamma (burstiness %g)", s.Burstiness)
+		}
+		parts = append(parts, fmt.Sprintf("%s %g req/s", kind, s.Rate))
+	}
+	if s.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("closed loop of %d", s.Concurrency))
+	}
+	if s.Log == "" && (s.Rate > 0 || s.Concurrency > 0) {
+		parts = append(parts, fmt.Sprintf("prompts %s, outputs %s", s.Prompt, s.Output))
+	}
+	if s.PrefixTokens > 0 {
+		parts = append(parts, fmt.Sprintf("a shared prefix of %d tokens", s.PrefixTokens))
+	}
+	if s.Rate > 0 || s.Concurrency > 0 || s.Log != "" {
+		switch n, d := s.bound(); {
+		case n > 0 && d > 0:
+			parts = append(parts, fmt.Sprintf("%d requests within %s", n, seconds(d)))
+		case n > 0:
+			parts = append(parts, fmt.Sprintf("%d requests", n))
+		case d > 0:
+			parts = append(parts, "for "+seconds(d))
+		}
+	}
+	for _, b := range s.Bursts {
+		parts = append(parts, "burst "+b.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seconds(d float64) string { return time.Duration(d * float64(time.Second)).String() }
+
+// bound is the count and duration that end the stream: a synthetic Spec
+// with neither has DefaultNumRequests.
+func (s Spec) bound() (int, float64) {
+	if s.NumRequests == 0 && s.Duration == 0 && s.Log == "" && (s.Rate > 0 || s.Concurrency > 0) {
+		return DefaultNumRequests, 0
+	}
+	return s.NumRequests, s.Duration
+}
+
+// Open returns the Spec's requests. open reads a file (the log); the
+// returned closer closes it.
+func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Closer, error) {
+	if err := s.Validate(); err != nil {
+		return nil, nil, err
+	}
+	n, d := s.bound()
+	arrivals := s.arrivals()
+	if s.Log == "" {
+		return &bounded{src: &synthetic{spec: s, arrivals: arrivals, lengths: newRand(s.Seed, 2)}, n: n, d: d}, io.NopCloser(nil), nil
+	}
+	f, err := open(s.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	rp, err := newReplay(f, s.Speedup, s.Prompt, s.Output, newRand(s.Seed, 3))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %v", s.Log, err)
+	}
+	if s.Rate > 0 || s.Concurrency > 0 {
+		// The log's sizes, at the Spec's arrivals.
+		rp.untimed = arrivals
+	}
+	return &bounded{src: rp, n: n, d: d}, f, nil
+}
+
+// arrivals is the Spec's arrival process without bursts.
+func (s Spec) arrivals() *arrivalTimes {
+	a := &arrivalTimes{rng: newRand(s.Seed, 1), rate: s.Rate, constant: s.Arrival == Constant, shape: s.Burstiness}
+	if a.shape == 0 {
+		a.shape = 1
+	}
+	return a
+}
+
+func newRand(seed, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d^stream))
+}
+
+// arrivalTimes yields due times: all 0 without a rate (or at +Inf),
+// else gaps of mean 1/rate.
+type arrivalTimes struct {
+	rng      *rand.Rand
+	rate     float64
+	constant bool
+	shape    float64
+	t        float64
+	started  bool
+}
+
+func (a *arrivalTimes) next() float64 {
+	if a.rate <= 0 || math.IsInf(a.rate, 1) {
+		return 0
+	}
+	if !a.started {
+		// The first request goes at a gap from 0, as vllm bench serve
+		// sleeps before each request.
+		a.started = true
+	}
+	switch {
+	case a.constant:
+		a.t += 1 / a.rate
+	case a.shape == 1:
+		a.t += a.rng.ExpFloat64() / a.rate
+	default:
+		a.t += gamma(a.rng, a.shape) / (a.rate * a.shape)
+	}
+	return a.t
+}
+
+// gamma draws from a gamma distribution of shape k and scale 1
+// (Marsaglia and Tsang's method; for k < 1 boosted by U^(1/k)).
+func gamma(r *rand.Rand, k float64) float64 {
+	if k < 1 {
+		return gamma(r, k+1) * math.Pow(r.Float64(), 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}
+
+// synthetic is generated traffic: the arrival process's requests, with
+// bursts merged in at their times.
+type synthetic struct {
+	spec     Spec
+	arrivals *arrivalTimes
+	lengths  *rand.Rand
+	bursts   []Burst
+	left     int
+	next     float64
+	started  bool
+	stopped  bool // no rate-driven arrivals
+	n        int
+	buf      []byte
+}
+
+func (s *synthetic) Next() (Request, error) {
+	if !s.started {
+		s.started = true
+		s.bursts = append([]Burst(nil), s.spec.Bursts...)
+		sort.SliceStable(s.bursts, func(i, j int) bool { return s.bursts[i].At < s.bursts[j].At })
+		if len(s.bursts) > 0 {
+			s.left = s.bursts[0].Count
+		}
+		s.stopped = s.spec.Rate == 0 && s.spec.Concurrency == 0
+		if !s.stopped {
+			s.next = s.arrivals.next()
+		}
+	}
+	if len(s.bursts) > 0 && (s.stopped || s.bursts[0].At <= s.next) {
+		b := s.bursts[0]
+		if s.left--; s.left == 0 {
+			s.bursts = s.bursts[1:]
+			if len(s.bursts) > 0 {
+				s.left = s.bursts[0].Count
+			}
+		}
+		return s.request(b.At, b.Tokens), nil
+	}
+	if s.stopped {
+		return Request{}, io.EOF
+	}
+	at := s.next
+	s.next = s.arrivals.next()
+	return s.request(at, max(s.spec.Prompt.Sample(s.lengths), 1)), nil
+}
+
+func (s *synthetic) request(at float64, prompt int) Request {
+	s.n++
+	s.buf = strconv.AppendInt(append(s.buf[:0], 'r'), int64(s.n), 10)
+	r := Request{ID: string(s.buf), At: at, Prompt: prompt, Output: max(s.spec.Output.Sample(s.lengths), 1)}
+	if p := s.spec.PrefixTokens; p > 0 {
+		r.Prompt += p
+		r.PrefixID, r.PrefixTokens = 1, p
+	}
+	return r
+}
+
+// bounded ends a stream at n requests or past d seconds (0: no bound).
+type bounded struct {
+	src  Stream
+	n    int
+	d    float64
+	sent int
+}
+
+func (b *bounded) Next() (Request, error) {
+	if b.n > 0 && b.sent >= b.n {
+		return Request{}, io.EOF
+	}
+	r, err := b.src.Next()
+	if err != nil {
+		return r, err
+	}
+	if b.d > 0 && r.At > b.d {
+		return Request{}, io.EOF
+	}
+	b.sent++
+	return r, nil
+}

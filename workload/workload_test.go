@@ -1,0 +1,370 @@
+package workload
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func take(t *testing.T, s Stream, n int) []Request {
+	t.Helper()
+	var out []Request
+	for len(out) < n {
+		r, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func open(t *testing.T, s Spec) Stream {
+	t.Helper()
+	st, _, err := s.Open(func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestParseDistAndBurst(t *testing.T) {
+	for in, want := range map[string]string{"fixed:7": "fixed:7", "12": "fixed:12", "uniform:16-2000": "uniform:16-2000"} {
+		d, err := ParseDist(in)
+		if err != nil || d.String() != want {
+			t.Errorf("%s: %v %v", in, d, err)
+		}
+	}
+	for _, bad := range []string{"uniform:9-3", "normal:5", "fixed:-1", "uniform:a-b", "99999999999"} {
+		if _, err := ParseDist(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	b, err := ParseBurst("50x30000@60s")
+	if err != nil || b != (Burst{Count: 50, Tokens: 30000, At: 60}) {
+		t.Errorf("burst: %+v %v", b, err)
+	}
+	for _, bad := range []string{"50x30000", "x@1s", "0x5@1s", "5x5@soon"} {
+		if _, err := ParseBurst(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// 20 req/s for 1000 s is a Poisson count of mean 20000 and standard
+// deviation sqrt(20000) ≈ 141; the burst's 3 requests come at 500 s in
+// order; the same seed gives the same stream.
+func TestSynthetic(t *testing.T) {
+	spec := Spec{Rate: 20, Duration: 1000, Prompt: Uniform{16, 2000}, Output: Fixed(5), Bursts: []Burst{{3, 9000, 500}}, Seed: 1}
+	a, b := take(t, open(t, spec), 1e6), take(t, open(t, spec), 1e6)
+	if len(a) != len(b) || a[len(a)/2] != b[len(b)/2] {
+		t.Fatal("same seed, different streams")
+	}
+	if n := len(a) - 3; math.Abs(float64(n)-20000) > 5*141 {
+		t.Errorf("%d Poisson arrivals, want about 20000", n)
+	}
+	burst := 0
+	for i, r := range a {
+		if i > 0 && r.At < a[i-1].At {
+			t.Fatalf("unsorted at %d", i)
+		}
+		if r.Prompt < 16 || r.Prompt > 2000 {
+			if r.Prompt != 9000 || r.At != 500 {
+				t.Errorf("request %+v outside the distribution", r)
+			}
+			burst++
+		}
+	}
+	if burst != 3 {
+		t.Errorf("burst requests: %d, want 3", burst)
+	}
+}
+
+// Constant arrivals at 4 req/s are due at 0.25, 0.5, 0.75 ...; a closed
+// loop without a rate has every request due at 0; without a bound a
+// synthetic workload is vllm bench serve's 1000 requests.
+func TestArrivals(t *testing.T) {
+	got := take(t, open(t, Spec{Rate: 4, Arrival: Constant, NumRequests: 3, Prompt: Fixed(1), Output: Fixed(1)}), 10)
+	if len(got) != 3 || got[0].At != 0.25 || got[1].At != 0.5 || got[2].At != 0.75 {
+		t.Errorf("constant: %+v", got)
+	}
+	got = take(t, open(t, Spec{Concurrency: 8, Prompt: Fixed(1), Output: Fixed(1)}), 2000)
+	if len(got) != DefaultNumRequests || got[999].At != 0 {
+		t.Errorf("closed loop: %d requests, the last due at %v", len(got), got[len(got)-1].At)
+	}
+	got = take(t, open(t, Spec{Rate: math.Inf(1), NumRequests: 5, Prompt: Fixed(1), Output: Fixed(1)}), 10)
+	if len(got) != 5 || got[4].At != 0 {
+		t.Errorf("inf: %+v", got)
+	}
+}
+
+// Gamma gaps of shape k and mean 1/rate have variance 1/(k × rate²): at
+// rate 10, shape 0.25 (bursty) the gaps' coefficient of variation is 2,
+// at shape 4 it is 0.5; the mean stays 0.1 s.
+func TestBurstiness(t *testing.T) {
+	for _, k := range []float64{0.25, 1, 4} {
+		rs := take(t, open(t, Spec{Rate: 10, Burstiness: k, NumRequests: 200000, Prompt: Fixed(1), Output: Fixed(1), Seed: 7}), 200000)
+		var sum, sq, prev float64
+		for _, r := range rs {
+			g := r.At - prev
+			prev = r.At
+			sum += g
+			sq += g * g
+		}
+		n := float64(len(rs))
+		mean := sum / n
+		cv := math.Sqrt(sq/n-mean*mean) / mean
+		if math.Abs(mean-0.1) > 0.002 || math.Abs(cv-1/math.Sqrt(k)) > 0.03/math.Sqrt(k) {
+			t.Errorf("shape %g: mean gap %.4f, cv %.3f; want 0.1 and %.3f", k, mean, cv, 1/math.Sqrt(k))
+		}
+	}
+}
+
+// --range-ratio 0.5 around 1000 draws uniformly from 500 to 1500, as
+// vllm bench serve's random dataset does; a prefix of 64 is added in
+// front of every prompt and shared.
+func TestRangeRatioAndPrefix(t *testing.T) {
+	rs := take(t, open(t, Spec{Rate: math.Inf(1), NumRequests: 20000, Prompt: RangeOf(1000, 0.5), Output: RangeOf(100, 0.5), PrefixTokens: 64, Seed: 3}), 20000)
+	lo, hi, sum := 1<<30, 0, 0
+	for _, r := range rs {
+		p := r.Prompt - 64
+		lo, hi, sum = min(lo, p), max(hi, p), sum+p
+		if r.PrefixID != 1 || r.PrefixTokens != 64 || r.Output < 50 || r.Output > 150 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if lo != 500 || hi != 1500 || math.Abs(float64(sum)/20000-1000) > 5 {
+		t.Errorf("prompts %d..%d mean %.1f, want 500..1500 mean 1000", lo, hi, float64(sum)/20000)
+	}
+}
+
+// The quantile distribution of p50 = 100, p90 = 1000 (and 0 → 10,
+// 1 → 2000): a quarter of the draws fall below (10 + 100) / 2 = 55, the
+// midpoint of the first segment; its mean is 0.5 × 55 + 0.4 × 550 + 0.1 ×
+// 1500 = 397.5.
+func TestQuantileDist(t *testing.T) {
+	d := Quantile{Points: []QuantilePoint{{0, 10}, {0.5, 100}, {0.9, 1000}, {1, 2000}}}
+	if d.Mean() != 397.5 {
+		t.Errorf("mean %v", d.Mean())
+	}
+	rs := take(t, open(t, Spec{Rate: 1000, Duration: 100, Prompt: d, Output: Fixed(1), Seed: 3}), 1e6)
+	below := 0
+	for _, r := range rs {
+		if r.Prompt <= 55 {
+			below++
+		}
+	}
+	if f := float64(below) / float64(len(rs)); math.Abs(f-0.25) > 0.01 {
+		t.Errorf("share below 55: %.3f, want 0.25", f)
+	}
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := t.TempDir() + "/" + name
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReplayJSONLines(t *testing.T) {
+	log := writeTemp(t, "r.jsonl", `{"id":"a","arrival_s":0,"prompt_tokens":100,"output_tokens":10}
+
+{"arrival_s":1.5,"prompt_tokens":50,"output_tokens":5,"prefix_id":3,"prefix_tokens":32}
+`)
+	// Speedup 0.5 stretches time: 1.5 s becomes 3 s.
+	rs := take(t, open(t, Spec{Log: log, Speedup: 0.5}), 10)
+	if len(rs) != 2 || rs[0].ID != "a" || rs[1].ID != "line-3" || rs[1].At != 3 || rs[1].PrefixID != 3 || rs[1].PrefixTokens != 32 || rs[1].Prompt != 50 {
+		t.Errorf("%+v", rs)
+	}
+	bad := writeTemp(t, "bad.jsonl", `{"arrival_s":-1,"prompt_tokens":1,"output_tokens":1}`)
+	if _, err := open(t, Spec{Log: bad, Speedup: 1}).Next(); err == nil || !strings.Contains(err.Error(), "not negative") {
+		t.Errorf("negative arrival: %v", err)
+	}
+}
+
+const replayLog = `2026-11-20T10:00:00Z input_tokens=100 output_tokens=10
+2026-11-20T10:00:00Z input_tokens=200 output_tokens=20
+2026-11-20T10:00:00Z input_tokens=300 output_tokens=30
+2026-11-20 10:00:02 {"usage": {"prompt_tokens": 400, "completion_tokens": 40}}
+2026-11-20T10:00:01Z input_tokens=500 output_tokens=50
+output_tokens=60
+2026-11-20T10:00:02Z health check ok
+`
+
+// TestReplay: the three requests of :00 are spread over that second (0,
+// 1/3, 2/3 s); :02 holds three (its own, the late :01 and the untimed
+// one) at 2, 2+1/3, 2+2/3 s; at speedup 2 every time halves. The untimed
+// line's missing prompt is drawn from the Spec's prompt lengths (77).
+func TestReplay(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		in := []byte(replayLog)
+		if gz {
+			var b bytes.Buffer
+			w := gzip.NewWriter(&b)
+			w.Write(in)
+			w.Close()
+			in = b.Bytes()
+		}
+		rp, err := newReplay(bytes.NewReader(in), 2, Fixed(77), Fixed(88), newRand(1, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := take(t, rp, 100)
+		third := 1.0 / 3
+		want := []Request{
+			{At: 0, Prompt: 100, Output: 10}, {At: third / 2, Prompt: 200, Output: 20}, {At: 2 * third / 2, Prompt: 300, Output: 30},
+			{At: 1, Prompt: 400, Output: 40}, {At: (2 + third) / 2, Prompt: 500, Output: 50}, {At: (2 + 2*third) / 2, Prompt: 77, Output: 60},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("gzip %v: %d requests %+v, want %d", gz, len(got), got, len(want))
+		}
+		for i := range want {
+			if math.Abs(got[i].At-want[i].At) > 1e-9 || got[i].Prompt != want[i].Prompt || got[i].Output != want[i].Output {
+				t.Errorf("gzip %v: request %d = %+v, want %+v", gz, i, got[i], want[i])
+			}
+		}
+		if rp.OutOfOrder != 1 || rp.Skipped != 1 {
+			t.Errorf("out of order %d, skipped %d; want 1, 1", rp.OutOfOrder, rp.Skipped)
+		}
+	}
+}
+
+// TestReplaySubsecond: a log with fractions of a second keeps its own
+// times (0, 0.25 and 1.5 s after the first line, at speedup 1); the line
+// without a time goes with the line before it.
+func TestReplaySubsecond(t *testing.T) {
+	log := writeTemp(t, "r.log", `2026-11-20T10:00:00.100Z input_tokens=1 output_tokens=1
+2026-11-20T10:00:00.350Z input_tokens=2 output_tokens=1
+2026-11-20T10:00:01.600Z input_tokens=3 output_tokens=1
+input_tokens=4 output_tokens=1
+`)
+	got := take(t, open(t, Spec{Log: log, Speedup: 1}), 10)
+	want := []float64{0, 0.25, 1.5, 1.5}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if math.Abs(got[i].At-w) > 1e-6 || got[i].Prompt != i+1 {
+			t.Errorf("request %d = %+v, want due %v", i, got[i], w)
+		}
+	}
+}
+
+// A log without times takes the Spec's arrivals (its sizes at --rate), and
+// without a rate or a closed loop cannot be replayed.
+func TestReplayUntimed(t *testing.T) {
+	log := writeTemp(t, "r.log", "input_tokens=5 output_tokens=6\nprompt_tokens=7 completion_tokens=8\n")
+	got := take(t, open(t, Spec{Log: log, Speedup: 1, Rate: 2, Arrival: Constant}), 10)
+	if len(got) != 2 || got[0].At != 0.5 || got[0].Prompt != 5 || got[1].At != 1 || got[1].Output != 8 {
+		t.Errorf("got %+v", got)
+	}
+	if _, err := open(t, Spec{Log: log, Speedup: 1}).Next(); err == nil || !strings.Contains(err.Error(), "--rate or --concurrency") {
+		t.Errorf("untimed without a rate: %v", err)
+	}
+}
+
+// Every way to spell a workload wrong is one line naming the flag.
+func TestBadSpecs(t *testing.T) {
+	f := Fixed(10)
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Prompt: f, Output: f}, "no traffic"},
+		{Spec{Rate: -1, Prompt: f, Output: f}, "--rate"},
+		{Spec{Rate: 1e12, Duration: 1, Prompt: f, Output: f}, "1e+06 million requests: at most 10000000"},
+		{Spec{Rate: 5, NumRequests: 20_000_000, Prompt: f, Output: f}, "at most 10000000"},
+		{Spec{Rate: 5, Arrival: "uniform", Prompt: f, Output: f}, "--arrival"},
+		{Spec{Rate: 5, Burstiness: -1, Prompt: f, Output: f}, "--burstiness"},
+	} {
+		if err := c.spec.Validate(); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
+
+func flags(t *testing.T, args ...string) (Spec, Read, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f.Spec(fs, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+}
+
+func TestFlags(t *testing.T) {
+	s, _, err := flags(t, "--rate", "inf", "--num-requests", "500", "--prompt-tokens", "4000", "--output-tokens", "200", "--range-ratio", "0.1")
+	if err != nil || !math.IsInf(s.Rate, 1) || s.NumRequests != 500 || s.Prompt != (Uniform{3600, 4400}) || s.Output != (Uniform{180, 220}) {
+		t.Errorf("%+v %v", s, err)
+	}
+	s, rd, err := flags(t, "--concurrency", "4", "--input-tokens", "uniform:10-20", "--output-tokens", "5")
+	if err != nil || s.Prompt != (Uniform{10, 20}) || len(rd.Notices) != 1 || !strings.Contains(rd.Notices[0], "--prompt-tokens") {
+		t.Errorf("old spelling: %+v %+v %v", s, rd, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency must be 1 or more"},
+		{[]string{"--rate", "1", "--range-ratio", "-0.5"}, "--range-ratio -0.5"},
+		{[]string{"--rate", "1", "--prompt-tokens", "uniform:1-9", "--range-ratio", "0.2"}, "around fixed lengths"},
+		{[]string{"--concurrency", "2", "--burst", "5x5@1s"}, "open loop"},
+		{[]string{"--rate", "1", "--prompt-tokens", "normal:5"}, "token length"},
+		{[]string{"--bench", "vllm bench serve --dataset-name sharegpt", "--rate", "2"}, "give one"},
+	} {
+		if _, _, err := flags(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	// A profile file gives both lengths.
+	prof := writeTemp(t, "p.json", `{"input_tokens":{"count":10,"mean":120,"p50":100,"p90":200,"p99":300,"max":400},"output_tokens":{"count":10,"mean":12,"p50":10,"p90":20,"p99":30,"max":40}}`)
+	s, _, err = flags(t, "--rate", "1", "--prompt-tokens", prof, "--output-tokens", prof)
+	if err != nil || !strings.HasSuffix(s.Prompt.String(), "input_tokens") || !strings.HasSuffix(s.Output.String(), "output_tokens") {
+		t.Errorf("profile: %v %v %v", s.Prompt, s.Output, err)
+	}
+}
+
+func TestParseBench(t *testing.T) {
+	b, err := ParseBench(`vllm bench serve --backend openai-chat --endpoint /v1/chat/completions --model Qwen/Qwen3-14B --dataset-name random \
+  --random-input-len 4000 --random-output-len 200 --num-prompts 500 --seed 42 --ignore-eos --percentile-metrics ttft,tpot`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.Spec
+	if b.Model != "Qwen/Qwen3-14B" || b.Backend != "openai-chat" || *b.Seed != 42 || !math.IsInf(s.Rate, 1) || s.NumRequests != 500 ||
+		s.Prompt != Fixed(4000) || s.Output != Fixed(200) || s.Concurrency != 0 {
+		t.Errorf("%+v %+v", b, s)
+	}
+	b, err = ParseBench("--model m --request-rate 4 --burstiness 0.5 --max-concurrency 16 --random-range-ratio 0.25 --random-prefix-len 100")
+	if err != nil || b.Spec.Rate != 4 || b.Spec.Burstiness != 0.5 || b.Spec.Concurrency != 16 || b.Spec.Prompt != (Uniform{768, 1280}) || b.Spec.PrefixTokens != 100 || b.Spec.NumRequests != 1000 {
+		t.Errorf("%+v %v", b.Spec, err)
+	}
+	for in, want := range map[string]string{
+		"vllm bench serve --dataset-name sharegpt --dataset-path x.json": "only the random dataset",
+		"vllm bench serve --use-beam-search --frobnicate 3":              "--frobnicate, --use-beam-search not known",
+		"vllm bench serve --random-range-ratio -0.1":                     "--random-range-ratio -0.1",
+		"vllm bench serve --num-prompts 0":                               "--num-prompts 0",
+		"vllm bench serve --request-rate fast":                           "not a number",
+		"vllm serve m":                                                   "want a 'vllm bench serve",
+		"vllm bench serve --model 'unterminated":                         "--bench",
+		"vllm bench serve --max-concurrency 0":                           "--max-concurrency 0",
+	} {
+		if _, err := ParseBench(in); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}
