@@ -5,6 +5,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"headroom.dev/headroom/workload"
 	"syscall"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ func BenchmarkOpenLoop(b *testing.B) {
 				cpu1 := cpuTime()
 
 				c := client(srv, EndpointCompletions)
-				r, err := Run(context.Background(), Config{Client: c, Count: n, Warmup: true,
-					Schedule: &Synthetic{Rate: rate, Arrival: ArrivalConstant, Prompt: 100, Output: 16}})
+				r, err := Run(context.Background(), Config{Client: c, Warmup: true,
+					Stream: stream(b, workload.Spec{Rate: rate, Arrival: workload.Constant, NumRequests: n, Prompt: workload.Fixed(100), Output: workload.Fixed(16)})})
 				if err != nil {
 					b.Fatal(err)
 				}

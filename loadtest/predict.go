@@ -1,10 +1,7 @@
 package loadtest
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"time"
+	"sort"
 
 	"headroom.dev/headroom/sim"
 )
@@ -27,38 +24,6 @@ type Simulated struct {
 	RequestsPerS float64 `json:"requests_per_s"`
 }
 
-// source feeds a schedule's items to the simulation, bounded as the run
-// was: Count items, none due after Duration.
-type source struct {
-	sched    Schedule
-	count    int
-	duration time.Duration
-	n        int
-}
-
-func (s *source) Next() (sim.Request, error) {
-	if s.count > 0 && s.n >= s.count {
-		return sim.Request{}, io.EOF
-	}
-	it, ok, err := s.sched.Next()
-	if err != nil {
-		return sim.Request{}, err
-	}
-	if !ok || (s.duration > 0 && it.Due > s.duration) {
-		return sim.Request{}, io.EOF
-	}
-	s.n++
-	return sim.Request{ID: fmt.Sprint(s.n), Arrival: it.Due.Seconds(), PromptTokens: int(it.Prompt), OutputTokens: int(it.Output)}, nil
-}
-
-// Predict runs the engine over sched's items as an open loop sent them
-// (at their due times, bounded by count and duration like the run). The
-// prompts are the token counts asked for: the calibrated prompts are
-// served at those counts (Result.PromptTokens shows how close).
-func Predict(ctx context.Context, e *sim.Engine, sched Schedule, count int, duration time.Duration) (*sim.Report, error) {
-	return sim.Run(ctx, e, &source{sched: sched, count: count, duration: duration}, sim.RunOptions{})
-}
-
 // NewSimulated converts a simulation report.
 func NewSimulated(rep *sim.Report) Simulated {
 	lat := func(l sim.Latency) Latency {
@@ -72,28 +37,31 @@ func NewSimulated(rep *sim.Report) Simulated {
 // median gap between content chunks (ITL p50) is one decode step of the
 // server, since each streamed chunk is one step's token and the steps that
 // also prefill new prompts are longer and the minority; its batch is the
-// server's mean running count (over the readings with any), each request
-// attending over the mean prompt the server counted plus half the mean
-// output (a request is on average half-way through it). One sample of one
-// size: Fit corrects the bandwidth efficiency and keeps the overhead. None
-// without ITL or a running count.
+// server's median running count (over the readings with any: the median
+// step is a step of the usual batch, not of the ramps at the start and
+// the end), each request attending over the mean prompt the server counted
+// plus half the mean output (a request is on average half-way through it).
+// One sample of one size. None without ITL or a running count.
 func StepSamples(r *Result) []sim.Sample {
-	var sum float64
-	n := 0
+	var running []float64
 	for _, p := range r.Series {
 		if p.Running != nil && *p.Running >= 1 {
-			sum += *p.Running
-			n++
+			running = append(running, *p.Running)
 		}
 	}
-	if n == 0 || r.ITL.Count == 0 {
+	if len(running) == 0 || r.ITL.Count == 0 {
 		return nil
 	}
-	running := sum / float64(n)
-	ctxTokens := int64(running * (r.PromptTokens.Served.Mean + r.OutputTokens.Mean/2))
-	reqs := int(running + 0.5)
+	sort.Float64s(running)
+	n := len(running)
+	med := running[n/2]
+	if n%2 == 0 {
+		med = (running[n/2-1] + running[n/2]) / 2
+	}
+	reqs := int(med + 0.5)
+	ctxTokens := int64(float64(reqs) * (r.PromptTokens.Served.Mean + r.OutputTokens.Mean/2))
 	return []sim.Sample{{
-		Batch:   sim.Batch{Requests: reqs, Tokens: int64(reqs), ContextTokens: ctxTokens, AttentionPairs: ctxTokens},
+		Batch:   sim.Batch{Requests: reqs, Tokens: int64(reqs), ContextTokens: ctxTokens, AttentionPairs: ctxTokens, Decodes: reqs, DecodeContext: ctxTokens},
 		Seconds: r.ITL.P50 / 1000,
 	}}
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"headroom.dev/headroom/workload"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -85,7 +86,7 @@ func TestOpenLoopDueTimes(t *testing.T) {
 	c := client(srv, EndpointCompletions)
 	c.Clock = &fakeClock{now: time.Unix(1e9, 0)}
 	r := run(t, Config{Client: c, Duration: time.Second, Interval: time.Hour,
-		Schedule: &Synthetic{Rate: 4, Arrival: ArrivalConstant, Prompt: 5, Output: 2}})
+		Stream: stream(t, workload.Spec{Rate: 4, Arrival: workload.Constant, Duration: 1, Prompt: workload.Fixed(5), Output: workload.Fixed(2)})})
 	if r.Requests != 4 || r.SendLag.Max != 0 {
 		t.Errorf("%d requests, send lag max %v ms; want 4, 0", r.Requests, r.SendLag.Max)
 	}

@@ -4,26 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
 )
 
 // Config is one run.
 type Config struct {
 	Client *Client
-	// Schedule supplies the items. Open loop (Concurrency 0) sends each
-	// at its Due; closed loop keeps Concurrency requests in flight and
-	// ignores Due.
-	Schedule    Schedule
+	// Stream supplies the requests (package workload: its Spec bounds
+	// them). Open loop (Concurrency 0) sends each at its due time; a
+	// closed loop keeps at most Concurrency requests in flight, each sent
+	// at its due time or when a slot frees, whichever is later.
+	Stream      workload.Stream
 	Concurrency int
-	// Count and Duration stop the run: no item past Count is sent, and
-	// none due (open loop) or started (closed loop) after Duration. 0 is
-	// no bound; a run needs one of them or a finite Schedule.
-	Count    int
+	// Duration, when > 0, stops a closed loop from sending after it (its
+	// requests are due at once, so the stream cannot bound it by time).
 	Duration time.Duration
 	// Warmup sends two short requests before the run (not counted): they
 	// show that the server answers, and their usage calibrates prompt
@@ -154,21 +155,38 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return r, nil
 }
 
-// within reports whether item i (0-based) is inside the count bound.
-func within(cfg Config, i uint64) bool { return cfg.Count <= 0 || i < uint64(cfg.Count) }
+// Item is one request to send: due from the start of the run, its
+// prompt's length in tokens as asked for, and max_tokens.
+type Item struct {
+	Due            time.Duration
+	Prompt, Output int64
+}
+
+// next reads the stream's next request as an item; ok is false at its end.
+func next(st workload.Stream) (Item, bool, error) {
+	r, err := st.Next()
+	if errors.Is(err, io.EOF) {
+		return Item{}, false, nil
+	}
+	if err != nil {
+		return Item{}, false, err
+	}
+	due := time.Duration(min(r.At, maxDue) * float64(time.Second))
+	return Item{Due: due, Prompt: int64(r.Prompt), Output: int64(r.Output)}, true, nil
+}
+
+// maxDue bounds a due time (in seconds) so it fits a Duration: 100 years.
+const maxDue = 100 * 365 * 24 * 3600.0
 
 // openLoop sends each item at its due time, whatever the earlier ones are
 // doing: the prompt is built first, then the loop sleeps to the due time
 // and hands the request to its own goroutine.
 func openLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 	build func(uint64, Item) (string, int), fire func(uint64, Item, string, int)) error {
-	for i := uint64(0); within(cfg, i); i++ {
-		it, ok, err := cfg.Schedule.Next()
+	for i := uint64(0); ; i++ {
+		it, ok, err := next(cfg.Stream)
 		if err != nil || !ok {
 			return err
-		}
-		if cfg.Duration > 0 && it.Due > cfg.Duration {
-			return nil
 		}
 		text, n := build(i, it)
 		if clock.SleepUntil(ctx, start.Add(it.Due)) != nil {
@@ -176,33 +194,32 @@ func openLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 		}
 		fire(i, it, text, n)
 	}
-	return nil
 }
 
 // closedLoop keeps cfg.Concurrency requests in flight: each worker takes
-// the next item when its last request ends.
+// the next item when its last request ends and sends it at its due time
+// (at once when it is past).
 func closedLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 	build func(uint64, Item) (string, int), do func(uint64, Item, string, int)) error {
 	var mu sync.Mutex
-	var next uint64
+	var n uint64
 	var schedErr error
 	take := func() (uint64, Item, bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if schedErr != nil || ctx.Err() != nil || !within(cfg, next) {
+		if schedErr != nil || ctx.Err() != nil {
 			return 0, Item{}, false
 		}
 		if cfg.Duration > 0 && clock.Now().Sub(start) >= cfg.Duration {
 			return 0, Item{}, false
 		}
-		it, ok, err := cfg.Schedule.Next()
+		it, ok, err := next(cfg.Stream)
 		if err != nil || !ok {
 			schedErr = err
 			return 0, Item{}, false
 		}
-		it.Due = clock.Now().Sub(start)
-		i := next
-		next++
+		i := n
+		n++
 		return i, it, true
 	}
 	var wg sync.WaitGroup
@@ -215,8 +232,13 @@ func closedLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 				if !ok {
 					return
 				}
-				text, n := build(i, it)
-				do(i, it, text, n)
+				text, words := build(i, it)
+				if clock.SleepUntil(ctx, start.Add(it.Due)) != nil {
+					return
+				}
+				// Due, for the send lag, is when the slot let it go.
+				it.Due = max(it.Due, clock.Now().Sub(start))
+				do(i, it, text, words)
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"headroom.dev/headroom/workload"
 	"net/http"
 	"testing"
 	"time"
@@ -62,8 +63,8 @@ func TestLatenciesFromFixedDelays(t *testing.T) {
 		t.Run(endpoint, func(t *testing.T) {
 			srv := fakeopenai.Start(fakeopenai.Options{TTFT: 80 * time.Millisecond, ITL: 20 * time.Millisecond})
 			defer srv.Close()
-			r := run(t, Config{Client: client(srv, endpoint), Concurrency: 4, Count: 12, Warmup: true,
-				Schedule: &Synthetic{Prompt: 200, Output: 16}})
+			r := run(t, Config{Client: client(srv, endpoint), Concurrency: 4, Warmup: true,
+				Stream: stream(t, workload.Spec{Concurrency: 4, NumRequests: 12, Prompt: workload.Fixed(200), Output: workload.Fixed(16)})})
 			if r.Completed != 12 || r.Failed != 0 {
 				t.Fatalf("completed %d, failed %d %v; want 12, 0", r.Completed, r.Failed, r.ErrorExamples)
 			}
@@ -95,8 +96,8 @@ func TestLatenciesFromFixedDelays(t *testing.T) {
 func TestPromptCalibration(t *testing.T) {
 	srv := fakeopenai.Start(fakeopenai.Options{TokensPerWord: 1.5, FixedTokens: 7})
 	defer srv.Close()
-	r := run(t, Config{Client: client(srv, EndpointChat), Concurrency: 2, Count: 6, Warmup: true,
-		Schedule: &Synthetic{Prompt: 1000, Output: 2}})
+	r := run(t, Config{Client: client(srv, EndpointChat), Concurrency: 2, Warmup: true,
+		Stream: stream(t, workload.Spec{Concurrency: 2, NumRequests: 6, Prompt: workload.Fixed(1000), Output: workload.Fixed(2)})})
 	if r.Calibration.TokensPerWord != 1.5 || r.Calibration.FixedTokens != 7 {
 		t.Errorf("calibration %+v, want 1.5 tokens per word and 7 fixed", r.Calibration)
 	}
@@ -119,8 +120,8 @@ func TestErrorsByKind(t *testing.T) {
 		Fault: func(n int64) fakeopenai.Fault { return faults[n] }})
 	defer srv.Close()
 	// Requests 1 and 2 are the warm-up; 3..9 fail; 10..12 succeed.
-	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 1, Count: 10, Warmup: true,
-		Schedule: &Synthetic{Prompt: 50, Output: 8}})
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 1, Warmup: true,
+		Stream: stream(t, workload.Spec{Concurrency: 1, NumRequests: 10, Prompt: workload.Fixed(50), Output: workload.Fixed(8)})})
 	want := map[string]int64{"http_500": 1, ErrBadResponse: 2, ErrTimeout: 1, ErrBrokenStream: 2, ErrStreamError: 1}
 	for k, v := range want {
 		if r.Errors[k] != v {
@@ -146,8 +147,7 @@ func TestFailEveryNth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 3, Count: 20,
-		Schedule: &Synthetic{Prompt: 20, Output: 4}, SLOs: slos})
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 3, Stream: stream(t, workload.Spec{Concurrency: 3, NumRequests: 20, Prompt: workload.Fixed(20), Output: workload.Fixed(4)}), SLOs: slos})
 	if r.Errors["http_500"] != 5 || r.Completed != 15 {
 		t.Errorf("errors %v, completed %d; want 5 × http_500, 15", r.Errors, r.Completed)
 	}
@@ -165,8 +165,7 @@ func TestFailEveryNth(t *testing.T) {
 func TestOpenLoopSendsOnTime(t *testing.T) {
 	srv := fakeopenai.Start(fakeopenai.Options{TTFT: 100 * time.Millisecond, ITL: 50 * time.Millisecond})
 	defer srv.Close()
-	r := run(t, Config{Client: client(srv, EndpointCompletions), Count: 40,
-		Schedule: &Synthetic{Rate: 50, Arrival: ArrivalConstant, Prompt: 20, Output: 5}})
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Stream: stream(t, workload.Spec{Rate: 50, Arrival: workload.Constant, NumRequests: 40, Prompt: workload.Fixed(20), Output: workload.Fixed(5)})})
 	if r.Completed != 40 {
 		t.Fatalf("completed %d of 40: %v", r.Completed, r.ErrorExamples)
 	}
@@ -187,8 +186,7 @@ func TestMetricsSeries(t *testing.T) {
 	srv := fakeopenai.Start(fakeopenai.Options{TTFT: 1200 * time.Millisecond, Capacity: 10, Preemptions: 3})
 	defer srv.Close()
 	url, _ := telemetry.NormalizeMetricsURL(srv.URL)
-	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 8, Count: 8,
-		Schedule: &Synthetic{Prompt: 10, Output: 1}, Scraper: &telemetry.Scraper{URL: url},
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 8, Stream: stream(t, workload.Spec{Concurrency: 8, NumRequests: 8, Prompt: workload.Fixed(10), Output: workload.Fixed(1)}), Scraper: &telemetry.Scraper{URL: url},
 		Interval: 200 * time.Millisecond})
 	if r.MaxKVUsage == nil || *r.MaxKVUsage != 0.8 {
 		t.Errorf("max KV usage %v, want 0.8", r.MaxKVUsage)
@@ -211,8 +209,7 @@ func TestNoMetrics(t *testing.T) {
 	srv := fakeopenai.Start(fakeopenai.Options{NoMetrics: true})
 	defer srv.Close()
 	url, _ := telemetry.NormalizeMetricsURL(srv.URL)
-	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 1, Count: 2,
-		Schedule: &Synthetic{Prompt: 10, Output: 2}, Scraper: &telemetry.Scraper{URL: url}})
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 1, Stream: stream(t, workload.Spec{Concurrency: 1, NumRequests: 2, Prompt: workload.Fixed(10), Output: workload.Fixed(2)}), Scraper: &telemetry.Scraper{URL: url}})
 	if r.MaxKVUsage != nil || len(r.Notes) == 0 || r.Completed != 2 {
 		t.Errorf("kv %v, notes %q, completed %d; want none, a note, 2", r.MaxKVUsage, r.Notes, r.Completed)
 	}
@@ -223,8 +220,8 @@ func TestWarmupFails(t *testing.T) {
 	srv := fakeopenai.Start(fakeopenai.Options{})
 	srv.Close()
 	c := client(srv, EndpointCompletions)
-	_, err := Run(context.Background(), Config{Client: c, Concurrency: 1, Count: 1, Warmup: true,
-		Schedule: &Synthetic{Prompt: 10, Output: 2}})
+	_, err := Run(context.Background(), Config{Client: c, Concurrency: 1, Warmup: true,
+		Stream: stream(t, workload.Spec{Concurrency: 1, NumRequests: 1, Prompt: workload.Fixed(10), Output: workload.Fixed(2)})})
 	if err == nil {
 		t.Fatal("no error from a closed server")
 	}

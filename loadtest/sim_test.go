@@ -2,13 +2,13 @@ package loadtest
 
 import (
 	"context"
-	"io"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/sim/serve"
+	"headroom.dev/headroom/workload"
 )
 
 // simConfig is the engine of TestAgainstSimulation: 10 ms steps, room for
@@ -19,19 +19,14 @@ func simConfig() sim.Config {
 		MaxModelLen: 4096, Timer: sim.Fixed(0.010)}
 }
 
-// items is a fixed list of requests as a sim.Source.
-type items struct {
-	list []Item
-	i    int
-}
-
-func (s *items) Next() (sim.Request, error) {
-	if s.i >= len(s.list) {
-		return sim.Request{}, io.EOF
+// stream opens a workload's requests.
+func stream(t testing.TB, s workload.Spec) workload.Stream {
+	t.Helper()
+	st, _, err := s.Open(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	it := s.list[s.i]
-	s.i++
-	return sim.Request{ID: string(rune('a' + s.i)), Arrival: it.Due.Seconds(), PromptTokens: int(it.Prompt), OutputTokens: int(it.Output)}, nil
+	return st
 }
 
 // TestAgainstSimulation loads `headroom simulate --serve`'s server (the
@@ -75,10 +70,12 @@ func TestAgainstSimulation(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer func() { ts.Close(); cancel(); <-done }()
 
-	synth := func() *Synthetic { return &Synthetic{Rate: 17, Arrival: ArrivalConstant, Prompt: 200, Output: 16} }
+	synth := func(n int) workload.Spec {
+		return workload.Spec{Rate: 17, Arrival: workload.Constant, NumRequests: n, Prompt: workload.Fixed(200), Output: workload.Fixed(16)}
+	}
 	c := &Client{Target: Target{BaseURL: ts.URL, Model: "sim-model", Endpoint: EndpointCompletions, IgnoreEOS: true,
 		Timeout: 10 * time.Second, StallTimeout: 2 * time.Second}, HTTP: ts.Client(), Clock: RealClock{}}
-	r := run(t, Config{Client: c, Count: 30, Warmup: true, Schedule: synth()})
+	r := run(t, Config{Client: c, Warmup: true, Stream: stream(t, synth(30))})
 	if r.Completed != 30 {
 		t.Fatalf("completed %d of 30: %v", r.Completed, r.ErrorExamples)
 	}
@@ -89,19 +86,13 @@ func TestAgainstSimulation(t *testing.T) {
 	}
 
 	// The simulation's own trace of the same traffic.
-	var list []Item
-	s := synth()
-	for range 30 {
-		it, _, _ := s.Next()
-		list = append(list, it)
-	}
 	off, err := sim.New(simConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ttft, tpot float64
 	n := 0
-	if _, err := sim.Run(context.Background(), off, &items{list: list}, sim.RunOptions{OnFinish: func(ev sim.Event) {
+	if _, err := sim.Run(context.Background(), off, sim.FromWorkload(stream(t, synth(30))), sim.RunOptions{OnFinish: func(ev sim.Event) {
 		ttft += ev.FirstToken - ev.Arrival
 		tpot += (ev.Finish - ev.FirstToken) / float64(ev.Output-1)
 		n++

@@ -104,16 +104,28 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		return Recommendation{}, err
 	}
 	r.TypicalContext = opt.TypicalContext
-	if r.TypicalContext <= 0 {
-		r.TypicalContext = DefaultTypicalContext(r.MaxModelLen)
-	}
-	seqs := SeqsAt(b, r.TypicalContext)
-	r.MaxNumSeqs = seqs
-	if seqs < b.Settings.MaxNumSeqs {
-		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %d KV tokens hold %d requests of %d tokens (typical context) at once; more would queue or be preempted", seqs, b.KVTokens, seqs, r.TypicalContext))
+	if r.TypicalContext > 0 {
+		// The user said what a typical request is: as many as the cache
+		// holds at once, so that they are not preempted.
+		seqs := SeqsAt(b, r.TypicalContext)
+		r.MaxNumSeqs = seqs
+		if seqs < b.Settings.MaxNumSeqs {
+			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %d KV tokens hold %d requests of %d tokens (typical context) at once; more would queue or be preempted", seqs, b.KVTokens, seqs, r.TypicalContext))
+		} else {
+			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: the value in use; the KV cache holds %d requests of %d tokens", seqs, b.KVTokens/int64(r.TypicalContext), r.TypicalContext))
+		}
 	} else {
-		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: vLLM's default here; the KV cache holds %d requests of %d tokens", seqs, b.KVTokens/int64(r.TypicalContext), r.TypicalContext))
+		// Without the traffic, keep the value in use. A cap below it only
+		// makes requests the cache could hold wait: vLLM's scheduler
+		// already stops admitting when the cache is full and preempts the
+		// newest request when it runs out. Capping at "the cache holds N
+		// requests of a quarter of max-model-len" cost 13x the E2E p99 on
+		// chat traffic (sim/README.md); the traffic decides (--profile).
+		r.MaxNumSeqs = max(b.Settings.MaxNumSeqs, 1)
+		quarter := DefaultTypicalContext(r.MaxModelLen)
+		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: the value in use (vLLM's default unless set), kept without a traffic to size it by (the KV cache holds %d requests of %d tokens at once, and vLLM queues or preempts beyond); plan --profile FILE chooses it by simulating your traffic", r.MaxNumSeqs, b.KVTokens/int64(quarter), quarter))
 	}
+	seqs := r.MaxNumSeqs
 	at.Settings.MaxNumSeqs = seqs
 	if r.Budget, err = Plan(at); err != nil {
 		return Recommendation{}, err

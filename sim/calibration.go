@@ -145,7 +145,8 @@ type Sample struct {
 }
 
 // Fit corrects a calibration from measured steps on the roofline m
-// (whose own corrections are ignored). Decode steps (one token per
+// (whose own corrections are ignored; with m.Overlap, async scheduling,
+// the CPU's time is hidden under the forward pass). Decode steps (one token per
 // request) give the cache's bandwidth share and the per-step overhead: what
 // a step takes beyond reading the weights (at c's share) and c's
 // per-sequence time, on a least-squares line over the cache bytes it reads
@@ -166,6 +167,11 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 		}
 	}
 	seq := func(b Batch) float64 { return c.SeqOverhead * float64(b.Requests) }
+	if m.Overlap {
+		// Async scheduling hides the CPU's time under the forward pass:
+		// a step is its GPU time, and the line goes through 0.
+		seq = func(Batch) float64 { return 0 }
+	}
 	weights := func(b Batch) float64 {
 		return (m.WeightBytes + m.ExpertBytes*m.expertsTouched(float64(b.Tokens))) / (m.Bandwidth * c.BandwidthEfficiency)
 	}
@@ -176,13 +182,17 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 			sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
 		}
 		n := float64(len(mem))
-		if d := n*sxx - sx*sx; d > 1e-9*sxx*n && len(mem) > 1 {
+		overhead := c.Overhead
+		if m.Overlap {
+			overhead = 0
+		}
+		if d := n*sxx - sx*sx; d > 1e-9*sxx*n && len(mem) > 1 && !m.Overlap {
 			slope := (n*sxy - sx*sy) / d
 			if icpt := (sy - slope*sx) / n; slope > 0 && icpt >= 0 {
 				c.KVBandwidthEfficiency = min(1/(slope*m.Bandwidth), 1)
 				c.Overhead = icpt
 			}
-		} else if t := sy/n - c.Overhead; t > 0 && sx > 0 {
+		} else if t := sy/n - overhead; t > 0 && sx > 0 {
 			c.KVBandwidthEfficiency = min(sx/n/m.Bandwidth/t, 1)
 		}
 	}
@@ -192,7 +202,10 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 		for _, s := range comp {
 			b := s.Batch
 			flops := 2 * (m.LinearParams*float64(b.Tokens) + m.HeadParams*float64(b.Requests))
-			rest := m.KVBytesPerToken*float64(m.decodeContext(b))/(m.Bandwidth*c.kvBandwidth()) + c.Overhead + seq(b)
+			rest := m.KVBytesPerToken*float64(m.decodeContext(b))/(m.Bandwidth*c.kvBandwidth()) + seq(b)
+			if !m.Overlap {
+				rest += c.Overhead
+			}
 			// Prefill attention runs at the GEMMs' share unless c sets its own.
 			pairs := m.AttentionFLOPsPerPair * float64(m.prefillPairs(b))
 			if c.AttentionEfficiency > 0 {

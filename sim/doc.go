@@ -28,3 +28,9 @@
 //     so a preempted request finds its own freed blocks if nobody evicted
 //     them, as in vLLM.
 package sim
+
+// StandInField is the field a simulated engine's /v1/models entries carry
+// (true) when `headroom simulate --serve` stands in for vLLM: loadtest
+// reads it, and never writes a step calibration from a stand-in's steps,
+// which would calibrate the GPU by the simulator's own clock.
+const StandInField = "headroom_simulated"

@@ -35,6 +35,9 @@ type RunOptions struct {
 	// finishes or at its own arrival time, whichever is later (vllm bench
 	// serve --max-concurrency).
 	Concurrency int
+	// SendUntil, when > 0, sends no request after this time (a closed
+	// loop's duration: its requests are all due at once).
+	SendUntil float64
 	// MaxBacklog bounds the requests waiting (in the API server and the
 	// engine's queue). Past it the run stops and Report.FellBehind says so:
 	// a backlog that only grows has its answer, and memory stays bounded.
@@ -68,6 +71,7 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
 	Max  float64 `json:"max"`
 }
@@ -251,6 +255,7 @@ func latency(h *traffic.Histogram) Latency {
 		Mean: math.Round(h.Mean()/10) / 100,
 		P50:  ms(h.Quantile(0.50)),
 		P90:  ms(h.Quantile(0.90)),
+		P95:  ms(h.Quantile(0.95)),
 		P99:  ms(h.Quantile(0.99)),
 		Max:  ms(h.Max()),
 	}
@@ -355,6 +360,10 @@ func (r *runner) until(t float64, idle bool) error {
 		tSend := math.Inf(1)
 		if r.have && (r.opt.Concurrency <= 0 || r.inFlight < r.opt.Concurrency) {
 			tSend = max(r.next.Arrival, r.fe.now)
+			if r.opt.SendUntil > 0 && tSend > r.opt.SendUntil {
+				r.have = false
+				tSend = math.Inf(1)
+			}
 		}
 		tFE, ok := r.fe.next()
 		if !ok {

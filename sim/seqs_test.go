@@ -16,10 +16,12 @@ func TestBetterTrial(t *testing.T) {
 		a, b SeqsTrial
 		want bool
 	}{
-		{trial(8, 0, 9, 900), trial(256, 1, 0, 100), true}, // no rejection beats a faster run that rejects
-		{trial(8, 0, 9, 900), trial(256, 0, 0, 901), true}, // then the lower E2E p99
-		{trial(8, 0, 1, 900), trial(256, 0, 2, 900), true}, // then fewer preemptions
-		{trial(256, 0, 1, 900), trial(8, 0, 1, 900), true}, // then the larger max-num-seqs
+		{trial(8, 0, 9, 900), trial(256, 1, 0, 100), true},     // no rejection beats a faster run that rejects
+		{trial(8, 0, 9, 900), trial(256, 0, 0, 930), true},     // then the lower E2E p99
+		{trial(8, 0, 9, 900), trial(256, 0, 0, 910), false},    // within 2% the tails are the same: fewer preemptions
+		{trial(8, 0, 1, 900), trial(256, 0, 2, 900), true},     // then fewer preemptions
+		{trial(64, 0, 0, 4637), trial(128, 0, 0, 4669), false}, // 0.7% better by holding back a burst: the larger wins
+		{trial(256, 0, 1, 900), trial(8, 0, 1, 900), true},     // then the larger max-num-seqs
 		{trial(8, 0, 1, 900), trial(256, 0, 1, 900), false},
 	} {
 		if got := BetterTrial(c.a, c.b); got != c.want {
@@ -113,7 +115,7 @@ func TestChooseMaxNumSeqsQueueing(t *testing.T) {
 }
 
 func TestLimit(t *testing.T) {
-	l := &Limit{Src: &Synthetic{Rate: 10, Duration: 100, Prompt: FixedDist(1), Output: FixedDist(1), Seed: 1}, N: 3}
+	l := &Limit{Src: &sliceSource{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}, N: 3}
 	n := 0
 	for {
 		if _, err := l.Next(); err == io.EOF {

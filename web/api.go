@@ -90,10 +90,6 @@ func (a *api) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
-	if a.opt.Simulate == nil {
-		writeError(w, http.StatusNotImplemented, "simulation is not in this build of headroom yet: the plan's frontier shows the concurrency the KV cache holds")
-		return
-	}
 	body, ok := readBody(w, r, maxPlanBody)
 	if !ok {
 		return
@@ -103,15 +99,13 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	req.Plan.Offline = req.Plan.Offline || a.opt.Offline
-	out, err := a.opt.Simulate(r.Context(), req)
+	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
+	out, err := report.Simulate(r.Context(), a.opt.Env, report.NoFiles, req)
 	if err != nil {
 		a.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(out)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {

@@ -29,15 +29,9 @@ func newServer(t testing.TB) *httptest.Server {
 	return srv
 }
 
-// newSimServer is newServer with the CLI's simulator, as `headroom serve`
-// runs it.
-func newSimServer(t testing.TB) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true,
-		Simulate: cli.Simulator(cli.Env{Getenv: getenv})}))
-	t.Cleanup(srv.Close)
-	return srv
-}
+// newSimServer is newServer: the simulation is the report builder's, as
+// the CLI's is.
+func newSimServer(t testing.TB) *httptest.Server { return newServer(t) }
 
 // runCLI runs headroom with args in the same environment as the server.
 func runCLI(t *testing.T, args ...string) (int, []byte) {
@@ -247,7 +241,7 @@ func TestSimulateBadInput(t *testing.T) {
 	srv := newSimServer(t)
 	plan := `"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}`
 	cases := []struct{ name, body, says string }{
-		{"file-writing flag", `{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct", "flags": {"trace": "/tmp/x"}}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "flag --trace"},
+		{"a request log", `{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct", "command": "vllm serve Qwen/Qwen2.5-7B-Instruct --requests /etc/passwd"}, "rate": 0, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no traffic"},
 		{"no traffic", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no traffic"},
 		{"too many requests", `{` + plan + `, "rate": 1000, "duration_s": 3600, "prompt_tokens": 10, "output_tokens": 10}`, "at most"},
 		{"bad burst", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10, "bursts": ["lots"]}`, "COUNTxTOKENS"},
@@ -290,7 +284,7 @@ func TestBadInput(t *testing.T) {
 		{"empty doctor", "/api/doctor", `{"text": "  "}`, 400, "no evidence"},
 		{"nothing recognised", "/api/doctor", `{"text": "hello"}`, 400, "nothing recognised"},
 		{"no such endpoint", "/api/nope", `{}`, 404, "no such API endpoint"},
-		{"simulate", "/api/simulate", `{}`, 501, "simulation"},
+		{"empty simulation", "/api/simulate", `{}`, 400, "duration_s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

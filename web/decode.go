@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
 )
 
 // fields are what both bodies hold: the model, the GPU and the vLLM
@@ -75,10 +75,6 @@ const (
 	maxBurstRequests = 10_000
 )
 
-// burstForm is COUNTxTOKENS@TIME with the time in seconds, the form the
-// page sends (the simulator reads more forms).
-var burstForm = regexp.MustCompile(`^([0-9]{1,6})x([0-9]{1,8})@[0-9]{1,5}(\.[0-9]{1,3})?s$`)
-
 type planCall struct {
 	req report.Request
 	opt memory.Options
@@ -122,41 +118,48 @@ func decodeDoctor(body []byte) (doctorCall, error) {
 	return doctorCall{req: req, text: b.Text, policy: policy}, nil
 }
 
-func decodeSimulate(body []byte) (SimulateRequest, error) {
+// decodeSimulate reads POST /api/simulate into the same request the CLI
+// builds from its flags: the plan, and the traffic in the workload
+// language (Poisson at rate over duration_s, fixed lengths, bursts).
+func decodeSimulate(body []byte) (report.SimRequest, error) {
 	var b simulateBody
 	if err := decodeStrict(body, &b); err != nil {
-		return SimulateRequest{}, err
+		return report.SimRequest{}, err
 	}
 	req, err := requestFrom(b.Plan.fields)
 	if err != nil {
-		return SimulateRequest{}, err
+		return report.SimRequest{}, err
 	}
-	req.Config = []byte(b.Plan.Config)
-	s := SimulateRequest{Plan: req, Rate: b.Rate, DurationS: b.DurationS, PromptTokens: b.PromptTokens, OutputTokens: b.OutputTokens, Bursts: b.Bursts}
+	if b.Plan.Config != "" {
+		return report.SimRequest{}, errors.New("simulating an uploaded config.json is not supported: name a catalog or Hugging Face model")
+	}
 	switch {
-	case !(b.Rate >= 0) || !(b.DurationS > 0) || b.DurationS > maxSimSeconds:
-		return s, fmt.Errorf("rate must be 0 or more and duration_s between 0 and %d seconds", maxSimSeconds)
+	case !(b.Rate >= 0) || math.IsInf(b.Rate, 0) || !(b.DurationS > 0) || b.DurationS > maxSimSeconds:
+		return report.SimRequest{}, fmt.Errorf("rate must be 0 or more and duration_s between 0 and %d seconds", maxSimSeconds)
 	case b.Rate*b.DurationS > maxSimRequests:
-		return s, fmt.Errorf("rate × duration_s is %.0f requests: at most %d here (run `headroom simulate` for more)", b.Rate*b.DurationS, maxSimRequests)
+		return report.SimRequest{}, fmt.Errorf("rate × duration_s is %.0f requests: at most %d here (run `headroom simulate` for more)", b.Rate*b.DurationS, maxSimRequests)
 	case b.PromptTokens <= 0 || b.OutputTokens <= 0 || b.PromptTokens > maxSimTokens || b.OutputTokens > maxSimTokens:
-		return s, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
+		return report.SimRequest{}, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
 	case len(b.Bursts) > maxBursts:
-		return s, fmt.Errorf("%d bursts: at most %d", len(b.Bursts), maxBursts)
+		return report.SimRequest{}, fmt.Errorf("%d bursts: at most %d", len(b.Bursts), maxBursts)
 	case b.Rate == 0 && len(b.Bursts) == 0:
-		return s, errors.New("no traffic: give a rate or a burst")
+		return report.SimRequest{}, errors.New("no traffic: give a rate or a burst")
 	}
-	for _, burst := range b.Bursts {
-		m := burstForm.FindStringSubmatch(burst)
-		if m == nil {
-			return s, fmt.Errorf("burst %q: want COUNTxTOKENS@SECONDSs, e.g. 50x30000@60s", burst)
+	spec := workload.Spec{Rate: b.Rate, Duration: b.DurationS, Prompt: workload.Fixed(b.PromptTokens), Output: workload.Fixed(b.OutputTokens),
+		Seed: 1, Arrival: workload.Poisson, Burstiness: 1}
+	for _, s := range b.Bursts {
+		burst, err := workload.ParseBurst(s)
+		if err != nil {
+			return report.SimRequest{}, err
 		}
-		count, _ := strconv.Atoi(m[1])
-		tokens, _ := strconv.Atoi(m[2])
-		if count > maxBurstRequests || tokens > maxSimTokens {
-			return s, fmt.Errorf("burst %q: at most %d requests of %d tokens", burst, maxBurstRequests, maxSimTokens)
+		if burst.Count > maxBurstRequests || burst.Tokens > maxSimTokens {
+			return report.SimRequest{}, fmt.Errorf("burst %q: at most %d requests of %d tokens", s, maxBurstRequests, maxSimTokens)
 		}
+		spec.Bursts = append(spec.Bursts, burst)
 	}
-	return s, nil
+	// About 60 points for the panel's chart, a second at the finest.
+	window := math.Max(1, math.Ceil(b.DurationS/60))
+	return report.SimRequest{Engine: report.EngineRequest{Plan: req}, Workload: spec, Window: window}, nil
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a

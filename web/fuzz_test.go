@@ -44,14 +44,17 @@ func FuzzDecode(f *testing.F) {
 		if d, err := decodeDoctor(body); err == nil && d.policy == "" {
 			t.Errorf("accepted a doctor request without a policy: %+v", d)
 		}
-		if s, err := decodeSimulate(body); err == nil && (s.DurationS <= 0 || s.DurationS > maxSimSeconds || s.Rate*s.DurationS > maxSimRequests || s.PromptTokens <= 0) {
-			t.Errorf("accepted a simulation out of bounds: %+v", s)
+		if s, err := decodeSimulate(body); err == nil {
+			w := s.Workload
+			if w.Duration <= 0 || w.Duration > maxSimSeconds || w.Rate*w.Duration > maxSimRequests || w.Validate() != nil {
+				t.Errorf("accepted a simulation out of bounds: %+v", w)
+			}
 		}
 	})
 }
 
 // FuzzHandler: the whole API answers any body with JSON and never with a
-// 5xx other than simulate's 501.
+// 5xx.
 func FuzzHandler(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add("/api/plan", []byte(s))

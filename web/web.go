@@ -5,7 +5,6 @@
 package web
 
 import (
-	"context"
 	"embed"
 	"io/fs"
 	"log/slog"
@@ -26,26 +25,8 @@ type Options struct {
 	Env report.Env
 	// Offline never fetches models from the Hugging Face Hub.
 	Offline bool
-	// Simulate runs a simulation for POST /api/simulate and returns its JSON
-	// (the CLI's `simulate -o json`); an error is bad input. Nil answers 501.
-	Simulate Simulator
 	// Log receives one line per failed request; nil logs nothing.
 	Log *slog.Logger
-}
-
-// Simulator runs a simulation request.
-type Simulator func(ctx context.Context, req SimulateRequest) ([]byte, error)
-
-// SimulateRequest is a decoded POST /api/simulate: the plan, and a
-// synthetic traffic.
-type SimulateRequest struct {
-	Plan report.Request
-	// Rate is Poisson arrivals per second over DurationS seconds.
-	Rate, DurationS float64
-	// PromptTokens and OutputTokens are each request's lengths.
-	PromptTokens, OutputTokens int
-	// Bursts are extra arrivals, COUNTxTOKENS@TIME ("50x30000@60s").
-	Bursts []string
 }
 
 // Body limits: a config.json is tens of KiB; pasted logs for the doctor

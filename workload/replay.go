@@ -226,8 +226,12 @@ func (p *replay) request(l line, at float64) Request {
 	return r
 }
 
-// start reads up to the first request and decides how the log is timed.
+// start reads up to the first request and decides how the log is timed;
+// ok is false for a log without requests.
 func (p *replay) start() (bool, error) {
+	if p.started {
+		return p.pending != nil || p.timed || p.untimed != nil, nil
+	}
 	p.started = true
 	l, ok, err := p.record()
 	if err != nil || !ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -254,16 +255,26 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 	}
 	f, err := open(s.Log)
 	if err != nil {
-		return nil, nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
 	}
 	rp, err := newReplay(f, s.Speedup, s.Prompt, s.Output, newRand(s.Seed, 3))
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %v", s.Log, err)
+		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
 	}
 	if s.Rate > 0 || s.Concurrency > 0 {
 		// The log's sizes, at the Spec's arrivals.
 		rp.untimed = arrivals
+	}
+	// Read up to the first request now, so a log that cannot be replayed
+	// is one clear error here, not in the middle of a run.
+	if _, err := rp.start(); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
 	}
 	return &bounded{src: rp, n: n, d: d}, f, nil
 }
@@ -389,6 +400,33 @@ func (s *synthetic) request(at float64, prompt int) Request {
 		r.PrefixID, r.PrefixTokens = 1, p
 	}
 	return r
+}
+
+// LogCounts is what a replayed log's stream says of the lines it did not
+// take as they are: lines that are no request (skipped) and lines sent
+// with the line before them (no time, or out of order).
+type LogCounts interface {
+	LogCounts() (skipped, outOfOrder int64)
+}
+
+// LogNote says what LogCounts counted, "" when nothing.
+func LogNote(st Stream) string {
+	c, ok := st.(LogCounts)
+	if !ok {
+		return ""
+	}
+	skipped, late := c.LogCounts()
+	if skipped == 0 && late == 0 {
+		return ""
+	}
+	return fmt.Sprintf("request log: %d lines that are no request skipped, %d without a time or out of order sent with the line before", skipped, late)
+}
+
+func (b *bounded) LogCounts() (int64, int64) {
+	if r, ok := b.src.(*replay); ok {
+		return r.Skipped, r.OutOfOrder
+	}
+	return 0, 0
 }
 
 // bounded ends a stream at n requests or past d seconds (0: no bound).

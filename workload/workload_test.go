@@ -29,9 +29,11 @@ func take(t *testing.T, s Stream, n int) []Request {
 	return out
 }
 
+func osOpen(name string) (io.ReadCloser, error) { return os.Open(name) }
+
 func open(t *testing.T, s Spec) Stream {
 	t.Helper()
-	st, _, err := s.Open(func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	st, _, err := s.Open(osOpen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestReplayJSONLines(t *testing.T) {
 		t.Errorf("%+v", rs)
 	}
 	bad := writeTemp(t, "bad.jsonl", `{"arrival_s":-1,"prompt_tokens":1,"output_tokens":1}`)
-	if _, err := open(t, Spec{Log: bad, Speedup: 1}).Next(); err == nil || !strings.Contains(err.Error(), "not negative") {
+	if _, _, err := (Spec{Log: bad, Speedup: 1}).Open(osOpen); err == nil || !strings.Contains(err.Error(), "not negative") {
 		t.Errorf("negative arrival: %v", err)
 	}
 }
@@ -270,7 +272,7 @@ func TestReplayUntimed(t *testing.T) {
 	if len(got) != 2 || got[0].At != 0.5 || got[0].Prompt != 5 || got[1].At != 1 || got[1].Output != 8 {
 		t.Errorf("got %+v", got)
 	}
-	if _, err := open(t, Spec{Log: log, Speedup: 1}).Next(); err == nil || !strings.Contains(err.Error(), "--rate or --concurrency") {
+	if _, _, err := (Spec{Log: log, Speedup: 1}).Open(osOpen); err == nil || !strings.Contains(err.Error(), "--rate or --concurrency") {
 		t.Errorf("untimed without a rate: %v", err)
 	}
 }

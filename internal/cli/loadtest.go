@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -23,19 +20,12 @@ import (
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
 )
 
 type loadtestFlags struct {
 	url, model, apiKey, endpoint string
-	rate                         float64
-	arrival                      string
-	concurrency                  int
-	duration                     time.Duration
-	numRequests                  int
-	requests                     string
-	speedup                      float64
-	burst                        string
-	inputTokens, outputTokens    int64
+	traffic                      workload.Flags
 	ignoreEOS                    bool
 	timeout, stallTimeout        time.Duration
 	slo                          string
@@ -43,7 +33,6 @@ type loadtestFlags struct {
 	interval                     time.Duration
 	snapshot                     bool
 	nvidiaSMI                    string
-	seed                         uint64
 	output                       string
 	plot                         string
 	noWarmup                     bool
@@ -56,7 +45,7 @@ type loadtestFlags struct {
 func newLoadtestCmd(env Env) *cobra.Command {
 	f := loadtestFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "loadtest --url URL (--rate R | --concurrency N) (--duration D | --num-requests N | --requests FILE) [--gpu GPU [-- vllm serve MODEL FLAGS...]]",
+		Use:   "loadtest --url URL (--rate R | --concurrency N | --requests FILE | --bench CMD) [flags] [--gpu GPU [-- vllm serve MODEL FLAGS...]]",
 		Short: "Load an OpenAI-compatible server, measure TTFT/TPOT/ITL and watch its KV cache while it runs",
 		Long: `Sends streaming requests to an OpenAI-compatible server (/v1/completions, or
 /v1/chat/completions with --endpoint chat) and measures them with vllm bench serve's
@@ -66,12 +55,13 @@ request and token throughput, goodput (requests within every per-request --slo
 bound, per second), and errors by kind (http_<status>, timeout, broken_stream,
 bad_response, stream_error, no_content, connect, canceled).
 
-Load: an open loop sends request i at its due time whatever the earlier ones do
-(--rate R, Poisson arrivals or --arrival constant; --burst 50x30000@60s adds 50
-prompts of 30000 tokens at 60 s), and reports the send rate it achieved; a closed
-loop keeps --concurrency N requests in flight. --requests FILE replays a request log
-(every format 'headroom profile' reads, gzip too) with its own timestamps and token
-sizes (--speedup 2 halves its time; with --rate or --concurrency only its sizes).
+Traffic (the same flags as simulate): an open loop sends each request at its due
+time whatever the earlier ones do (--rate R, Poisson or --arrival constant, --burst
+50x30000@60s), a closed loop keeps at most --concurrency N in flight; --requests
+FILE replays a request log with its own times and sizes; --bench 'vllm bench serve
+...' sends that command's traffic. Lengths: --prompt-tokens and --output-tokens
+(N, uniform:A-B, a profile), --range-ratio. Bounds: --num-requests (default 1000)
+or --duration.
 
 Prompts of a requested token length are made of random words: two short warm-up
 requests (not counted) and the first replies' usage.prompt_tokens calibrate words
@@ -82,36 +72,28 @@ release: KV-cache usage, running, waiting, preemptions) and, where the GPUs are
 local (a loopback --url, or --snapshot), GPU memory through NVML or nvidia-smi.
 A live line on a terminal, plain lines every 10 readings otherwise (on stderr).
 
-With --gpu (and the model: --model, or the vLLM command after --), an open loop's
-traffic is also run through 'headroom simulate' (the plan's KV pool and settings,
---step-time): its TTFT/TPOT/E2E, KV usage and preemptions are shown beside the
-measurement, and with the roofline step time a calibration fitted from the run's
-decode steps (mean ITL per interval against the server's running count) is
-appended to --calibration-out, for 'headroom simulate --calibration FILE'.
+With --gpu (and the model: --model, or the vLLM command after --), the same traffic
+is also run through 'headroom simulate' and shown beside the measurement; against
+a real vLLM, a calibration fitted from the run's decode steps (ITL against the
+server's running count) is appended to --calibration-out for later simulations.
+Against headroom's own simulated server (simulate --serve, which says so in
+/v1/models) nothing is written.
 
 Exit codes: 0 the SLOs hold (or none given and a request succeeded), 1 they do
 not (or no request succeeded), 2 bad input or a server that does not answer.`,
 		Example: `  headroom loadtest --url http://localhost:8000 --rate 10 --duration 2m --slo ttft_p99=2s,tpot_p99=100ms
-  headroom loadtest --url localhost:8000 --concurrency 32 --num-requests 500 --input-tokens 2000 --output-tokens 200
+  headroom loadtest --url localhost:8000 --concurrency 32 --num-requests 500 --prompt-tokens 2000 --output-tokens 200
+  headroom loadtest --url localhost:8000 --bench 'vllm bench serve --dataset-name random --random-input-len 4000 --random-output-len 200 --num-prompts 500'
   headroom loadtest --url localhost:8000 --requests requests.log.gz --speedup 4 -o json --plot run.svg
   headroom loadtest --url localhost:8000 --rate 5 --duration 5m --burst 50x30000@60s --endpoint chat`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runLoadtest(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
+	f.traffic.Register(fl)
 	fl.StringVar(&f.url, "url", "", "the server, e.g. http://localhost:8000")
 	fl.StringVar(&f.model, "model", "", "the served model name (default: the first of /v1/models)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
 	fl.StringVar(&f.endpoint, "endpoint", loadtest.EndpointCompletions, "completions or chat")
-	fl.Float64Var(&f.rate, "rate", 0, "open loop: requests per second")
-	fl.StringVar(&f.arrival, "arrival", loadtest.ArrivalPoisson, "open-loop arrivals: poisson or constant")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "closed loop: requests in flight")
-	fl.DurationVar(&f.duration, "duration", 0, "send for this long (open loop: requests due within it)")
-	fl.IntVar(&f.numRequests, "num-requests", 0, "send this many requests")
-	fl.StringVar(&f.requests, "requests", "", "replay this request log (its times and token sizes)")
-	fl.Float64Var(&f.speedup, "speedup", 1, "replay the log this many times faster")
-	fl.StringVar(&f.burst, "burst", "", "bursts COUNTxTOKENS@TIME, comma-separated, e.g. 50x30000@60s")
-	fl.Int64Var(&f.inputTokens, "input-tokens", 1024, "prompt tokens per request (and for log lines without them)")
-	fl.Int64Var(&f.outputTokens, "output-tokens", 128, "max_tokens per request (and for log lines without them)")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on one request, from send to the end of its stream")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", time.Minute, "bound on the wait for the next chunk once a stream has begun")
@@ -120,7 +102,6 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between metric readings")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read local GPU memory even when --url is not on this machine")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the arrival times and prompts")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 	fl.StringVar(&f.plot, "plot", "", "draw the time series to FILE.svg or FILE.png")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the two warm-up requests (prompt lengths then start at 0.75 words per token)")
@@ -134,60 +115,6 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	return cmd
 }
 
-// loadtestSchedule builds the schedule from the flags: a replayed log or
-// synthetic traffic, and the caller's mode. The log file is returned to be
-// closed.
-func loadtestSchedule(f loadtestFlags, bursts []loadtest.Burst) (loadtest.Schedule, io.Closer, string, error) {
-	synth := &loadtest.Synthetic{Rate: f.rate, Arrival: f.arrival, Prompt: f.inputTokens,
-		Output: f.outputTokens, Bursts: bursts, Seed: f.seed}
-	if f.requests == "" {
-		if f.duration <= 0 && f.numRequests <= 0 {
-			return nil, nil, "", badInput("give --duration or --num-requests (or --requests FILE to replay a log)")
-		}
-		if f.rate <= 0 && f.concurrency <= 0 {
-			return nil, nil, "", badInput("give --rate R (open loop) or --concurrency N (closed loop)")
-		}
-		return synth, nil, "synthetic", nil
-	}
-	file, err := os.Open(f.requests)
-	if err != nil {
-		return nil, nil, "", badInput("--requests: %v", err)
-	}
-	rp, err := loadtest.NewReplay(file, f.speedup)
-	if err != nil {
-		file.Close()
-		return nil, nil, "", badInput("--requests %s: %v", f.requests, err)
-	}
-	rp.DefaultPrompt, rp.DefaultOutput = f.inputTokens, f.outputTokens
-	timed, any, err := rp.Timed()
-	if err != nil || !any {
-		file.Close()
-		if err == nil {
-			err = errors.New("no line holds a token count (input_tokens=, prompt_tokens=, an OpenAI usage object or a vLLM request line)")
-		}
-		return nil, nil, "", badInput("--requests %s: %v", f.requests, err)
-	}
-	source := "replay " + filepath.Base(f.requests)
-	switch {
-	case f.concurrency > 0:
-		source += " (sizes only, closed loop)"
-	case f.rate > 0:
-		// --rate replaces the log's own timing.
-		rp.Untimed = synth
-		timed = false
-		source += " (sizes only, at --rate)"
-	case !timed:
-		file.Close()
-		return nil, nil, "", badInput("--requests %s: its first request has no time; give --rate or --concurrency to replay its sizes", f.requests)
-	}
-	if timed && len(bursts) > 0 {
-		// Bursts ride on synthetic arrivals; a log has its own.
-		file.Close()
-		return nil, nil, "", badInput("--burst goes with synthetic traffic (--rate), not with a timed --requests log")
-	}
-	return rp, file, source, nil
-}
-
 func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) error {
 	ctx := cmd.Context()
 	if len(args) > 0 && (f.plan.gpuName == "" || cmd.ArgsLenAtDash() < 0) {
@@ -198,22 +125,18 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		return badInput("unknown output format %q: use table, json or yaml", f.output)
 	case f.endpoint != loadtest.EndpointCompletions && f.endpoint != loadtest.EndpointChat:
 		return badInput("--endpoint %q: use completions or chat", f.endpoint)
-	case f.arrival != loadtest.ArrivalPoisson && f.arrival != loadtest.ArrivalConstant:
-		return badInput("--arrival %q: use poisson or constant", f.arrival)
-	case f.rate < 0 || f.concurrency < 0 || f.numRequests < 0 || f.duration < 0:
-		return badInput("--rate, --concurrency, --num-requests and --duration cannot be negative")
-	case f.rate > 0 && f.concurrency > 0:
-		return badInput("give --rate (open loop) or --concurrency (closed loop), not both")
-	case f.speedup <= 0:
-		return badInput("--speedup must be positive, e.g. 2")
-	case f.inputTokens < 1 || f.outputTokens < 1:
-		return badInput("--input-tokens and --output-tokens must be 1 or more")
 	case f.timeout <= 0 || f.stallTimeout <= 0 || f.interval <= 0:
 		return badInput("--timeout, --stall-timeout and --interval must be positive")
 	}
+	spec, rd, _, err := trafficSpec(cmd, env, &f.traffic, "")
+	if err != nil {
+		return err
+	}
+	if rd.Bench != nil && rd.Bench.Backend == "openai-chat" && !cmd.Flags().Changed("endpoint") {
+		f.endpoint = loadtest.EndpointChat
+	}
 	plotFormat := ""
 	if f.plot != "" {
-		var err error
 		if plotFormat, err = chart.FormatOf(f.plot); err != nil {
 			return badInput("--plot %v", err)
 		}
@@ -221,13 +144,6 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	slos, err := slo.Parse(f.slo)
 	if err != nil {
 		return badInput("--slo: %v", err)
-	}
-	bursts, err := loadtest.ParseBursts(f.burst)
-	if err != nil {
-		return badInput("--burst: %v", err)
-	}
-	if len(bursts) > 0 && f.concurrency > 0 {
-		return badInput("--burst needs an open loop (--rate): a closed loop sends when a request ends")
 	}
 	base, err := loadtest.ParseBaseURL(f.url)
 	if err != nil {
@@ -241,13 +157,11 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
 	}
-	sched, closer, source, err := loadtestSchedule(f, bursts)
+	stream, closer, err := spec.Open(func(name string) (io.ReadCloser, error) { return os.Open(name) })
 	if err != nil {
-		return err
+		return badInput("%v", err)
 	}
-	if closer != nil {
-		defer closer.Close()
-	}
+	defer closer.Close()
 
 	apiKey := f.apiKey
 	if apiKey == "" && env.Getenv != nil {
@@ -259,11 +173,13 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
 			MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
 	}
+	served, err := loadtest.ServedModel(ctx, hc, base, apiKey)
 	model := f.model
 	if model == "" {
-		if model, err = servedModel(ctx, hc, base, apiKey); err != nil {
+		if err != nil {
 			return badInput("%v; give --model", err)
 		}
+		model = served.Model
 	}
 	client := &loadtest.Client{HTTP: hc, Clock: loadtest.RealClock{}, Target: loadtest.Target{
 		BaseURL: base, Model: model, APIKey: apiKey, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
@@ -271,17 +187,15 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 
 	var pred *prediction
 	if f.plan.gpuName != "" {
-		if f.concurrency > 0 {
-			return badInput("--gpu predicts an open loop's traffic; a closed loop's arrivals depend on the server")
-		}
 		f.plan.model = model
 		if pred, err = newPrediction(cmd, env, f, args); err != nil {
 			return err
 		}
+		pred.standIn = served.StandIn
 	}
 
 	var gpus telemetry.GPUReader
-	if f.snapshot || f.nvidiaSMI != "" || loopback(base) {
+	if f.snapshot || f.nvidiaSMI != "" || loadtest.Loopback(base) {
 		r, err := telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 		switch {
 		case err == nil:
@@ -293,30 +207,33 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 
 	prog := newLoadtestProgress(env.Stderr)
-	cfg := loadtest.Config{Client: client, Schedule: sched, Concurrency: f.concurrency, Count: f.numRequests,
-		Duration: f.duration, Warmup: !f.noWarmup, SLOs: slos, Seed: f.seed,
+	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
+		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed,
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update}
+	if spec.Concurrency > 0 {
+		cfg.Duration = time.Duration(spec.Duration * float64(time.Second))
+	}
 	res, err := loadtest.Run(ctx, cfg)
 	prog.finish()
 	if err != nil {
 		return usageError{err}
 	}
 	res.MetricsURL = metricsURL
-	res.Load.Source, res.Load.Arrival, res.Load.Rate = source, "", 0
-	if f.concurrency <= 0 {
-		if f.rate > 0 {
-			res.Load.Rate, res.Load.Arrival = f.rate, f.arrival
-			res.SendRate.Requested = f.rate
-		} else {
-			res.Load.Speedup = f.speedup
+	res.Load.Source, res.Load.Arrival, res.Load.Rate = spec.Describe(), "", 0
+	if spec.Concurrency <= 0 {
+		if spec.Rate > 0 && !math.IsInf(spec.Rate, 1) {
+			res.Load.Rate, res.Load.Arrival = spec.Rate, spec.Arrival
+			res.SendRate.Requested = spec.Rate
+		} else if spec.Log != "" {
+			res.Load.Speedup = spec.Speedup
 		}
 	}
-	if rp, ok := sched.(*loadtest.Replay); ok && (rp.OutOfOrder > 0 || rp.Skipped > 0) {
-		res.Notes = append(res.Notes, fmt.Sprintf("request log: %d lines without a token count skipped, %d out of order sent with the line before", rp.Skipped, rp.OutOfOrder))
+	if note := workload.LogNote(stream); note != "" {
+		res.Notes = append(res.Notes, note)
 	}
 	if pred != nil {
-		if err := pred.run(ctx, f, bursts, res); err != nil {
+		if err := pred.run(ctx, spec, res); err != nil {
 			return err
 		}
 	}
@@ -352,55 +269,6 @@ func writePlot(path string, r *loadtest.Result, format string) error {
 		return err
 	}
 	return file.Close()
-}
-
-// servedModel asks /v1/models for the first model's id.
-func servedModel(ctx context.Context, hc *http.Client, base, apiKey string) (string, error) {
-	u := base
-	if !strings.HasSuffix(u, "/v1") {
-		u += "/v1"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/models", nil)
-	if err != nil {
-		return "", err
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("cannot ask %s/models for the model: %v", u, err)
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s/models answered %s", u, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", fmt.Errorf("%s/models lists no model", u)
-	}
-	return list.Data[0].ID, nil
-}
-
-// loopback reports whether the server is on this machine, so its GPUs are
-// the ones NVML sees here.
-func loopback(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // loadtestProgress is the live line on a terminal, a plain line every 10
@@ -519,8 +387,11 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 			sm.Model, sm.GPU, sm.StepTime, sm.Requests, sm.Rejected, sm.MaxKVUsage*100, sm.Preemptions, sm.RequestsPerS)
 	}
 	if c := r.StepCalibration; c != nil {
-		fmt.Fprintf(tw, "calibration\tflops x%.2f, bandwidth x%.2f, +%.2f ms/step, appended to %s\n",
-			c.FLOPsEfficiency, c.BandwidthEfficiency, c.Overhead*1000, r.StepCalibrationFile)
+		where := "appended to " + r.StepCalibrationFile
+		if r.StepCalibrationFile == "" {
+			where = "not written"
+		}
+		fmt.Fprintf(tw, "calibration\t%s, %s\n", c, where)
 	}
 	if r.GPUMaxUsedBytes != nil {
 		fmt.Fprintf(tw, "GPU\tmax used %s of %s\n", memory.GiB(*r.GPUMaxUsedBytes), memory.GiB(*r.GPUTotalBytes))

@@ -10,81 +10,76 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
 )
 
 // prediction is simulate's engine for the served model on the given GPU,
 // built before the load goes out so that bad input stops the run first.
 type prediction struct {
-	env      Env
-	dep      deployment
-	timer    sim.StepTimer
-	timeDesc string
-	config   sim.Config
-	cal      sim.Calibration
+	env    Env
+	calOut string
+	engine *report.Engine
+	// standIn is set when the server is headroom's own simulated engine:
+	// its steps are the simulator's, not a GPU's, and never calibrate one.
+	standIn bool
 }
 
 func newPrediction(cmd *cobra.Command, env Env, f loadtestFlags, args []string) (*prediction, error) {
-	setup, err := setupEngine(cmd, env, f.plan, simulateFlags{}, f.calibration, args)
+	e, err := report.NewEngine(cmd.Context(), reportEnv(env), nil, report.EngineRequest{
+		Plan: request(cmd, f.plan, args), StepTime: f.stepTime, Calibration: f.calibration})
 	if err != nil {
-		return nil, err
+		return nil, simError(env, err)
 	}
-	ev, d, sched := setup.given.ev, setup.given, setup.sched
-	timer, desc, err := stepTimer(f.stepTime, d.budget, setup.cal)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := engineConfig(d, sched, timer)
-	if err != nil {
-		return nil, badInput("the plan for %s on %s leaves no KV cache: nothing to simulate", ev.Settings.Model, d.ev.Sel.Device.Name)
-	}
-	return &prediction{env: env, dep: d, timer: timer, timeDesc: desc, config: cfg, cal: setup.cal.Calibration}, nil
+	return &prediction{env: env, calOut: f.calOut, engine: e}, nil
 }
 
-// run simulates the traffic the run sent (its schedule rebuilt from the
-// same flags and seed) and, with the roofline, fits and appends a
-// calibration from the run's measured steps.
-func (p *prediction) run(ctx context.Context, f loadtestFlags, bursts []loadtest.Burst, res *loadtest.Result) error {
-	e, err := sim.New(p.config)
-	if err != nil {
-		return usageError{err}
+// run simulates the traffic the run sent (the same Spec, so the same
+// requests at the same times) and, against a real server with the
+// roofline, fits and appends a calibration from the run's measured steps.
+func (p *prediction) run(ctx context.Context, spec workload.Spec, res *loadtest.Result) error {
+	if p.standIn {
+		// The stand-in's API server is Go's HTTP server, not vLLM's.
+		p.engine.FrontEnd = sim.FrontEnd{}
+		res.Notes = append(res.Notes, "the prediction has no API-server time: the server is headroom's simulated engine (its /v1/models says so), whose HTTP front end is not vLLM's")
 	}
-	sched, closer, _, err := loadtestSchedule(f, bursts)
-	if err != nil {
-		return err
-	}
-	if closer != nil {
-		defer closer.Close()
-	}
-	rep, err := loadtest.Predict(ctx, e, sched, f.numRequests, f.duration)
+	rep, _, err := p.engine.Run(ctx, nil, spec, sim.RunOptions{})
 	if err != nil {
 		return usageError{fmt.Errorf("simulating the traffic: %v", err)}
 	}
+	e := p.engine
 	sm := loadtest.NewSimulated(rep)
-	sm.Model, sm.GPU, sm.StepTime = p.dep.ev.Settings.Model, p.dep.ev.Sel.Device.Name, p.timeDesc
+	sm.Model, sm.GPU, sm.StepTime = e.Evidence.Settings.Model, e.Evidence.Sel.Device.Name, e.StepTime
 	res.Simulated = &sm
-	res.Notes = append(res.Notes, p.dep.ev.Notes...)
+	res.Notes = append(res.Notes, e.Notes...)
 
-	roof, ok := p.timer.(*sim.Roofline)
-	samples := loadtest.StepSamples(res)
-	if !ok || len(samples) == 0 {
-		if ok {
-			res.Notes = append(res.Notes, "no calibration written: the run has no ITL or no running count from the server")
-		}
+	roof, ok := e.Timer.(*sim.Roofline)
+	if !ok {
 		return nil
 	}
-	// The fit corrects the calibration the prediction ran with (the
-	// roofline's own, --calibration's records included).
-	c := sim.Fit(*roof, p.cal, samples)
-	c.GPU = p.dep.ev.Sel.Device.Name
-	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, p.dep.ev.Settings.Model,
+	samples := loadtest.StepSamples(res)
+	if len(samples) == 0 {
+		res.Notes = append(res.Notes, "no calibration written: the run has no ITL or no running count from the server")
+		return nil
+	}
+	// The fit corrects the calibration the prediction ran with.
+	c := sim.Fit(*roof, e.Calibration, samples)
+	c.GPU = e.Evidence.Sel.Device.Name
+	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, e.Evidence.Settings.Model,
 		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)
-	path := f.calOut
+	if p.standIn {
+		// Shown, never written: a stand-in's steps are the simulator's own
+		// clock, and would calibrate the GPU by itself for every later run.
+		res.StepCalibration = &c
+		res.Notes = append(res.Notes, "no calibration written: the server is headroom's simulated engine, whose steps are the simulator's own clock, not a GPU's (the fit is shown only)")
+		return nil
+	}
+	path := p.calOut
 	if path == "" {
-		var err error
-		if path, err = stepCalibrationPath(p.env.Getenv); err != nil {
+		if path, err = report.StepCalibrationPath(p.env.Getenv); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("no calibration written: %v (give --calibration-out)", err))
 			return nil
 		}

@@ -14,7 +14,6 @@ import (
 
 	"headroom.dev/headroom/internal/fakeopenai"
 	"headroom.dev/headroom/loadtest"
-	"headroom.dev/headroom/sim"
 )
 
 type loadtestResult = loadtest.Result
@@ -25,7 +24,7 @@ func TestLoadtestJSON(t *testing.T) {
 	defer srv.Close()
 	plot := filepath.Join(t.TempDir(), "run.svg")
 	code, out, errs := run(t, nil, "loadtest", "--url", srv.URL, "--rate", "20", "--arrival", "constant",
-		"--num-requests", "10", "--input-tokens", "100", "--output-tokens", "8", "--interval", "100ms",
+		"--num-requests", "10", "--prompt-tokens", "100", "--output-tokens", "8", "--interval", "100ms",
 		"--slo", "ttft_p99=5s,tpot_p99=1s", "-o", "json", "--plot", plot)
 	if code != ExitFits {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -122,17 +121,18 @@ func TestLoadtestBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--rate", "1", "--duration", "1s"}, "--url"},
-		{[]string{"--url", srv.URL, "--rate", "1", "--concurrency", "2", "--duration", "1s"}, "not both"},
-		{[]string{"--url", srv.URL, "--rate", "1"}, "--duration or --num-requests"},
+		{[]string{"--url", srv.URL, "--concurrency", "0", "--num-requests", "1"}, "--concurrency must be 1 or more"},
 		{[]string{"--url", srv.URL, "--num-requests", "1"}, "--rate R"},
+		{[]string{"--url", srv.URL, "--rate", "1e12", "--duration", "1h"}, "at most 10000000"},
+		{[]string{"--url", srv.URL, "--rate", "1", "--prompt-tokens", "4000", "--range-ratio", "-1"}, "--range-ratio"},
+		{[]string{"--url", srv.URL, "--bench", "vllm bench serve --dataset-name sharegpt"}, "only the random dataset"},
 		{[]string{"--url", srv.URL, "--rate", "1", "--duration", "1s", "--slo", "ttft=1s"}, "--slo"},
 		{[]string{"--url", srv.URL, "--concurrency", "1", "--duration", "1s", "--burst", "5x10@1s"}, "open loop"},
 		{[]string{"--url", srv.URL, "--rate", "1", "--duration", "1s", "--plot", "x.pdf"}, ".svg or .png"},
-		{[]string{"--url", srv.URL, "--requests", untimed}, "no time"},
+		{[]string{"--url", srv.URL, "--requests", untimed, "--model", "m"}, "no time"},
 		{[]string{"--url", srv.URL, "--requests", "/nonexistent/log"}, "--requests"},
 		{[]string{"--url", closed.URL, "--model", "m", "--rate", "1", "--num-requests", "1"}, "did not answer"},
 		{[]string{"--url", srv.URL, "--endpoint", "embeddings", "--rate", "1", "--num-requests", "1"}, "--endpoint"},
-		{[]string{"--url", srv.URL, "--gpu", "H100-80GB", "--concurrency", "1", "--num-requests", "1"}, "open loop"},
 		{[]string{"--url", srv.URL, "--gpu", "H100-80GB", "--offline", "--rate", "1", "--num-requests", "1"}, "stand-in"},
 		{[]string{"--url", srv.URL, "--rate", "1", "--num-requests", "1", "extra"}, "unexpected argument"},
 	} {
@@ -171,53 +171,64 @@ func serveSimulated(t *testing.T, args ...string) string {
 	return ""
 }
 
-// TestLoadtestPrediction loads the simulated Llama-3.1-8B on an H100
-// (roofline step time, real time) and asks for simulate's prediction of
-// the same traffic: the same engine offline, so prediction and measurement
-// meet up to the live run's delivery delays. The calibration fitted from
-// the run's decode steps goes to --calibration-out.
+// TestLoadtestPrediction loads `simulate --serve`'s stand-in engine
+// (Qwen3-0.6B on an H100, vLLM 0.19: async scheduling hides the CPU under
+// the forward pass) whose cache is read at a share of 0.30 of the
+// bandwidth, a calibration of its own, with 16 requests of 2,000 prompt
+// and 64 output tokens in flight: a decode step reads 1.2 GB of weights at
+// 0.8 × 3.35 TB/s (0.45 ms) and 16 × ~2,032 tokens × 112 KiB of cache at
+// 0.30 (3.7 ms), so the cache's share decides the step.
+//
+// With the stand-in's calibration the prediction is the same engine
+// offline: TPOT within 5%, TTFT within the live run's delivery delays. From
+// the device's own calibration (cache at 0.42), the fit of the run's
+// decode steps (median ITL against the server's running count) recovers
+// the stand-in's 0.30 within 5%. Neither run writes the fit to
+// --calibration-out: the stand-in says what it is in /v1/models.
 func TestLoadtestPrediction(t *testing.T) {
-	plan := []string{"--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--vllm-version", "0.19.0"}
-	base := serveSimulated(t, plan...)
+	plan := []string{"--model", "Qwen/Qwen3-0.6B", "--gpu", "H100-80GB", "--vllm-version", "0.19.0"}
+	standCal := writeFile(t, "stand.jsonl", `{"gpu": "H100-80GB", "kv_bandwidth_efficiency": 0.30}`+"\n")
+	base := serveSimulated(t, append(plan, "--calibration", standCal)...)
 	calOut := filepath.Join(t.TempDir(), "cal", "step-calibration.jsonl")
-	code, out, errs := run(t, offline, append([]string{"loadtest", "--url", base, "--rate", "10", "--arrival", "constant",
-		"--num-requests", "20", "--input-tokens", "500", "--output-tokens", "32", "--interval", "200ms",
-		"--calibration-out", calOut, "-o", "json"}, plan[2:]...)...)
-	if code != ExitFits {
-		t.Fatalf("exit %d: %s", code, errs)
+	load := func(extra ...string) loadtestResult {
+		code, out, errs := run(t, offline, append(append([]string{"loadtest", "--url", base, "--concurrency", "32",
+			"--num-requests", "64", "--prompt-tokens", "4000", "--output-tokens", "64", "--interval", "100ms",
+			"--calibration-out", calOut, "-o", "json"}, plan[2:]...), extra...)...)
+		if code != ExitFits {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r loadtestResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Simulated == nil || r.Simulated.Requests != 64 || r.Simulated.Rejected != 0 {
+			t.Fatalf("simulated %+v, want 64 requests, none rejected", r.Simulated)
+		}
+		if r.StepCalibration == nil || r.StepCalibrationFile != "" || !strings.Contains(strings.Join(r.Notes, "\n"), "no calibration written: the server is headroom's simulated engine") {
+			t.Errorf("calibration %+v in %q; notes %q: want the fit shown and not written", r.StepCalibration, r.StepCalibrationFile, r.Notes)
+		}
+		return r
 	}
-	var r loadtestResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Simulated == nil || r.Simulated.Requests != 20 || r.Simulated.Rejected != 0 {
-		t.Fatalf("simulated %+v, want 20 requests, none rejected", r.Simulated)
-	}
+	r := load("--calibration", standCal)
 	sm := r.Simulated
-	t.Logf("measured TTFT %.2f TPOT %.2f; simulated TTFT %.2f TPOT %.2f; calibration %+v",
-		r.TTFT.Mean, r.TPOT.Mean, sm.TTFT.Mean, sm.TPOT.Mean, r.StepCalibration)
-	// Same engine, same due times: TPOT is a difference of delivered token
-	// times (within 5%); TTFT adds the send lag and loopback delivery, and
-	// an arrival pushed past a step's start waits one more step (~7 ms).
+	t.Logf("measured TTFT %.2f TPOT %.2f; simulated TTFT %.2f TPOT %.2f", r.TTFT.Mean, r.TPOT.Mean, sm.TTFT.Mean, sm.TPOT.Mean)
 	if d := r.TPOT.Mean/sm.TPOT.Mean - 1; d < -0.05 || d > 0.05 {
 		t.Errorf("TPOT mean %.2f ms, simulated %.2f ms: want within 5%%", r.TPOT.Mean, sm.TPOT.Mean)
 	}
-	if r.TTFT.Mean < sm.TTFT.Mean-1 || r.TTFT.Mean > sm.TTFT.Mean+15 {
-		t.Errorf("TTFT mean %.2f ms, simulated %.2f ms: want within [-1, +15] ms", r.TTFT.Mean, sm.TTFT.Mean)
+	// A closed loop sends the next request when the last token arrives:
+	// offline it joins the very next step, live it reaches the engine a
+	// moment after that step began and waits it out. So TTFT is later by
+	// up to a step (a decode step, TPOT) and the send lag.
+	if r.TTFT.Mean < sm.TTFT.Mean-1 || r.TTFT.Mean > sm.TTFT.Mean+sm.TPOT.Mean+10 {
+		t.Errorf("TTFT mean %.2f ms, simulated %.2f ms: want within [-1 ms, +a step (%.1f ms) + 10 ms]", r.TTFT.Mean, sm.TTFT.Mean, sm.TPOT.Mean)
 	}
-	// The engine served steps of the default calibration (bandwidth x0.80,
-	// 1 ms overhead); the fit from the median ITL gets the bandwidth back
-	// within the median's error (delivery jitter and the 0.4% histogram
-	// buckets: a few % of a 7 ms step).
-	b, err := os.ReadFile(calOut)
-	if err != nil {
-		t.Fatal(err)
+	r = load()
+	c := r.StepCalibration
+	t.Logf("fit from the device's calibration: %s", c)
+	if c.GPU != "H100-80GB" || c.KVBandwidthEfficiency < 0.285 || c.KVBandwidthEfficiency > 0.315 {
+		t.Errorf("fit %+v: want the stand-in's cache share 0.30 within 5%%", c)
 	}
-	var c sim.Calibration
-	if err := json.Unmarshal(b, &c); err != nil || strings.Count(string(b), "\n") != 1 {
-		t.Fatalf("%s: %v\n%s", calOut, err, b)
-	}
-	if c.GPU != "H100-80GB" || c.BandwidthEfficiency < 0.74 || c.BandwidthEfficiency > 0.86 || c.Overhead != 0.001 {
-		t.Errorf("calibration %+v, want H100-80GB, bandwidth 0.80 ± 0.06, overhead 1 ms", c)
+	if _, err := os.Stat(calOut); !os.IsNotExist(err) {
+		t.Errorf("%s was written from a stand-in (%v)", calOut, err)
 	}
 }

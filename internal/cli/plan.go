@@ -106,9 +106,14 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount,
 		Version: f.version, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
-	for _, v := range vllmStringFlags {
+	for _, v := range append(vllmStringFlags, schedulerFlags...) {
 		if cmd.Flags().Changed(v.name) {
 			req.Flags = append(req.Flags, "--"+v.name, *f.vllm[v.name])
+		}
+	}
+	for _, v := range schedulerBools {
+		if on, _ := cmd.Flags().GetBool(v.name); on && cmd.Flags().Changed(v.name) {
+			req.Flags = append(req.Flags, "--"+v.name)
 		}
 	}
 	if cmd.Flags().Changed("enforce-eager") {

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 
 	"headroom.dev/headroom/internal/report"
-	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/workload"
 )
 
 // planTrafficRequests bounds the requests plan --profile simulates per
@@ -38,29 +39,28 @@ func planTraffic(name string, rate float64) (report.Traffic, error) {
 		if rate > 0 {
 			return report.Traffic{}, badInput("--rate applies to a 'headroom profile -o json' file; %s is a request log, replayed at its own arrivals", name)
 		}
-		// Read the first line now, so a file that is no traffic at all is
+		spec := workload.Spec{Log: name, Speedup: 1, NumRequests: planTrafficRequests,
+			Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: planTrafficSeed}
+		// Read the first request now, so a file that is no traffic at all is
 		// one clear line here, not an error in the middle of the search.
-		if err := checkLog(name); err != nil {
-			return report.Traffic{}, err
+		st, closer, err := spec.Open(func(n string) (io.ReadCloser, error) { return os.Open(n) })
+		if err == nil {
+			_, err = st.Next()
+			closer.Close()
 		}
-		return report.Traffic{
-			Describe: fmt.Sprintf("up to the first %s requests of %s at their logged arrivals", humanInt(planTrafficRequests), name),
-			Open: func() (sim.Source, func(), error) {
-				src, closer, err := openLog(name)
-				if err != nil {
-					return nil, nil, err
-				}
-				return &sim.Limit{Src: src, N: planTrafficRequests}, closer, nil
-			},
-		}, nil
+		if err != nil {
+			return report.Traffic{}, badInput("--profile %s: neither a 'headroom profile -o json' output nor a request log: %v", name, err)
+		}
+		return report.Traffic{Spec: spec,
+			Describe: fmt.Sprintf("up to the first %s requests of %s at their logged arrivals", humanInt(planTrafficRequests), name)}, nil
 	}
-	prompt, err := quantileDist(p.Input, name+" input_tokens")
+	prompt, err := workload.QuantileOf(p.Input, name+" input_tokens")
 	if err != nil {
-		return report.Traffic{}, err
+		return report.Traffic{}, badInput("%v", err)
 	}
-	out, err := quantileDist(p.Output, name+" output_tokens")
+	out, err := workload.QuantileOf(p.Output, name+" output_tokens")
 	if err != nil {
-		return report.Traffic{}, err
+		return report.Traffic{}, badInput("%v", err)
 	}
 	what := "--rate"
 	if rate == 0 {
@@ -74,17 +74,10 @@ func planTraffic(name string, rate float64) (report.Traffic, error) {
 		rate = float64(busiest) / float64(p.WindowSeconds)
 		what = fmt.Sprintf("its busiest %ds window", p.WindowSeconds)
 	}
-	// Arrivals run long enough for the limit to end them: exactly
-	// planTrafficRequests requests.
-	syn := sim.Synthetic{Rate: rate, Duration: 2 * planTrafficRequests / rate, Prompt: prompt, Output: out, Seed: planTrafficSeed}
-	return report.Traffic{
+	spec := workload.Spec{Rate: rate, NumRequests: planTrafficRequests, Prompt: prompt, Output: out, Seed: planTrafficSeed}
+	return report.Traffic{Spec: spec,
 		Describe: fmt.Sprintf("Poisson %.3g req/s (%s) from %s, %s requests, prompts %s, outputs %s, seed %d",
-			rate, what, name, humanInt(planTrafficRequests), prompt, out, planTrafficSeed),
-		Open: func() (sim.Source, func(), error) {
-			s := syn
-			return &sim.Limit{Src: &s, N: planTrafficRequests}, func() {}, nil
-		},
-	}, nil
+			rate, what, name, humanInt(planTrafficRequests), prompt, out, planTrafficSeed)}, nil
 }
 
 // sniffProfile decodes the first JSON value of name as a profile report;
@@ -101,35 +94,4 @@ func sniffProfile(name string) (ProfileReport, bool, error) {
 		return p, false, nil
 	}
 	return p, len(p.Buckets) > 0 && p.Input.Count > 0, nil
-}
-
-// checkLog reads the first request of a log.
-func checkLog(name string) error {
-	fh, err := os.Open(name)
-	if err != nil {
-		return badInput("--profile %s: %v", name, unwrapPathError(err))
-	}
-	defer fh.Close()
-	src, err := sim.NewLineSource(fh, 1)
-	if err == nil {
-		_, err = src.Next()
-	}
-	if err != nil {
-		return badInput("--profile %s: neither a 'headroom profile -o json' output nor a request log: %v", name, err)
-	}
-	return nil
-}
-
-// openLog opens a request log for a replay at its logged arrivals.
-func openLog(name string) (sim.Source, func(), error) {
-	fh, err := os.Open(name)
-	if err != nil {
-		return nil, nil, badInput("%v", unwrapPathError(err))
-	}
-	src, err := sim.NewLineSource(fh, 1)
-	if err != nil {
-		fh.Close()
-		return nil, nil, badInput("%s: %v", name, err)
-	}
-	return src, func() { fh.Close() }, nil
 }

@@ -32,11 +32,11 @@ func FuzzPlanTraffic(f *testing.F) {
 			}
 			return
 		}
-		src, closer, err := tr.Open()
+		src, closer, err := tr.Spec.Open(func(n string) (io.ReadCloser, error) { return os.Open(n) })
 		if err != nil {
 			return
 		}
-		defer closer()
+		defer closer.Close()
 		for range 100 {
 			if _, err := src.Next(); err != nil {
 				if err != io.EOF {

@@ -16,8 +16,8 @@ import (
 
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/workload"
 )
 
 // profileWorkers bounds the parsing goroutines: past a few cores the
@@ -427,16 +427,11 @@ func poolTraffic(name string, pool traffic.Pool) report.Traffic {
 	lo, hi, long := pool.MinTokens, pool.MaxTokens, pool.Name == "long"
 	return report.Traffic{
 		Describe: fmt.Sprintf("the %s pool's requests (%d-%d tokens) of %s, up to %s, at their logged arrivals", pool.Name, lo, hi, name, humanInt(planTrafficRequests)),
-		Open: func() (sim.Source, func(), error) {
-			src, closer, err := openLog(name)
-			if err != nil {
-				return nil, nil, err
-			}
-			keep := func(r sim.Request) bool {
-				t := int64(r.PromptTokens + r.OutputTokens)
-				return t >= lo && (long || t <= hi)
-			}
-			return &sim.Limit{Src: filtered{src, keep}, N: planTrafficRequests}, closer, nil
+		Spec:     workload.Spec{Log: name, Speedup: 1, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: planTrafficSeed},
+		Keep: func(r workload.Request) bool {
+			t := int64(r.Prompt + r.Output)
+			return t >= lo && (long || t <= hi)
 		},
+		Max: planTrafficRequests,
 	}
 }

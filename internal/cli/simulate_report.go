@@ -1,183 +1,21 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/spf13/cobra"
-
-	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/sim"
-	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/workload"
 )
 
-// sloTarget is one --slo term: a latency statistic and its limit.
-type sloTarget struct {
-	Name    string
-	metric  string // ttft, tpot, e2e
-	stat    string // mean, p50, p90, p99, max
-	limitMS float64
-}
-
-// parseSLO reads --slo with loadtest's grammar (package slo), keeping the
-// bounds a simulation reports: it has no failed requests and no ITL of
-// its own, and its latency summary has no p95.
-func parseSLO(s string) ([]sloTarget, error) {
-	bounds, err := slo.Parse(s)
-	if err != nil {
-		return nil, badInput("--slo: %v", err)
-	}
-	var out []sloTarget
-	for _, b := range bounds {
-		if b.Metric == "error_rate" || b.Metric == "itl" || b.Stat == "p95" {
-			return nil, badInput("--slo %s: simulate judges ttft, tpot or e2e by mean, p50, p90, p99 or max (error_rate, itl and p95 are loadtest's)", b.Name())
-		}
-		out = append(out, sloTarget{Name: b.Name(), metric: b.Metric, stat: b.Stat, limitMS: float64(b.Limit) / float64(time.Millisecond)})
-	}
-	return out, nil
-}
-
-type sloResult struct {
-	Name    string  `json:"name"`
-	LimitMS float64 `json:"limit_ms"`
-	ValueMS float64 `json:"value_ms"`
-	Met     bool    `json:"met"`
-}
-
-func (t sloTarget) value(r *sim.Report) float64 {
-	l := r.TTFT
-	switch t.metric {
-	case "tpot":
-		l = r.TPOT
-	case "e2e":
-		l = r.E2E
-	}
-	switch t.stat {
-	case "mean":
-		return l.Mean
-	case "p50":
-		return l.P50
-	case "p90":
-		return l.P90
-	case "max":
-		return l.Max
-	}
-	return l.P99
-}
-
-// checkSLO judges a run; rejected requests miss every target (vLLM
-// answered them with an error).
-func checkSLO(targets []sloTarget, r *sim.Report) []sloResult {
-	out := make([]sloResult, 0, len(targets))
-	for _, t := range targets {
-		v := t.value(r)
-		out = append(out, sloResult{Name: t.Name, LimitMS: t.limitMS, ValueMS: v, Met: v <= t.limitMS && r.Rejected == 0})
-	}
-	return out
-}
-
-// compareRow is one deployment of --compare.
-type compareRow struct {
-	Label       string      `json:"label"`
-	Settings    simSettings `json:"settings"`
-	Requests    int64       `json:"requests"`
-	Rejected    int64       `json:"rejected"`
-	Preemptions int64       `json:"preemptions"`
-	TTFT        sim.Latency `json:"ttft_ms"`
-	TPOT        sim.Latency `json:"tpot_ms"`
-	E2E         sim.Latency `json:"e2e_ms"`
-	MaxKVUsage  float64     `json:"max_kv_usage"`
-	MaxWaiting  int         `json:"max_waiting"`
-	SLOMet      *bool       `json:"slo_met,omitempty"`
-	// Pool bounds: the requests (by prompt + output tokens) this pool
-	// serves, for a pool of a split.
-	MinTokens int64 `json:"min_tokens,omitempty"`
-	MaxTokens int64 `json:"max_tokens,omitempty"`
-}
-
-func rowOf(label string, d deployment, c sim.Config, r *sim.Report, slos []sloTarget) compareRow {
-	row := compareRow{Label: label, Settings: settingsOf(d, c), Requests: r.Requests, Rejected: r.Rejected, Preemptions: r.Preemptions,
-		TTFT: r.TTFT, TPOT: r.TPOT, E2E: r.E2E, MaxKVUsage: r.MaxKVUsage, MaxWaiting: r.MaxWaiting}
-	if len(slos) > 0 {
-		met := true
-		for _, s := range checkSLO(slos, r) {
-			met = met && s.Met
-		}
-		row.SLOMet = &met
-	}
-	return row
-}
-
-// compareDeployments runs the same traffic on headroom's recommended
-// settings and, with a profile, on each pool of its split (requests
-// routed by prompt + output tokens).
-func compareDeployments(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
-	sched schedulerFlags, cal calibration, slos []sloTarget) ([]compareRow, error) {
-	givenCfg, _ := engineConfig(given, sched, sim.Fixed(0))
-	rows := []compareRow{rowOf("given", given, givenCfg, givenRep, slos)}
-	rec, err := memory.Recommend(given.in, memory.Options{Policy: f.plan.policy})
-	if err != nil {
-		return nil, usageError{err}
-	}
-	s := given.budget.Settings
-	s.GPUMemoryUtilization, s.MaxModelLen, s.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
-	recSched := sched
-	recSched.blocksOverride = 0
-	if rec.MaxModelLen > 0 {
-		d, err := planDeployment(given.ev, s, "recommended")
-		if err != nil {
-			return nil, err
-		}
-		rep, cfg, err := simulateDeployment(cmd, env, f, w, d, recSched, cal, false)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, rowOf("recommended", d, cfg, rep, slos))
-	}
-	tuned, err := tuneMaxNumSeqs(cmd, env, f, w, given, givenRep, rec.MaxNumSeqs, sched, cal, slos)
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows, tuned)
-	if f.profile == "" {
-		return rows, nil
-	}
-	p, err := readProfileJSON(f.profile)
-	if err != nil {
-		return nil, err
-	}
-	for i, pool := range p.Pools {
-		ps := given.budget.Settings
-		ps.GPUMemoryUtilization, ps.MaxModelLen, ps.MaxNumSeqs = pool.GPUMemoryUtilization, pool.MaxModelLen, pool.MaxNumSeqs
-		d, err := planDeployment(given.ev, ps, "pool "+pool.Name)
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := pool.MinTokens, pool.MaxTokens
-		// The last pool also takes what is longer than its bound: there
-		// it is rejected as too long, and counted, not lost.
-		last := i == len(p.Pools)-1
-		pw := *w
-		pw.filter = func(r sim.Request) bool {
-			t := int64(r.PromptTokens + r.OutputTokens)
-			return t >= lo && (last || t <= hi)
-		}
-		rep, cfg, err := simulateDeployment(cmd, env, f, &pw, d, recSched, cal, false)
-		if err != nil {
-			return nil, err
-		}
-		row := rowOf("pool "+pool.Name, d, cfg, rep, slos)
-		row.MinTokens, row.MaxTokens = lo, hi
-		rows = append(rows, row)
-	}
-	return rows, nil
+// engineLine is a simulated engine in one line: model, GPUs, pool, limits.
+func engineLine(model string, count int, gpu string, s report.SimSettings) string {
+	return fmt.Sprintf("%s on %dx %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d",
+		model, count, gpu, s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
 }
 
 func ms(v float64) string {
@@ -204,10 +42,8 @@ func msUnit(v float64) string {
 
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 
-func writeSimulateTable(w io.Writer, r SimulateReport) error {
-	s := r.Settings
-	fmt.Fprintf(w, "%s on %dx %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d\n",
-		r.Model, r.GPUCount, r.GPU, s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
+func writeSimulateTable(w io.Writer, r *report.SimReport) error {
+	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
 	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
 		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
@@ -230,7 +66,7 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 	for _, l := range []struct {
 		name string
 		v    sim.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"E2E", r.E2E}} {
+	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
 	}
 	if err := tw.Flush(); err != nil {
@@ -242,6 +78,10 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 			verdict := "met"
 			if !s.Met {
 				verdict = "MISSED"
+			}
+			if s.Name == "error_rate" {
+				fmt.Fprintf(w, "SLO error_rate <= %s: %s, %s\n", pct(s.LimitRate), pct(s.Rate), verdict)
+				continue
 			}
 			fmt.Fprintf(w, "SLO %s <= %s: %s, %s\n", s.Name, msUnit(s.LimitMS), msUnit(s.ValueMS), verdict)
 		}
@@ -275,57 +115,50 @@ func writeSimulateTable(w io.Writer, r SimulateReport) error {
 	return nil
 }
 
-// tuneMaxNumSeqs chooses --max-num-seqs from the traffic itself with
-// sim.ChooseMaxNumSeqs: the given settings with max-num-seqs at every
-// power of two from 8 below the given value, at the given value and at
-// the recommended one, each run on the same traffic (the given run is
-// reused).
-func tuneMaxNumSeqs(cmd *cobra.Command, env Env, f simulateFlags, w *workload, given deployment, givenRep *sim.Report,
-	recommended int, sched schedulerFlags, cal calibration, slos []sloTarget) (compareRow, error) {
-	top := given.budget.Settings.MaxNumSeqs
-	cands := sim.SeqsCandidates(top, recommended)
-	deps := map[int]deployment{top: given}
-	search := sim.SeqsSearch{
-		Candidates: cands,
-		Config: func(n int) (sim.Config, bool, error) {
-			d, ok := deps[n]
-			if !ok {
-				s := given.budget.Settings
-				s.MaxNumSeqs = n
-				var err error
-				if d, err = planDeployment(given.ev, s, "max-num-seqs "+strconv.Itoa(n)); err != nil {
-					return sim.Config{}, false, err
-				}
-				deps[n] = d
-			}
-			if !d.budget.Fits && sched.blocksOverride == 0 {
-				return sim.Config{}, false, nil
-			}
-			timer, _, err := stepTimer(f.stepTime, d.budget, cal)
-			if err != nil {
-				return sim.Config{}, false, err
-			}
-			cfg, err := engineConfig(d, sched, timer)
-			if err != nil {
-				return sim.Config{}, false, fmt.Errorf("%s settings: %w", d.label, err)
-			}
-			return cfg, true, nil
-		},
-		Open:      func() (sim.Source, func(), error) { return w.open(cmd.InOrStdin()) },
-		Run:       sim.RunOptions{Window: f.window.Seconds()},
-		Done:      map[int]*sim.Report{top: givenRep},
-		Reference: recommended,
-	}
-	choice, err := sim.ChooseMaxNumSeqs(cmd.Context(), search)
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) || errors.Is(err, context.Canceled) || errors.Is(err, errNoKV) {
-			return compareRow{}, err
+// writeBench prints the run in vllm bench serve's layout ("Serving
+// Benchmark Result", vllm/benchmarks/serve.py: 40-column labels, values
+// to two decimals), so a measured and a predicted result read side by
+// side, line by line.
+func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
+	fmt.Fprintf(w, "headroom simulate: the predicted result of %s\n%s\nstep time: %s\n", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
+	line := func(label string, v any) {
+		switch x := v.(type) {
+		case float64:
+			fmt.Fprintf(w, "%-40s %-10.2f\n", label, x)
+		default:
+			fmt.Fprintf(w, "%-40s %-10v\n", label, x)
 		}
-		return compareRow{}, usageError{err}
 	}
-	b := choice.Best()
-	best := rowOf("", deps[b.MaxNumSeqs], b.Config, b.Report, slos)
-	best.Label = fmt.Sprintf("simulated best max-num-seqs (of %d tried)", len(cands))
-	return best, nil
+	head := func(title string, fill string) {
+		pad := 50 - len(title)
+		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat(fill, pad/2), title, strings.Repeat(fill, pad-pad/2))
+	}
+	head(" Serving Benchmark Result ", "=")
+	line("Successful requests:", r.Requests)
+	if r.Rejected > 0 {
+		line("Failed requests:", r.Rejected)
+	}
+	if spec.Concurrency > 0 {
+		line("Maximum request concurrency:", spec.Concurrency)
+	}
+	line("Benchmark duration (s):", r.DurationS)
+	line("Total input tokens:", r.InputTokens)
+	line("Total generated tokens:", r.OutputTokens)
+	line("Request throughput (req/s):", r.RequestsPerS)
+	line("Output token throughput (tok/s):", r.OutputTokensPerS)
+	line("Total Token throughput (tok/s):", r.TotalTokensPerS)
+	for _, l := range []struct {
+		title, name string
+		v           sim.Latency
+	}{{"Time to First Token", "TTFT", r.TTFT}, {"Time per Output Token (excl. 1st token)", "TPOT", r.TPOT}, {"Inter-token Latency", "ITL", r.ITL}} {
+		head(l.title, "-")
+		line("Mean "+l.name+" (ms):", l.v.Mean)
+		line("Median "+l.name+" (ms):", l.v.P50)
+		line("P99 "+l.name+" (ms):", l.v.P99)
+	}
+	head("", "=")
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
 }

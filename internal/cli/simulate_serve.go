@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/sim/serve"
 )
@@ -17,29 +18,23 @@ import (
 // runSimulateServe serves the simulated engine of the plan until the
 // command's context ends (Ctrl-C, SIGTERM).
 func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []string) error {
-	if f.requests != "" || f.rate > 0 || f.compare || f.trace != "" || f.plot != "" || f.slo != "" {
-		return badInput("--serve takes its traffic from HTTP clients: drop --requests, --rate, --compare, --trace, --plot and --slo")
+	for _, name := range []string{"requests", "rate", "concurrency", "bench", "burst", "num-requests", "duration", "compare", "trace", "plot", "slo"} {
+		if cmd.Flags().Changed(name) {
+			return badInput("--serve takes its traffic from HTTP clients: drop --%s", name)
+		}
 	}
 	if f.timeScale <= 0 {
 		return badInput("--time-scale must be positive")
 	}
-	setup, err := setupEngine(cmd, env, f.plan, f, f.calibration, args)
-	if err != nil {
+	if err := checkArgs(cmd, args); err != nil {
 		return err
 	}
-	ev, sched, cal, d := setup.given.ev, setup.sched, setup.cal, setup.given
-	if !d.budget.Fits && sched.blocksOverride == 0 {
-		fmt.Fprintln(env.Stderr, "headroom: the plan does not fit, so there is no engine to serve; see `headroom plan` (or give --num-gpu-blocks-override)")
-		return errNoFit
-	}
-	timer, stepDesc, err := stepTimer(f.stepTime, d.budget, cal)
+	en, err := report.NewEngine(cmd.Context(), reportEnv(env), openFile(cmd), report.EngineRequest{
+		Plan: request(cmd, f.plan, args), StepTime: f.stepTime, Calibration: f.calibration})
 	if err != nil {
-		return err
+		return simError(env, err)
 	}
-	cfg, err := engineConfig(d, sched, timer)
-	if err != nil {
-		return err
-	}
+	cfg := en.Config
 	cfg.TokenEvents = true
 	e, err := sim.New(cfg)
 	if err != nil {
@@ -47,9 +42,9 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	}
 	name := f.servedModelName
 	if name == "" {
-		name = ev.Settings.Model
+		name = en.Evidence.Settings.Model
 	}
-	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: ev.Settings.Version})
+	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: en.Evidence.Settings.Version})
 	if err != nil {
 		return usageError{err}
 	}
@@ -58,8 +53,8 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 		return badInput("--listen %s: %v", f.listen, err)
 	}
 	fmt.Fprintf(env.Stderr, "headroom simulate: serving %s on http://%s (%s KV blocks of %d tokens, max-num-seqs %d, step time %s, time scale %g)\n",
-		name, ln.Addr(), humanInt(int64(cfg.NumGPUBlocks)), cfg.BlockSize, cfg.MaxNumSeqs, stepDesc, f.timeScale)
-	for _, n := range ev.Notes {
+		name, ln.Addr(), humanInt(int64(cfg.NumGPUBlocks)), cfg.BlockSize, cfg.MaxNumSeqs, en.StepTime, f.timeScale)
+	for _, n := range en.Notes {
 		fmt.Fprintf(env.Stderr, "note: %s\n", n)
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())

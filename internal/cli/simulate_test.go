@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"headroom.dev/headroom/internal/report"
 	"io"
 	"net/http"
 	"os"
@@ -87,23 +88,23 @@ func TestSimulateSLO(t *testing.T) {
 }
 
 func TestSimulateBadInput(t *testing.T) {
-	unsorted := writeFile(t, "u.jsonl", `{"arrival_s":2,"prompt_tokens":4,"output_tokens":2}
-{"arrival_s":1,"prompt_tokens":4,"output_tokens":2}
-`)
-	garbage := writeFile(t, "g.jsonl", `{"arrival_s":0,"prompt_tokens":4,"output_tokens":2}
-this is not a request
+	badLine := writeFile(t, "b.jsonl", `{"arrival_s":0,"prompt_tokens":4,"output_tokens":2}
+{"arrival_s":[1],"prompt_tokens":4}
 `)
 	for name, c := range map[string]struct {
 		args []string
 		want string
 	}{
-		"unsorted":  {[]string{"--requests", unsorted}, "line 2: arrivals out of order"},
-		"garbage":   {[]string{"--requests", garbage}, "line 2: not a request"},
-		"no file":   {[]string{"--requests", "/nonexistent/r.jsonl"}, "no such file"},
+		"bad line":  {[]string{"--requests", badLine}, "line 2: not a JSON request"},
+		"no file":   {[]string{"--requests", "/nonexistent/r.jsonl"}, "--requests /nonexistent/r.jsonl: no such file"},
 		"no rate":   {nil, "no traffic"},
-		"both":      {[]string{"--requests", garbage, "--rate", "1"}, "either --requests or --rate"},
 		"burst":     {[]string{"--rate", "1", "--burst", "lots"}, "--burst"},
-		"dist":      {[]string{"--rate", "1", "--prompt-tokens", "normal:5"}, "token distribution"},
+		"dist":      {[]string{"--rate", "1", "--prompt-tokens", "normal:5"}, "token length"},
+		"absurd":    {[]string{"--rate", "1e12", "--duration", "1s"}, "at most 10000000"},
+		"conc 0":    {[]string{"--concurrency", "0"}, "--concurrency must be 1 or more"},
+		"ratio":     {[]string{"--rate", "1", "--prompt-tokens", "100", "--range-ratio", "-0.5"}, "--range-ratio"},
+		"bench":     {[]string{"--bench", "vllm bench serve --dataset-name sharegpt --dataset-path x.json"}, "only the random dataset"},
+		"bench+":    {[]string{"--bench", "vllm bench serve --random-input-len 10", "--rate", "3"}, "give one"},
 		"step time": {[]string{"--rate", "1", "--step-time", "slow"}, "--step-time"},
 		"slo":       {[]string{"--rate", "1", "--slo", "ttft=2s"}, "--slo"},
 		"output":    {[]string{"--rate", "1", "-o", "xml"}, "unknown output format"},
@@ -326,7 +327,7 @@ func TestSimulateComparePools(t *testing.T) {
 	}
 	var r struct {
 		Requests int64
-		Compare  []compareRow `json:"compare"`
+		Compare  []report.CompareRow `json:"compare"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
@@ -342,9 +343,9 @@ func TestSimulateComparePools(t *testing.T) {
 			}
 		}
 	}
-	// Tried: the given 1024 (vLLM's default on an H100), 8, 16, ..., 512
-	// and the recommended value: 9.
-	if strings.Join(labels, ",") != "given,recommended,simulated best max-num-seqs (of 9 tried),pool short,pool long" {
+	// Tried: the given 1024 (vLLM's default on an H100, also the
+	// recommended value without a typical context), 8, 16, ..., 512: 8.
+	if strings.Join(labels, ",") != "given,recommended,simulated best max-num-seqs (of 8 tried),pool short,pool long" {
 		t.Fatalf("rows: %v", labels)
 	}
 	// Every request is routed to exactly one pool.

@@ -8,17 +8,38 @@ import (
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/workload"
 )
 
 // Traffic is a sample of the user's requests that plan sizes
-// --max-num-seqs for, instead of the quarter-of-max-model-len rule. The
-// front end opens it (it reads files); the report only runs it.
+// --max-num-seqs for, instead of the quarter-of-max-model-len rule.
 type Traffic struct {
 	// Describe names the traffic in the report ("Poisson 4 req/s ...").
 	Describe string
-	// Open returns a fresh source of the requests and its closer: one per
-	// simulated candidate. It must yield a bounded number of requests.
-	Open func() (sim.Source, func(), error)
+	// Spec is the traffic, opened once per simulated candidate; it must
+	// be bounded. Files reads its log.
+	Spec  workload.Spec
+	Files Files
+	// Keep, when set, passes only the requests it accepts (a pool's), and
+	// Max, when > 0, the first Max of those.
+	Keep func(workload.Request) bool
+	Max  int
+}
+
+// open is a fresh source of t's requests and its closer.
+func (t Traffic) open() (sim.Source, func(), error) {
+	st, closer, err := t.Spec.Open(t.Files.open)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.Keep != nil {
+		st = filtered{st, t.Keep}
+	}
+	var src sim.Source = sim.FromWorkload(st)
+	if t.Max > 0 {
+		src = &sim.Limit{Src: src, N: t.Max}
+	}
+	return src, func() { closer.Close() }, nil
 }
 
 // SeqsEvidence is `recommended.max_num_seqs_from_traffic` of plan -o
@@ -76,12 +97,14 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 	}
 	base := in
 	base.Settings = rec.Budget.Settings
-	var stepTime string
+	cal, _ := sim.CalibrationFor(rec.Budget.Device)
+	stepTime := "roofline (" + cal.String() + ")"
 	search := sim.SeqsSearch{
 		Candidates: sim.SeqsCandidates(orig.Settings.MaxNumSeqs, rec.MaxNumSeqs),
 		Reference:  rec.MaxNumSeqs,
-		Open:       t.Open,
+		Open:       t.open,
 		Parallel:   runtime.GOMAXPROCS(0),
+		Run:        sim.RunOptions{FrontEnd: cal.FrontEnd, Concurrency: t.Spec.Concurrency},
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n
@@ -89,16 +112,14 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 			if err != nil || !b.Fits || b.NumBlocks < 2 {
 				return sim.Config{}, false, err
 			}
-			cal, _ := sim.CalibrationFor(b.Device)
 			timer, err := sim.RooflineFor(b, cal)
 			if err != nil {
 				return sim.Config{}, false, err
 			}
-			stepTime = "roofline (" + cal.String() + ")"
 			return sim.ConfigFor(b, timer), true, nil
 		},
 	}
-	if _, err := sim.RooflineFor(rec.Budget, sim.DefaultCalibration); err != nil {
+	if _, err := sim.RooflineFor(rec.Budget, cal); err != nil {
 		return nil, "max-num-seqs not simulated: " + err.Error(), nil
 	}
 	c, err := sim.ChooseMaxNumSeqs(ctx, search)
@@ -106,7 +127,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		return nil, "", fmt.Errorf("simulating %s: %w", t.Describe, err)
 	}
 	if c.MaxNumSeqs == rec.MaxNumSeqs {
-		c.Reason += "; the same as the rule (KV tokens ÷ the typical context)"
+		c.Reason += "; the same as without traffic"
 	}
 	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
 	for i, w := range rec.Why {

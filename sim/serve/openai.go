@@ -105,6 +105,9 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{map[string]any{
 		"id": s.opt.Model, "object": "model", "created": s.opt.Clock.Now().Unix(), "owned_by": "vllm", "root": s.opt.Model,
 		"max_model_len": s.e.Config().MaxModelLen,
+		// Says what it is, so that loadtest never takes its steps for a
+		// GPU's (sim.StandInField).
+		sim.StandInField: true,
 	}}})
 }
 

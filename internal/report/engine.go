@@ -1,0 +1,340 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
+)
+
+// EngineRequest asks for the simulated engine of a deployment: the plan
+// of Plan, its scheduler flags (vLLM's, from the pasted command or
+// Plan.Flags), and the step time.
+type EngineRequest struct {
+	Plan Request
+	// StepTime is "roofline" (the default) or "fixed:DURATION". A fixed
+	// step time is a hand-made engine: it has no API server either.
+	StepTime string
+	// Calibration names a file of calibration lines (CalibrationFile);
+	// "" reads the one loadtest writes for the GPU, when there is one, and
+	// says so in a note.
+	Calibration string
+}
+
+// Engine is a planned deployment ready to simulate.
+type Engine struct {
+	Evidence Evidence
+	Input    memory.Input
+	Budget   memory.Budget
+	// Calibration is what the step time was built from; StepTime says it
+	// in words.
+	Calibration sim.Calibration
+	StepTime    string
+	Timer       sim.StepTimer
+	Config      sim.Config
+	// FrontEnd is the API server's time (zero with a fixed step time).
+	FrontEnd sim.FrontEnd
+	Notes    []string
+	// cal keeps the calibration's measured steps for re-planned settings.
+	cal calibration
+}
+
+// ErrNoKV is a plan without a KV cache to simulate.
+var ErrNoKV = errors.New("no KV cache")
+
+// Files opens the files a simulation names (a request log, a calibration).
+// nil is the operating system's; a server passes NoFiles.
+type Files func(name string) (io.ReadCloser, error)
+
+// NoFiles refuses every file: a request to a server must not read its
+// disk.
+func NoFiles(name string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("%s: files are not read here", name)
+}
+
+func (f Files) open(name string) (io.ReadCloser, error) {
+	if f == nil {
+		return os.Open(name)
+	}
+	return f(name)
+}
+
+// NewEngine gathers and plans the request and builds its engine. A plan
+// that does not fit has no engine unless --num-gpu-blocks-override gives
+// the pool: the error then lists the plan's problems.
+func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*Engine, error) {
+	ev, err := Gather(ctx, env, req.Plan)
+	if err != nil {
+		return nil, err
+	}
+	set := ev.Settings
+	if set.NumGPUBlocksOverride < 0 || set.LongPrefillTokenThreshold < 0 {
+		return nil, errors.New("--num-gpu-blocks-override and --long-prefill-token-threshold must not be negative")
+	}
+	var cal calibration
+	if req.Calibration == "" {
+		var note string
+		cal, note = userCalibration(env, files, ev.Sel.Device)
+		if note != "" {
+			ev.Notes = append(ev.Notes, note)
+		}
+	} else if cal, err = CalibrationFile(files, req.Calibration, ev.Sel.Device); err != nil {
+		return nil, err
+	}
+	in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: set, Measured: ev.Measured}
+	if ev.AutoCount {
+		in.Count = 0
+	}
+	e := &Engine{Evidence: ev, Input: in, Notes: ev.Notes, cal: cal}
+	if err := e.plan(set, req.StepTime); err != nil {
+		return nil, err
+	}
+	if !e.Budget.Fits && set.NumGPUBlocksOverride == 0 {
+		var msgs []string
+		for _, p := range e.Budget.Problems {
+			msgs = append(msgs, p.Message)
+		}
+		return e, &NoFitError{Problems: msgs}
+	}
+	if set.NumGPUBlocksOverride > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
+	}
+	return e, nil
+}
+
+// NoFitError is a simulation of settings that do not start.
+type NoFitError struct{ Problems []string }
+
+func (e *NoFitError) Error() string {
+	return "the plan does not fit, so there is no engine to simulate (see `headroom plan`, or give --num-gpu-blocks-override): " + strings.Join(e.Problems, "; ")
+}
+
+// plan plans the engine at settings set.
+func (e *Engine) plan(set vllm.Settings, stepTime string) error {
+	in := e.Input
+	in.Settings = set
+	b, err := memory.Plan(in)
+	if err != nil {
+		return err
+	}
+	e.Input, e.Budget = in, b
+	if e.Timer, e.StepTime, err = stepTimer(stepTime, b, e.cal); err != nil {
+		return err
+	}
+	if m, ok := e.Timer.(*sim.Roofline); ok {
+		e.Calibration = e.cal.Calibration
+		if len(e.cal.samples) > 0 {
+			e.Calibration = sim.Fit(*m, e.cal.Calibration, e.cal.samples)
+		}
+		e.FrontEnd = e.Calibration.FrontEnd
+	}
+	e.Config = sim.ConfigFor(b, e.Timer)
+	s := b.Settings
+	if s.NumGPUBlocksOverride > 0 {
+		e.Config.NumGPUBlocks = s.NumGPUBlocksOverride
+	}
+	e.Config.LongPrefillTokenThreshold = s.LongPrefillTokenThreshold
+	e.Config.NoChunkedPrefill, e.Config.NoPrefixCaching = s.Set[vllm.FlagNoChunkedPrefill], s.Set[vllm.FlagNoPrefixCaching]
+	if e.Config.NumGPUBlocks < 2 && b.Fits {
+		return ErrNoKV
+	}
+	return nil
+}
+
+// At is the engine of the same deployment at other settings (the
+// recommended ones, a max-num-seqs candidate): planned again, since the
+// KV cache depends on them, with the same calibration.
+func (e *Engine) At(set vllm.Settings) (*Engine, error) {
+	o := &Engine{Evidence: e.Evidence, Input: e.Input, cal: e.cal, Notes: e.Notes}
+	step := "roofline"
+	if f, ok := e.Timer.(sim.Fixed); ok {
+		step = fmt.Sprintf("fixed:%s", time.Duration(float64(f)*float64(time.Second)))
+	}
+	if err := o.plan(set, step); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Run simulates spec's traffic on the engine; log says what a replayed
+// log's lines were not taken as they are ("" when all were).
+func (e *Engine) Run(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions) (rep *sim.Report, log string, err error) {
+	return e.run(ctx, files, spec, opt, nil)
+}
+
+// run is Run on the requests keep accepts (all when nil).
+func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, keep func(workload.Request) bool) (*sim.Report, string, error) {
+	if e.Config.NumGPUBlocks < 2 {
+		return nil, "", ErrNoKV
+	}
+	en, err := sim.New(e.Config)
+	if err != nil {
+		return nil, "", err
+	}
+	st, closer, err := spec.Open(files.open)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closer.Close()
+	opt.FrontEnd = e.FrontEnd
+	opt.Concurrency = spec.Concurrency
+	if spec.Concurrency > 0 && spec.Duration > 0 {
+		opt.SendUntil = spec.Duration
+	}
+	src := st
+	if keep != nil {
+		src = filtered{st, keep}
+	}
+	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), opt)
+	return rep, workload.LogNote(st), err
+}
+
+// stepTimer builds the step time of a plan: the roofline with the
+// calibration (its measured steps fitted), or a fixed time.
+func stepTimer(spec string, b memory.Budget, cal calibration) (sim.StepTimer, string, error) {
+	if spec == "" || spec == "roofline" {
+		c := cal.Calibration
+		m, err := sim.RooflineFor(b, c)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(cal.samples) > 0 {
+			c = sim.Fit(*m, c, cal.samples)
+			c.Source += " in " + cal.file
+			if m, err = sim.RooflineFor(b, c); err != nil {
+				return nil, "", err
+			}
+		}
+		return m, "roofline (" + c.String() + ")", nil
+	}
+	if v, ok := strings.CutPrefix(spec, "fixed:"); ok {
+		d, err := time.ParseDuration(v)
+		if err == nil && d > 0 {
+			return sim.Fixed(d.Seconds()), spec, nil
+		}
+	}
+	return nil, "", fmt.Errorf("--step-time %q: use roofline or fixed:DURATION (e.g. fixed:10ms)", spec)
+}
+
+// calibration is a calibration file's content for one GPU: a correction,
+// and measured steps to fit one to.
+type calibration struct {
+	sim.Calibration
+	samples []sim.Sample
+	file    string
+}
+
+// StepCalibrationPath is where loadtest appends the step-time corrections
+// it fits: beside the probe's calibration.jsonl, in the user's cache.
+func StepCalibrationPath(getenv func(string) string) (string, error) {
+	p, err := probe.CalibrationPath(getenv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "step-calibration.jsonl"), nil
+}
+
+// userCalibration is the calibration of a device without --calibration:
+// the corrections loadtest wrote for it, said in a note, else the device's
+// own (sim.CalibrationFor). A file that does not read is a note, not a
+// failure: the user did not name it.
+func userCalibration(env Env, files Files, dev gpu.Device) (calibration, string) {
+	base, fitted := sim.CalibrationFor(dev)
+	none := calibration{Calibration: base}
+	note := ""
+	if !fitted {
+		note = fmt.Sprintf("step time: no serving run was fitted on %s; its datasheet peaks at default shares (%s)", dev.Name, base.Source)
+	}
+	if env.Getenv == nil {
+		return none, note
+	}
+	path, err := StepCalibrationPath(env.Getenv)
+	if err != nil {
+		return none, note
+	}
+	if _, err := os.Stat(path); err != nil {
+		return none, note
+	}
+	cal, err := CalibrationFile(files, path, dev)
+	if err != nil {
+		return none, fmt.Sprintf("step-time calibration not read: %v", err)
+	}
+	if cal.Calibration == base && len(cal.samples) == 0 {
+		return cal, note
+	}
+	what := cal.Source
+	if len(cal.samples) > 0 {
+		what = fmt.Sprintf("%d measured steps", len(cal.samples))
+	}
+	return cal, fmt.Sprintf("step time calibrated by %s (%s); --calibration FILE to use another", path, what)
+}
+
+// maxCalibrationFile bounds a calibration file.
+const maxCalibrationFile = 16 << 20
+
+// CalibrationFile reads JSON lines of two kinds: corrections (sim.Calibration's
+// fields, any of them; the last line for the device, or for any device
+// when it names none, wins, over the device's own calibration) and
+// measured steps {"gpu", "batch": {...}, "seconds"} (sim.Sample), which
+// sim.Fit turns into a correction on top.
+func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, error) {
+	base, _ := sim.CalibrationFor(dev)
+	cal := calibration{Calibration: base, file: name}
+	f, err := files.open(name)
+	if err != nil {
+		return cal, fmt.Errorf("--calibration: %v", unwrapPath(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCalibrationFile+1))
+	if err != nil || len(data) > maxCalibrationFile {
+		return cal, fmt.Errorf("--calibration %s: unreadable or over %d MiB", name, maxCalibrationFile>>20)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		rec := struct {
+			sim.Calibration
+			sim.Sample
+		}{Calibration: base}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return cal, fmt.Errorf("--calibration %s line %d: %v", name, i+1, err)
+		}
+		if rec.GPU != "" && !strings.EqualFold(rec.GPU, dev.Name) {
+			continue
+		}
+		if rec.Seconds > 0 {
+			cal.samples = append(cal.samples, rec.Sample)
+			continue
+		}
+		if err := rec.Calibration.Check(); err != nil {
+			return cal, fmt.Errorf("--calibration %s line %d: %v (or give a measured step {batch, seconds})", name, i+1, err)
+		}
+		if rec.Calibration.Source == "" || rec.Calibration.Source == base.Source {
+			rec.Calibration.Source = fmt.Sprintf("%s line %d", name, i+1)
+		}
+		cal.Calibration = rec.Calibration
+	}
+	return cal, nil
+}
+
+// unwrapPath drops the "open " of a path error: "x.json: no such file".
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,321 @@
+package report
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/workload"
+)
+
+// SimRequest is a simulation as the user asked for it: the CLI fills it
+// from its flags, the web API from its JSON.
+type SimRequest struct {
+	Engine   EngineRequest
+	Workload workload.Spec
+	// Window is the time series' window in seconds (default 10).
+	Window float64
+	SLO    []slo.Bound
+	// Compare also runs the recommended settings, the max-num-seqs the
+	// traffic favours and each of Pools (a profile's split: the requests
+	// each serves, by prompt + output tokens).
+	Compare bool
+	Policy  string
+	Pools   []traffic.Pool
+	// OnFinish sees every finished request of the main run (a trace, a
+	// progress line).
+	OnFinish func(sim.Event)
+}
+
+// SimReport is `headroom simulate -o json`: the run's numbers at the top
+// level (sim.Report), and what was simulated.
+type SimReport struct {
+	*sim.Report
+	Model    string      `json:"model"`
+	GPU      string      `json:"gpu"`
+	GPUCount int         `json:"gpu_count"`
+	Settings SimSettings `json:"settings"`
+	StepTime string      `json:"step_time"`
+	Traffic  string      `json:"traffic"`
+	// TotalTokensPerS is prompt and output tokens per second, as vllm bench
+	// serve's "Total Token throughput".
+	TotalTokensPerS float64      `json:"total_tokens_per_s"`
+	SLO             []SLOResult  `json:"slo,omitempty"`
+	SLOMet          *bool        `json:"slo_met,omitempty"`
+	Compare         []CompareRow `json:"compare,omitempty"`
+	Notes           []string     `json:"notes,omitempty"`
+}
+
+// SimSettings are the simulated engine's settings.
+type SimSettings struct {
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	MaxModelLen          int     `json:"max_model_len"`
+	MaxNumSeqs           int     `json:"max_num_seqs"`
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
+	BlockSize            int     `json:"block_size"`
+	NumGPUBlocks         int     `json:"num_gpu_blocks"`
+	KVCacheTokens        int64   `json:"kv_cache_tokens"`
+	PrefixCaching        bool    `json:"prefix_caching"`
+	ChunkedPrefill       bool    `json:"chunked_prefill"`
+	AsyncScheduling      bool    `json:"async_scheduling"`
+	VLLMVersion          string  `json:"vllm_version"`
+}
+
+// Settings are e's settings as the report shows them.
+func (e *Engine) Settings() SimSettings {
+	s, c := e.Budget.Settings, e.Config
+	m, ok := e.Timer.(*sim.Roofline)
+	return SimSettings{GPUMemoryUtilization: s.GPUMemoryUtilization, MaxModelLen: c.MaxModelLen, MaxNumSeqs: c.MaxNumSeqs,
+		MaxNumBatchedTokens: c.MaxNumBatchedTokens, BlockSize: c.BlockSize, NumGPUBlocks: c.NumGPUBlocks,
+		KVCacheTokens: int64(c.NumGPUBlocks) / int64(max(len(c.Groups), 1)) * int64(c.BlockSize),
+		PrefixCaching: !c.NoPrefixCaching, ChunkedPrefill: !c.NoChunkedPrefill, AsyncScheduling: ok && m.Overlap, VLLMVersion: s.Version.String()}
+}
+
+// SLOResult is one --slo bound judged.
+type SLOResult struct {
+	Name    string  `json:"name"`
+	LimitMS float64 `json:"limit_ms,omitempty"`
+	ValueMS float64 `json:"value_ms,omitempty"`
+	// LimitRate and Rate are an error_rate bound and the share rejected.
+	LimitRate float64 `json:"limit_rate,omitempty"`
+	Rate      float64 `json:"rate,omitempty"`
+	Met       bool    `json:"met"`
+}
+
+// CheckSLO judges a run. Latency bounds count every request the engine
+// rejected as a miss (vLLM answered it with an error); error_rate is the
+// share rejected.
+func CheckSLO(bounds []slo.Bound, r *sim.Report) []SLOResult {
+	out := make([]SLOResult, 0, len(bounds))
+	for _, b := range bounds {
+		if b.Metric == "error_rate" {
+			rate := 0.0
+			if n := r.Requests + r.Rejected; n > 0 {
+				rate = float64(r.Rejected) / float64(n)
+			}
+			out = append(out, SLOResult{Name: b.Name(), LimitRate: b.Rate, Rate: rate, Met: rate <= b.Rate})
+			continue
+		}
+		limit := float64(b.Limit) / float64(time.Millisecond)
+		v := statOf(b, r)
+		out = append(out, SLOResult{Name: b.Name(), LimitMS: limit, ValueMS: v, Met: v <= limit && r.Rejected == 0})
+	}
+	return out
+}
+
+func statOf(b slo.Bound, r *sim.Report) float64 {
+	l := map[string]sim.Latency{"ttft": r.TTFT, "tpot": r.TPOT, "itl": r.ITL, "e2e": r.E2E}[b.Metric]
+	switch b.Stat {
+	case "mean":
+		return l.Mean
+	case "p50":
+		return l.P50
+	case "p90":
+		return l.P90
+	case "p95":
+		return l.P95
+	case "max":
+		return l.Max
+	}
+	return l.P99
+}
+
+func met(results []SLOResult) *bool {
+	if len(results) == 0 {
+		return nil
+	}
+	ok := true
+	for _, s := range results {
+		ok = ok && s.Met
+	}
+	return &ok
+}
+
+// CompareRow is one deployment of --compare.
+type CompareRow struct {
+	Label       string      `json:"label"`
+	Settings    SimSettings `json:"settings"`
+	Requests    int64       `json:"requests"`
+	Rejected    int64       `json:"rejected"`
+	Preemptions int64       `json:"preemptions"`
+	TTFT        sim.Latency `json:"ttft_ms"`
+	TPOT        sim.Latency `json:"tpot_ms"`
+	E2E         sim.Latency `json:"e2e_ms"`
+	MaxKVUsage  float64     `json:"max_kv_usage"`
+	MaxWaiting  int         `json:"max_waiting"`
+	SLOMet      *bool       `json:"slo_met,omitempty"`
+	// FellBehind is set when the run stopped at the backlog bound.
+	FellBehind *sim.Backlog `json:"fell_behind,omitempty"`
+	// Pool bounds: the requests (by prompt + output tokens) this pool
+	// serves, for a pool of a split.
+	MinTokens int64 `json:"min_tokens,omitempty"`
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+}
+
+func rowOf(label string, e *Engine, r *sim.Report, bounds []slo.Bound) CompareRow {
+	return CompareRow{Label: label, Settings: e.Settings(), Requests: r.Requests, Rejected: r.Rejected, Preemptions: r.Preemptions,
+		TTFT: r.TTFT, TPOT: r.TPOT, E2E: r.E2E, MaxKVUsage: r.MaxKVUsage, MaxWaiting: r.MaxWaiting, FellBehind: r.FellBehind,
+		SLOMet: met(CheckSLO(bounds, r))}
+}
+
+// Simulate builds the engine of req, runs its traffic and, with Compare,
+// the other settings on the same traffic. A run that falls behind is a
+// report (FellBehind), not an error.
+func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimReport, error) {
+	if err := req.Workload.Validate(); err != nil {
+		return nil, err
+	}
+	e, err := NewEngine(ctx, env, files, req.Engine)
+	if err != nil {
+		return nil, err
+	}
+	opt := sim.RunOptions{Window: req.Window, OnFinish: req.OnFinish}
+	rep, log, err := e.Run(ctx, files, req.Workload, opt)
+	if err != nil {
+		return nil, err
+	}
+	if log != "" {
+		e.Notes = append(e.Notes, log)
+	}
+	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
+		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
+	if rep.DurationS > 0 {
+		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
+	}
+	if len(req.SLO) > 0 {
+		out.SLO = CheckSLO(req.SLO, rep)
+		out.SLOMet = met(out.SLO)
+	}
+	if rep.FellBehind != nil {
+		out.Notes = append(out.Notes, rep.FellBehind.String()+"; the run stopped there")
+	}
+	if req.Compare {
+		if out.Compare, err = compare(ctx, files, req, e, rep); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// compare runs the same traffic on headroom's recommended settings, the
+// max-num-seqs the traffic favours and each pool of a split.
+func compare(ctx context.Context, files Files, req SimRequest, given *Engine, givenRep *sim.Report) ([]CompareRow, error) {
+	rows := []CompareRow{rowOf("given", given, givenRep, req.SLO)}
+	recIn := given.Input
+	rec, err := memory.Recommend(recIn, memory.Options{Policy: req.Policy})
+	if err != nil {
+		return nil, err
+	}
+	s := given.Budget.Settings
+	s.GPUMemoryUtilization, s.MaxModelLen, s.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
+	s.NumGPUBlocksOverride = 0
+	opt := sim.RunOptions{Window: req.Window}
+	if rec.MaxModelLen > 0 {
+		r, err := given.At(s)
+		if err != nil {
+			return nil, err
+		}
+		rep, _, err := r.Run(ctx, files, req.Workload, opt)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, rowOf("recommended", r, rep, req.SLO))
+	}
+	tuned, err := tuneMaxNumSeqs(ctx, files, req, given, givenRep, rec.MaxNumSeqs)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, tuned)
+	for i, pool := range req.Pools {
+		ps := given.Budget.Settings
+		ps.GPUMemoryUtilization, ps.MaxModelLen, ps.MaxNumSeqs = pool.GPUMemoryUtilization, pool.MaxModelLen, pool.MaxNumSeqs
+		ps.NumGPUBlocksOverride = 0
+		p, err := given.At(ps)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := pool.MinTokens, pool.MaxTokens
+		// The last pool also takes what is longer than its bound: there
+		// it is rejected as too long, and counted, not lost.
+		last := i == len(req.Pools)-1
+		rep, _, err := p.run(ctx, files, req.Workload, opt, func(r workload.Request) bool {
+			t := int64(r.Prompt + r.Output)
+			return t >= lo && (last || t <= hi)
+		})
+		if err != nil {
+			return nil, err
+		}
+		row := rowOf("pool "+pool.Name, p, rep, req.SLO)
+		row.MinTokens, row.MaxTokens = lo, hi
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+type filtered struct {
+	st   workload.Stream
+	keep func(workload.Request) bool
+}
+
+func (f filtered) Next() (workload.Request, error) {
+	for {
+		r, err := f.st.Next()
+		if err != nil || f.keep(r) {
+			return r, err
+		}
+	}
+}
+
+// tuneMaxNumSeqs chooses --max-num-seqs from the traffic itself with
+// sim.ChooseMaxNumSeqs: the given settings with max-num-seqs at every
+// power of two from 8 below the given value, at the given value and at
+// the recommended one, each run on the same traffic (the given run is
+// reused).
+func tuneMaxNumSeqs(ctx context.Context, files Files, req SimRequest, given *Engine, givenRep *sim.Report, recommended int) (CompareRow, error) {
+	top := given.Budget.Settings.MaxNumSeqs
+	cands := sim.SeqsCandidates(top, recommended)
+	engines := map[int]*Engine{top: given}
+	override := given.Budget.Settings.NumGPUBlocksOverride > 0
+	search := sim.SeqsSearch{
+		Candidates: cands,
+		Config: func(n int) (sim.Config, bool, error) {
+			e, ok := engines[n]
+			if !ok {
+				s := given.Budget.Settings
+				s.MaxNumSeqs = n
+				var err error
+				if e, err = given.At(s); err != nil {
+					return sim.Config{}, false, err
+				}
+				engines[n] = e
+			}
+			if !e.Budget.Fits && !override {
+				return sim.Config{}, false, nil
+			}
+			return e.Config, true, nil
+		},
+		Open: func() (sim.Source, func(), error) {
+			st, closer, err := req.Workload.Open(files.open)
+			if err != nil {
+				return nil, nil, err
+			}
+			return sim.FromWorkload(st), func() { closer.Close() }, nil
+		},
+		Run:       sim.RunOptions{Window: req.Window, FrontEnd: given.FrontEnd, Concurrency: req.Workload.Concurrency},
+		Done:      map[int]*sim.Report{top: givenRep},
+		Reference: recommended,
+	}
+	choice, err := sim.ChooseMaxNumSeqs(ctx, search)
+	if err != nil {
+		return CompareRow{}, err
+	}
+	b := choice.Best()
+	best := rowOf("", engines[b.MaxNumSeqs], b.Report, req.SLO)
+	best.Label = "simulated best max-num-seqs (of " + strconv.Itoa(len(cands)) + " tried)"
+	return best, nil
+}

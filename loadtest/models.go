@@ -1,0 +1,75 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"headroom.dev/headroom/sim"
+)
+
+// Served is what a server's /v1/models says of its first model.
+type Served struct {
+	Model string
+	// StandIn is set when the server is headroom's simulated engine
+	// (sim.StandInField), not a real one.
+	StandIn bool
+}
+
+// ServedModel asks base's /v1/models for its first model.
+func ServedModel(ctx context.Context, hc *http.Client, base, apiKey string) (Served, error) {
+	u := base
+	if !strings.HasSuffix(u, "/v1") {
+		u += "/v1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/models", nil)
+	if err != nil {
+		return Served{}, err
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Served{}, fmt.Errorf("cannot ask %s/models for the model: %v", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Served{}, fmt.Errorf("%s/models answered %s", u, resp.Status)
+	}
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil || len(list.Data) == 0 {
+		return Served{}, fmt.Errorf("%s/models lists no model", u)
+	}
+	id, _ := list.Data[0]["id"].(string)
+	if id == "" {
+		return Served{}, fmt.Errorf("%s/models lists no model", u)
+	}
+	standIn, _ := list.Data[0][sim.StandInField].(bool)
+	return Served{Model: id, StandIn: standIn}, nil
+}
+
+// Loopback reports whether the server is on this machine, so its GPUs are
+// the ones NVML sees here.
+func Loopback(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
