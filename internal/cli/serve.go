@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"headroom.dev/headroom/internal/httpserve"
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/web"
 )
@@ -56,7 +56,7 @@ func serveWeb(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.
 		ctx = context.Background()
 	}
 	log.Info("serving", "url", fmt.Sprintf("http://%s/", ln.Addr()))
-	return httpserve.Serve(ctx, srv, ln)
+	return graceful.Serve(ctx, srv, ln)
 }
 
 // Simulator runs the page's simulations through this CLI's own `simulate`
