@@ -40,7 +40,9 @@ const (
 	// and the layer's output only (OAITritonExperts.workspace_shapes).
 	kernelOAITriton
 	// kernelFlashInfer is FlashInfer's MoE (MXFP4 and NVFP4 on Blackwell):
-	// it keeps its scratch to itself, per call (FlashInfer took a
+	// vLLM asks the workspace for the layer's output only
+	// (FlashInferExperts.workspace_shapes), and FlashInfer keeps its
+	// scratch to itself, per call (FlashInfer took a
 	// caller-owned workspace only with its PR #4057, Jul 2026, whose vLLM
 	// release is not known), so nothing of it persists; the planner counts
 	// the Triton kernel's intermediates as its scratch while a call lasts,
