@@ -8,11 +8,14 @@
 # NVML: the exporter reads GPU memory through NVIDIA's go-nvml bindings,
 # which need cgo: they dlopen libnvidia-ml.so.1 at run time (the NVIDIA
 # container runtime mounts it from the node's driver) and so need a C
-# library with dlopen. The default image is therefore a cgo build on
+# library with dlopen. They are compiled in only with the nvml build tag
+# (a plain `go build` leaves them out, and with them the C compiler's
+# warnings about go-nvml's headers, and reads GPUs through nvidia-smi).
+# The default image is therefore a cgo build with -tags nvml on
 # distroless/base (glibc, no shell, no package manager), linked only
 # against glibc; nothing of NVIDIA is in the image. The `static` target
-# is a CGO_ENABLED=0 binary on distroless/static (the telemetry package's
-# nocgo path): no NVML, so the exporter serves only vLLM's gauges there;
+# is a CGO_ENABLED=0 binary on distroless/static (telemetry's
+# nvml_off.go): no NVML, so the exporter serves only vLLM's gauges there;
 # the webhook and audit are the same in both. The build stage and the
 # runtime base are the same Debian release, so the glibc the binary was
 # linked against is the one it runs with.
@@ -26,7 +29,7 @@ RUN go mod download
 COPY . .
 # go-nvml's cgo headers mark old NVML calls deprecated; the warnings are noise.
 ENV CGO_CFLAGS="-Wno-deprecated-declarations" GOFLAGS=-trimpath
-RUN CGO_ENABLED=1 go build -ldflags="-s -w" -o /out/nvml/headroom ./cmd/headroom \
+RUN CGO_ENABLED=1 go build -tags nvml -ldflags="-s -w" -o /out/nvml/headroom ./cmd/headroom \
  && CGO_ENABLED=0 go build -ldflags="-s -w" -o /out/static/headroom ./cmd/headroom
 
 FROM gcr.io/distroless/static-debian12:nonroot AS static

@@ -40,23 +40,26 @@ const (
 // worker: the larger of the forward pass of max_num_batched_tokens tokens
 // and, on the last pipeline stage, the sampler run over
 // min(max_num_seqs, max_num_batched_tokens) requests (which keeps the
-// final hidden states and the encoder outputs alive).
-func activationBytes(s model.Spec, st stage, tp, batchedTokens, maxNumSeqs, dtypeBytes int, lean bool) int64 {
+// final hidden states and the encoder outputs alive), plus, on a stage
+// with MoE layers, the fused-MoE workspace that persists from the forward
+// pass through the sampler run (moe.persistent; vllm-workspace.md).
+func activationBytes(s model.Spec, st stage, tp, batchedTokens, maxNumSeqs, dtypeBytes int, lean bool, moe moeScratch) int64 {
 	tokens := float64(batchedTokens)
 	d := float64(dtypeBytes)
 	t := float64(tp)
 	h := float64(s.Hidden)
 
 	var perToken float64
+	hasMoE := false
 	for i := st.first; i < st.last; i++ {
 		n := hiddenBuffers * h
 		if s.IsMoELayer(i) {
-			m := s.MoE
-			// Fused-MoE workspaces: every token is routed to TopK experts,
-			// each needing gate/up (2 × inter), activation (inter) and its
-			// hidden-sized output; shared experts run as a dense MLP.
-			n += float64(m.TopK) * (3*float64(m.Intermediate)/t + h)
-			n += 3 * float64(m.SharedInter) / t
+			hasMoE = true
+			// The routed experts' per-call scratch, and the shared
+			// experts, which run as a dense MLP; the routed experts'
+			// output is hidden-sized and among the hidden buffers.
+			n += moe.callPerToken
+			n += 3 * float64(s.MoE.SharedInter) / t
 		} else {
 			n += 3 * float64(s.Intermediate) / t
 		}
@@ -67,6 +70,9 @@ func activationBytes(s model.Spec, st stage, tp, batchedTokens, maxNumSeqs, dtyp
 	peak := forward
 	if st.isLast {
 		peak = math.Max(peak, float64(samplerPeakBytes(s, batchedTokens, maxNumSeqs, dtypeBytes)))
+	}
+	if hasMoE {
+		peak += float64(moe.persistent)
 	}
 	if !lean {
 		peak *= leanProfileFactor

@@ -187,6 +187,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	}
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
 	lean := vllm.LeanActivationProfile(set.Version)
+	moe := moeScratchFor(s, set, in.Device, in.Env, set.MaxNumBatchedTokens, b.DtypeBytes)
 
 	b.MaxModelLen = set.MaxModelLen
 	if b.MaxModelLen <= 0 {
@@ -213,7 +214,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0)
-		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean)
+		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean, moe)
 		p.NonTorch = nonTorchBytes(s, tp, pp)
 		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
 		b.Origins = measure(&p, in.Measured)

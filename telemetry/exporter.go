@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"headroom.dev/headroom/internal/httpserve"
+	"headroom.dev/headroom/graceful"
 )
 
 // ExporterOptions configure an Exporter.
@@ -180,5 +180,5 @@ func (e *Exporter) Handler() http.Handler {
 // requests in flight get up to 5 seconds to finish. A clean shutdown
 // returns nil.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	return httpserve.Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
+	return graceful.Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
 }

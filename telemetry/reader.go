@@ -41,7 +41,7 @@ type OpenOptions struct {
 // one line what was tried.
 func OpenGPUs(opt OpenOptions) (GPUReader, error) {
 	if opt.SMIPath != "" {
-		return &SMIReader{Path: opt.SMIPath}, nil
+		return &SMIReader{Path: opt.SMIPath, Why: "the binary named"}, nil
 	}
 	procName := opt.ProcName
 	if procName == nil {
@@ -60,7 +60,22 @@ func OpenGPUs(opt OpenOptions) (GPUReader, error) {
 		reason := strings.TrimPrefix(nvmlErr.Error(), ErrNoGPU.Error()+": ")
 		return nil, fmt.Errorf("%w here: NVML is not usable (%s) and nvidia-smi is not on PATH", ErrNoGPU, reason)
 	}
-	return &SMIReader{Path: path}, nil
+	return &SMIReader{Path: path, Why: "no NVML: " + strings.TrimPrefix(nvmlErr.Error(), ErrNoGPU.Error()+": ")}, nil
+}
+
+// Via says in words which way r reads the GPUs, and for nvidia-smi why
+// not NVML, for the line snapshot, watch and the exporter print: the same
+// binary reads through NVML on one machine and nvidia-smi on another.
+func Via(r GPUReader) string {
+	s, ok := r.(*SMIReader)
+	if !ok {
+		return r.Source()
+	}
+	v := SourceNvidiaSMI + " at " + s.Path
+	if s.Why != "" {
+		v += " (" + s.Why + ")"
+	}
+	return v
 }
 
 // ProcComm returns a process's command name from /proc/PID/comm, or "" when
@@ -79,6 +94,9 @@ func ProcComm(pid int) string {
 type SMIReader struct {
 	// Path is the nvidia-smi binary.
 	Path string
+	// Why says why nvidia-smi reads the GPUs and not NVML (OpenGPUs fills
+	// it in; empty for a reader built by hand).
+	Why string
 }
 
 // Source is SourceNvidiaSMI.

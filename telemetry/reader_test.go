@@ -46,6 +46,9 @@ func TestSMIReader(t *testing.T) {
 	if r.Source() != SourceNvidiaSMI {
 		t.Fatalf("source %q", r.Source())
 	}
+	if v := Via(r); v != "nvidia-smi at "+path+" (the binary named)" {
+		t.Errorf("Via = %q", v)
+	}
 	gpus, err := r.GPUs(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,10 @@ func TestOpenGPUsFallsBackToSMI(t *testing.T) {
 	defer r.Close()
 	if r.Source() == SourceNVML {
 		t.Skip("NVML is present here")
+	}
+	// Via names the binary and why NVML was passed over.
+	if v := Via(r); !strings.HasPrefix(v, "nvidia-smi at "+path+" (no NVML: ") {
+		t.Errorf("Via = %q", v)
 	}
 	gpus, err := r.GPUs(context.Background())
 	if err != nil || len(gpus) != 1 || gpus[0].Name != "Tesla T4" || len(gpus[0].Processes) != 0 {

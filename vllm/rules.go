@@ -1,6 +1,9 @@
 package vllm
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // This file holds the rules that differ between vLLM releases, each once,
 // with its source in docs/vllm-memory.md and its version boundary. A zero
@@ -21,6 +24,7 @@ var (
 	autoMaxModelLenSince      = Version{0, 14, 0, ""}
 	asyncSchedulingSince      = Version{0, 14, 0, ""}
 	leanActivationSince       = Version{0, 17, 0, ""}
+	moeWorkspaceSince         = Version{0, 19, 0, ""}
 	cudagraphInBudgetSince    = Version{0, 21, 0, ""}
 	utilizationDefault92Since = Version{0, 25, 0, ""}
 	newestKnown               = Version{0, 32, 0, ""}
@@ -40,6 +44,9 @@ const (
 	EnvEstimateCUDAGraphs = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 	// EnvUseV1 selects the V1 (1) or V0 (0) engine in releases that have both.
 	EnvUseV1 = "VLLM_USE_V1"
+	// EnvFusedMoEChunkSize caps the tokens one fused-MoE kernel call
+	// takes (see FusedMoEChunkTokens).
+	EnvFusedMoEChunkSize = "VLLM_FUSED_MOE_CHUNK_SIZE"
 )
 
 // Newest is the newest vLLM release these rules know: v0.32.0, the newest
@@ -170,6 +177,47 @@ func CUDAGraphsInBudget(v Version, env map[string]string) bool {
 // activation by ~60% vs v0.16.0 (Qwen3-14B: 5.64 → 2.23 GiB)".
 func LeanActivationProfile(v Version) bool {
 	return orNewest(v).AtLeast(leanActivationSince)
+}
+
+// PersistentMoEWorkspace reports whether the fused-MoE kernels take their
+// scratch (the expert intermediates, the output) from vLLM's process-wide
+// workspace manager (vllm/v1/worker/workspace.py), which grows to the
+// largest request of the profile run, is locked after warm-up and never
+// shrinks, instead of allocating and freeing it inside each call. The
+// workspace is then held while the dummy sampler runs: the profile-run peak
+// is the workspace plus the larger of the other forward activations and
+// the sampler, not the larger of the two (vllm-workspace.md).
+//
+// vllm-workspace.md names no release for the manager. The boundary is the
+// one the calibration start-ups support: every MoE model among the vLLM
+// 0.19.0 start-ups on H100 (DeepSeek-V2-Lite, Kimi-VL-A3B at TP 1 and 2,
+// Mixtral-8x7B at TP 2) logs a torch peak of the workspace plus its sampler
+// run, so 0.19.0 is the oldest release known to have it. The manager came
+// with pull requests of late 2025 and may be in earlier releases too
+// (unverified); those are planned with per-call scratch.
+func PersistentMoEWorkspace(v Version) bool {
+	return orNewest(v).AtLeast(moeWorkspaceSince)
+}
+
+// defaultFusedMoEChunkTokens is VLLM_FUSED_MOE_CHUNK_SIZE's default in
+// vllm/envs.py (32768; the variable's type hint there says 64 × 1024, the
+// value read when it is unset is 32768). Newer releases may have lowered
+// it (unverified); a smaller chunk only makes the workspace smaller, so the
+// planner keeps the larger value until a start-up shows otherwise.
+const defaultFusedMoEChunkTokens = 32768
+
+// FusedMoEChunkTokens is how many tokens one fused-MoE kernel call takes:
+// a forward of more tokens runs the experts in chunks of this many, and the
+// kernel's scratch is sized for one chunk (VLLM_FUSED_MOE_CHUNK_SIZE in env
+// overrides the default; a value that is not a positive integer is ignored,
+// as the default then holds for the planner).
+func FusedMoEChunkTokens(env map[string]string) int {
+	if raw, ok := env[EnvFusedMoEChunkSize]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(raw)); err == nil && n > 0 {
+			return n
+		}
+	}
+	return defaultFusedMoEChunkTokens
 }
 
 // SupportsAutoMaxModelLen reports whether `--max-model-len auto` (or -1)
@@ -350,6 +398,11 @@ func (s Settings) WithDefaults(v Version, deviceName string, deviceTotalBytes in
 	}
 	return s
 }
+
+// ExpertParallel reports whether --enable-expert-parallel is given: vLLM
+// then places whole experts on each rank of the TP × DP group instead of
+// splitting every expert's width among them.
+func (s Settings) ExpertParallel() bool { return s.hasExtraFlag("enable-expert-parallel") }
 
 // hasExtraFlag reports whether Extra holds the flag (canonical name, any
 // spelling, with or without a value).

@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +45,7 @@ func TestBooleanRules(t *testing.T) {
 		{"CUDAGraphEstimate", CUDAGraphEstimate, "0.12.0", "0.13.0"},
 		{"SupportsAutoMaxModelLen", SupportsAutoMaxModelLen, "0.13.0", "0.14.0"},
 		{"LeanActivationProfile", LeanActivationProfile, "0.16.0", "0.17.0"},
+		{"PersistentMoEWorkspace", PersistentMoEWorkspace, "0.18.1", "0.19.0"},
 		{"SupportsKVCacheMemory", SupportsKVCacheMemory, "0.10.2", "0.11.0"},
 	}
 	for _, tt := range tests {
@@ -288,6 +290,43 @@ func TestWithDefaults(t *testing.T) {
 		got := tt.in.WithDefaults(ver, tt.device, tt.total, tt.maxLen)
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s\n got %+v\nwant %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestFusedMoEChunkTokens(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, 32768},
+		{map[string]string{EnvFusedMoEChunkSize: "16384"}, 16384},
+		{map[string]string{EnvFusedMoEChunkSize: " 8192 "}, 8192},
+		{map[string]string{EnvFusedMoEChunkSize: "0"}, 32768},   // not positive: the default
+		{map[string]string{EnvFusedMoEChunkSize: "16k"}, 32768}, // unreadable: the default
+	} {
+		if got := FusedMoEChunkTokens(tt.env); got != tt.want {
+			t.Errorf("FusedMoEChunkTokens(%v) = %d, want %d", tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestExpertParallel(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"vllm serve m --tensor-parallel-size 2 --enable-expert-parallel", true},
+		{"vllm serve m --enable_expert_parallel -tp 2", true},
+		{"vllm serve m -tp 2", false},
+		{"vllm serve m --no-enable-expert-parallel", false},
+	} {
+		s, err := ParseCommand(strings.Fields(tt.cmd))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.cmd, err)
+		}
+		if got := s.ExpertParallel(); got != tt.want {
+			t.Errorf("%s: ExpertParallel() = %v, want %v", tt.cmd, got, tt.want)
 		}
 	}
 }

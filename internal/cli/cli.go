@@ -80,7 +80,10 @@ it will start, and recommends --gpu-memory-utilization, --max-model-len and
 --max-num-seqs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `headroom version` prints.
+		Version: versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%v (see --help)", err)}

@@ -100,7 +100,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 		switch {
 		case err == nil:
 			defer reader.Close()
-			log.Info("reading GPUs", "source", reader.Source(), "count", len(gpus))
+			log.Info("reading GPUs", "source", reader.Source(), "via", telemetry.Via(reader), "count", len(gpus))
 		case f.nvidiaSMI != "" || !errors.Is(err, telemetry.ErrNoGPU):
 			return usageError{err}
 		default:

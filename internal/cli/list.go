@@ -104,21 +104,26 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 func newVersionCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print headroom's version and the vLLM versions its rules know",
+		Short: "Print headroom's version and the vLLM versions its rules know (also --version)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, rev := "(devel)", ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				if bi.Main.Version != "" {
-					v = bi.Main.Version
-				}
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-						rev = " " + s.Value[:12]
-					}
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "headroom %s%s; vLLM rules up to %s, calibrated on 0.19.0\n", v, rev, vllm.Newest())
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is what `headroom version` and `headroom --version` print.
+func versionLine() string {
+	v, rev := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("headroom %s%s; vLLM rules up to %s, calibrated on 0.19.0", v, rev, vllm.Newest())
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"headroom.dev/headroom/internal/httpserve"
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/web"
 )
 
@@ -49,5 +49,5 @@ func serveWeb(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.
 		ctx = context.Background()
 	}
 	log.Info("serving", "url", fmt.Sprintf("http://%s/", ln.Addr()))
-	return httpserve.Serve(ctx, srv, ln)
+	return graceful.Serve(ctx, srv, ln)
 }

@@ -101,6 +101,7 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
+	fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 
 	var header []byte
 	if f.output == "csv" {

@@ -39,6 +39,9 @@ func TestSnapshotCSV(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	if want := "headroom: note: GPU memory through nvidia-smi at " + smi + " (the binary named)\n"; errs != want {
+		t.Errorf("stderr %q, want %q", errs, want)
+	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	// A header, then per reading two GPU rows and a process row each.
 	if len(lines) != 1+2*4 || lines[0] != snapshotCSVHeader {

@@ -183,6 +183,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 		if gpus, err = reader.GPUs(ctx); err != nil {
 			return usageError{err}
 		}
+		fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 	}
 	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
 	if err != nil {

@@ -1,7 +1,9 @@
-// Package httpserve runs an http.Server until its context ends and then
+// Package graceful runs an http.Server until its context ends and then
 // stops it gracefully: the one shutdown sequence headroom's plain-HTTP
-// servers (the exporter, the web page) share.
-package httpserve
+// servers (the exporter, the web page) share. It imports nothing of
+// headroom and sits on the ground floor, so telemetry (the exporter) and
+// the faces (the page) both import it downwards.
+package graceful
 
 import (
 	"context"
