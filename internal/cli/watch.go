@@ -96,6 +96,8 @@ type requiredFree struct {
 	bytes int64
 	why   string
 	notes []string
+	// plan is the plan the margin came from; nil without a model.
+	plan *memory.Budget
 }
 
 // planRequiredFree asks the planner how much each GPU must keep free: the
@@ -133,6 +135,7 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 		return r, usageError{err}
 	}
 	r.notes = e.Notes
+	r.plan = &b
 	margin := b.PerGPU.Total - b.Footprint
 	if margin <= 0 {
 		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
