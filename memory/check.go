@@ -75,7 +75,7 @@ func (b *Budget) check(dp int) {
 	}
 	if len(b.Problems) == 0 {
 		margin := p.Total - b.Footprint
-		if margin < reserveBytes(p.Total) {
+		if margin < ReserveBytes(p.Total) {
 			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory", GiB(margin), outsideTerm(b))
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
