@@ -92,7 +92,7 @@ func Rules() RuleFile {
 			Expr:  fmt.Sprintf("%s >= %s", telemetry.MetricOOMRisk, fmtFloat(OOMRiskHigh)),
 			For:   "5m", Labels: map[string]string{"severity": warning},
 			Annotations: map[string]string{
-				"summary":     "vLLM at " + where + " is close to running out of GPU memory (OOM risk {{ $value | humanize }})",
+				"summary":     "vLLM at " + where + " is close to running out of GPU memory (OOM risk {{ $value | printf \"%.2f\" }})",
 				"description": fmt.Sprintf("headroom's OOM risk (KV usage, the share of requests waiting, preemptions, GPU margin) has stayed at or above %s for 5 minutes: a longer prompt or a burst will preempt running requests or fail with CUDA out of memory.", fmtFloat(OOMRiskHigh)),
 				"runbook":     "Run `" + audit + "`: it names what is at risk in this workload (KV cache full, requests waiting, preemptions, thin margin) and the setting to change (--max-num-seqs, --max-model-len, --gpu-memory-utilization) with its value; scale out if the plan is already right.",
 			},
@@ -112,7 +112,7 @@ func Rules() RuleFile {
 			Expr:  fmt.Sprintf("%s * 60 > %s", preemptionsRate, fmtFloat(PreemptionsPerMinute)),
 			For:   "10m", Labels: map[string]string{"severity": warning},
 			Annotations: map[string]string{
-				"summary":     "vLLM at " + where + " preempts {{ $value | humanize }} requests a minute",
+				"summary":     "vLLM at " + where + " preempts {{ $value | printf \"%.1f\" }} requests a minute",
 				"description": fmt.Sprintf("vLLM preempted more than %s request a minute for 10 minutes: its KV cache runs out under the load and the preempted requests are recomputed from scratch.", fmtFloat(PreemptionsPerMinute)),
 				"runbook":     "Run `headroom simulate --gpu GPU --requests requests.log --compare -- <the pod's vllm serve command>`: it replays the traffic and gives the --max-num-seqs that stops the preemptions; `" + audit + "` shows the live numbers.",
 			},
