@@ -222,5 +222,5 @@ func TestDryRunApply(t *testing.T) {
 		}
 		t.Logf("%s: %d objects accepted by the API server (dry run)", name, n)
 	}
-	misspelled(t, ctx, mapper, dyn, objects(t, renderings["every option"]))
+	misspelled(t, ctx, mapper, dyn, append(objects(t, renderings["every option"]), objects(t, deployYAML)...))
 }
