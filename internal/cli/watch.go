@@ -136,7 +136,7 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 	}
 	r.notes = e.Notes
 	r.plan = &b
-	margin := b.PerGPU.Total - b.Footprint
+	margin := b.Unused()
 	if margin <= 0 {
 		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
 			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))
