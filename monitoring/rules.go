@@ -139,8 +139,8 @@ func Rules() RuleFile {
 			},
 		},
 		{
-			Alert: "HeadroomVLLMRestarted",
-			Expr:  fmt.Sprintf("increase(%s[%s]) > 0", telemetry.MetricVLLMRestarts, restartWindow),
+			Alert:  "HeadroomVLLMRestarted",
+			Expr:   fmt.Sprintf("increase(%s[%s]) > 0", telemetry.MetricVLLMRestarts, restartWindow),
 			Labels: map[string]string{"severity": critical},
 			Annotations: map[string]string{
 				"summary":     "vLLM seen by the exporter at " + where + " started anew",

@@ -115,7 +115,9 @@ func serveCluster(t *testing.T, kubeconfig string) string {
 // API server cannot reach a server (its pods have no address).
 type recordedMetrics []byte
 
-func (m recordedMetrics) PodMetrics(context.Context, string, string, int) ([]byte, error) { return m, nil }
+func (m recordedMetrics) PodMetrics(context.Context, string, string, int) ([]byte, error) {
+	return m, nil
+}
 
 // TestClusterPageInBrowser creates workloads of every kind the audit reads
 // (audit/testdata/cluster.yaml: Deployments, a StatefulSet, Pods, KAITO
