@@ -197,7 +197,7 @@ func TestDryRunApply(t *testing.T) {
 	}
 	renderings := map[string][]byte{
 		"deploy/headroom.yaml": deployYAML,
-		"every option":         helm(t, append(append([]string{"template", "headroom", chart, "-n", "headroom-system"}, everything...), monitoringAPI...)...),
+		"every option":         helm(t, append(append([]string{"template", "headroom", chart, "-n", "headroom-system"}, everything...), fleetOptions...)...),
 		"own CA":               helm(t, append([]string{"template", "headroom", chart, "-n", "headroom-system"}, ownCA...)...),
 	}
 	for name, r := range renderings {

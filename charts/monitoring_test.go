@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,51 @@ import (
 // monitoringAPI is what a cluster with the Prometheus operator answers;
 // with it the chart renders its alert rules and its dashboard.
 var monitoringAPI = []string{"--api-versions", "monitoring.coreos.com/v1"}
+
+// clusterPage turns on `headroom serve --cluster`'s Deployment.
+var clusterPage = []string{"--set", "clusterPage.enabled=true"}
+
+// fleetOptions are this file's options, applied in TestDryRunApply's
+// rendering with every option.
+var fleetOptions = append(append([]string{}, monitoringAPI...), clusterPage...)
+
+// The cluster page's Deployment runs serve --cluster as the audit's role,
+// non-root on a read-only root file system, and lints; it refuses to
+// render without the role.
+func TestClusterPageRendered(t *testing.T) {
+	helm(t, append([]string{"lint", "--strict", chart}, clusterPage...)...)
+	all := byKind(objects(t, helm(t, append([]string{"template", "hr", chart, "-n", "ops"}, clusterPage...)...)))
+	var dep *appsv1.Deployment
+	for _, o := range all["Deployment"] {
+		if o.GetName() == "hr-cluster-page" {
+			dep = &appsv1.Deployment{}
+			fromU(t, o, dep)
+		}
+	}
+	if dep == nil {
+		t.Fatal("no hr-cluster-page Deployment")
+	}
+	spec := dep.Spec.Template.Spec
+	c := spec.Containers[0]
+	if strings.Join(c.Args, " ") != "serve --listen=:8080 --cluster --offline" || spec.ServiceAccountName != "hr-cluster-page" {
+		t.Errorf("args %v, service account %q", c.Args, spec.ServiceAccountName)
+	}
+	if sc := c.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !*spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("security context %+v", sc)
+	}
+	var crb rbacv1.ClusterRoleBinding
+	fromU(t, all["ClusterRoleBinding"][0], &crb)
+	if crb.RoleRef.Name != "hr-audit" || crb.Subjects[0].Name != "hr-cluster-page" || crb.Subjects[0].Namespace != "ops" {
+		t.Errorf("binding %+v", crb)
+	}
+	if len(all["Service"]) == 0 {
+		t.Error("no Service")
+	}
+	cmd := exec.Command(helmBin(t), append([]string{"template", "hr", chart, "--set", "audit.clusterRole=false"}, clusterPage...)...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "needs audit.clusterRole") {
+		t.Errorf("rendered without the audit's role: %v %s", err, out)
+	}
+}
 
 // realCRDs are the CRDs of the kinds the chart renders, from the modules
 // of the projects that define them (internal/kubetest: cert-manager,

@@ -41,6 +41,9 @@ its plan's card, its pods' live KV-cache use and the fix. It needs the audit's
 read-only role (README, headroom audit); one audit answers for 10 seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cluster.check(); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {

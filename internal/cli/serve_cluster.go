@@ -25,6 +25,15 @@ func addClusterFlags(cmd *cobra.Command, f *clusterFlags) {
 	fl.StringVarP(&f.audit.namespace, "namespace", "n", "", "with --cluster: audit this namespace only (default: every namespace)")
 }
 
+// check refuses the connection flags without --cluster: they would be
+// silently ignored.
+func (f clusterFlags) check() error {
+	if !f.enabled && (f.audit.kubeconfig != "" || f.audit.context != "" || f.audit.namespace != "") {
+		return badInput("--kubeconfig, --context and --namespace are for --cluster: add --cluster to serve the cluster page")
+	}
+	return nil
+}
+
 // clusterAuditor is what the cluster page shows: `headroom audit --live`
 // over every namespace (or --namespace), with the audit's own
 // configuration and client. It only reads (the audit's role).
