@@ -174,15 +174,7 @@ func TestHistogramSub(t *testing.T) {
 // bound is +Inf, which JSON has no number for (audit --live -o json and the
 // cluster page's /api/audit encode samples).
 func TestSampleJSONRoundTrip(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "vllm", "vllm-0.11.0-v1.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, err := ParseVLLMMetrics(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readSample(t, "vllm-0.11.0-v1.txt")
 	last := s.TTFT.Buckets[len(s.TTFT.Buckets)-1]
 	if !math.IsInf(last.UpperBound, 1) {
 		t.Fatalf("the last TTFT bucket is %v, want +Inf", last.UpperBound)

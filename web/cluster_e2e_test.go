@@ -161,19 +161,7 @@ func TestClusterPageInBrowser(t *testing.T) {
 		t.Errorf("/api/audit differs from audit -o json:\n%s\nwant\n%s", body, want)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 900),
-		chromedp.Flag("headless", true), chromedp.DisableGPU, chromedp.NoSandbox)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
-	var errs pageErrors
-	errs.listen(t, ctx)
+	ctx, errs := openBrowser(t, exe)
 
 	shown := openCluster(t, ctx, base)
 	checkShown(t, shown, rep)
