@@ -31,8 +31,9 @@ var (
 	CertManager = CRDModule{Module: "github.com/cert-manager/cert-manager", Version: "v1.18.2",
 		Files: []string{"deploy/crds/crd-issuers.yaml", "deploy/crds/crd-certificates.yaml"}}
 	// PrometheusOperator: Prometheus Operator v0.85.0 (ServiceMonitor,
-	// PrometheusRule), the release of its root module the Go module proxy
-	// serves (later releases tag only the API submodule), whose
+	// PrometheusRule), the one release of its root module the Go module
+	// proxy lists (its pkg/apis/monitoring module goes to v0.95.2; both
+	// kinds are monitoring.coreos.com/v1 there too), whose
 	// example/prometheus-operator-crd holds the CRDs controller-gen made.
 	PrometheusOperator = CRDModule{Module: "github.com/prometheus-operator/prometheus-operator", Version: "v0.85.0",
 		Files: []string{"example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
