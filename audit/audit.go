@@ -307,7 +307,8 @@ func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admiss
 		}
 		b := eng.Budget
 		w.Engines = append(w.Engines, Engine{Container: eng.Container, Model: b.Model.ID, GPU: b.Device.Name, GPUCount: b.Count, GPUFrom: eng.GPUFrom,
-			Fits: b.Fits, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs, KVTokens: b.KVTokens, Concurrency: b.MaxConcurrency, Summary: admission.PlanSummary(*b)})
+			Fits: b.Fits, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs, KVTokens: b.KVTokens, Concurrency: b.MaxConcurrency, Summary: admission.PlanSummary(*b),
+			PerGPU: b.PerGPU, UnusedBytes: b.Unused(), CUDAGraphInBudget: b.CUDAGraphInBudget})
 		if msg := seqsBeyondCache(*b); b.Fits && msg != "" {
 			w.add(LevelRisk, CodeSeqsBeyondCache, label(eng.Container)+msg)
 		}

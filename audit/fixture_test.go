@@ -1,35 +1,20 @@
 package audit
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 // readCluster reads testdata/cluster.yaml.
 func readCluster(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile("testdata/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["kind"] != nil {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return out
+	return kubetest.ReadObjects(t, "testdata/cluster.yaml")
 }
 
 // listKinds are the resources the audit lists, for the fake client.

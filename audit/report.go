@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -41,6 +42,12 @@ type Engine struct {
 	Concurrency float64 `json:"max_concurrency"`
 	// Summary is the webhook's one-line plan (headroom.dev/plan).
 	Summary string `json:"summary"`
+	// PerGPU is one GPU's plan, part by part, in bytes; UnusedBytes what
+	// it leaves free (memory.Budget.Unused). The cluster page draws the
+	// card from them.
+	PerGPU            memory.Parts `json:"per_gpu"`
+	UnusedBytes       int64        `json:"unused_bytes"`
+	CUDAGraphInBudget bool         `json:"cudagraph_in_budget"`
 }
 
 // PodState is what the audit read of one running pod.

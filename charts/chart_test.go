@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -179,12 +178,7 @@ func fromU(t *testing.T, u *unstructured.Unstructured, out any) {
 // API server with a server-side dry run.
 func TestDryRunApply(t *testing.T) {
 	helmBin(t)
-	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		kubetest.StubCRD("cert-manager.io", "v1", "Issuer", "issuers"),
-		kubetest.StubCRD("cert-manager.io", "v1", "Certificate", "certificates"),
-		kubetest.StubCRD("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
-		kubetest.StubCRD("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects"),
-	}}
+	env := &envtest.Environment{CRDs: realCRDs(t)}
 	cfg := kubetest.Start(t, env, "./charts/")
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -203,7 +197,7 @@ func TestDryRunApply(t *testing.T) {
 	}
 	renderings := map[string][]byte{
 		"deploy/headroom.yaml": deployYAML,
-		"every option":         helm(t, append([]string{"template", "headroom", chart, "-n", "headroom-system"}, everything...)...),
+		"every option":         helm(t, append(append([]string{"template", "headroom", chart, "-n", "headroom-system"}, everything...), fleetOptions...)...),
 		"own CA":               helm(t, append([]string{"template", "headroom", chart, "-n", "headroom-system"}, ownCA...)...),
 	}
 	for name, r := range renderings {
@@ -220,7 +214,7 @@ func TestDryRunApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, data,
-				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "headroom-chart-test", Force: new(true)})
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "headroom-chart-test", Force: new(true), FieldValidation: "Strict"})
 			if err != nil {
 				t.Errorf("%s: server-side dry-run apply of %s %s/%s: %v", name, gvk.Kind, o.GetNamespace(), o.GetName(), err)
 			}
@@ -228,4 +222,5 @@ func TestDryRunApply(t *testing.T) {
 		}
 		t.Logf("%s: %d objects accepted by the API server (dry run)", name, n)
 	}
+	misspelled(t, ctx, mapper, dyn, append(objects(t, renderings["every option"]), objects(t, deployYAML)...))
 }

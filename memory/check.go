@@ -74,8 +74,8 @@ func (b *Budget) check(dp int) {
 		problem(CodeGraphsOverflow, "CUDA graphs (~%s) are captured outside the %s budget (vLLM %s) and the CUDA context holds %s: %s does not fit in %s, so capture runs out of memory (lower --gpu-memory-utilization or use --enforce-eager)", GiB(p.CUDAGraph), GiB(p.Requested), set.Version, GiB(p.Context), GiB(b.Footprint), GiB(p.Total))
 	}
 	if len(b.Problems) == 0 {
-		margin := p.Total - b.Footprint
-		if margin < reserveBytes(p.Total) {
+		margin := b.Unused()
+		if margin < ReserveBytes(p.Total) {
 			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory", GiB(margin), outsideTerm(b))
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {

@@ -155,6 +155,10 @@ type Budget struct {
 // Plan computes the budget.
 func Plan(in Input) (Budget, error) { return planWith(in, nil) }
 
+// Unused is what one GPU keeps free once vLLM serves: its total less the
+// footprint (negative when the plan does not fit). The card's margin.
+func (b Budget) Unused() int64 { return b.PerGPU.Total - b.Footprint }
+
 // planWith is Plan for a search that plans one model many times: layers,
 // when not nil, holds the model's per-layer counts, filled by the first
 // plan and reused by the next ones, as they depend on the model alone.

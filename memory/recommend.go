@@ -17,19 +17,24 @@ const (
 	PolicyKAITO = "kaito"
 )
 
-// redundancyBytes is the buffer vLLM itself keeps when it suggests an
+// RedundancyBytes is the buffer vLLM itself keeps when it suggests an
 // explicit --kv-cache-memory ("150 MiB redundancy buffer",
 // vllm/v1/worker/gpu_worker.py, vllm-memory.md §2.4).
-const redundancyBytes = 150 * mib
+const RedundancyBytes = 150 * mib
+
+// FragmentationDivisor: the allocator's fragmentation takes a hundredth of
+// the card (1%), kept free beside RedundancyBytes.
+const FragmentationDivisor = 100
 
 // maxUtilization caps recommendations: vLLM's own auto-tuner starts its
 // search at 0.98 (peers.md §2.1).
 const maxUtilization = 0.98
 
-// reserveBytes is the slack a card needs beyond what vLLM accounts for:
+// ReserveBytes is the slack a card needs beyond what vLLM accounts for:
 // the redundancy buffer plus 1% of the card for allocator fragmentation.
-func reserveBytes(total int64) int64 {
-	return redundancyBytes + total/100
+// The alert rules of package monitoring compare a GPU's free memory with it.
+func ReserveBytes(total int64) int64 {
+	return RedundancyBytes + total/FragmentationDivisor
 }
 
 // Options steer recommendations.
@@ -70,7 +75,7 @@ func Utilization(b Budget, policy string) (float64, string) {
 		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(mem), u)
 	}
 	sampler := samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
-	outside := p.Context + reserveBytes(p.Total) + sampler
+	outside := p.Context + ReserveBytes(p.Total) + sampler
 	graphs := ""
 	if !b.CUDAGraphInBudget {
 		outside += p.CUDAGraph
@@ -80,7 +85,7 @@ func Utilization(b Budget, policy string) (float64, string) {
 	u = math.Min(u, maxUtilization)
 	why := fmt.Sprintf("%.2f leaves %s of %s for what vLLM does not budget: CUDA context %s, sampler warm-up %s%s, fragmentation reserve %s",
 		u, GiB(p.Total-int64(u*float64(p.Total))), GiB(p.Total), GiB(p.Context),
-		GiB(sampler), graphs, GiB(reserveBytes(p.Total)))
+		GiB(sampler), graphs, GiB(ReserveBytes(p.Total)))
 	return u, why
 }
 
@@ -210,7 +215,7 @@ func (b Budget) FitLen() int {
 // leave, less the CUDA context and the reserve kept outside vLLM's budget
 // (p's), floored to a hundredth. Zero or less when nothing is left.
 func UtilizationBeside(total, held int64, p Parts) float64 {
-	room := total - held - p.Context - reserveBytes(p.Total)
+	room := total - held - p.Context - ReserveBytes(p.Total)
 	return math.Floor(float64(room)/float64(total)*100) / 100
 }
 

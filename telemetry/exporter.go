@@ -11,7 +11,49 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"headroom.dev/headroom/graceful"
+	"headroom.dev/headroom/memory"
+)
+
+// The exporter's metric names. Package monitoring's alert rules and
+// dashboard name them from here.
+const (
+	MetricUp                   = "headroom_up"
+	MetricKVCacheUsage         = "headroom_kv_cache_usage"
+	MetricQueueDepth           = "headroom_queue_depth"
+	MetricRequestsRunning      = "headroom_requests_running"
+	MetricPreemptionsPerMinute = "headroom_preemptions_per_minute"
+	MetricTTFTP99              = "headroom_ttft_p99_seconds"
+	MetricOOMRisk              = "headroom_oom_risk"
+	MetricGPUUsed              = "headroom_gpu_memory_used_bytes"
+	MetricGPUTotal             = "headroom_gpu_memory_total_bytes"
+	MetricGPUHeadroom          = "headroom_gpu_memory_headroom_bytes"
+	MetricGPURequiredFree      = "headroom_gpu_memory_required_free_bytes"
+	// MetricVLLMRestarts counts the times the exporter saw vLLM start
+	// anew: its process start time changed or its counters fell back. A
+	// CUDA out-of-memory error kills the engine, so it shows here.
+	MetricVLLMRestarts = "headroom_vllm_restarts_total"
+	// MetricVLLMNumGPUBlocks and MetricVLLMUtilization are what vLLM says
+	// of itself in vllm:cache_config_info's labels, as numbers.
+	MetricVLLMNumGPUBlocks = "headroom_vllm_num_gpu_blocks"
+	MetricVLLMUtilization  = "headroom_vllm_gpu_memory_utilization"
+	MetricPlanMemory       = "headroom_plan_memory_bytes"
+	MetricPlanTotal        = "headroom_plan_gpu_total_bytes"
+	MetricPlanFootprint    = "headroom_plan_footprint_bytes"
+	MetricPlanNumGPUBlocks = "headroom_plan_num_gpu_blocks"
+	MetricPlanUtilization  = "headroom_plan_gpu_memory_utilization"
+)
+
+// The values of headroom_plan_memory_bytes' part label: one GPU's share of
+// the plan, as `headroom plan` draws the card.
+const (
+	PartWeights    = "weights"
+	PartActivation = "activation"
+	PartNonTorch   = "non_torch"
+	PartCUDAGraphs = "cuda_graphs"
+	PartKVCache    = "kv_cache"
+	PartContext    = "cuda_context"
 )
 
 // ExporterOptions configure an Exporter.
@@ -26,6 +68,11 @@ type ExporterOptions struct {
 	// margin or --min-free); it is subtracted from free memory to give
 	// headroom, and feeds the risk's G term. 0 when unknown.
 	RequiredFreeBytes int64
+	// Plan is the plan of the server the exporter watches, when the model
+	// was given: its parts are served as the headroom_plan_* gauges, so a
+	// dashboard puts them beside what the GPU reports and an alert can
+	// compare vLLM's own cache configuration with them. Nil serves none.
+	Plan *memory.Budget
 	// Window is the span of rates; 0 is DefaultWindow.
 	Window time.Duration
 	// Now is the clock; nil is time.Now.
@@ -45,6 +92,9 @@ type Exporter struct {
 
 	up, kv, waiting, running, preemptions, ttft, risk *prometheus.Desc
 	used, total, headroom, required                   *prometheus.Desc
+	restarts, vllmBlocks, vllmUtil                    *prometheus.Desc
+	planMem, planTotal, planFootprint                 *prometheus.Desc
+	planBlocks, planUtil                              *prometheus.Desc
 }
 
 // NewExporter returns an exporter with its own registry (not the global
@@ -60,28 +110,44 @@ func NewExporter(opt ExporterOptions) *Exporter {
 	e := &Exporter{
 		opt:     opt,
 		monitor: NewMonitor(AlertRules{RequiredFreeBytes: opt.RequiredFreeBytes}, opt.Window),
-		up: prometheus.NewDesc("headroom_up",
+		up: prometheus.NewDesc(MetricUp,
 			"1 when the last scrape of vLLM's /metrics succeeded, else 0.", nil, nil),
-		kv: prometheus.NewDesc("headroom_kv_cache_usage",
+		kv: prometheus.NewDesc(MetricKVCacheUsage,
 			"Fraction (0..1) of vLLM's KV-cache blocks in use; the fullest engine's.", nil, nil),
-		waiting: prometheus.NewDesc("headroom_queue_depth",
+		waiting: prometheus.NewDesc(MetricQueueDepth,
 			"Requests waiting for admission (vllm:num_requests_waiting).", nil, nil),
-		running: prometheus.NewDesc("headroom_requests_running",
+		running: prometheus.NewDesc(MetricRequestsRunning,
 			"Requests in the running batch (vllm:num_requests_running).", nil, nil),
-		preemptions: prometheus.NewDesc("headroom_preemptions_per_minute",
+		preemptions: prometheus.NewDesc(MetricPreemptionsPerMinute,
 			"Preemptions per minute over the exporter's window.", nil, nil),
-		ttft: prometheus.NewDesc("headroom_ttft_p99_seconds",
+		ttft: prometheus.NewDesc(MetricTTFTP99,
 			"99th percentile of time to first token over the window, or since vLLM started before the window has data.", nil, nil),
-		risk: prometheus.NewDesc("headroom_oom_risk",
+		risk: prometheus.NewDesc(MetricOOMRisk,
 			"Memory-pressure risk 0..1 combining KV usage, waiting share, preemption rate and GPU headroom (see telemetry.OOMRisk).", nil, nil),
-		used: prometheus.NewDesc("headroom_gpu_memory_used_bytes",
+		used: prometheus.NewDesc(MetricGPUUsed,
 			"GPU memory in use, as the driver reports it.", gpuLabels, nil),
-		total: prometheus.NewDesc("headroom_gpu_memory_total_bytes",
+		total: prometheus.NewDesc(MetricGPUTotal,
 			"GPU memory in all, as the driver reports it.", gpuLabels, nil),
-		headroom: prometheus.NewDesc("headroom_gpu_memory_headroom_bytes",
+		headroom: prometheus.NewDesc(MetricGPUHeadroom,
 			"Free GPU memory beyond the required margin (free - required); negative when the margin is eaten.", gpuLabels, nil),
-		required: prometheus.NewDesc("headroom_gpu_memory_required_free_bytes",
+		required: prometheus.NewDesc(MetricGPURequiredFree,
 			"Free memory each GPU must keep: the plan's margin or --min-free.", nil, nil),
+		restarts: prometheus.NewDesc(MetricVLLMRestarts,
+			"Times the exporter saw vLLM start anew (its start time changed or its counters fell back): a crash, e.g. a CUDA out-of-memory error, or a restart.", nil, nil),
+		vllmBlocks: prometheus.NewDesc(MetricVLLMNumGPUBlocks,
+			"KV-cache blocks vLLM allocated (vllm:cache_config_info's num_gpu_blocks).", nil, nil),
+		vllmUtil: prometheus.NewDesc(MetricVLLMUtilization,
+			"--gpu-memory-utilization vLLM runs with (vllm:cache_config_info's gpu_memory_utilization).", nil, nil),
+		planMem: prometheus.NewDesc(MetricPlanMemory,
+			"One GPU's share of the plan, by part, as headroom plan computes it.", []string{"part"}, nil),
+		planTotal: prometheus.NewDesc(MetricPlanTotal,
+			"The GPU memory the plan assumed (what CUDA reports as total).", nil, nil),
+		planFootprint: prometheus.NewDesc(MetricPlanFootprint,
+			"What the plan says one GPU holds once vLLM serves: CUDA context, the budget and what is outside it.", nil, nil),
+		planBlocks: prometheus.NewDesc(MetricPlanNumGPUBlocks,
+			"KV-cache blocks the plan predicts.", nil, nil),
+		planUtil: prometheus.NewDesc(MetricPlanUtilization,
+			"--gpu-memory-utilization the plan was made for.", nil, nil),
 	}
 	e.reg = prometheus.NewRegistry()
 	e.reg.MustRegister(e)
@@ -91,7 +157,8 @@ func NewExporter(opt ExporterOptions) *Exporter {
 // Describe sends the descriptors of every gauge.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{e.up, e.kv, e.waiting, e.running, e.preemptions, e.ttft, e.risk,
-		e.used, e.total, e.headroom, e.required} {
+		e.used, e.total, e.headroom, e.required, e.restarts, e.vllmBlocks, e.vllmUtil,
+		e.planMem, e.planTotal, e.planFootprint, e.planBlocks, e.planUtil} {
 		ch <- d
 	}
 }
@@ -121,6 +188,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	e.mu.Lock()
 	r, _ := e.monitor.Observe(e.opt.Now(), sample, gpus)
+	restarts := e.monitor.Restarts()
 	e.mu.Unlock()
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -142,6 +210,29 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			gauge(e.ttft, r.TTFTP99Seconds)
 		}
 		gauge(e.risk, r.OOMRisk)
+		if c := sample.CacheConfig; c.NumGPUBlocks > 0 {
+			gauge(e.vllmBlocks, float64(c.NumGPUBlocks))
+		}
+		if c := sample.CacheConfig; c.GPUMemoryUtilization > 0 {
+			gauge(e.vllmUtil, c.GPUMemoryUtilization)
+		}
+	}
+	if e.opt.Scraper != nil {
+		ch <- prometheus.MustNewConstMetric(e.restarts, prometheus.CounterValue, float64(restarts))
+	}
+	if b := e.opt.Plan; b != nil {
+		p := b.PerGPU
+		for _, part := range []struct {
+			name  string
+			bytes int64
+		}{{PartWeights, p.Weights}, {PartActivation, p.Activation}, {PartNonTorch, p.NonTorch},
+			{PartCUDAGraphs, p.CUDAGraph}, {PartKVCache, p.KVCache}, {PartContext, p.Context}} {
+			gauge(e.planMem, float64(part.bytes), part.name)
+		}
+		gauge(e.planTotal, float64(p.Total))
+		gauge(e.planFootprint, float64(b.Footprint))
+		gauge(e.planBlocks, float64(b.NumBlocks))
+		gauge(e.planUtil, b.Settings.GPUMemoryUtilization)
 	}
 	if e.opt.RequiredFreeBytes > 0 {
 		gauge(e.required, float64(e.opt.RequiredFreeBytes))

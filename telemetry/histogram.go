@@ -1,8 +1,11 @@
 package telemetry
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
 )
 
 // Bucket is one cumulative histogram bucket: Count observations were at or
@@ -10,6 +13,33 @@ import (
 type Bucket struct {
 	UpperBound float64 `json:"le"`
 	Count      float64 `json:"count"`
+}
+
+// bucketJSON is a Bucket in JSON: the bound as Prometheus writes its le
+// label ("0.25", "+Inf"), since JSON has no number for infinity and every
+// histogram's last bucket is +Inf.
+type bucketJSON struct {
+	UpperBound string  `json:"le"`
+	Count      float64 `json:"count"`
+}
+
+// MarshalJSON writes the bound as a string.
+func (b Bucket) MarshalJSON() ([]byte, error) {
+	return json.Marshal(bucketJSON{UpperBound: strconv.FormatFloat(b.UpperBound, 'g', -1, 64), Count: b.Count})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Bucket) UnmarshalJSON(data []byte) error {
+	var j bucketJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	ub, err := strconv.ParseFloat(j.UpperBound, 64)
+	if err != nil {
+		return fmt.Errorf("histogram bucket le %q: %v", j.UpperBound, err)
+	}
+	b.UpperBound, b.Count = ub, j.Count
+	return nil
 }
 
 // Histogram is a Prometheus histogram: cumulative buckets in ascending

@@ -79,7 +79,16 @@ type Monitor struct {
 	window   Window
 	kvStreak int
 	active   map[string]bool
+	// last is the newest sample read; restarts counts the samples that
+	// showed a new vLLM process after it.
+	last     *VLLMSample
+	restarts int
 }
+
+// Restarts is how many times the readings showed vLLM started anew (see
+// restarted): a process that died, e.g. of a CUDA out-of-memory error, and
+// came back, whether or not a reading fell between.
+func (m *Monitor) Restarts() int { return m.restarts }
 
 // NewMonitor returns a monitor with rules; span is the rate window (0 is
 // DefaultWindow).
@@ -111,6 +120,11 @@ func (m *Monitor) Observe(t time.Time, v *VLLMSample, gpus []GPU) (Reading, []Al
 		m.active[key] = on
 	}
 	if v != nil {
+		if m.last != nil && restarted(*m.last, *v) {
+			m.restarts++
+		}
+		last := *v
+		m.last = &last
 		r.Delta = m.window.Add(t, *v)
 		if p, ok := r.Delta.TTFT.Quantile(0.99); ok && r.Delta.Seconds > 0 {
 			r.TTFTP99Seconds, r.TTFTWindowSeconds, r.TTFTKnown = p, r.Delta.Seconds, true

@@ -40,6 +40,10 @@ type VLLMSample struct {
 	// 0 while no request has finished its first token (TTFT.Count == 0).
 	TTFTP99Seconds float64     `json:"ttft_p99_seconds"`
 	CacheConfig    CacheConfig `json:"cache_config"`
+	// ProcessStartTimeSeconds is the server's process_start_time_seconds
+	// (Python's prometheus_client exports it on Linux); 0 when absent. A
+	// new value means a new process.
+	ProcessStartTimeSeconds float64 `json:"process_start_time_seconds,omitempty"`
 	// Models are the model_name label values seen, sorted.
 	Models []string `json:"models,omitempty"`
 	// Names maps each quantity found to the wire name it was read from,
@@ -160,12 +164,23 @@ func sampleFrom(fams map[string]*dto.MetricFamily) (VLLMSample, error) {
 		}
 	}
 
+	if f, ok := fams[processStartTime]; ok && len(f.GetMetric()) > 0 {
+		if v, ok := scalar(f.GetMetric()[0]); ok && v > 0 {
+			s.ProcessStartTimeSeconds = v
+		}
+	}
+
 	if f, name := find(fams, vllm.MetricCacheConfig); f != nil && len(f.GetMetric()) > 0 {
 		s.CacheConfig = cacheConfig(f.GetMetric()[0])
 		s.Names[vllm.MetricCacheConfig] = name
 	}
 	return s, nil
 }
+
+// processStartTime is the process collector's gauge of Python's
+// prometheus_client (and Go's client_golang): the process's start as Unix
+// seconds.
+const processStartTime = "process_start_time_seconds"
 
 // find returns the family of m under its newest name present.
 func find(fams map[string]*dto.MetricFamily, m vllm.Metric) (*dto.MetricFamily, string) {

@@ -1,10 +1,12 @@
 package telemetry
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -165,5 +167,33 @@ func TestHistogramSub(t *testing.T) {
 	restarted := Histogram{Count: 3, Buckets: []Bucket{{0.1, 1}, {1, 3}, {math.Inf(1), 3}}}
 	if got := restarted.Sub(prev); got.Count != 3 {
 		t.Errorf("after restart Sub = %+v", got)
+	}
+}
+
+// A sample with its histogram encodes to JSON and back: the last bucket's
+// bound is +Inf, which JSON has no number for (audit --live -o json and the
+// cluster page's /api/audit encode samples).
+func TestSampleJSONRoundTrip(t *testing.T) {
+	s := readSample(t, "vllm-0.11.0-v1.txt")
+	last := s.TTFT.Buckets[len(s.TTFT.Buckets)-1]
+	if !math.IsInf(last.UpperBound, 1) {
+		t.Fatalf("the last TTFT bucket is %v, want +Inf", last.UpperBound)
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `{"le":"+Inf","count":`) || !strings.Contains(string(data), `{"le":"0.001","count":`) {
+		t.Errorf("buckets as JSON: %s", data)
+	}
+	var back VLLMSample
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.TTFT, s.TTFT) {
+		t.Errorf("round trip: %+v, want %+v", back.TTFT, s.TTFT)
+	}
+	if err := json.Unmarshal([]byte(`{"le":"lots","count":1}`), &Bucket{}); err == nil {
+		t.Error("a bound that is not a number decoded")
 	}
 }

@@ -70,8 +70,12 @@ func (w *Window) Add(t time.Time, s VLLMSample) Delta {
 	return d
 }
 
-// restarted is true when a counter went down: the server started again.
+// restarted is true when the server started again: its process start time
+// changed, or a counter went down.
 func restarted(prev, cur VLLMSample) bool {
+	if prev.ProcessStartTimeSeconds > 0 && cur.ProcessStartTimeSeconds > 0 && prev.ProcessStartTimeSeconds != cur.ProcessStartTimeSeconds {
+		return true
+	}
 	return cur.PreemptionsTotal < prev.PreemptionsTotal || cur.TTFT.Count < prev.TTFT.Count ||
 		cur.PromptTokens < prev.PromptTokens || cur.GenerationTokens < prev.GenerationTokens
 }

@@ -12,7 +12,11 @@ import (
 	"headroom.dev/headroom/model/catalog"
 )
 
-type api struct{ opt Options }
+type api struct {
+	opt Options
+	// cluster is nil unless Options.Audit is set.
+	cluster *clusterAudit
+}
 
 func (a *api) plan(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r, maxPlanBody)

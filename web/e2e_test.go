@@ -78,6 +78,25 @@ func (p *pageErrors) check(t *testing.T) {
 	}
 }
 
+// openBrowser starts headless Chromium (closed when the test ends) with a
+// tab whose errors are collected, for 90 seconds at most.
+func openBrowser(t *testing.T, exe string) (context.Context, *pageErrors) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("headless", true), chromedp.DisableGPU, chromedp.NoSandbox)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancel(); cancelTab(); cancelAlloc() })
+	// The first action starts the browser; the listener needs its tab.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	errs := &pageErrors{}
+	errs.listen(t, ctx)
+	return ctx, errs
+}
+
 // barPart is one segment of the card's bar as the DOM shows it.
 type barPart struct {
 	Part  string  `json:"part"`
@@ -98,21 +117,7 @@ const readLegend = `Object.fromEntries(Array.from(document.querySelectorAll('#le
 func TestPageInBrowser(t *testing.T) {
 	exe := browser(t)
 	srv := newSimServer(t)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 900),
-		chromedp.Flag("headless", true), chromedp.DisableGPU, chromedp.NoSandbox)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	// The first action starts the browser; the listener needs its tab.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
-	var errs pageErrors
-	errs.listen(t, ctx)
+	ctx, errs := openBrowser(t, exe)
 
 	const command = "vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n  --max-model-len 32768 --gpu-memory-utilization 0.95"
 	if err := chromedp.Do(ctx,

@@ -25,6 +25,14 @@ type Options struct {
 	Env report.Env
 	// Offline never fetches models from the Hugging Face Hub.
 	Offline bool
+	// Audit, when set, serves the cluster's audit at /api/audit and the
+	// cluster page (cluster.html); nil answers 404 there.
+	Audit Auditor
+	// AuditEvery is how long one audit answers before the next runs; 0 is
+	// DefaultAuditEvery.
+	AuditEvery time.Duration
+	// Now is the clock of AuditEvery; nil is time.Now.
+	Now func() time.Time
 	// Log receives one line per failed request; nil logs nothing.
 	Log *slog.Logger
 }
@@ -48,6 +56,15 @@ func Handler(opt Options) http.Handler {
 		opt.Env.Getenv = func(string) string { return "" }
 	}
 	a := &api{opt: opt}
+	if opt.Audit != nil {
+		a.cluster = &clusterAudit{run: opt.Audit, every: opt.AuditEvery, now: opt.Now}
+		if a.cluster.every <= 0 {
+			a.cluster.every = DefaultAuditEvery
+		}
+		if a.cluster.now == nil {
+			a.cluster.now = time.Now
+		}
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -58,8 +75,9 @@ func Handler(opt Options) http.Handler {
 	mux.HandleFunc("/api/models", a.models)
 	mux.HandleFunc("/api/doctor", a.doctor)
 	mux.HandleFunc("/api/simulate", a.simulate)
+	mux.HandleFunc("/api/audit", a.audit)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor or /api/simulate")
+		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor, /api/simulate or /api/audit")
 	})
 	files := http.FileServerFS(static)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

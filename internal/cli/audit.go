@@ -55,9 +55,12 @@ Exit code 1 when a workload will not start or is at risk; 2 on bad input.`,
 	fl.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=llm,tier!=dev")
 	fl.BoolVar(&f.live, "live", false, "read each running pod's /metrics through the API server, with restarts and OOM kills")
 	fl.StringVarP(&f.output, "output", "o", "table", "table, json, yaml or markdown")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request to the API server")
+	fl.DurationVar(&f.timeout, "timeout", defaultAuditTimeout, "timeout of each request to the API server")
 	return cmd
 }
+
+// defaultAuditTimeout bounds each request of an audit to the API server.
+const defaultAuditTimeout = 30 * time.Second
 
 func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	switch f.output {

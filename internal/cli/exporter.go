@@ -44,6 +44,18 @@ older than the scrape that asks for it:
   headroom_gpu_memory_total_bytes{gpu,uuid}
   headroom_gpu_memory_headroom_bytes{gpu,uuid}   free minus what must stay free
   headroom_gpu_memory_required_free_bytes  --min-free, or the plan's margin
+  headroom_vllm_restarts_total             times vLLM was seen starting anew (a crash, a CUDA OOM)
+  headroom_vllm_num_gpu_blocks             KV blocks vLLM allocated (vllm:cache_config_info)
+  headroom_vllm_gpu_memory_utilization     the utilization vLLM runs with (same source)
+
+With the model given, the plan as well (for dashboards, and to see vLLM drift
+from it):
+
+  headroom_plan_memory_bytes{part}         weights, activation, non_torch, cuda_graphs, kv_cache, cuda_context
+  headroom_plan_gpu_total_bytes            the GPU total the plan assumed
+  headroom_plan_footprint_bytes            what the card holds once vLLM serves
+  headroom_plan_num_gpu_blocks             KV blocks the plan predicts
+  headroom_plan_gpu_memory_utilization     the utilization planned for
 
 What must stay free is --min-free, or, when the model is given (--model, or the
 vLLM command after --), the planner's margin: the GPU's total minus vLLM's
@@ -124,7 +136,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 		log.Warn("vLLM not readable yet", "err", err)
 	}
 	exp := telemetry.NewExporter(telemetry.ExporterOptions{Scraper: scraper, GPUs: reader,
-		RequiredFreeBytes: req.bytes, Window: f.window, Log: log})
+		RequiredFreeBytes: req.bytes, Plan: req.plan, Window: f.window, Log: log})
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return badInput("cannot listen on %s: %v", f.listen, err)

@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -139,5 +143,48 @@ func TestExporterBadInput(t *testing.T) {
 		if code != ExitBadInput || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, code, errs)
 		}
+	}
+}
+
+// Given the vLLM command, the exporter serves the plan `headroom plan -o
+// json` prints for it: the same blocks, utilization and parts.
+func TestExporterServesThePlan(t *testing.T) {
+	command := []string{"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.9"}
+	code, out, errs := run(t, offline, append([]string{"plan", "--gpu", "H100-80GB", "--vllm-version", "0.11.0", "-o", "json"}, command...)...)
+	if code != ExitFits {
+		t.Fatalf("plan exit %d: %s", code, errs)
+	}
+	var plan struct {
+		NumGPUBlocks int64 `json:"num_gpu_blocks"`
+		PerGPU       struct {
+			WeightsGiB float64 `json:"weights_gib"`
+		} `json:"per_gpu"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	vllmSrv := telemetryVLLM(t, "vllm-0.11.0-v1.txt")
+	url, _, stop := startExporter(t, append([]string{"--metrics-url", vllmSrv.URL, "--no-gpu", "--gpu", "H100-80GB", "--vllm-version", "0.11.0"}, command...)...)
+	defer stop()
+	body := getText(t, url)
+	for _, want := range []string{
+		fmt.Sprintf("headroom_plan_num_gpu_blocks %d", plan.NumGPUBlocks),
+		"headroom_plan_gpu_memory_utilization 0.9",
+		// The recorded server's vllm:cache_config_info.
+		"headroom_vllm_num_gpu_blocks 29751",
+		"headroom_vllm_gpu_memory_utilization 0.9",
+		"headroom_vllm_restarts_total 0",
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	weights := regexp.MustCompile(`headroom_plan_memory_bytes\{part="weights"\} (\S+)`).FindStringSubmatch(body)
+	if weights == nil {
+		t.Fatalf("no planned weights in:\n%s", body)
+	}
+	w, _ := strconv.ParseFloat(weights[1], 64)
+	if gib := math.Round(w/(1<<30)*100) / 100; gib != plan.PerGPU.WeightsGiB {
+		t.Errorf("planned weights %.2f GiB served, plan -o json says %.2f", gib, plan.PerGPU.WeightsGiB)
 	}
 }

@@ -96,6 +96,8 @@ type requiredFree struct {
 	bytes int64
 	why   string
 	notes []string
+	// plan is the plan the margin came from; nil without a model.
+	plan *memory.Budget
 }
 
 // planRequiredFree asks the planner how much each GPU must keep free: the
@@ -133,7 +135,8 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 		return r, usageError{err}
 	}
 	r.notes = e.Notes
-	margin := b.PerGPU.Total - b.Footprint
+	r.plan = &b
+	margin := b.Unused()
 	if margin <= 0 {
 		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
 			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))

@@ -46,11 +46,12 @@ var floorOf = map[string]int{
 	"admission": libraries, // AdmissionReview in and out, verdicts, patches
 	"sim":       libraries, // the simulated vLLM engine
 
-	"doctor":    services, // findings and remedies
-	"probe":     services, // launches on a real GPU
-	"audit":     services, // every workload of a cluster, ranked
-	"loadtest":  services, // traffic to a live server
-	"sim/serve": services, // the simulated engine behind an OpenAI API
+	"doctor":     services, // findings and remedies
+	"probe":      services, // launches on a real GPU
+	"audit":      services, // every workload of a cluster, ranked
+	"loadtest":   services, // traffic to a live server
+	"sim/serve":  services, // the simulated engine behind an OpenAI API
+	"monitoring": services, // the chart's alert rules and dashboard, from telemetry's and vLLM's metric names
 
 	"internal/report": reports, // the reports the CLI prints and the API returns
 

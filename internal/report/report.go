@@ -146,7 +146,7 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	if d, err := vllm.ResolveDtype(set.Dtype, s.Dtype); err == nil {
 		dtype = d // what vLLM loads: "auto" resolved against the checkpoint
 	}
-	unused := p.Total - b.Footprint
+	unused := b.Unused()
 	r := Report{
 		Model: ModelReport{Name: s.ID, Architecture: s.Architecture, Params: s.Params(), WeightsBytes: b.WeightsTotal,
 			KVBytesPerToken: b.ModelKVBytesPerToken, MaxPositionEmbeddings: s.MaxPositions, Layers: s.Layers,
