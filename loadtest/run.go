@@ -40,6 +40,9 @@ type Config struct {
 	Interval time.Duration
 	// Progress is called after each reading.
 	Progress func(Progress, *Point)
+	// OnDone, when set, sees every request when it ends (a trace); it may
+	// be called from several goroutines at once.
+	OnDone func(Item, *Outcome)
 }
 
 // ErrWarmup wraps a failed warm-up: the server could not be used at all.
@@ -100,6 +103,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cal.Observe(nwords, r.Usage.PromptTokens)
 		}
 		stats.Add(&r, clock.Now().Sub(start))
+		if cfg.OnDone != nil {
+			cfg.OnDone(it, &r)
+		}
 	}
 	build := func(i uint64, it Item) (string, int) {
 		n := cal.Words(it.Prompt)
@@ -155,9 +161,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return r, nil
 }
 
-// Item is one request to send: due from the start of the run, its
-// prompt's length in tokens as asked for, and max_tokens.
+// Item is one request to send: its workload id, due from the start of
+// the run, its prompt's length in tokens as asked for, and max_tokens.
 type Item struct {
+	ID             string
 	Due            time.Duration
 	Prompt, Output int64
 }
@@ -172,7 +179,7 @@ func next(st workload.Stream) (Item, bool, error) {
 		return Item{}, false, err
 	}
 	due := time.Duration(min(r.At, maxDue) * float64(time.Second))
-	return Item{Due: due, Prompt: int64(r.Prompt), Output: int64(r.Output)}, true, nil
+	return Item{ID: r.ID, Due: due, Prompt: int64(r.Prompt), Output: int64(r.Output)}, true, nil
 }
 
 // maxDue bounds a due time (in seconds) so it fits a Duration: 100 years.

@@ -34,7 +34,7 @@ type loadtestFlags struct {
 	snapshot                     bool
 	nvidiaSMI                    string
 	output                       string
-	plot                         string
+	plot, trace                  string
 	noWarmup                     bool
 	// the prediction: the plan's GPU and settings, simulate's step time
 	plan                planFlags
@@ -104,6 +104,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 	fl.StringVar(&f.plot, "plot", "", "draw the time series to FILE.svg or FILE.png")
+	fl.StringVar(&f.trace, "trace", "", "write one JSON line per request to FILE, as simulate --trace does (with due_s and error)")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the two warm-up requests (prompt lengths then start at 0.75 words per token)")
 	fl.StringVar(&f.plan.gpuName, "gpu", "", "predict with simulate on this GPU (and the model of --model or the pasted vLLM command)")
 	fl.IntVar(&f.plan.gpuCount, "gpu-count", 0, "number of GPUs for the prediction")
@@ -206,16 +207,27 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		}
 	}
 
+	trace, err := createTrace(f.trace)
+	if err != nil {
+		return err
+	}
 	prog := newLoadtestProgress(env.Stderr)
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
 		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed,
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
-		Progress: prog.update}
+		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
+			due, sent := it.Due.Seconds(), o.Sent.Seconds()
+			trace.write(traceLine{ID: it.ID, Due: &due, Arrival: sent, FirstToken: sent + o.TTFT.Seconds(), Finish: sent + o.E2E.Seconds(),
+				Prompt: int(it.Prompt), Output: int(it.Output), Error: o.Err})
+		}}
 	if spec.Concurrency > 0 {
 		cfg.Duration = time.Duration(spec.Duration * float64(time.Second))
 	}
 	res, err := loadtest.Run(ctx, cfg)
 	prog.finish()
+	if cerr := trace.close(); err == nil && cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return usageError{err}
 	}

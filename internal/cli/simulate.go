@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -198,38 +199,28 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if prof != nil && f.compare {
 		req.Pools = prof.Pools
 	}
-	var traceOut *bufio.Writer
-	if f.trace != "" {
-		fh, err := os.Create(f.trace)
-		if err != nil {
-			return badInput("--trace: %v", unwrapPathError(err))
-		}
-		defer fh.Close()
-		traceOut = bufio.NewWriterSize(fh, 1<<16)
+	trace, err := createTrace(f.trace)
+	if err != nil {
+		return err
 	}
 	var finished atomic.Int64
 	var simNow atomic.Uint64
-	enc := json.NewEncoder(traceOut)
 	req.OnFinish = func(ev sim.Event) {
 		finished.Add(1)
 		simNow.Store(math.Float64bits(ev.Finish))
-		if traceOut != nil {
-			_ = enc.Encode(traceLine{ID: ev.ID, Arrival: ev.Arrival, FirstToken: ev.FirstToken, Finish: ev.Finish,
-				Prompt: ev.Prompt, Output: ev.Output, Preemptions: ev.Preemptions})
-		}
+		trace.write(traceLine{ID: ev.ID, Arrival: ev.Arrival, FirstToken: ev.FirstToken, Finish: ev.Finish,
+			Prompt: ev.Prompt, Output: ev.Output, Preemptions: ev.Preemptions})
 	}
 	stop := showProgress(env.Stderr, func() string {
 		return fmt.Sprintf("headroom simulate: %s requests finished, %.0f s simulated", humanInt(finished.Load()), math.Float64frombits(simNow.Load()))
 	})
 	out, err := report.Simulate(cmd.Context(), reportEnv(env), openFile(cmd), req)
 	stop()
+	if cerr := trace.close(); err == nil && cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return simError(env, err)
-	}
-	if traceOut != nil {
-		if err := traceOut.Flush(); err != nil {
-			return fmt.Errorf("--trace: %v", err)
-		}
 	}
 	if f.plot != "" {
 		if err := plotSeries(f.plot, out.Report); err != nil {
@@ -293,15 +284,62 @@ func simError(env Env, err error) error {
 	return usageError{err}
 }
 
-// traceLine is one line of --trace.
+// traceLine is one line of --trace, simulate's and loadtest's alike:
+// times in seconds from the start, arrival_s when the client sent the
+// request (due_s when it was due, where that differs), the lengths asked.
 type traceLine struct {
-	ID          string  `json:"id"`
-	Arrival     float64 `json:"arrival_s"`
-	FirstToken  float64 `json:"first_token_s"`
-	Finish      float64 `json:"finish_s"`
-	Prompt      int     `json:"prompt_tokens"`
-	Output      int     `json:"output_tokens"`
-	Preemptions int     `json:"preemptions"`
+	ID          string   `json:"id"`
+	Due         *float64 `json:"due_s,omitempty"`
+	Arrival     float64  `json:"arrival_s"`
+	FirstToken  float64  `json:"first_token_s"`
+	Finish      float64  `json:"finish_s"`
+	Prompt      int      `json:"prompt_tokens"`
+	Output      int      `json:"output_tokens"`
+	Preemptions int      `json:"preemptions"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// traceFile is --trace: JSON lines written by any goroutine.
+type traceFile struct {
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func createTrace(name string) (*traceFile, error) {
+	if name == "" {
+		return nil, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, badInput("--trace: %v", unwrapPathError(err))
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	return &traceFile{f: f, w: w, enc: json.NewEncoder(w)}, nil
+}
+
+func (t *traceFile) write(l traceLine) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	_ = t.enc.Encode(l)
+	t.mu.Unlock()
+}
+
+func (t *traceFile) close() error {
+	if t == nil {
+		return nil
+	}
+	err := t.w.Flush()
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--trace: %v", err)
+	}
+	return nil
 }
 
 func readProfileJSON(name string) (ProfileReport, error) {
