@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/workload"
 )
 
 // Served is what a server's /v1/models says of its first model.
@@ -72,4 +74,38 @@ func Loopback(base string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// MetricsURL is where a server at base serves its metrics: /metrics on
+// the same host (vLLM's API server serves both).
+func MetricsURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base + "/metrics"
+	}
+	return u.Scheme + "://" + u.Host + "/metrics"
+}
+
+// NewHTTPClient is the client a run uses: no overall timeout (a stream
+// lasts as long as the run's own bounds allow), a 10 s dial, and enough
+// idle connections per host for every request in flight.
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
+		MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
+}
+
+// Describe fills the run's load description from its workload: the mode,
+// the rate asked for (an open loop at a finite rate) or the log's speedup.
+func (r *Result) Describe(spec workload.Spec) {
+	r.Load.Source, r.Load.Arrival, r.Load.Rate = spec.Describe(), "", 0
+	if spec.Concurrency > 0 {
+		return
+	}
+	switch {
+	case spec.Rate > 0 && !math.IsInf(spec.Rate, 1):
+		r.Load.Rate, r.Load.Arrival = spec.Rate, spec.Arrival
+		r.SendRate.Requested = spec.Rate
+	case spec.Log != "":
+		r.Load.Speedup = spec.Speedup
+	}
 }

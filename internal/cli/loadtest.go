@@ -1,23 +1,14 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"math"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/chart"
 	"headroom.dev/headroom/loadtest"
-	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/workload"
@@ -152,8 +143,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	metricsURL := f.metricsURL
 	if metricsURL == "" {
-		u, _ := url.Parse(base)
-		metricsURL = u.Scheme + "://" + u.Host + "/metrics"
+		metricsURL = loadtest.MetricsURL(base)
 	}
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
@@ -170,9 +160,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	hc := env.HTTPClient
 	if hc == nil {
-		// No client timeout: streams last as long as --timeout allows.
-		hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
-			MaxIdleConnsPerHost: 1024, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
+		hc = loadtest.NewHTTPClient()
 	}
 	served, err := loadtest.ServedModel(ctx, hc, base, apiKey)
 	model := f.model
@@ -232,15 +220,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		return usageError{err}
 	}
 	res.MetricsURL = metricsURL
-	res.Load.Source, res.Load.Arrival, res.Load.Rate = spec.Describe(), "", 0
-	if spec.Concurrency <= 0 {
-		if spec.Rate > 0 && !math.IsInf(spec.Rate, 1) {
-			res.Load.Rate, res.Load.Arrival = spec.Rate, spec.Arrival
-			res.SendRate.Requested = spec.Rate
-		} else if spec.Log != "" {
-			res.Load.Speedup = spec.Speedup
-		}
-	}
+	res.Describe(spec)
 	if note := workload.LogNote(stream); note != "" {
 		res.Notes = append(res.Notes, note)
 	}
@@ -269,176 +249,4 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		return errNoFit
 	}
 	return nil
-}
-
-func writePlot(path string, r *loadtest.Result, format string) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--plot: %v", err)
-	}
-	if err := loadtest.Plot(file, r, format); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
-}
-
-// loadtestProgress is the live line on a terminal, a plain line every 10
-// readings elsewhere.
-type loadtestProgress struct {
-	w     io.Writer
-	tty   bool
-	n     int
-	drawn bool
-}
-
-func newLoadtestProgress(w io.Writer) *loadtestProgress {
-	return &loadtestProgress{w: w, tty: telemetryIsTTY(w)}
-}
-
-func (p *loadtestProgress) update(pr loadtest.Progress, pt *loadtest.Point) {
-	p.n++
-	if !p.tty && p.n%10 != 1 {
-		return
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%5.0fs  sent %d  done %d  errors %d", pr.Elapsed.Seconds(), pr.Sent, pr.Done, pr.Failed)
-	if pr.HaveTTFT {
-		fmt.Fprintf(&b, "  TTFT p50 %s", pr.TTFTP50.Round(time.Millisecond))
-	} else {
-		b.WriteString("  TTFT p50 -")
-	}
-	if pt.KVUsage != nil {
-		fmt.Fprintf(&b, "  KV %.1f%%", *pt.KVUsage*100)
-	}
-	if pt.Running != nil && pt.Waiting != nil {
-		fmt.Fprintf(&b, "  running %s  waiting %s", humanFloat(*pt.Running), humanFloat(*pt.Waiting))
-	}
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", b.String())
-		p.drawn = true
-		return
-	}
-	fmt.Fprintf(p.w, "headroom: loadtest %s\n", b.String())
-}
-
-func (p *loadtestProgress) finish() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	load := r.Load.Mode + " loop"
-	switch {
-	case r.Load.Concurrency > 0:
-		load += fmt.Sprintf(", %d in flight", r.Load.Concurrency)
-	case r.Load.Rate > 0:
-		load += fmt.Sprintf(", %s %g/s", r.Load.Arrival, r.Load.Rate)
-	case r.Load.Speedup > 0:
-		load += fmt.Sprintf(", the log's timing x%g", r.Load.Speedup)
-	}
-	fmt.Fprintf(tw, "target\t%s (model %s)\n", r.Target.URL, r.Target.Model)
-	fmt.Fprintf(tw, "load\t%s, %s\n", load, r.Load.Source)
-	fmt.Fprintf(tw, "requests\t%d sent, %d completed, %d failed%s\n", r.Requests, r.Completed, r.Failed, errorKinds(r.Errors))
-	if r.Load.Mode == "open" {
-		req := ""
-		if r.SendRate.Requested > 0 {
-			req = fmt.Sprintf(" of %g/s requested", r.SendRate.Requested)
-		}
-		fmt.Fprintf(tw, "send rate\t%.2f/s achieved%s (send lag p99 %.2f ms, max %.2f ms)\n", r.SendRate.Achieved, req, r.SendLag.P99, r.SendLag.Max)
-	}
-	fmt.Fprintf(tw, "duration\t%.1f s\n", r.DurationS)
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "latency (ms)\tmean\tp50\tp90\tp99\tmax\t")
-	for _, l := range []struct {
-		name string
-		v    loadtest.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-		if l.v.Count == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t\n", l.name)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
-	}
-	if sm := r.Simulated; sm != nil {
-		for _, l := range []struct {
-			name string
-			v    loadtest.Latency
-		}{{"TTFT simulated", sm.TTFT}, {"TPOT simulated", sm.TPOT}, {"E2E simulated", sm.E2E}} {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
-		}
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	t := r.Throughput
-	fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s, %.1f total tok/s, goodput %.2f req/s\n",
-		t.RequestsPerS, t.OutputTokensPerS, t.TotalTokensPerS, t.GoodputPerS)
-	fmt.Fprintf(tw, "tokens\tprompt asked mean %.0f, served mean %.0f (p50 %d, p99 %d); output mean %.1f (%.3f tokens per word)\n",
-		r.PromptTokens.Requested.Mean, r.PromptTokens.Served.Mean, r.PromptTokens.Served.P50, r.PromptTokens.Served.P99,
-		r.OutputTokens.Mean, r.Calibration.TokensPerWord)
-	if r.MaxKVUsage != nil || r.MaxRunning != nil {
-		s := []string{}
-		if r.MaxKVUsage != nil {
-			s = append(s, fmt.Sprintf("max KV usage %.1f%%", *r.MaxKVUsage*100))
-		}
-		if r.Preemptions != nil {
-			s = append(s, fmt.Sprintf("preemptions %s", humanFloat(*r.Preemptions)))
-		}
-		if r.MaxRunning != nil {
-			s = append(s, fmt.Sprintf("max running %s, max waiting %s", humanFloat(*r.MaxRunning), humanFloat(*r.MaxWaiting)))
-		}
-		fmt.Fprintf(tw, "server\t%s\n", strings.Join(s, ", "))
-	}
-	if sm := r.Simulated; sm != nil {
-		fmt.Fprintf(tw, "simulated\t%s on %s (%s): %d requests, %d rejected, max KV usage %.1f%%, preemptions %d, %.2f req/s\n",
-			sm.Model, sm.GPU, sm.StepTime, sm.Requests, sm.Rejected, sm.MaxKVUsage*100, sm.Preemptions, sm.RequestsPerS)
-	}
-	if c := r.StepCalibration; c != nil {
-		where := "appended to " + r.StepCalibrationFile
-		if r.StepCalibrationFile == "" {
-			where = "not written"
-		}
-		fmt.Fprintf(tw, "calibration\t%s, %s\n", c, where)
-	}
-	if r.GPUMaxUsedBytes != nil {
-		fmt.Fprintf(tw, "GPU\tmax used %s of %s\n", memory.GiB(*r.GPUMaxUsedBytes), memory.GiB(*r.GPUTotalBytes))
-	}
-	for _, s := range r.SLOs {
-		verdict := "met"
-		if !s.Met {
-			verdict = "MISSED"
-		}
-		if s.Name == "error_rate" {
-			fmt.Fprintf(tw, "SLO %s\t%.2f%% measured, bound %.2f%%: %s\n", s.Name, s.Measured*100, s.Limit*100, verdict)
-		} else {
-			fmt.Fprintf(tw, "SLO %s\t%.1f ms measured, bound %.1f ms: %s\n", s.Name, s.Measured, s.Limit, verdict)
-		}
-	}
-	for _, e := range r.ErrorExamples {
-		fmt.Fprintf(tw, "error %s\t%s\n", e.Kind, e.Message)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(tw, "note\t%s\n", n)
-	}
-	return tw.Flush()
-}
-
-func errorKinds(m map[string]int64) string {
-	if len(m) == 0 {
-		return ""
-	}
-	kinds := make([]string, 0, len(m))
-	for k := range m {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for i, k := range kinds {
-		kinds[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return " (" + strings.Join(kinds, ", ") + ")"
 }
