@@ -136,7 +136,7 @@ func (r *Result) judge(slos []slo.Bound) {
 		} else {
 			l := map[string]Latency{"ttft": r.TTFT, "tpot": r.TPOT, "itl": r.ITL, "e2e": r.E2E}[s.Metric]
 			res.Limit = float64(s.Limit.Microseconds()) / 1000
-			res.Measured = l.stat(s.Stat)
+			res.Measured = s.Pick(l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
 			res.Met = l.Count > 0 && res.Measured <= res.Limit
 			if l.Count == 0 {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: nothing measured", res.Name))

@@ -127,24 +127,6 @@ func latency(h *traffic.Histogram) Latency {
 	return Latency{Count: h.Count(), Mean: ms(h.Mean()), P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), Max: ms(float64(h.Max()))}
 }
 
-// stat returns one statistic of l in milliseconds.
-func (l Latency) stat(name string) float64 {
-	switch name {
-	case "mean":
-		return l.Mean
-	case "p50":
-		return l.P50
-	case "p90":
-		return l.P90
-	case "p95":
-		return l.P95
-	case "p99":
-		return l.P99
-	default:
-		return l.Max
-	}
-}
-
 // summarize fills the request part of r.
 func (s *Stats) summarize(r *Result) {
 	s.mu.Lock()

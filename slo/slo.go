@@ -68,3 +68,23 @@ func Parse(s string) ([]Bound, error) {
 	}
 	return out, nil
 }
+
+// Pick returns the statistic b bounds, of a latency summary given as its
+// mean, p50, p90, p95, p99 and max (error_rate bounds none: 0).
+func (b Bound) Pick(mean, p50, p90, p95, p99, max float64) float64 {
+	switch b.Stat {
+	case "mean":
+		return mean
+	case "p50":
+		return p50
+	case "p90":
+		return p90
+	case "p95":
+		return p95
+	case "p99":
+		return p99
+	case "max":
+		return max
+	}
+	return 0
+}

@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -37,4 +38,18 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPick(t *testing.T) {
+	bounds, err := Parse("ttft_mean=1s,ttft_p50=1s,ttft_p90=1s,tpot_p95=1s,e2e_p99=1s,itl_max=1s,error_rate=1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, b := range bounds {
+		got = append(got, b.Pick(1, 2, 3, 4, 5, 6))
+	}
+	if fmt.Sprint(got) != "[1 2 3 4 5 6 0]" {
+		t.Errorf("picked %v", got)
+	}
 }

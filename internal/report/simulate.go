@@ -110,19 +110,7 @@ func CheckSLO(bounds []slo.Bound, r *sim.Report) []SLOResult {
 
 func statOf(b slo.Bound, r *sim.Report) float64 {
 	l := map[string]sim.Latency{"ttft": r.TTFT, "tpot": r.TPOT, "itl": r.ITL, "e2e": r.E2E}[b.Metric]
-	switch b.Stat {
-	case "mean":
-		return l.Mean
-	case "p50":
-		return l.P50
-	case "p90":
-		return l.P90
-	case "p95":
-		return l.P95
-	case "max":
-		return l.Max
-	}
-	return l.P99
+	return b.Pick(l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
 }
 
 func met(results []SLOResult) *bool {
