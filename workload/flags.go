@@ -52,6 +52,22 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bench, "bench", "", "the traffic of a 'vllm bench serve ...' command (random dataset), quoted")
 	fs.StringVar(&f.inputTokens, "input-tokens", "", "old spelling of --prompt-tokens")
 	_ = fs.MarkHidden("input-tokens")
+	// vllm bench serve's own names of the same flags are read as ours, so
+	// a bench command's flags can be pasted as they are.
+	norm := fs.GetNormalizeFunc()
+	fs.SetNormalizeFunc(func(fs *pflag.FlagSet, name string) pflag.NormalizedName {
+		if ours, ok := benchNames[name]; ok {
+			name = ours
+		}
+		return norm(fs, name)
+	})
+}
+
+// benchNames maps vllm bench serve's flag names to the workload's.
+var benchNames = map[string]string{
+	"num-prompts": "num-requests", "max-concurrency": "concurrency", "request-rate": "rate",
+	"random-input-len": "prompt-tokens", "random-output-len": "output-tokens",
+	"random-range-ratio": "range-ratio", "random-prefix-len": "prefix-tokens",
 }
 
 // Read is what Spec returns beside the Spec.

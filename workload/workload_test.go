@@ -313,6 +313,11 @@ func TestFlags(t *testing.T) {
 	if err != nil || !math.IsInf(s.Rate, 1) || s.NumRequests != 500 || s.Prompt != (Uniform{3600, 4400}) || s.Output != (Uniform{180, 220}) {
 		t.Errorf("%+v %v", s, err)
 	}
+	// vllm bench serve's names are ours.
+	s, _, err = flags(t, "--request-rate", "4", "--num-prompts", "20", "--random-input-len", "100", "--random-output-len", "10", "--random-range-ratio", "0.5", "--max-concurrency", "2")
+	if err != nil || s.Rate != 4 || s.NumRequests != 20 || s.Prompt != (Uniform{50, 150}) || s.Output != (Uniform{5, 15}) || s.Concurrency != 2 {
+		t.Errorf("bench names: %+v %v", s, err)
+	}
 	s, rd, err := flags(t, "--concurrency", "4", "--input-tokens", "uniform:10-20", "--output-tokens", "5")
 	if err != nil || s.Prompt != (Uniform{10, 20}) || len(rd.Notices) != 1 || !strings.Contains(rd.Notices[0], "--prompt-tokens") {
 		t.Errorf("old spelling: %+v %+v %v", s, rd, err)
