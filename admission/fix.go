@@ -104,12 +104,19 @@ func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l 
 	if len(f.args) == 0 {
 		return nil, &f.plan
 	}
-	if !l.appendable {
-		why := "its flags end with a bare \"--\""
-		if l.shell {
-			why = "vLLM starts from a shell script"
+	if l.script != nil {
+		// vLLM starts inside `sh -c SCRIPT` (a LeaderWorkerSet's leader
+		// starts Ray, then `vllm serve`): the flags go into the script,
+		// right after the vLLM command.
+		field := "command"
+		if l.script.inArgs {
+			field = "args"
 		}
-		return []string{fmt.Sprintf("container %q: autofix cannot add flags because %s; add %v yourself", c.Name, why, f.args)}, a.budget
+		p.replace(cpath+pointer(field, index(l.script.index)), l.script.withFlags(f.args))
+		return []string{fmt.Sprintf("container %q: autofix added %v to the vllm command of its script", c.Name, f.args)}, &f.plan
+	}
+	if !l.appendable {
+		return []string{fmt.Sprintf("container %q: autofix cannot add flags because its flags end with a bare \"--\"; add %v yourself", c.Name, f.args)}, a.budget
 	}
 	appendList(p, cpath+pointer("args"), c.Args != nil, f.args...)
 	return []string{fmt.Sprintf("container %q: autofix added %v", c.Name, f.args)}, &f.plan

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,6 +85,7 @@ func FuzzReadLaunch(f *testing.F) {
 	f.Add("acme/llm:1", "python3\x00-mvllm.entrypoints.cli.main", "serve\x00m")
 	f.Add("vllm/vllm-openai:nightly@sha256:00", "", "--\x00m")
 	f.Add(":", "sh\x00-c", "'unterminated vllm serve")
+	f.Add("vllm/vllm-openai:latest", "sh\x00-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE);\n vllm serve meta-llama/Meta-Llama-3.1-405B-Instruct --port 8080 --tensor-parallel-size 8 --pipeline_parallel_size 2 # two nodes\necho done")
 	f.Fuzz(func(t *testing.T, image, command, args string) {
 		split := func(s string) []string {
 			if s == "" {
@@ -100,5 +102,20 @@ func FuzzReadLaunch(f *testing.F) {
 			t.Errorf("a shell script is appendable: %+v", c)
 		}
 		_ = l.settings.Args()
+		if l.script == nil {
+			return
+		}
+		// Flags written into the script by autofix read back, last.
+		patched := c
+		patched.Command, patched.Args = slices.Clone(c.Command), slices.Clone(c.Args)
+		list := &patched.Command
+		if l.script.inArgs {
+			list = &patched.Args
+		}
+		(*list)[l.script.index] = l.script.withFlags([]string{"--max-model-len=4096"})
+		again, ok, err := readLaunch(patched)
+		if !ok || err != nil || again.settings.MaxModelLen != 4096 {
+			t.Errorf("script %q with the flag written in reads as %+v, %v, %v", (*list)[l.script.index], again.settings, ok, err)
+		}
 	})
 }
