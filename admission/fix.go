@@ -81,12 +81,11 @@ func recommendFills(a assessment) (fills, error) {
 	return f, nil
 }
 
-// fixContainer adds the container's patches: the allocator setting (always,
+// fixContainer adds the patches of the container at cpath (a JSON pointer): the allocator setting (always,
 // where safe) and, with autofix, the missing flags. It returns notes for the
 // mutating webhook's warnings and the plan to summarise (nil when the
 // container was not planned).
-func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l launch, a assessment, autofix bool) (notes []string, plan *memory.Budget) {
-	cpath := podPath + pointer("containers", index(i))
+func fixContainer(p *patchBuilder, cpath string, c corev1.Container, l launch, a assessment, autofix bool) (notes []string, plan *memory.Budget) {
 	set := l.settings
 	if a.planned() {
 		set = a.budget.Settings

@@ -49,7 +49,7 @@ type planEntry struct {
 func planKey(in memory.Input) string {
 	var b strings.Builder
 	b.WriteString(in.Model.ID)
-	fmt.Fprintf(&b, "\x00%#v\x00%d\x00%#v\x00%#v", in.Device, in.Count, in.Settings, in.Env)
+	fmt.Fprintf(&b, "\x00%#v\x00%d\x00%#v\x00%#v\x00%d", in.Device, in.Count, in.Settings, in.Env, in.GPUsPerNode)
 	return b.String()
 }
 
