@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -103,11 +102,10 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 		}
 	}
 	if cfg != nil {
-		client, err := dynamic.NewForConfig(cfg)
+		c, err := admission.NewCluster(cfg)
 		if err != nil {
 			return fmt.Errorf("API client: %v", err)
 		}
-		c := admission.Cluster{Client: client}
 		deps.ConfigMaps, deps.HPAs, deps.PodTemplates = c, c, c
 	}
 	srv, err := admission.NewServer(admission.ServerConfig{
