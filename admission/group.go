@@ -12,10 +12,13 @@ import (
 
 // Finding codes of a vLLM server that spans pods.
 const (
-	// CodeParallelismMismatch: tensor × pipeline parallel does not use the
-	// group's GPUs: more than it has (vLLM does not start) or fewer (the
-	// rest sit idle).
+	// CodeParallelismMismatch: tensor × pipeline parallel needs more GPUs
+	// than the group has: vLLM does not start.
 	CodeParallelismMismatch = "parallelism_mismatch"
+	// CodeIdleGroupGPUs: tensor × pipeline parallel uses fewer GPUs than
+	// the group holds: the rest sit idle. The webhook denies it as it
+	// denies a mismatch; it starts, so the audit ranks it at risk.
+	CodeIdleGroupGPUs = "idle_group_gpus"
 	// CodeTPAcrossNodes: tensor parallelism spans pods, so its all-reduce of
 	// every layer crosses the network.
 	CodeTPAcrossNodes = "tensor_parallel_across_nodes"
@@ -192,7 +195,11 @@ func (g group) checks(h *Handler, label string, spec model.Spec, in memory.Input
 		if len(fixes) > 0 {
 			what += ". To fix: " + strings.Join(fixes, "; or ")
 		}
-		denials = append(denials, Finding{Code: CodeParallelismMismatch, Message: what})
+		code := CodeParallelismMismatch
+		if need < have {
+			code = CodeIdleGroupGPUs
+		}
+		denials = append(denials, Finding{Code: code, Message: what})
 	}
 	if per := g.perPod(); g.pods > 1 && per > 0 && tp > per {
 		msg := fmt.Sprintf("%s: --tensor-parallel-size %d spans pods of %d GPUs: its all-reduce of every layer crosses the network; vLLM's multi-node guide keeps tensor parallel inside a node and pipeline parallel across nodes", label, tp, per)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -95,9 +96,13 @@ func TestLeaderWorkerSet(t *testing.T) {
 	if !r.Allowed || len(r.Warnings) != 0 {
 		t.Fatalf("the example: allowed %v, warnings %q, %+v", r.Allowed, r.Warnings, r.Result)
 	}
-	e, err := h.EvaluateLeaderWorkerSet(ctx, "llm", groupRequest(t, o).Object.Raw)
-	if err != nil || len(e.Engines) != 1 || e.Engines[0].Budget == nil {
-		t.Fatalf("evaluation %+v, %v", e, err)
+	var typed lwsv1.LeaderWorkerSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &typed); err != nil {
+		t.Fatal(err)
+	}
+	e := h.EvaluateLeaderWorkerSet(ctx, "llm", &typed)
+	if len(e.Engines) != 1 || e.Engines[0].Budget == nil {
+		t.Fatalf("evaluation %+v", e)
 	}
 	if b := e.Engines[0].Budget; b.Count != 16 || b.Settings.TensorParallelSize != 8 || b.Settings.PipelineParallelSize != 2 || len(b.Stages) != 2 || !b.Fits {
 		t.Errorf("planned on %d GPUs at tp %d × pp %d, %d stages, fits %v", b.Count, b.Settings.TensorParallelSize, b.Settings.PipelineParallelSize, len(b.Stages), b.Fits)
@@ -217,7 +222,7 @@ func TestInferenceService(t *testing.T) {
 	}
 	hasAll(t, msg, "predictor: meta-llama/Llama-3.1-70B-Instruct on 1 × A100-80GB (79.15 GiB, from nodeSelector nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB)",
 		"weights take 131.45 GiB per GPU", "nvidia.com/gpu: 4 in the predictor's resources and no workerSpec (4 × A100-80GB)")
-	e, err := h.EvaluateInferenceService(ctx, "llm", groupRequest(t, o).Object.Raw)
+	e, err := h.EvaluateInferenceService(ctx, "llm", o.Object)
 	if err != nil || len(e.Engines) != 1 || e.Engines[0].Budget == nil {
 		t.Fatalf("evaluation %+v, %v", e, err)
 	}
@@ -233,7 +238,7 @@ func TestInferenceService(t *testing.T) {
 	if !r.Allowed {
 		t.Fatalf("4 × A100: %s", r.Result.Message)
 	}
-	e, _ = h.EvaluateInferenceService(ctx, "llm", groupRequest(t, o).Object.Raw)
+	e, _ = h.EvaluateInferenceService(ctx, "llm", o.Object)
 	if b := e.Engines[0].Budget; b.Settings.TensorParallelSize != 4 || b.MaxModelLen != 32768 {
 		t.Errorf("tp %d, max-model-len %d", b.Settings.TensorParallelSize, b.MaxModelLen)
 	}
@@ -288,7 +293,7 @@ func TestInferenceServiceMultiNode(t *testing.T) {
 
 	set(t, o, map[string]any{"tensorParallelSize": int64(8), "pipelineParallelSize": int64(2)}, "spec", "predictor", "workerSpec")
 	r := h.Validate(context.Background(), groupRequest(t, o))
-	e, _ := h.EvaluateInferenceService(context.Background(), "llm", groupRequest(t, o).Object.Raw)
+	e, _ := h.EvaluateInferenceService(context.Background(), "llm", o.Object)
 	if !r.Allowed || len(e.Engines) != 1 || e.Engines[0].Budget.Count != 16 || e.Engines[0].Budget.Settings.PipelineParallelSize != 2 {
 		t.Errorf("tp 8 × pp 2: %+v", r)
 	}

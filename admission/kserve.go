@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
@@ -182,10 +183,12 @@ func (h *Handler) reviewInferenceService(ctx context.Context, namespace string, 
 }
 
 // EvaluateInferenceService runs the validating webhook's checks on a KServe
-// InferenceService given as JSON. The error is for JSON that is not one.
-func (h *Handler) EvaluateInferenceService(ctx context.Context, namespace string, raw []byte) (Evaluation, error) {
+// InferenceService, given as the API's unstructured content (what a
+// dynamic client lists). The error is for an object whose fields do not
+// have the InferenceService's types.
+func (h *Handler) EvaluateInferenceService(ctx context.Context, namespace string, obj map[string]any) (Evaluation, error) {
 	var o inferenceService
-	if err := decodeObject(raw, &o); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &o); err != nil {
 		return Evaluation{Kind: kindInferenceService}, err
 	}
 	return h.evaluateInferenceService(ctx, namespace, &o, true), nil
@@ -234,7 +237,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		e.warn(CodeNotChecked, "%s: memory not checked: no --model_id in args and %s, which names no Hugging Face model (hf://ORG/NAME); name the model with --model_id or its config.json with the annotation %s", label, where, AnnotationModelConfig)
 		return e
 	}
-	ev := readGPU(ann, &p.PodSpec, m.Container, nil)
+	ev := h.readGPU(ann, &p.PodSpec, m.Container, nil)
 	// One pod: it may take more of its node's GPUs, eight unless its
 	// instance type says.
 	g := group{kind: kindInferenceService, pods: 1, leaderGPUs: ev.count, nodeGPUs: memory.DefaultGPUsPerNode}
@@ -262,7 +265,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		set.Set = withSet(set.Set, vllm.FlagPipelineParallelSize)
 		if !ev.known {
 			for _, c := range ws.Containers {
-				if wev := readGPU(ann, &ws.PodSpec, c, nil); wev.known {
+				if wev := h.readGPU(ann, &ws.PodSpec, c, nil); wev.known {
 					ev.sel, ev.known, ev.from = wev.sel, true, "workerSpec's "+wev.from
 					break
 				}

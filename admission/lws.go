@@ -64,13 +64,9 @@ func lwsAnnotations(o *lwsv1.LeaderWorkerSet, leader *corev1.PodTemplateSpec) ma
 }
 
 // EvaluateLeaderWorkerSet runs the validating webhook's checks on a
-// LeaderWorkerSet given as JSON. The error is for JSON that is not one.
-func (h *Handler) EvaluateLeaderWorkerSet(ctx context.Context, namespace string, raw []byte) (Evaluation, error) {
-	var o lwsv1.LeaderWorkerSet
-	if err := decodeObject(raw, &o); err != nil {
-		return Evaluation{Kind: kindLeaderWorkerSet}, err
-	}
-	return h.evaluateLeaderWorkerSet(ctx, namespace, &o, true), nil
+// LeaderWorkerSet.
+func (h *Handler) EvaluateLeaderWorkerSet(ctx context.Context, namespace string, o *lwsv1.LeaderWorkerSet) Evaluation {
+	return h.evaluateLeaderWorkerSet(ctx, namespace, o, true)
 }
 
 // evaluateLeaderWorkerSet plans one group of a LeaderWorkerSet: the vLLM
@@ -90,7 +86,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 	wann := Workload{Meta: o.ObjectMeta, TemplateMeta: workers.ObjectMeta}.annotations()
 	var workerGPU gpuEvidence
 	for _, c := range workers.Spec.Containers {
-		if ev := readGPU(wann, &workers.Spec, c, nil); ev.count > workerGPU.count || !workerGPU.known && ev.known {
+		if ev := h.readGPU(wann, &workers.Spec, c, nil); ev.count > workerGPU.count || !workerGPU.known && ev.known {
 			workerGPU = ev
 		}
 	}
@@ -113,7 +109,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 		if l.settings.Set["config"] {
 			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
-		ev := readGPU(ann, &leader.Spec, c, nil)
+		ev := h.readGPU(ann, &leader.Spec, c, nil)
 		g.leaderGPUs = ev.count
 		if !ev.known && workerGPU.known {
 			ev.sel, ev.known, ev.from = workerGPU.sel, true, "the worker template's "+workerGPU.from
@@ -134,7 +130,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 				e.Warnings = append(e.Warnings, sharedMemoryWarning(label))
 			}
 			for _, wc := range workers.Spec.Containers {
-				if readGPU(wann, &workers.Spec, wc, nil).count > 0 && !devShmMounted(&workers.Spec, wc) {
+				if h.readGPU(wann, &workers.Spec, wc, nil).count > 0 && !devShmMounted(&workers.Spec, wc) {
 					e.Warnings = append(e.Warnings, sharedMemoryWarning(fmt.Sprintf("worker container %q", wc.Name)))
 				}
 			}

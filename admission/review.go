@@ -52,6 +52,7 @@ type Handler struct {
 	metrics       *Metrics
 	lookupTimeout time.Duration
 	catalog       catalogCache
+	gpus          gpuCache
 	plans         planCache
 	// devices are the catalog's GPUs, which the planner searches for the
 	// smallest that fits; copied once rather than for every denial.
@@ -203,7 +204,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		if l.settings.Set["config"] {
 			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
-		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: readGPU(ann, w.Spec, c, w.Node)}
+		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: h.readGPU(ann, w.Spec, c, w.Node)}
 		a := h.assess(ctx, w.Namespace, ann, sub, checks)
 		e.Denials = append(e.Denials, a.denials...)
 		e.Warnings = append(e.Warnings, a.warnings...)

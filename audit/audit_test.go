@@ -51,6 +51,20 @@ var wantCluster = map[string]want{
 	// 131072 tokens fit, but ~50 GiB of KV at 128 KiB a token are ~400k
 	// tokens, 12 requests of 32768, and vLLM admits 256.
 	"Workspace/ws-a100": {LevelRisk, []string{"max_model_len_auto", CodeSeqsBeyondCache}, "A100-80GB"},
+	// vLLM's LeaderWorkerSet example: Llama-3.1-405B at tp 8 × pp 2 on 2
+	// pods × 8 H100 at 32768 tokens fits (admission's TestLeaderWorkerSet),
+	// but vLLM's default --max-num-seqs 1024 is far past what its KV cache
+	// (~650k tokens) holds of requests of a quarter of 32768: about 80. The
+	// StatefulSets LWS made of it and its pods are its own.
+	"LeaderWorkerSet/lws-405b": {LevelRisk, []string{CodeSeqsBeyondCache}, "H100-80GB"},
+	// The same at tp 8 in one pod: 94.53 GiB of weights a GPU (memory's
+	// TestAlternativesMultiNode works it out).
+	"LeaderWorkerSet/lws-one-pod": {LevelWillNotStart, []string{"weights_do_not_fit"}, "H100-80GB"},
+	// tp 8 × pp 2 in 3 pods of 8: it starts on 16 of its 24 GPUs.
+	"LeaderWorkerSet/lws-idle": {LevelRisk, []string{"idle_group_gpus"}, "H100-80GB"},
+	// Llama-3.1-70B on one A100-80GB through KServe's Hugging Face
+	// runtime: 131.45 GiB of weights (admission's TestInferenceService).
+	"InferenceService/llama-70b": {LevelWillNotStart, []string{"weights_do_not_fit"}, "A100-80GB"},
 }
 
 func byName(r Report) map[string]Workload {
@@ -103,7 +117,7 @@ func checkCluster(t *testing.T, r Report) {
 	if !r.AtRisk() {
 		t.Error("AtRisk is false")
 	}
-	if s := r.Summary; s.Workloads != len(wantCluster) || s.WillNotStart != 1 || s.NotChecked != 3 || s.OK != 1 || s.AtRisk != 6 {
+	if s := r.Summary; s.Workloads != len(wantCluster) || s.WillNotStart != 3 || s.NotChecked != 3 || s.OK != 1 || s.AtRisk != 8 {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -124,6 +138,10 @@ func TestAuditCluster(t *testing.T) {
 	checkCluster(t, r)
 	if g := byName(r)["Deployment/seqs"]; len(g.Engines) == 0 || !strings.HasPrefix(g.Engines[0].GPUFrom, "its node's label") {
 		t.Errorf("seqs: GPU from %+v, want its pod's node", g.Engines)
+	}
+	// A group's pods are its leader's and its workers', by LWS's label.
+	if g := byName(r)["LeaderWorkerSet/lws-405b"]; len(g.Pods) != 2 || g.Pods[0].Name != "lws-405b-0" || g.Pods[1].Name != "lws-405b-0-1" || g.Engines[0].GPUCount != 16 {
+		t.Errorf("lws-405b: pods %+v, engines %+v", g.Pods, g.Engines)
 	}
 }
 

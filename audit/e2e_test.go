@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -24,6 +25,8 @@ var auditRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{"kaito.sh"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices"}, Verbs: []string{"get", "list"}},
 }
 
 // TestAuditE2E creates testdata/cluster.yaml in a real kube-apiserver and
@@ -31,7 +34,10 @@ var auditRules = []rbacv1.PolicyRule{
 // as a user holding only the README's role in namespace llm (nodes and
 // other namespaces are forbidden: findings, not errors).
 func TestAuditE2E(t *testing.T) {
-	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()}}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./audit/")
+	}
+	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD(), kubetest.LeaderWorkerSetCRD(t), kubetest.InferenceServiceCRD(t)}}
 	cfg := kubetest.Start(t, env, "./audit/")
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -44,6 +50,7 @@ func TestAuditE2E(t *testing.T) {
 	resources := map[string]schema.GroupVersionResource{
 		"Node": nodesResource, "Pod": podsResource, "Deployment": deploymentsResource, "StatefulSet": statefulSetsResource,
 		"Workspace": workspaceResources[0], "HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+		"LeaderWorkerSet": lwsResource, "InferenceService": isvcResource,
 	}
 	for _, o := range readCluster(t) {
 		r, ok := resources[o.GetKind()]
@@ -110,8 +117,9 @@ func TestAuditE2E(t *testing.T) {
 			forbidden++
 		}
 	}
-	// pods, deployments, statefulsets, workspaces.
-	if forbidden != 4 || len(r.Workloads) != 0 || r.AtRisk() {
+	// pods, deployments, statefulsets, workspaces, leaderworkersets,
+	// inferenceservices.
+	if forbidden != 6 || len(r.Workloads) != 0 || r.AtRisk() {
 		t.Errorf("forbidden namespace: %d forbidden lists, %d workloads; %+v", forbidden, len(r.Workloads), r.Cluster)
 	}
 }
