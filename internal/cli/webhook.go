@@ -28,7 +28,8 @@ func newWebhookCmd(env Env) *cobra.Command {
 		Use:   "webhook --tls-cert-file FILE --tls-private-key-file FILE",
 		Short: "Serve the Kubernetes admission webhook that stops OOM-bound vLLM deployments",
 		Long: `Serves admission.k8s.io/v1 AdmissionReviews over HTTPS for Deployments,
-StatefulSets, Pods and KAITO Workspaces that run vLLM:
+StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets and KServe InferenceServices
+that run vLLM:
 
   POST /validate  denies a server that will not start (weights do not fit, the KV
                   cache cannot hold one --max-model-len request, TP does not divide
