@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,19 +15,31 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/internal/kubetest"
 )
 
-// auditRules are the read-only permissions README.md (headroom audit)
-// lists for the audit; the test grants exactly these.
-var auditRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"kaito.sh"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices"}, Verbs: []string{"get", "list"}},
+// auditRules are the rules of the audit's ClusterRole as the chart renders
+// it (deploy/headroom.yaml, which charts/ checks against the chart), the
+// role README.md (headroom audit) lists; the test grants exactly these.
+func auditRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "headroom.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "ClusterRole" && role.Name == "headroom-audit" {
+			return role.Rules
+		}
+	}
+	t.Fatal("deploy/headroom.yaml has no ClusterRole headroom-audit")
+	return nil
 }
 
 // TestAuditE2E creates testdata/cluster.yaml in a real kube-apiserver and
@@ -86,7 +99,7 @@ func TestAuditE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.RbacV1().Roles("llm").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "headroom-audit"}, Rules: auditRules}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.RbacV1().Roles("llm").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "headroom-audit"}, Rules: auditRules(t)}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.RbacV1().RoleBindings("llm").Create(ctx, &rbacv1.RoleBinding{
