@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,21 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
-	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/internal/kubetest"
 )
 
 // groupObject reads testdata/groups/NAME.yaml.
 func groupObject(t testing.TB, name string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "groups", name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: m}
+	return kubetest.ReadObject(t, filepath.Join("testdata", "groups", name+".yaml"))
 }
 
 // groupRequest is the CREATE review of o.

@@ -210,16 +210,8 @@ func reviewBody(t *testing.T, uid, group, version, kind string, obj any) []byte 
 // The webhook reads ConfigMaps and HorizontalPodAutoscalers (and, for an
 // HPA, the pod template it scales); it reads no Secrets or Nodes.
 func TestWebhookFaults(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./admission/e2e/")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, base, mut, val := localWebhook(t)
 	port := ln.Addr().(*net.TCPAddr).Port
-	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	mut, val := webhookConfigs(t, base)
 	ca := newTestCA(t)
 	timeout := time.Duration(*val[0].Webhooks[0].TimeoutSeconds) * time.Second
 	certDir := t.TempDir()
@@ -235,7 +227,7 @@ func TestWebhookFaults(t *testing.T) {
 	}
 	cfg := kubetest.Start(t, env, "./admission/e2e/")
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	// envtest registers a CA of its own; the webhook serves certificates
 	// of this one.
 	for _, c := range mut {
@@ -282,23 +274,7 @@ func TestWebhookFaults(t *testing.T) {
 	// The deployed bound of each look-up (the webhook's --lookup-timeout
 	// default).
 	const lookup = 2 * time.Second
-	srv, err := admission.NewServer(admission.ServerConfig{
-		CertFile: filepath.Join(certDir, "tls.crt"), KeyFile: filepath.Join(certDir, "tls.key"),
-		Handler: admission.NewHandler(admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster, Metrics: counts, LookupTimeout: lookup}),
-		Metrics: counts,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-
+	serveWebhook(t, ln, certDir, admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster, Metrics: counts, LookupTimeout: lookup})
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: optedIn, Labels: map[string]string{"headroom.dev/webhook": "enabled"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,12 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/internal/kubetest"
@@ -34,15 +30,7 @@ var (
 // unit tests work their numbers on.
 func groupObject(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "groups", name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: m}
+	return kubetest.ReadObject(t, filepath.Join("..", "testdata", "groups", name+".yaml"))
 }
 
 func leaderCommand(o *unstructured.Unstructured) []any {
@@ -54,15 +42,8 @@ func leaderCommand(o *unstructured.Unstructured) []any {
 // configurations pointed at a local webhook, and that webhook.
 func startWebhook(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinition) (*envtest.Environment, *kubernetes.Clientset, dynamic.Interface, *warnings) {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./admission/e2e/")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, _, mut, val := localWebhook(t)
 	port := ln.Addr().(*net.TCPAddr).Port
-	mut, val := webhookConfigs(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	env := &envtest.Environment{
 		CRDs: crds,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
@@ -75,23 +56,7 @@ func startWebhook(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinitio
 	wcfg := *cfg
 	wcfg.WarningHandler = seen
 	cluster := admission.Cluster{Client: dynamic.NewForConfigOrDie(cfg)}
-	dir := env.WebhookInstallOptions.LocalServingCertDir
-	srv, err := admission.NewServer(admission.ServerConfig{
-		CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
-		Handler: admission.NewHandler(admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
+	serveWebhook(t, ln, env.WebhookInstallOptions.LocalServingCertDir, admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster})
 	cs := kubernetes.NewForConfigOrDie(&wcfg)
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: optedIn, Labels: map[string]string{"headroom.dev/webhook": "enabled"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
