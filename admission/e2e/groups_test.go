@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,6 +73,9 @@ func startWebhook(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinitio
 // TestAlternativesMultiNode): Llama-3.1-405B-Instruct's weights are 94.53
 // GiB a GPU at tp 8, Llama-3.1-70B-Instruct's 131.45 GiB on one GPU.
 func TestGroupsE2E(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./admission/e2e/")
+	}
 	_, _, dyn, seen := startWebhook(t, kubetest.LeaderWorkerSetCRD(t), kubetest.InferenceServiceCRD(t))
 	ctx := context.Background()
 	lws := dyn.Resource(lwsResource).Namespace(optedIn)

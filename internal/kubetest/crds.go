@@ -54,7 +54,7 @@ func moduleDir(t testing.TB, in, module, sum string) string {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", module)
 	cmd.Dir = in
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
