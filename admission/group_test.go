@@ -92,7 +92,7 @@ func TestLeaderWorkerSet(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &typed); err != nil {
 		t.Fatal(err)
 	}
-	e := h.EvaluateLeaderWorkerSet(ctx, "llm", &typed)
+	e := h.EvaluateLeaderWorkerSet(ctx, "llm", &typed, nil)
 	if len(e.Engines) != 1 || e.Engines[0].Budget == nil {
 		t.Fatalf("evaluation %+v", e)
 	}
@@ -214,7 +214,7 @@ func TestInferenceService(t *testing.T) {
 	}
 	hasAll(t, msg, "predictor: meta-llama/Llama-3.1-70B-Instruct on 1 × A100-80GB (79.15 GiB, from nodeSelector nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB)",
 		"weights take 131.45 GiB per GPU", "nvidia.com/gpu: 4 in the predictor's resources and no workerSpec (4 × A100-80GB)")
-	e, err := h.EvaluateInferenceService(ctx, "llm", o.Object)
+	e, err := h.EvaluateInferenceService(ctx, "llm", o.Object, nil)
 	if err != nil || len(e.Engines) != 1 || e.Engines[0].Budget == nil {
 		t.Fatalf("evaluation %+v, %v", e, err)
 	}
@@ -230,7 +230,7 @@ func TestInferenceService(t *testing.T) {
 	if !r.Allowed {
 		t.Fatalf("4 × A100: %s", r.Result.Message)
 	}
-	e, _ = h.EvaluateInferenceService(ctx, "llm", o.Object)
+	e, _ = h.EvaluateInferenceService(ctx, "llm", o.Object, nil)
 	if b := e.Engines[0].Budget; b.Settings.TensorParallelSize != 4 || b.MaxModelLen != 32768 {
 		t.Errorf("tp %d, max-model-len %d", b.Settings.TensorParallelSize, b.MaxModelLen)
 	}
@@ -285,7 +285,7 @@ func TestInferenceServiceMultiNode(t *testing.T) {
 
 	set(t, o, map[string]any{"tensorParallelSize": int64(8), "pipelineParallelSize": int64(2)}, "spec", "predictor", "workerSpec")
 	r := h.Validate(context.Background(), groupRequest(t, o))
-	e, _ := h.EvaluateInferenceService(context.Background(), "llm", o.Object)
+	e, _ := h.EvaluateInferenceService(context.Background(), "llm", o.Object, nil)
 	if !r.Allowed || len(e.Engines) != 1 || e.Engines[0].Budget.Count != 16 || e.Engines[0].Budget.Settings.PipelineParallelSize != 2 {
 		t.Errorf("tp 8 × pp 2: %+v", r)
 	}

@@ -162,7 +162,7 @@ func (h *Handler) reviewInferenceService(ctx context.Context, namespace string, 
 	if err := decodeObject(raw, &o); err != nil {
 		return decision{Evaluation: Evaluation{Kind: kindInferenceService}}, err
 	}
-	d := decision{Evaluation: h.evaluateInferenceService(ctx, namespace, &o, !mutate)}
+	d := decision{Evaluation: h.evaluateInferenceService(ctx, namespace, &o, nil, !mutate)}
 	if !mutate || !d.RunsVLLM {
 		return d, nil
 	}
@@ -184,21 +184,21 @@ func (h *Handler) reviewInferenceService(ctx context.Context, namespace string, 
 
 // EvaluateInferenceService runs the validating webhook's checks on a KServe
 // InferenceService, given as the API's unstructured content (what a
-// dynamic client lists). The error is for an object whose fields do not
-// have the InferenceService's types.
-func (h *Handler) EvaluateInferenceService(ctx context.Context, namespace string, obj map[string]any) (Evaluation, error) {
+// dynamic client lists); node as for EvaluateLeaderWorkerSet. The error is
+// for an object whose fields do not have the InferenceService's types.
+func (h *Handler) EvaluateInferenceService(ctx context.Context, namespace string, obj map[string]any, node map[string]string) (Evaluation, error) {
 	var o inferenceService
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &o); err != nil {
 		return Evaluation{Kind: kindInferenceService}, err
 	}
-	return h.evaluateInferenceService(ctx, namespace, &o, true), nil
+	return h.evaluateInferenceService(ctx, namespace, &o, node, true), nil
 }
 
 // evaluateInferenceService plans an InferenceService's predictor: the
 // Hugging Face runtime with the vLLM backend (its args, its resources'
 // GPUs, and with a workerSpec KServe's multi-node layout), or a custom
 // predictor whose containers run vLLM, checked as a pod's.
-func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string, o *inferenceService, explain bool) Evaluation {
+func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string, o *inferenceService, node map[string]string, explain bool) Evaluation {
 	e := Evaluation{Kind: kindInferenceService}
 	p := o.Spec.Predictor
 	if p == nil {
@@ -210,7 +210,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		if len(p.Containers) == 0 {
 			return e
 		}
-		w := Workload{Kind: kindInferenceService, Namespace: namespace, Name: o.Metadata.Name, Spec: &p.PodSpec}
+		w := Workload{Kind: kindInferenceService, Namespace: namespace, Name: o.Metadata.Name, Spec: &p.PodSpec, Node: node}
 		w.Meta.Annotations = ann
 		e = h.evaluatePods(ctx, w, explain)
 		for i := range e.Engines {
@@ -237,7 +237,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		e.warn(CodeNotChecked, "%s: memory not checked: no --model_id in args and %s, which names no Hugging Face model (hf://ORG/NAME); name the model with --model_id or its config.json with the annotation %s", label, where, AnnotationModelConfig)
 		return e
 	}
-	ev := h.readGPU(ann, &p.PodSpec, m.Container, nil)
+	ev := h.readGPU(ann, &p.PodSpec, m.Container, node)
 	// One pod: it may take more of its node's GPUs, eight unless its
 	// instance type says.
 	g := group{kind: kindInferenceService, pods: 1, leaderGPUs: ev.count, nodeGPUs: memory.DefaultGPUsPerNode}
@@ -265,7 +265,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		set.Set = withSet(set.Set, vllm.FlagPipelineParallelSize)
 		if !ev.known {
 			for _, c := range ws.Containers {
-				if wev := h.readGPU(ann, &ws.PodSpec, c, nil); wev.known {
+				if wev := h.readGPU(ann, &ws.PodSpec, c, node); wev.known {
 					ev.sel, ev.known, ev.from = wev.sel, true, "workerSpec's "+wev.from
 					break
 				}

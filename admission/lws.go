@@ -37,7 +37,7 @@ func (h *Handler) reviewLeaderWorkerSet(ctx context.Context, namespace string, r
 	if err := decodeObject(raw, &o); err != nil {
 		return decision{Evaluation: Evaluation{Kind: kindLeaderWorkerSet}}, err
 	}
-	d := decision{Evaluation: h.evaluateLeaderWorkerSet(ctx, namespace, &o, !mutate)}
+	d := decision{Evaluation: h.evaluateLeaderWorkerSet(ctx, namespace, &o, nil, !mutate)}
 	if !mutate || !d.RunsVLLM {
 		return d, nil
 	}
@@ -64,16 +64,17 @@ func lwsAnnotations(o *lwsv1.LeaderWorkerSet, leader *corev1.PodTemplateSpec) ma
 }
 
 // EvaluateLeaderWorkerSet runs the validating webhook's checks on a
-// LeaderWorkerSet.
-func (h *Handler) EvaluateLeaderWorkerSet(ctx context.Context, namespace string, o *lwsv1.LeaderWorkerSet) Evaluation {
-	return h.evaluateLeaderWorkerSet(ctx, namespace, o, true)
+// LeaderWorkerSet. node holds the labels of the node one of its pods runs
+// on, when known (the audit; see Workload.Node).
+func (h *Handler) EvaluateLeaderWorkerSet(ctx context.Context, namespace string, o *lwsv1.LeaderWorkerSet, node map[string]string) Evaluation {
+	return h.evaluateLeaderWorkerSet(ctx, namespace, o, node, true)
 }
 
 // evaluateLeaderWorkerSet plans one group of a LeaderWorkerSet: the vLLM
 // command of its leader (`vllm serve` in the container's command, or
 // inside its `sh -c` script after Ray's start, as vLLM's LWS example writes
 // it) on the GPUs of the whole group, size pods of them.
-func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string, o *lwsv1.LeaderWorkerSet, explain bool) Evaluation {
+func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string, o *lwsv1.LeaderWorkerSet, node map[string]string, explain bool) Evaluation {
 	e := Evaluation{Kind: kindLeaderWorkerSet}
 	leader, _ := lwsLeader(o)
 	ann := lwsAnnotations(o, leader)
@@ -86,7 +87,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 	wann := Workload{Meta: o.ObjectMeta, TemplateMeta: workers.ObjectMeta}.annotations()
 	var workerGPU gpuEvidence
 	for _, c := range workers.Spec.Containers {
-		if ev := h.readGPU(wann, &workers.Spec, c, nil); ev.count > workerGPU.count || !workerGPU.known && ev.known {
+		if ev := h.readGPU(wann, &workers.Spec, c, node); ev.count > workerGPU.count || !workerGPU.known && ev.known {
 			workerGPU = ev
 		}
 	}
@@ -109,7 +110,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 		if l.settings.Set["config"] {
 			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
-		ev := h.readGPU(ann, &leader.Spec, c, nil)
+		ev := h.readGPU(ann, &leader.Spec, c, node)
 		g.leaderGPUs = ev.count
 		if !ev.known && workerGPU.known {
 			ev.sel, ev.known, ev.from = workerGPU.sel, true, "the worker template's "+workerGPU.from
@@ -130,7 +131,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 				e.Warnings = append(e.Warnings, sharedMemoryWarning(label))
 			}
 			for _, wc := range workers.Spec.Containers {
-				if h.readGPU(wann, &workers.Spec, wc, nil).count > 0 && !devShmMounted(&workers.Spec, wc) {
+				if h.readGPU(wann, &workers.Spec, wc, node).count > 0 && !devShmMounted(&workers.Spec, wc) {
 					e.Warnings = append(e.Warnings, sharedMemoryWarning(fmt.Sprintf("worker container %q", wc.Name)))
 				}
 			}

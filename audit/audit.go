@@ -126,12 +126,12 @@ func Run(ctx context.Context, client dynamic.Interface, opt Options) (Report, er
 	}
 	for _, u := range a.listOptional(ctx, lwsResource, opt.Selector) {
 		p.run(func() {
-			a.group(ctx, u, func(ctx context.Context, namespace string, obj map[string]any) (admission.Evaluation, error) {
+			a.group(ctx, u, func(ctx context.Context, namespace string, obj map[string]any, node map[string]string) (admission.Evaluation, error) {
 				var o lwsv1.LeaderWorkerSet
 				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &o); err != nil {
 					return admission.Evaluation{}, err
 				}
-				return a.handler.EvaluateLeaderWorkerSet(ctx, namespace, &o), nil
+				return a.handler.EvaluateLeaderWorkerSet(ctx, namespace, &o, node), nil
 			}, lwsNameLabel)
 		})
 	}
@@ -429,13 +429,10 @@ const (
 )
 
 // group audits a LeaderWorkerSet or an InferenceService with the webhook's
-// evaluation of its kind; its pods are those labelled with its name.
-func (a *auditor) group(ctx context.Context, u unstructured.Unstructured, evaluate func(context.Context, string, map[string]any) (admission.Evaluation, error), nameLabel string) {
-	e, err := evaluate(ctx, u.GetNamespace(), u.Object)
-	if err != nil {
-		a.cannotRead(&u, err)
-		return
-	}
+// evaluation of its kind; its pods are those labelled with its name, and
+// the labels of the node the first of them runs on name the GPU where its
+// spec does not.
+func (a *auditor) group(ctx context.Context, u unstructured.Unstructured, evaluate func(context.Context, string, map[string]any, map[string]string) (admission.Evaluation, error), nameLabel string) {
 	var pods []*corev1.Pod
 	for _, p := range a.podsByNS[u.GetNamespace()] {
 		if p.Labels[nameLabel] == u.GetName() {
@@ -443,6 +440,18 @@ func (a *auditor) group(ctx context.Context, u unstructured.Unstructured, evalua
 		}
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	var node map[string]string
+	for _, p := range pods {
+		if n, ok := a.nodes[p.Spec.NodeName]; ok {
+			node = n
+			break
+		}
+	}
+	e, err := evaluate(ctx, u.GetNamespace(), u.Object, node)
+	if err != nil {
+		a.cannotRead(&u, err)
+		return
+	}
 	a.evaluated(ctx, admission.Workload{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}, e, pods)
 }
 

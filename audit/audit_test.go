@@ -139,8 +139,10 @@ func TestAuditCluster(t *testing.T) {
 	if g := byName(r)["Deployment/seqs"]; len(g.Engines) == 0 || !strings.HasPrefix(g.Engines[0].GPUFrom, "its node's label") {
 		t.Errorf("seqs: GPU from %+v, want its pod's node", g.Engines)
 	}
-	// A group's pods are its leader's and its workers', by LWS's label.
-	if g := byName(r)["LeaderWorkerSet/lws-405b"]; len(g.Pods) != 2 || g.Pods[0].Name != "lws-405b-0" || g.Pods[1].Name != "lws-405b-0-1" || g.Engines[0].GPUCount != 16 {
+	// A group's pods are its leader's and its workers', by LWS's label; as
+	// vLLM's example, it selects no node: the GPU is its leader pod's node's.
+	if g := byName(r)["LeaderWorkerSet/lws-405b"]; len(g.Pods) != 2 || g.Pods[0].Name != "lws-405b-0" || g.Pods[1].Name != "lws-405b-0-1" ||
+		g.Engines[0].GPUCount != 16 || !strings.HasPrefix(g.Engines[0].GPUFrom, "its node's label") {
 		t.Errorf("lws-405b: pods %+v, engines %+v", g.Pods, g.Engines)
 	}
 }

@@ -22,10 +22,10 @@
 //     group's pods are found by LWS's and KServe's name labels. Pods
 //     controlled by a ReplicaSet or a StatefulSet are their workload's and
 //     are read only for their node and their status.
-//   - A LeaderWorkerSet's or InferenceService's GPU comes from its pod
-//     specs alone (not from its pods' nodes).
 //   - The GPU: what the pod spec says (the webhook's rules: annotation,
 //     MIG resource, node selectors and affinity); where it says nothing,
 //     the GPU feature discovery labels of the node its first scheduled pod
-//     runs on. The node's sharing labels (time-slicing, MPS) always count.
+//     runs on (a LeaderWorkerSet's or InferenceService's pods are those
+//     labelled with its name). The node's sharing labels (time-slicing,
+//     MPS) always count.
 package audit
