@@ -33,7 +33,7 @@ const (
 func LeaderWorkerSetCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	// Inside the main module: go.mod's version, verified by go.sum.
-	dir := moduleDir(t, "", lwsModule, "")
+	dir := goModuleDir(t, "", lwsModule, "")
 	return readCRD(t, filepath.Join(dir, lwsCRDFile))
 }
 
@@ -42,15 +42,15 @@ func LeaderWorkerSetCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition 
 func InferenceServiceCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	// Outside the main module, so that go.mod and go.sum stay as they are.
-	dir := moduleDir(t, t.TempDir(), kserveModule+"@"+kserveVersion, kserveSum)
+	dir := goModuleDir(t, t.TempDir(), kserveModule+"@"+kserveVersion, kserveSum)
 	return readCRD(t, filepath.Join(dir, kserveCRDFile))
 }
 
-// moduleDir downloads a module through the Go command (the module proxy,
+// goModuleDir downloads a module through the Go command (the module proxy,
 // then the module cache) and returns its directory. in is the directory
 // the command runs in ("" for the test's own, inside the main module);
 // sum, when set, is the hash the module must have.
-func moduleDir(t testing.TB, in, module, sum string) string {
+func goModuleDir(t testing.TB, in, module, sum string) string {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", module)
 	cmd.Dir = in
