@@ -14,15 +14,15 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// want is what the audit must say about one workload of
-// testdata/cluster.yaml.
+// want is what the audit must say about one workload of the test cluster
+// (readAll).
 type want struct {
 	status string
 	codes  []string // codes that must be among its findings
 	gpu    string   // the first engine's GPU, when planned
 }
 
-// wantCluster is the expected audit of testdata/cluster.yaml, by
+// wantCluster is the expected audit of the test cluster (readAll), by
 // kind/name, and why:
 var wantCluster = map[string]want{
 	// Llama-3.1-8B keeps 2 (K,V) × 8 KV heads × 128 × 32 layers × 2 bytes
@@ -83,7 +83,7 @@ func codes(w Workload) []string {
 	return out
 }
 
-// CheckCluster compares an audit of testdata/cluster.yaml with wantCluster;
+// CheckCluster compares an audit of the test cluster with wantCluster;
 // the end-to-end test calls it on the audit of a real API server.
 func checkCluster(t *testing.T, r Report) {
 	t.Helper()
@@ -131,7 +131,7 @@ func findingsText(w Workload) string {
 }
 
 func TestAuditCluster(t *testing.T) {
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{Namespace: "llm"})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{Namespace: "llm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestAuditCluster(t *testing.T) {
 }
 
 func TestAuditSelector(t *testing.T) {
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{AllNamespaces: true, Selector: "app in (fine,hot)"})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{AllNamespaces: true, Selector: "app in (fine,hot)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAuditSelector(t *testing.T) {
 // A namespace the user may not list is a finding, not an error; the rest
 // is audited.
 func TestAuditForbidden(t *testing.T) {
-	c := fakeClient(readCluster(t))
+	c := fakeClient(readAll(t))
 	c.PrependReactor("list", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "", fmt.Errorf(`User "dev" cannot list resource "statefulsets" in API group "apps" in the namespace "llm"`))
 	})
@@ -215,7 +215,7 @@ func TestAuditLive(t *testing.T) {
 		"llm/hot":             "../telemetry/testdata/vllm/vllm-0.11.0-v1.txt",
 		"llm/seqs-7d9f-abcde": "../telemetry/testdata/vllm/vllm-0.10.2-both-names.txt",
 	}
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{Namespace: "llm", Live: true, Metrics: m})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{Namespace: "llm", Live: true, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

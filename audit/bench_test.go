@@ -22,12 +22,12 @@ import (
 	"headroom.dev/headroom/internal/kubetest"
 )
 
-// fleet is n copies of the planned workloads of testdata/cluster.yaml
+// fleet is n copies of the planned workloads of the test cluster (readAll)
 // (Deployments, StatefulSets, Pods, Workspaces, LeaderWorkerSets,
 // InferenceServices, in their proportions), renamed, with the nodes and
 // the HPA.
 func fleet(b *testing.B, n int) []*unstructured.Unstructured {
-	base := readCluster(b)
+	base := readAll(b)
 	var out, workloads []*unstructured.Unstructured
 	for _, o := range base {
 		switch o.GetKind() {

@@ -42,8 +42,8 @@ func auditRules(t *testing.T) []rbacv1.PolicyRule {
 	return nil
 }
 
-// TestAuditE2E creates testdata/cluster.yaml in a real kube-apiserver and
-// etcd and audits it: as an administrator (the full expected audit), and
+// TestAuditE2E creates the test cluster (readAll) in a real kube-apiserver
+// and etcd, with LWS's and KServe's own CRDs, and audits it: as an administrator (the full expected audit), and
 // as a user holding only the README's role in namespace llm (nodes and
 // other namespaces are forbidden: findings, not errors).
 func TestAuditE2E(t *testing.T) {
@@ -65,7 +65,7 @@ func TestAuditE2E(t *testing.T) {
 		"Workspace": workspaceResources[0], "HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
 		"LeaderWorkerSet": lwsResource, "InferenceService": isvcResource,
 	}
-	for _, o := range readCluster(t) {
+	for _, o := range readAll(t) {
 		r, ok := resources[o.GetKind()]
 		if !ok {
 			t.Fatalf("testdata kind %s has no resource here", o.GetKind())

@@ -10,10 +10,11 @@ import (
 
 // FuzzAuditObject audits one object of any shape as a Deployment,
 // StatefulSet, Pod, Workspace, LeaderWorkerSet or InferenceService, beside
-// the nodes of testdata/cluster.yaml: whatever the cluster returns, the audit reports and never panics. Seeds:
-// every object of testdata/cluster.yaml.
+// the nodes of the test cluster: whatever the cluster returns, the audit
+// reports and never panics. Seeds: every object of the test cluster
+// (readAll).
 func FuzzAuditObject(f *testing.F) {
-	base := readCluster(f)
+	base := readAll(f)
 	var nodes []*unstructured.Unstructured
 	for _, o := range base {
 		if o.GetKind() == "Node" {
