@@ -21,6 +21,9 @@ type subject struct {
 	// defaults, when set, fills settings the platform chooses (KAITO's
 	// flags) once the model is known.
 	defaults func(spec model.Spec, s *vllm.Settings)
+	// group is set for a server that spans pods; gpu.count is then the
+	// GPUs its parallelism uses, and the group's own checks run.
+	group *group
 }
 
 // assessment is what the planner says about a subject.
@@ -72,6 +75,9 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		sub.defaults(spec, &set)
 	}
 	in := memory.Input{Model: spec, Device: sub.gpu.sel.Device, Count: sub.gpu.count, Settings: set, Env: mergeEnv(set.Env, sub.env)}
+	if sub.group != nil {
+		in.GPUsPerNode = sub.group.node()
+	}
 	key := ""
 	if _, fromConfigMap := ann[AnnotationModelConfig]; !fromConfigMap {
 		key = planKey(in)
@@ -106,6 +112,10 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 			if len(fixes) == maxAlternatives {
 				break
 			}
+			if sub.group != nil {
+				fixes = append(fixes, sub.group.describe(alt, in.Count, dev.Name))
+				continue
+			}
 			fixes = append(fixes, alt.Message)
 		}
 		if len(fixes) > 0 {
@@ -118,6 +128,12 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 	}
 	if b.AutoFit && len(problems) == 0 {
 		warn(CodeAutoLen, "--max-model-len auto: vLLM will serve about %d tokens of context here", b.MaxModelLen)
+	}
+	if sub.group != nil {
+		d, w := sub.group.checks(h, sub.label, spec, in, b)
+		a.denials = append(a.denials, d...)
+		a.warnings = append(a.warnings, w...)
+		return a
 	}
 	// b.Settings carries vLLM's defaults: every size is at least 1.
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * b.Settings.DataParallelSize; sub.gpu.count > used {

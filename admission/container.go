@@ -20,6 +20,30 @@ type launch struct {
 	appendable bool
 	// shell is set when vLLM is started from a `sh -c` script.
 	shell bool
+	// script locates the vLLM command in that script, for flags to be
+	// written into it; nil when there is none.
+	script *scriptSpot
+}
+
+// scriptSpot is where, in a container's `sh -c SCRIPT`, the vLLM command
+// ends: the script is element index of the container's command (inArgs
+// false) or args, and flags go at byte end of it.
+type scriptSpot struct {
+	inArgs bool
+	index  int
+	text   string
+	end    int
+}
+
+// withFlags is the script with flags written after the vLLM command, before
+// the blanks that separate it from what follows (`; echo`, a newline, a
+// redirection's pipe).
+func (s scriptSpot) withFlags(flags []string) string {
+	at := s.end
+	for at > 0 && (s.text[at-1] == ' ' || s.text[at-1] == '\t' || s.text[at-1] == '\r') {
+		at--
+	}
+	return s.text[:at] + " " + strings.Join(flags, " ") + s.text[at:]
 }
 
 // vllmImageRepo is the repository of vLLM's official OpenAI-server image,
@@ -101,19 +125,28 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 	argv := append(slices.Clone(c.Command), c.Args...)
 	switch {
 	case len(c.Command) > 0 && shells[path.Base(c.Command[0])]:
-		script, found := shellScript(argv)
+		at, found := shellScript(argv)
 		if !found {
 			return launch{}, false, nil
 		}
+		script := argv[at]
 		loc := serverStart.FindStringSubmatchIndex(script)
 		if loc == nil {
 			return launch{}, false, nil
 		}
-		var words []string
-		if words, err = vllm.SplitCommandLine(script[loc[2]:]); err == nil {
+		words, end, serr := vllm.SplitScriptCommand(script[loc[2]:])
+		if err = serr; err == nil {
 			l.settings, err = vllm.ParseCommand(words)
 		}
 		l.shell = true
+		// Flags after a bare "--" would be positional arguments.
+		if !slices.Contains(words, "--") {
+			spot := scriptSpot{index: at, text: script, end: loc[2] + end}
+			if at >= len(c.Command) {
+				spot.inArgs, spot.index = true, at-len(c.Command)
+			}
+			l.script = &spot
+		}
 	case runsVLLM(argv):
 		l.settings, err = vllm.ParseCommand(argv)
 		l.appendable = !slices.Contains(argv, "--")
@@ -132,20 +165,21 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 	return l, true, nil
 }
 
-// shellScript returns the script of `sh [options] -c SCRIPT`.
-func shellScript(argv []string) (string, bool) {
+// shellScript returns the index in argv of the script of `sh [options] -c
+// SCRIPT`.
+func shellScript(argv []string) (int, bool) {
 	for i := 1; i+1 < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case !strings.HasPrefix(a, "-"):
-			return "", false
+			return 0, false
 		case a == "-o" || a == "+o":
 			i++ // -o pipefail: the option's name is not the script
 		case !strings.HasPrefix(a, "--") && strings.Contains(a[1:], "c"):
-			return argv[i+1], true
+			return i + 1, true
 		}
 	}
-	return "", false
+	return 0, false
 }
 
 // literalEnv returns the container's environment variables that have a

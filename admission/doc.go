@@ -1,6 +1,8 @@
 // Package admission is headroom's Kubernetes admission webhook: it reads an
 // admission.k8s.io/v1 AdmissionReview for a vLLM Deployment, StatefulSet,
-// Pod or KAITO Workspace, gathers the evidence (the vLLM flags, the GPU the
+// Pod, KAITO Workspace, LeaderWorkerSet (a multi-node group: the leader's
+// vLLM command planned on the whole group's GPUs) or KServe
+// InferenceService (the Hugging Face runtime's vLLM), gathers the evidence (the vLLM flags, the GPU the
 // pod is scheduled on, the model), asks the memory planner whether vLLM
 // will start and serve one request of its context length, and answers with
 // a verdict: denied with the planner's numbers, allowed with warnings, or

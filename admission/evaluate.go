@@ -55,8 +55,10 @@ type Engine struct {
 	Input  memory.Input
 	Budget *memory.Budget
 
-	// What the mutating webhook needs to patch the container.
+	// What the mutating webhook needs to patch the container: its index
+	// in its pod spec, or path, its JSON pointer, where it is not in one.
 	index int
+	path  string
 	c     corev1.Container
 	l     launch
 	a     assessment

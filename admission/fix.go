@@ -81,12 +81,11 @@ func recommendFills(a assessment) (fills, error) {
 	return f, nil
 }
 
-// fixContainer adds the container's patches: the allocator setting (always,
+// fixContainer adds the patches of the container at cpath (a JSON pointer): the allocator setting (always,
 // where safe) and, with autofix, the missing flags. It returns notes for the
 // mutating webhook's warnings and the plan to summarise (nil when the
 // container was not planned).
-func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l launch, a assessment, autofix bool) (notes []string, plan *memory.Budget) {
-	cpath := podPath + pointer("containers", index(i))
+func fixContainer(p *patchBuilder, cpath string, c corev1.Container, l launch, a assessment, autofix bool) (notes []string, plan *memory.Budget) {
 	set := l.settings
 	if a.planned() {
 		set = a.budget.Settings
@@ -104,12 +103,19 @@ func fixContainer(p *patchBuilder, podPath string, i int, c corev1.Container, l 
 	if len(f.args) == 0 {
 		return nil, &f.plan
 	}
-	if !l.appendable {
-		why := "its flags end with a bare \"--\""
-		if l.shell {
-			why = "vLLM starts from a shell script"
+	if l.script != nil {
+		// vLLM starts inside `sh -c SCRIPT` (a LeaderWorkerSet's leader
+		// starts Ray, then `vllm serve`): the flags go into the script,
+		// right after the vLLM command.
+		field := "command"
+		if l.script.inArgs {
+			field = "args"
 		}
-		return []string{fmt.Sprintf("container %q: autofix cannot add flags because %s; add %v yourself", c.Name, why, f.args)}, a.budget
+		p.replace(cpath+pointer(field, index(l.script.index)), l.script.withFlags(f.args))
+		return []string{fmt.Sprintf("container %q: autofix added %v to the vllm command of its script", c.Name, f.args)}, &f.plan
+	}
+	if !l.appendable {
+		return []string{fmt.Sprintf("container %q: autofix cannot add flags because its flags end with a bare \"--\"; add %v yourself", c.Name, f.args)}, a.budget
 	}
 	appendList(p, cpath+pointer("args"), c.Args != nil, f.args...)
 	return []string{fmt.Sprintf("container %q: autofix added %v", c.Name, f.args)}, &f.plan

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // FuzzReview feeds arbitrary bodies through decoding and both webhooks. It
@@ -25,8 +27,14 @@ func FuzzReview(f *testing.F) {
 		}
 		f.Add(body)
 	}
+	// LeaderWorkerSets and InferenceServices (testdata/groups).
+	for _, name := range []string{"lws-405b", "isvc-70b"} {
+		f.Add(mustJSONBytes(f, reviewOf(f, groupObject(f, name))))
+	}
 	f.Add([]byte(``))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"leaderworkerset.x-k8s.io","version":"v1","kind":"LeaderWorkerSet"},"operation":"CREATE","object":{"spec":{"leaderWorkerTemplate":{"size":-3,"workerTemplate":{"spec":{"containers":[{"name":"w","command":["sh","-c","vllm serve m --tp 4096 --pp 4096"],"resources":{"limits":{"nvidia.com/gpu":"8"}}}]}}}}}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"serving.kserve.io","version":"v1beta1","kind":"InferenceService"},"operation":"CREATE","object":{"spec":{"predictor":{"model":{"modelFormat":{"name":"huggingface"},"storageUri":"hf://a/b:c","args":["--max_length"]},"workerSpec":{"tensorParallelSize":0}}}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"CREATE","object":{"spec":{"template":{"spec":{"containers":[{"name":"v","image":"vllm/vllm-openai","args":["--model","x"]}]}}}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"kaito.sh","version":"v1beta1","kind":"Workspace"},"operation":"CREATE","object":{"resource":{"count":-1}}}}`))
 	h := newTestHandler(f)
@@ -84,6 +92,7 @@ func FuzzReadLaunch(f *testing.F) {
 	f.Add("acme/llm:1", "python3\x00-mvllm.entrypoints.cli.main", "serve\x00m")
 	f.Add("vllm/vllm-openai:nightly@sha256:00", "", "--\x00m")
 	f.Add(":", "sh\x00-c", "'unterminated vllm serve")
+	f.Add("vllm/vllm-openai:latest", "sh\x00-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE);\n vllm serve meta-llama/Meta-Llama-3.1-405B-Instruct --port 8080 --tensor-parallel-size 8 --pipeline_parallel_size 2 # two nodes\necho done")
 	f.Fuzz(func(t *testing.T, image, command, args string) {
 		split := func(s string) []string {
 			if s == "" {
@@ -100,5 +109,68 @@ func FuzzReadLaunch(f *testing.F) {
 			t.Errorf("a shell script is appendable: %+v", c)
 		}
 		_ = l.settings.Args()
+		if l.script == nil {
+			return
+		}
+		// Flags written into the script by autofix read back, last.
+		patched := c
+		patched.Command, patched.Args = slices.Clone(c.Command), slices.Clone(c.Args)
+		list := &patched.Command
+		if l.script.inArgs {
+			list = &patched.Args
+		}
+		(*list)[l.script.index] = l.script.withFlags([]string{"--max-model-len=4096"})
+		again, ok, err := readLaunch(patched)
+		if !ok || err != nil || again.settings.MaxModelLen != 4096 {
+			t.Errorf("script %q with the flag written in reads as %+v, %v, %v", (*list)[l.script.index], again.settings, ok, err)
+		}
+	})
+}
+
+// reviewOf is the CREATE AdmissionReview of o.
+func reviewOf(t testing.TB, o *unstructured.Unstructured) map[string]any {
+	req := groupRequest(t, o)
+	return map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+}
+
+func mustJSONBytes(t testing.TB, v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// FuzzKServeArgs reads arbitrary args of KServe's Hugging Face runtime: no
+// panic; what reads as vLLM renders again, and --model_id names the model.
+func FuzzKServeArgs(f *testing.F) {
+	f.Add("--model_name=llama3\x00--model_id=meta-llama/Llama-3.1-70B-Instruct\x00--max_length\x0032768", "")
+	f.Add("--model_name=x\x00--backend\x00huggingface", "hf://org/model:rev")
+	f.Add("--model_id\x00--dtype=bfloat16\x00--tensor-parallel-size=4", "s3://bucket/model")
+	f.Add("--max_model_len=lots", "hf://")
+	f.Fuzz(func(t *testing.T, args, storage string) {
+		m := &kserveModel{}
+		if args != "" {
+			m.Args = strings.Split(args, "\x00")
+		}
+		if storage != "" {
+			m.StorageURI = &storage
+		}
+		l, ok, err := kserveLaunch(m)
+		if !ok || err != nil {
+			return
+		}
+		_ = l.settings.Args()
+		var ids []string
+		for _, a := range m.Args {
+			if strings.Contains(strings.ReplaceAll(a, "_", "-"), "model-id") {
+				ids = append(ids, a)
+			}
+		}
+		if len(ids) == 1 {
+			if v, found := strings.CutPrefix(ids[0], "--model_id="); found && v != "" && l.settings.Model != v {
+				t.Errorf("--model_id=%s read as model %q", v, l.settings.Model)
+			}
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -85,7 +86,7 @@ func resourceCount(q resource.Quantity) (int, bool) {
 // webhook, which sees pods before they are scheduled): its GPU feature
 // discovery labels name the GPU where the pod spec does not, and its
 // sharing labels always count.
-func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, node map[string]string) gpuEvidence {
+func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, node map[string]string) gpuEvidence {
 	var ev gpuEvidence
 	nc := readNodeConstraints(spec)
 	for _, k := range []string{labelSharingStrategy, labelReplicas} {
@@ -134,7 +135,7 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 	}
 
 	if v, ok := ann[AnnotationGPU]; ok {
-		sel, err := gpu.Resolve(v)
+		sel, err := h.gpus.resolve(v)
 		if err != nil {
 			b, berr := gpu.ParseBytes(v)
 			if berr != nil || b <= 0 {
@@ -156,9 +157,9 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 			// The slice of a known parent: "NVIDIA-A100-SXM4-80GB:1g.10gb".
 			name = parent + ":" + strings.TrimPrefix(mig, resourceMIGPrefix)
 		}
-		sel, err := gpu.Resolve(name)
+		sel, err := h.gpus.resolve(name)
 		if err != nil && name != mig {
-			sel, err = gpu.Resolve(mig)
+			sel, err = h.gpus.resolve(mig)
 		}
 		if err != nil {
 			ev.unresolved = fmt.Sprintf("MIG resource %s: %v", mig, err)
@@ -176,7 +177,7 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 				labels[k] = v
 			}
 		}
-		sel, err := gpu.FromNodeLabels(labels)
+		sel, err := h.gpus.fromLabels(labels)
 		if err != nil {
 			ev.unresolved = fmt.Sprintf("nodeSelector %s=%s: %v", gpu.LabelProduct, products[0], err)
 			return ev
@@ -186,7 +187,7 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 	}
 	for _, label := range []string{gpu.LabelProduct, labelInstanceType, labelInstanceTypeBeta} {
 		if vals := nc[label]; len(vals) > 0 {
-			sel, from, err := smallest(label, vals)
+			sel, from, err := h.smallest(label, vals)
 			if err != nil {
 				ev.unresolved = err.Error()
 				return ev
@@ -202,7 +203,7 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 				labels[k] = v
 			}
 		}
-		sel, err := gpu.FromNodeLabels(labels)
+		sel, err := h.gpus.fromLabels(labels)
 		if err != nil {
 			ev.unresolved = fmt.Sprintf("its node's label %s=%s: %v", gpu.LabelProduct, nodeProduct, err)
 			return ev
@@ -211,7 +212,7 @@ func readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, no
 		return ev
 	}
 	if it := node[labelInstanceType]; it != "" {
-		sel, from, err := smallest(labelInstanceType, []string{it})
+		sel, from, err := h.smallest(labelInstanceType, []string{it})
 		if err != nil {
 			ev.unresolved = "its node's " + err.Error()
 			return ev
@@ -239,11 +240,11 @@ func gpuResources(res corev1.ResourceList) []string {
 // smallest resolves the values a node label may take and returns the
 // device with the least memory: the scheduler may place the pod on any of
 // them, so the plan errs on the safe side.
-func smallest(label string, values []string) (gpu.Selection, string, error) {
+func (h *Handler) smallest(label string, values []string) (gpu.Selection, string, error) {
 	var best gpu.Selection
 	bestValue := ""
 	for _, v := range values {
-		sel, err := gpu.Resolve(v)
+		sel, err := h.gpus.resolve(v)
 		if err != nil {
 			return gpu.Selection{}, "", fmt.Errorf("node label %s=%s: %v", label, v, err)
 		}
@@ -256,4 +257,61 @@ func smallest(label string, values []string) (gpu.Selection, string, error) {
 		from += fmt.Sprintf(" (the smallest of %d allowed values)", len(values))
 	}
 	return best, from, nil
+}
+
+// maxCachedGPUs bounds the GPU cache; GPU names come from outside.
+const maxCachedGPUs = 4096
+
+// gpuCache remembers what the GPU catalog says about a name or a set of
+// GPU feature discovery labels. The catalog cannot change while the
+// process runs, and an unknown name costs a ranking of every name for the
+// suggestions: in an audit, every workload on a node with an unknown GPU
+// label paid it again (0.1 ms each).
+type gpuCache struct {
+	mu      sync.Mutex
+	entries map[string]gpuEntry
+}
+
+type gpuEntry struct {
+	sel gpu.Selection
+	err error
+}
+
+func (c *gpuCache) get(key string, resolve func() (gpu.Selection, error)) (gpu.Selection, error) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return e.sel, e.err
+	}
+	e.sel, e.err = resolve()
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]gpuEntry{}
+	}
+	if len(c.entries) < maxCachedGPUs {
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+	return e.sel, e.err
+}
+
+// resolve is gpu.Resolve(name), remembered.
+func (c *gpuCache) resolve(name string) (gpu.Selection, error) {
+	return c.get("n\x00"+name, func() (gpu.Selection, error) { return gpu.Resolve(name) })
+}
+
+// fromLabels is gpu.FromNodeLabels(labels), remembered by the labels it
+// reads.
+func (c *gpuCache) fromLabels(labels map[string]string) (gpu.Selection, error) {
+	var b strings.Builder
+	b.WriteString("l")
+	for _, k := range []string{gpu.LabelProduct, gpu.LabelMemory, gpu.LabelComputeMajor, gpu.LabelComputeMinor, gpu.LabelCount} {
+		v, ok := labels[k]
+		if !ok {
+			v = "\x01" // absent, unlike empty
+		}
+		b.WriteString("\x00" + v)
+	}
+	return c.get(b.String(), func() (gpu.Selection, error) { return gpu.FromNodeLabels(labels) })
 }

@@ -2,6 +2,9 @@ package admission
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -44,13 +47,73 @@ type planEntry struct {
 }
 
 // planKey names an input whose model is a catalog entry: the catalog's id
-// stands for the Spec, and everything else of the input is printed (%#v
-// prints maps in key order, so equal inputs print alike).
+// stands for the Spec, and everything else of the input is written out by
+// appendKey, every field, maps in key order, so equal inputs give equal
+// keys. It took fmt's %#v before: a tenth of an audit's evaluation.
 func planKey(in memory.Input) string {
-	var b strings.Builder
-	b.WriteString(in.Model.ID)
-	fmt.Fprintf(&b, "\x00%#v\x00%d\x00%#v\x00%#v", in.Device, in.Count, in.Settings, in.Env)
-	return b.String()
+	b := make([]byte, 0, 512)
+	b = appendKey(b, reflect.ValueOf(in.Model.ID))
+	b = appendKey(b, reflect.ValueOf(in.Device))
+	b = strconv.AppendInt(b, int64(in.Count), 10)
+	b = appendKey(b, reflect.ValueOf(in.Settings))
+	b = appendKey(b, reflect.ValueOf(in.Env))
+	b = strconv.AppendInt(append(b, ' '), int64(in.GPUsPerNode), 10)
+	return string(b)
+}
+
+// appendKey writes v to b unambiguously: strings with their length, every
+// struct field in order, slices with their length, maps sorted by key,
+// pointers as nil or their value.
+func appendKey(b []byte, v reflect.Value) []byte {
+	b = append(b, ' ')
+	switch v.Kind() {
+	case reflect.String:
+		b = strconv.AppendInt(b, int64(v.Len()), 10)
+		b = append(b, ':')
+		return append(b, v.String()...)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.AppendUint(b, v.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return strconv.AppendFloat(b, v.Float(), 'g', -1, 64)
+	case reflect.Bool:
+		return strconv.AppendBool(b, v.Bool())
+	case reflect.Struct:
+		b = append(b, '{')
+		for i := range v.NumField() {
+			b = appendKey(b, v.Field(i))
+		}
+		return append(b, '}')
+	case reflect.Slice, reflect.Array:
+		b = strconv.AppendInt(append(b, '['), int64(v.Len()), 10)
+		for i := range v.Len() {
+			b = appendKey(b, v.Index(i))
+		}
+		return append(b, ']')
+	case reflect.Map:
+		if v.IsNil() {
+			return append(b, "nil"...)
+		}
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(x, y reflect.Value) int {
+			if x.Kind() == reflect.String {
+				return strings.Compare(x.String(), y.String())
+			}
+			return strings.Compare(fmt.Sprint(x), fmt.Sprint(y))
+		})
+		b = strconv.AppendInt(append(b, "map"...), int64(len(keys)), 10)
+		for _, k := range keys {
+			b = appendKey(appendKey(b, k), v.MapIndex(k))
+		}
+		return b
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return append(b, "nil"...)
+		}
+		return appendKey(b, v.Elem())
+	}
+	return fmt.Appendf(b, "%#v", v.Interface())
 }
 
 // entry returns key's entry, adding an empty one; nil when there is no

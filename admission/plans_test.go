@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
 )
 
 // TestPlanCacheSameAnswers: every fixture, reviewed twice by a handler
@@ -84,4 +88,62 @@ func TestPlanCacheSkipsConfigMapModels(t *testing.T) {
 	if len(h.plans.entries) != 0 {
 		t.Errorf("%d plans of a ConfigMap model remembered", len(h.plans.entries))
 	}
+}
+
+// planKey tells apart inputs that differ in any field of their device or
+// settings, and keeps equal inputs, maps included, equal.
+func TestPlanKeyFields(t *testing.T) {
+	base := memory.Input{Model: model.Spec{ID: "m"}, Count: 1}
+	key := planKey(base)
+	differs := func(what string, in memory.Input) {
+		t.Helper()
+		if planKey(in) == key {
+			t.Errorf("changing %s leaves the key alike", what)
+		}
+	}
+	for _, part := range []struct {
+		name  string
+		field func(in *memory.Input) reflect.Value
+	}{
+		{"Device", func(in *memory.Input) reflect.Value { return reflect.ValueOf(&in.Device).Elem() }},
+		{"Settings", func(in *memory.Input) reflect.Value { return reflect.ValueOf(&in.Settings).Elem() }},
+	} {
+		typ := part.field(&base).Type()
+		for i := range typ.NumField() {
+			in := base
+			f := part.field(&in).Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString("x")
+			case reflect.Int, reflect.Int64:
+				f.SetInt(7)
+			case reflect.Float64:
+				f.SetFloat(0.5)
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Slice:
+				f.Set(reflect.ValueOf([]string{"--x"}))
+			case reflect.Map:
+				f.Set(reflect.MakeMap(f.Type()))
+				f.SetMapIndex(reflect.ValueOf("k"), reflect.New(f.Type().Elem()).Elem())
+			case reflect.Struct:
+				f.Field(0).SetInt(1)
+			default:
+				t.Fatalf("%s.%s of kind %s: teach this test", part.name, typ.Field(i).Name, f.Kind())
+			}
+			differs(part.name+"."+typ.Field(i).Name, in)
+		}
+	}
+	a, b := base, base
+	a.Env = map[string]string{"A": "1", "B": "2", "C": "3"}
+	b.Env = map[string]string{"C": "3", "B": "2", "A": "1"}
+	if planKey(a) != planKey(b) {
+		t.Error("equal maps give different keys")
+	}
+	a.Env = map[string]string{"A": "12"}
+	b.Env = map[string]string{"A1": "2"}
+	if planKey(a) == planKey(b) {
+		t.Error("keys run strings together")
+	}
+	differs("the node size", memory.Input{Model: model.Spec{ID: "m"}, Count: 1, GPUsPerNode: 4})
 }

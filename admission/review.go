@@ -52,6 +52,7 @@ type Handler struct {
 	metrics       *Metrics
 	lookupTimeout time.Duration
 	catalog       catalogCache
+	gpus          gpuCache
 	plans         planCache
 	// devices are the catalog's GPUs, which the planner searches for the
 	// smallest that fits; copied once rather than for every denial.
@@ -126,6 +127,10 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}, "/spec", mutate), nil
 	case k.Group == "kaito.sh" && k.Kind == "Workspace":
 		return h.reviewWorkspace(ctx, req.Namespace, raw, mutate)
+	case k.Group == lwsGroup && k.Version == "v1" && k.Kind == kindLeaderWorkerSet:
+		return h.reviewLeaderWorkerSet(ctx, req.Namespace, raw, mutate)
+	case k.Group == kserveGroup && k.Version == "v1beta1" && k.Kind == kindInferenceService:
+		return h.reviewInferenceService(ctx, req.Namespace, raw, mutate)
 	case k.Group == "autoscaling" && k.Kind == "HorizontalPodAutoscaler":
 		if mutate {
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
@@ -160,7 +165,7 @@ func (h *Handler) reviewPods(ctx context.Context, w Workload, podPath string, mu
 	fix := autofix(w.annotations())
 	var plans []string
 	for _, s := range d.Engines {
-		notes, plan := fixContainer(&d.patch, podPath, s.index, s.c, s.l, s.a, fix)
+		notes, plan := fixContainer(&d.patch, podPath+pointer("containers", index(s.index)), s.c, s.l, s.a, fix)
 		d.notes = append(d.notes, notes...)
 		if plan != nil {
 			plans = append(plans, planLine(s.c.Name, len(w.Spec.Containers), *plan))
@@ -199,7 +204,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		if l.settings.Set["config"] {
 			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
-		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: readGPU(ann, w.Spec, c, w.Node)}
+		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: h.readGPU(ann, w.Spec, c, w.Node)}
 		a := h.assess(ctx, w.Namespace, ann, sub, checks)
 		e.Denials = append(e.Denials, a.denials...)
 		e.Warnings = append(e.Warnings, a.warnings...)

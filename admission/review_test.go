@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"headroom.dev/headroom/vllm"
 )
 
 // fixture reads testdata/reviews/NAME.json.
@@ -461,14 +463,26 @@ func TestMutateChoices(t *testing.T) {
 		t.Errorf("plan annotation %q", s)
 	}
 
-	// A shell script cannot take flags: autofix says what to add instead.
+	// A shell script takes the flags right after its vLLM command, before
+	// the redirection and the pipe; the patched script reads back with them.
 	ops, resp := mutate(t, h, "deployment-shell")
+	const before = "pip list >/dev/null && exec vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072 --gpu-memory-utilization="
+	var script string
 	for _, op := range ops {
-		if strings.Contains(op.Path, "/args") {
-			t.Errorf("args patched in a shell-script container: %+v", op)
+		if op.Path == "/spec/template/spec/containers/0/args/0" && op.Op == "replace" {
+			script, _ = op.Value.(string)
 		}
 	}
-	if !contains(resp.Warnings, "autofix cannot add flags because vLLM starts from a shell script; add [--gpu-memory-utilization=") {
+	util, ok := strings.CutPrefix(script, before)
+	util, ok2 := strings.CutSuffix(util, " 2>&1 | tee /tmp/log")
+	if u, err := strconv.ParseFloat(util, 64); !ok || !ok2 || err != nil || u <= 0 || u >= 1 {
+		t.Errorf("script patched to %q; ops %+v", script, ops)
+	}
+	l, _, err := readLaunch(corev1.Container{Command: []string{"/bin/sh", "-c"}, Args: []string{script}})
+	if err != nil || !l.settings.Set[vllm.FlagGPUMemoryUtilization] || l.settings.MaxModelLen != 131072 {
+		t.Errorf("patched script reads back as %+v, %v", l.settings, err)
+	}
+	if !contains(resp.Warnings, "autofix added [--gpu-memory-utilization=") || !contains(resp.Warnings, "to the vllm command of its script") {
 		t.Errorf("warnings %q", resp.Warnings)
 	}
 

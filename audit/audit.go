@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/memory"
@@ -49,6 +51,10 @@ var (
 		{Group: "kaito.sh", Version: "v1beta1", Resource: "workspaces"},
 		{Group: "kaito.sh", Version: "v1alpha1", Resource: "workspaces"},
 	}
+	// LeaderWorkerSets (sigs.k8s.io/lws) and KServe InferenceServices,
+	// where their CRDs are installed.
+	lwsResource  = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+	isvcResource = schema.GroupVersionResource{Group: "serving.kserve.io", Version: "v1beta1", Resource: "inferenceservices"}
 )
 
 // Run audits the cluster behind client. Its only error is a selector that
@@ -73,42 +79,143 @@ func Run(ctx context.Context, client dynamic.Interface, opt Options) (Report, er
 
 	a.readNodes(ctx)
 	pods := a.list(ctx, podsResource, "")
+	decoded := make([]*corev1.Pod, len(pods))
+	// The pods decode while the Deployments are listed.
+	var decoding sync.WaitGroup
+	decoding.Go(func() {
+		forEach(len(pods), func(i int) {
+			var p corev1.Pod
+			if err := fromUnstructured(&pods[i], &p); err != nil {
+				a.cannotRead(&pods[i], err)
+				return
+			}
+			decoded[i] = &p
+		})
+	})
+	deployments := a.list(ctx, deploymentsResource, opt.Selector)
+	decoding.Wait()
 	a.podsByNS = map[string][]*corev1.Pod{}
-	for i := range pods {
-		var p corev1.Pod
-		if err := fromUnstructured(&pods[i], &p); err != nil {
-			a.cannotRead(&pods[i], err)
-			continue
+	for _, p := range decoded {
+		if p != nil {
+			a.podsByNS[p.Namespace] = append(a.podsByNS[p.Namespace], p)
 		}
-		a.podsByNS[p.Namespace] = append(a.podsByNS[p.Namespace], &p)
 	}
 
-	var jobs []func()
-	for _, u := range a.list(ctx, deploymentsResource, opt.Selector) {
-		jobs = append(jobs, func() { a.deployment(ctx, u) })
-	}
-	for _, u := range a.list(ctx, statefulSetsResource, opt.Selector) {
-		jobs = append(jobs, func() { a.statefulSet(ctx, u) })
-	}
-	for _, ws := range a.workspaces(ctx, opt.Selector) {
-		jobs = append(jobs, func() { a.workspace(ctx, ws) })
-	}
+	// Workloads are evaluated while the next kind is listed: listing waits
+	// on the API server and decodes, evaluating is CPU work, one workload
+	// independent of the next, and the webhook's handler serves concurrent
+	// callers. The ranking below orders the results whatever order they
+	// finish in.
+	p := a.pipeline(opt.Progress)
 	for _, list := range a.podsByNS {
-		for _, p := range list {
-			if !sel.Matches(labels.Set(p.Labels)) || ownedByWorkload(p.OwnerReferences) {
+		for _, pod := range list {
+			if !sel.Matches(labels.Set(pod.Labels)) || ownedByWorkload(pod.OwnerReferences) {
 				continue
 			}
-			jobs = append(jobs, func() { a.pod(ctx, p) })
+			p.run(func() { a.pod(ctx, pod) })
 		}
 	}
-	for i, job := range jobs {
-		job()
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(jobs))
-		}
+	for _, u := range deployments {
+		p.run(func() { a.deployment(ctx, u) })
 	}
+	for _, u := range a.list(ctx, statefulSetsResource, opt.Selector) {
+		p.run(func() { a.statefulSet(ctx, u) })
+	}
+	for _, ws := range a.workspaces(ctx, opt.Selector) {
+		p.run(func() { a.workspace(ctx, ws) })
+	}
+	for _, u := range a.listOptional(ctx, lwsResource, opt.Selector) {
+		p.run(func() {
+			a.group(ctx, u, func(ctx context.Context, namespace string, obj map[string]any, node map[string]string) (admission.Evaluation, error) {
+				var o lwsv1.LeaderWorkerSet
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &o); err != nil {
+					return admission.Evaluation{}, err
+				}
+				return a.handler.EvaluateLeaderWorkerSet(ctx, namespace, &o, node), nil
+			}, lwsNameLabel)
+		})
+	}
+	for _, u := range a.listOptional(ctx, isvcResource, opt.Selector) {
+		p.run(func() { a.group(ctx, u, a.handler.EvaluateInferenceService, kserveNameLabel) })
+	}
+	p.wait()
 	a.report.rank()
 	return a.report, nil
+}
+
+// workers is one goroutine per CPU: decoding and evaluating workloads is
+// CPU work. On the shared 2-core machine of BenchmarkAudit500, the audit of
+// 500 workloads took 2.6-2.8× the time of listing them one after the
+// other, 2.1-2.4× with the evaluation on both cores, and 1.8-2.0× with it
+// (and the pods' decoding) overlapping the lists.
+func workers() int { return goruntime.GOMAXPROCS(0) }
+
+// forEach runs f(0) ... f(n-1) on the workers.
+func forEach(n int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers(), max(n, 1)) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// pipeline runs jobs on the workers as they are queued; progress, when
+// set, is told of each job done once all are queued (wait), so that its
+// total is the audit's.
+type pipeline struct {
+	jobs     chan func()
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	queued   int
+	done     int
+	all      bool
+	progress func(done, total int)
+}
+
+func (a *auditor) pipeline(progress func(done, total int)) *pipeline {
+	p := &pipeline{jobs: make(chan func(), 256), progress: progress}
+	for range workers() {
+		p.wg.Go(func() {
+			for job := range p.jobs {
+				job()
+				p.mu.Lock()
+				p.done++
+				if p.all && p.progress != nil {
+					p.progress(p.done, p.queued)
+				}
+				p.mu.Unlock()
+			}
+		})
+	}
+	return p
+}
+
+func (p *pipeline) run(job func()) {
+	p.mu.Lock()
+	p.queued++
+	p.mu.Unlock()
+	p.jobs <- job
+}
+
+// wait marks the queue complete and waits for its jobs.
+func (p *pipeline) wait() {
+	p.mu.Lock()
+	p.all = true
+	if p.progress != nil && p.done > 0 {
+		p.progress(p.done, p.queued)
+	}
+	p.mu.Unlock()
+	close(p.jobs)
+	p.wg.Wait()
 }
 
 // auditor holds one audit's state.
@@ -119,7 +226,9 @@ type auditor struct {
 	handler  *admission.Handler
 	nodes    map[string]map[string]string
 	podsByNS map[string][]*corev1.Pod
-	report   Report
+	// mu guards report.Workloads while workers evaluate.
+	mu     sync.Mutex
+	report Report
 }
 
 // list lists a resource in the audited namespaces; a failure is a cluster
@@ -177,6 +286,19 @@ func (a *auditor) workspaces(ctx context.Context, selector string) []unstructure
 	return nil
 }
 
+// listOptional lists a resource whose CRD may not be installed: none then.
+func (a *auditor) listOptional(ctx context.Context, r schema.GroupVersionResource, selector string) []unstructured.Unstructured {
+	l, err := a.client.Resource(r).Namespace(a.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		a.listFailed(r, err)
+		return nil
+	}
+	return l.Items
+}
+
 // ownedByWorkload reports whether a pod belongs to a workload the audit
 // plans on its own: a ReplicaSet's (a Deployment's) or a StatefulSet's.
 func ownedByWorkload(refs []metav1.OwnerReference) bool {
@@ -188,12 +310,18 @@ func ownedByWorkload(refs []metav1.OwnerReference) bool {
 	return false
 }
 
-// ownedByWorkspace reports whether a Deployment or StatefulSet was made
-// by a KAITO Workspace, which is audited instead.
-func ownedByWorkspace(refs []metav1.OwnerReference) bool {
+// ownedByAudited reports whether a Deployment or StatefulSet was made by
+// an object the audit plans itself: a KAITO Workspace, a LeaderWorkerSet
+// (its leaders' StatefulSet), a leader pod (a group's workers'
+// StatefulSet), or a KServe InferenceService (its raw Deployments).
+func ownedByAudited(refs []metav1.OwnerReference) bool {
 	for _, r := range refs {
 		group, _, _ := strings.Cut(r.APIVersion, "/")
-		if r.Kind == "Workspace" && group == "kaito.sh" {
+		switch {
+		case r.Kind == "Workspace" && group == "kaito.sh",
+			r.Kind == "LeaderWorkerSet" && group == lwsResource.Group,
+			r.Kind == "InferenceService" && group == isvcResource.Group,
+			r.Kind == "Pod" && r.APIVersion == "v1":
 			return true
 		}
 	}
@@ -209,7 +337,9 @@ func (a *auditor) cannotRead(u *unstructured.Unstructured, err error) {
 	w := Workload{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 	w.add(LevelNotChecked, "cannot_read", fmt.Sprintf("the object cannot be read as a %s: %v", u.GetKind(), oneLine(err)))
 	w.finish()
+	a.mu.Lock()
 	a.report.Workloads = append(a.report.Workloads, w)
+	a.mu.Unlock()
 }
 
 func (a *auditor) deployment(ctx context.Context, u unstructured.Unstructured) {
@@ -218,7 +348,7 @@ func (a *auditor) deployment(ctx context.Context, u unstructured.Unstructured) {
 		a.cannotRead(&u, err)
 		return
 	}
-	if ownedByWorkspace(d.OwnerReferences) {
+	if ownedByAudited(d.OwnerReferences) {
 		return
 	}
 	a.podWorkload(ctx, "Deployment", d.ObjectMeta, d.Spec.Template, d.Spec.Selector)
@@ -230,7 +360,7 @@ func (a *auditor) statefulSet(ctx context.Context, u unstructured.Unstructured) 
 		a.cannotRead(&u, err)
 		return
 	}
-	if ownedByWorkspace(s.OwnerReferences) {
+	if ownedByAudited(s.OwnerReferences) {
 		return
 	}
 	a.podWorkload(ctx, "StatefulSet", s.ObjectMeta, s.Spec.Template, s.Spec.Selector)
@@ -289,6 +419,42 @@ func (a *auditor) workspace(ctx context.Context, u unstructured.Unstructured) {
 // Workspace's pods (pkg/utils/consts: WorkspaceNameLabel).
 const kaitoWorkspaceLabel = "kaito.sh/workspace"
 
+// The labels of a group's pods: LWS's leaderworkerset.sigs.k8s.io/name on
+// every pod of every group (api/leaderworkerset/v1: SetNameLabelKey), and
+// KServe's serving.kserve.io/inferenceservice on the predictor's pods
+// (pkg/constants: InferenceServicePodLabelKey).
+const (
+	lwsNameLabel    = "leaderworkerset.sigs.k8s.io/name"
+	kserveNameLabel = "serving.kserve.io/inferenceservice"
+)
+
+// group audits a LeaderWorkerSet or an InferenceService with the webhook's
+// evaluation of its kind; its pods are those labelled with its name, and
+// the labels of the node the first of them runs on name the GPU where its
+// spec does not.
+func (a *auditor) group(ctx context.Context, u unstructured.Unstructured, evaluate func(context.Context, string, map[string]any, map[string]string) (admission.Evaluation, error), nameLabel string) {
+	var pods []*corev1.Pod
+	for _, p := range a.podsByNS[u.GetNamespace()] {
+		if p.Labels[nameLabel] == u.GetName() {
+			pods = append(pods, p)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	var node map[string]string
+	for _, p := range pods {
+		if n, ok := a.nodes[p.Spec.NodeName]; ok {
+			node = n
+			break
+		}
+	}
+	e, err := evaluate(ctx, u.GetNamespace(), u.Object, node)
+	if err != nil {
+		a.cannotRead(&u, err)
+		return
+	}
+	a.evaluated(ctx, admission.Workload{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}, e, pods)
+}
+
 // evaluated turns the webhook's evaluation into the audit's findings.
 func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admission.Evaluation, pods []*corev1.Pod) {
 	if !e.RunsVLLM {
@@ -296,7 +462,11 @@ func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admiss
 	}
 	w := Workload{Kind: wl.Kind, Namespace: wl.Namespace, Name: wl.Name}
 	for _, f := range e.Denials {
-		w.add(LevelWillNotStart, f.Code, f.Message)
+		level := LevelWillNotStart
+		if f.Code == admission.CodeIdleGroupGPUs {
+			level = LevelRisk // it starts, on part of its GPUs
+		}
+		w.add(level, f.Code, f.Message)
 	}
 	for _, f := range e.Warnings {
 		w.add(warningLevel(f.Code), f.Code, f.Message)
@@ -310,19 +480,27 @@ func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admiss
 			Fits: b.Fits, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs, KVTokens: b.KVTokens, Concurrency: b.MaxConcurrency, Summary: admission.PlanSummary(*b),
 			PerGPU: b.PerGPU, UnusedBytes: b.Unused(), CUDAGraphInBudget: b.CUDAGraphInBudget})
 		if msg := seqsBeyondCache(*b); b.Fits && msg != "" {
-			w.add(LevelRisk, CodeSeqsBeyondCache, label(eng.Container)+msg)
+			w.add(LevelRisk, CodeSeqsBeyondCache, label(wl.Kind, eng.Container)+msg)
 		}
 	}
 	for _, p := range pods {
 		w.Pods = append(w.Pods, a.podState(ctx, &w, p, e.Engines))
 	}
 	w.finish()
+	a.mu.Lock()
 	a.report.Workloads = append(a.report.Workloads, w)
+	a.mu.Unlock()
 }
 
-func label(container string) string {
-	if container == "" {
+// label names an engine in a finding as the webhook's messages do.
+func label(kind, container string) string {
+	switch {
+	case kind == "InferenceService":
+		return "predictor: "
+	case container == "":
 		return "workspace: "
+	case kind == "LeaderWorkerSet":
+		return fmt.Sprintf("leader container %q: ", container)
 	}
 	return fmt.Sprintf("container %q: ", container)
 }
@@ -348,7 +526,7 @@ func warningLevel(code string) string {
 	switch code {
 	case admission.CodeNotChecked:
 		return LevelNotChecked
-	case admission.CodeSharedGPU, admission.CodeProbe, admission.CodeCPUOnlyHPA, memory.CodeThinMargin, memory.CodeLowConcurrency:
+	case admission.CodeSharedGPU, admission.CodeProbe, admission.CodeCPUOnlyHPA, admission.CodeSharedMemory, memory.CodeThinMargin, memory.CodeLowConcurrency:
 		return LevelRisk
 	}
 	return LevelInfo

@@ -14,15 +14,15 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// want is what the audit must say about one workload of
-// testdata/cluster.yaml.
+// want is what the audit must say about one workload of the test cluster
+// (readAll).
 type want struct {
 	status string
 	codes  []string // codes that must be among its findings
 	gpu    string   // the first engine's GPU, when planned
 }
 
-// wantCluster is the expected audit of testdata/cluster.yaml, by
+// wantCluster is the expected audit of the test cluster (readAll), by
 // kind/name, and why:
 var wantCluster = map[string]want{
 	// Llama-3.1-8B keeps 2 (K,V) × 8 KV heads × 128 × 32 layers × 2 bytes
@@ -51,6 +51,20 @@ var wantCluster = map[string]want{
 	// 131072 tokens fit, but ~50 GiB of KV at 128 KiB a token are ~400k
 	// tokens, 12 requests of 32768, and vLLM admits 256.
 	"Workspace/ws-a100": {LevelRisk, []string{"max_model_len_auto", CodeSeqsBeyondCache}, "A100-80GB"},
+	// vLLM's LeaderWorkerSet example: Llama-3.1-405B at tp 8 × pp 2 on 2
+	// pods × 8 H100 at 32768 tokens fits (admission's TestLeaderWorkerSet),
+	// but vLLM's default --max-num-seqs 1024 is far past what its KV cache
+	// (~650k tokens) holds of requests of a quarter of 32768: about 80. The
+	// StatefulSets LWS made of it and its pods are its own.
+	"LeaderWorkerSet/lws-405b": {LevelRisk, []string{CodeSeqsBeyondCache}, "H100-80GB"},
+	// The same at tp 8 in one pod: 94.53 GiB of weights a GPU (memory's
+	// TestAlternativesMultiNode works it out).
+	"LeaderWorkerSet/lws-one-pod": {LevelWillNotStart, []string{"weights_do_not_fit"}, "H100-80GB"},
+	// tp 8 × pp 2 in 3 pods of 8: it starts on 16 of its 24 GPUs.
+	"LeaderWorkerSet/lws-idle": {LevelRisk, []string{"idle_group_gpus"}, "H100-80GB"},
+	// Llama-3.1-70B on one A100-80GB through KServe's Hugging Face
+	// runtime: 131.45 GiB of weights (admission's TestInferenceService).
+	"InferenceService/llama-70b": {LevelWillNotStart, []string{"weights_do_not_fit"}, "A100-80GB"},
 }
 
 func byName(r Report) map[string]Workload {
@@ -69,7 +83,7 @@ func codes(w Workload) []string {
 	return out
 }
 
-// CheckCluster compares an audit of testdata/cluster.yaml with wantCluster;
+// CheckCluster compares an audit of the test cluster with wantCluster;
 // the end-to-end test calls it on the audit of a real API server.
 func checkCluster(t *testing.T, r Report) {
 	t.Helper()
@@ -103,7 +117,7 @@ func checkCluster(t *testing.T, r Report) {
 	if !r.AtRisk() {
 		t.Error("AtRisk is false")
 	}
-	if s := r.Summary; s.Workloads != len(wantCluster) || s.WillNotStart != 1 || s.NotChecked != 3 || s.OK != 1 || s.AtRisk != 6 {
+	if s := r.Summary; s.Workloads != len(wantCluster) || s.WillNotStart != 3 || s.NotChecked != 3 || s.OK != 1 || s.AtRisk != 8 {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -117,7 +131,7 @@ func findingsText(w Workload) string {
 }
 
 func TestAuditCluster(t *testing.T) {
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{Namespace: "llm"})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{Namespace: "llm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +139,16 @@ func TestAuditCluster(t *testing.T) {
 	if g := byName(r)["Deployment/seqs"]; len(g.Engines) == 0 || !strings.HasPrefix(g.Engines[0].GPUFrom, "its node's label") {
 		t.Errorf("seqs: GPU from %+v, want its pod's node", g.Engines)
 	}
+	// A group's pods are its leader's and its workers', by LWS's label; as
+	// vLLM's example, it selects no node: the GPU is its leader pod's node's.
+	if g := byName(r)["LeaderWorkerSet/lws-405b"]; len(g.Pods) != 2 || g.Pods[0].Name != "lws-405b-0" || g.Pods[1].Name != "lws-405b-0-1" ||
+		g.Engines[0].GPUCount != 16 || !strings.HasPrefix(g.Engines[0].GPUFrom, "its node's label") {
+		t.Errorf("lws-405b: pods %+v, engines %+v", g.Pods, g.Engines)
+	}
 }
 
 func TestAuditSelector(t *testing.T) {
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{AllNamespaces: true, Selector: "app in (fine,hot)"})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{AllNamespaces: true, Selector: "app in (fine,hot)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +167,7 @@ func TestAuditSelector(t *testing.T) {
 // A namespace the user may not list is a finding, not an error; the rest
 // is audited.
 func TestAuditForbidden(t *testing.T) {
-	c := fakeClient(readCluster(t))
+	c := fakeClient(readAll(t))
 	c.PrependReactor("list", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "", fmt.Errorf(`User "dev" cannot list resource "statefulsets" in API group "apps" in the namespace "llm"`))
 	})
@@ -195,7 +215,7 @@ func TestAuditLive(t *testing.T) {
 		"llm/hot":             "../telemetry/testdata/vllm/vllm-0.11.0-v1.txt",
 		"llm/seqs-7d9f-abcde": "../telemetry/testdata/vllm/vllm-0.10.2-both-names.txt",
 	}
-	r, err := Run(context.Background(), fakeClient(readCluster(t)), Options{Namespace: "llm", Live: true, Metrics: m})
+	r, err := Run(context.Background(), fakeClient(readAll(t)), Options{Namespace: "llm", Live: true, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

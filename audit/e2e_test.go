@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,25 +15,42 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/internal/kubetest"
 )
 
-// auditRules are the read-only permissions README.md (headroom audit)
-// lists for the audit; the test grants exactly these.
-var auditRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"kaito.sh"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list"}},
+// auditRules are the rules of the audit's ClusterRole as the chart renders
+// it (deploy/headroom.yaml, which charts/ checks against the chart), the
+// role README.md (headroom audit) lists; the test grants exactly these.
+func auditRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "headroom.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "ClusterRole" && role.Name == "headroom-audit" {
+			return role.Rules
+		}
+	}
+	t.Fatal("deploy/headroom.yaml has no ClusterRole headroom-audit")
+	return nil
 }
 
-// TestAuditE2E creates testdata/cluster.yaml in a real kube-apiserver and
-// etcd and audits it: as an administrator (the full expected audit), and
+// TestAuditE2E creates the test cluster (readAll) in a real kube-apiserver
+// and etcd, with LWS's and KServe's own CRDs, and audits it: as an administrator (the full expected audit), and
 // as a user holding only the README's role in namespace llm (nodes and
 // other namespaces are forbidden: findings, not errors).
 func TestAuditE2E(t *testing.T) {
-	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()}}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./audit/")
+	}
+	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD(), kubetest.LeaderWorkerSetCRD(t), kubetest.InferenceServiceCRD(t)}}
 	cfg := kubetest.Start(t, env, "./audit/")
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -44,8 +63,9 @@ func TestAuditE2E(t *testing.T) {
 	resources := map[string]schema.GroupVersionResource{
 		"Node": nodesResource, "Pod": podsResource, "Deployment": deploymentsResource, "StatefulSet": statefulSetsResource,
 		"Workspace": workspaceResources[0], "HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+		"LeaderWorkerSet": lwsResource, "InferenceService": isvcResource,
 	}
-	for _, o := range readCluster(t) {
+	for _, o := range readAll(t) {
 		r, ok := resources[o.GetKind()]
 		if !ok {
 			t.Fatalf("testdata kind %s has no resource here", o.GetKind())
@@ -79,7 +99,7 @@ func TestAuditE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.RbacV1().Roles("llm").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "headroom-audit"}, Rules: auditRules}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.RbacV1().Roles("llm").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "headroom-audit"}, Rules: auditRules(t)}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.RbacV1().RoleBindings("llm").Create(ctx, &rbacv1.RoleBinding{
@@ -110,8 +130,9 @@ func TestAuditE2E(t *testing.T) {
 			forbidden++
 		}
 	}
-	// pods, deployments, statefulsets, workspaces.
-	if forbidden != 4 || len(r.Workloads) != 0 || r.AtRisk() {
+	// pods, deployments, statefulsets, workspaces, leaderworkersets,
+	// inferenceservices.
+	if forbidden != 6 || len(r.Workloads) != 0 || r.AtRisk() {
 		t.Errorf("forbidden namespace: %d forbidden lists, %d workloads; %+v", forbidden, len(r.Workloads), r.Cluster)
 	}
 }

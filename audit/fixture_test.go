@@ -25,6 +25,8 @@ var listKinds = map[schema.GroupVersionResource]string{
 	nodesResource:         "NodeList",
 	workspaceResources[0]: "WorkspaceList",
 	workspaceResources[1]: "WorkspaceList",
+	lwsResource:           "LeaderWorkerSetList",
+	isvcResource:          "InferenceServiceList",
 	{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}: "HorizontalPodAutoscalerList",
 	{Version: "v1", Resource: "configmaps"}:                                     "ConfigMapList",
 }

@@ -9,11 +9,12 @@ import (
 )
 
 // FuzzAuditObject audits one object of any shape as a Deployment,
-// StatefulSet, Pod or Workspace, beside the nodes of testdata/cluster.yaml:
-// whatever the cluster returns, the audit reports and never panics. Seeds:
-// every object of testdata/cluster.yaml.
+// StatefulSet, Pod, Workspace, LeaderWorkerSet or InferenceService, beside
+// the nodes of the test cluster: whatever the cluster returns, the audit
+// reports and never panics. Seeds: every object of the test cluster
+// (readAll).
 func FuzzAuditObject(f *testing.F) {
-	base := readCluster(f)
+	base := readAll(f)
 	var nodes []*unstructured.Unstructured
 	for _, o := range base {
 		if o.GetKind() == "Node" {
@@ -26,7 +27,8 @@ func FuzzAuditObject(f *testing.F) {
 		}
 		f.Add(data, uint8(0))
 	}
-	kinds := []struct{ apiVersion, kind string }{{"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"v1", "Pod"}, {"kaito.sh/v1beta1", "Workspace"}}
+	kinds := []struct{ apiVersion, kind string }{{"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"v1", "Pod"}, {"kaito.sh/v1beta1", "Workspace"},
+		{"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"}, {"serving.kserve.io/v1beta1", "InferenceService"}}
 	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
 		var m map[string]any
 		if json.Unmarshal(data, &m) != nil {

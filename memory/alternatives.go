@@ -118,7 +118,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		c := in
 		c.Count = given
 		mod(&c)
-		if c.Device.Name != in.Device.Name || c.Settings.TensorParallelSize != tp || c.Settings.Quantization != set.Quantization {
+		if c.Device.Name != in.Device.Name || c.Settings.TensorParallelSize != tp || c.Settings.PipelineParallelSize != pp || c.Settings.Quantization != set.Quantization {
 			c.Measured = nil // measured on another card or layout
 		}
 		b, err := planWith(c, &layers)
@@ -148,26 +148,54 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		a.Input = c
 		out = append(out, a)
 	}
-	// shards plans a tensor-parallel size n: on the GPUs given where they
-	// are enough, else on n × pp × dp of them.
+	divides := func(n int) bool { return n > 0 && base.Model.Heads%n == 0 }
+	// shards plans n shards of the model per pipeline stage it has: a
+	// tensor-parallel size n within a node. Past a node (GPUsPerNode), by
+	// the multi-node rule (Layout), the tensor-parallel size is the node's
+	// GPUs and the pipeline grows by n / GPUsPerNode stages, one node each.
+	// On the GPUs given where they are enough, else on as many as it needs.
+	perNode := in.gpusPerNode()
 	shards := func(n int) {
-		need := n * pp * dp
-		a := Alternative{Code: AltTensorShards, Args: []string{"--tensor-parallel-size", fmt.Sprint(n)},
-			Changes: []string{fmt.Sprintf("--tensor-parallel-size %d -> %d", tp, n)}, Cost: flagCost("tensor-parallel-size")}
+		ntp, npp := n, pp
+		if n > perNode {
+			if n%perNode != 0 || !divides(perNode) {
+				return
+			}
+			ntp, npp = perNode, pp*n/perNode
+		}
+		need := ntp * npp * dp
+		a := Alternative{Code: AltTensorShards}
+		var flags []string
+		if ntp != tp {
+			a.Args = append(a.Args, "--tensor-parallel-size", fmt.Sprint(ntp))
+			a.Changes = append(a.Changes, fmt.Sprintf("--tensor-parallel-size %d -> %d", tp, ntp))
+			a.Cost += flagCost("tensor-parallel-size")
+			flags = append(flags, fmt.Sprintf("--tensor-parallel-size %d", ntp))
+		}
+		if npp != pp {
+			a.Args = append(a.Args, "--pipeline-parallel-size", fmt.Sprint(npp))
+			a.Changes = append(a.Changes, fmt.Sprintf("--pipeline-parallel-size %d -> %d", pp, npp))
+			a.Cost += flagCost("pipeline-parallel-size")
+			flags = append(flags, fmt.Sprintf("--pipeline-parallel-size %d", npp))
+		}
 		count := given
 		if need > given {
 			count = need
 			a.Code, a.GPU, a.Count = AltMoreGPUs, in.Device.Name, need
 			a.Changes = append(a.Changes, fmt.Sprintf("%d -> %d × %s", given, need, in.Device.Name))
 			a.Cost += costGPUCount
-			a.Message = fmt.Sprintf("use %d × %s with --tensor-parallel-size %d", need, in.Device.Name, n)
+			where := ""
+			if need > perNode {
+				where = fmt.Sprintf(" (%d nodes of %d: tensor parallel inside a node, pipeline parallel across nodes)", need/perNode, perNode)
+			}
+			a.Message = fmt.Sprintf("use %d × %s%s with %s", need, in.Device.Name, where, strings.Join(flags, " "))
 		} else {
-			a.Message = fmt.Sprintf("--tensor-parallel-size %d on the %d × %s given", n, given, in.Device.Name)
+			a.Message = fmt.Sprintf("%s on the %d × %s given", strings.Join(flags, " "), given, in.Device.Name)
 		}
-		try(a, func(c *Input) { c.Settings.TensorParallelSize, c.Count = n, count })
+		try(a, func(c *Input) {
+			c.Settings.TensorParallelSize, c.Settings.PipelineParallelSize, c.Count = ntp, npp, count
+		})
 	}
-	divides := func(n int) bool { return n > 0 && base.Model.Heads%n == 0 }
-
 	if countShort {
 		need := tp * pp * dp
 		try(Alternative{Code: AltGPUCount, GPU: in.Device.Name, Count: need, Cost: costGPUCount,

@@ -64,19 +64,99 @@ func TestAlternativesGPUCount(t *testing.T) {
 // GiB of bf16 weights on a 22 GiB card. fp8 weights (~66 GiB) do not fit
 // either, nor do 2, 4 or 8 A10Gs (16.4 GiB of weights each at tp 8, with
 // ~2 GiB of non-torch memory and the activation, over the 0.90 budget).
-// What fits, cheapest first:
+// Sixteen do, on two nodes of eight (the default node size): tensor
+// parallel 8 inside a node, pipeline parallel 2 across them (Layout), 8.2
+// GiB of weights a GPU. What fits, cheapest first:
 //
 //	B200 (178.40 GiB), the smallest card that holds it: another GPU = 3
-//	16 × A10G at tp 16: tp (default) 1 + more of the same GPU 2 +
-//	  --gpu-memory-utilization 0.84 (default) 1 = 4 (graphs stay outside
-//	  vLLM 0.19.0's budget, so the card needs room beside it)
+//	16 × A10G at tp 8 × pp 2: tp (default) 1 + pp (default) 1 + more of
+//	  the same GPU 2 + --gpu-memory-utilization 0.85 (default) 1 = 5
+//	  (graphs stay outside vLLM 0.19.0's budget, so the card needs room
+//	  beside it)
 func TestAlternativesMemoryBound(t *testing.T) {
 	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(t, "A10G"),
 		Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}}
 	checkAlternatives(t, in, []alt{
 		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
-		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 16 --gpu-memory-utilization 0.84", gpu: "A10G", count: 16, cost: 4},
+		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 8 --pipeline-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "A10G", count: 16, cost: 5},
 	})
+	// On nodes of four A10Gs (g5.12xlarge) the same sixteen are tp 4 × pp
+	// 4, and fit at the default utilization: cost 1 + 1 + 2 = 4.
+	in.GPUsPerNode = 4
+	checkAlternatives(t, in, []alt{
+		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
+		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 4 --pipeline-parallel-size 4", gpu: "A10G", count: 16, cost: 4},
+	})
+}
+
+// Llama-3.1-405B-Instruct at tp 8 on one node of eight H100-80GB (vLLM
+// 0.19.0). Its weights per GPU, from its config (hidden 16384, 126 layers,
+// 128 heads of 128 with 8 KV heads, intermediate 53248, vocabulary 128256
+// untied), in bf16, sharded 8 ways:
+//
+//	a layer: (q 16384² + k,v 2 × 16384 × 1024 + o 16384² + MLP 3 × 16384 ×
+//	  53248) / 8 + two norms of 16384 = 398,491,648 parameters; × 126
+//	embedding and head: 2 × 128256 × 16384 / 8 = 525,336,576; final norm 16384
+//	50,735,300,608 parameters × 2 bytes + the rotary table (131072 × 128 × 2)
+//	= 101,504,155,648 bytes = 94.53 GiB per GPU, on a 79.19 GiB card.
+//
+// The multi-node fix is the second node as a second pipeline stage: tp 8
+// stays inside each node and pp 2 spans them (pp, at its default, 1 + more
+// of the same GPU 2 = 3), not tp 16 across the nodes. fp8 weights on load
+// (cost 1) come first; the H200 (cost 3) ties with the second node and
+// ranks after it (more GPUs before another GPU).
+func TestAlternativesMultiNode(t *testing.T) {
+	set, err := vllm.ParseFlags([]string{"--tensor-parallel-size", "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = v019
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-405B-Instruct"), Device: device(t, "H100-80GB"), Count: 8, Settings: set}
+	b := plan(t, in)
+	layer := int64((16384*16384+2*16384*1024+16384*16384+3*16384*53248)/8 + 2*16384)
+	params := 126*layer + 2*128256*16384/8 + 16384
+	want := params*2 + 131072*128*2
+	if want != 101_504_155_648 || b.PerGPU.Weights != want {
+		t.Errorf("weights per GPU %d, worked %d (= 94.53 GiB)", b.PerGPU.Weights, want)
+	}
+	if b.Fits || b.Problems[0].Code != memory.CodeWeightsDontFit {
+		t.Fatalf("tp 8 on one node: %v", b.Problems)
+	}
+	checkAlternatives(t, in, []alt{
+		{code: memory.AltQuantizeFP8, args: "--quantization fp8", cost: 1},
+		{code: memory.AltMoreGPUs, args: "--pipeline-parallel-size 2", gpu: "H100-80GB", count: 16, cost: 3},
+		{code: memory.AltBiggerGPU, gpu: "H200", count: 8, cost: 3},
+	})
+	// Planned on its two nodes, each GPU holds half the layers: 63 × the
+	// layer above + the embedding (first stage) or the head and final norm
+	// (last stage), + the rotary table.
+	alts := memory.Alternatives(in, gpu.Devices())
+	two := plan(t, alts[1].Input)
+	first := (63*layer+128256*16384/8)*2 + 131072*128*2
+	if len(two.Stages) != 2 || two.Stages[0].Weights != first {
+		t.Errorf("tp 8 × pp 2: first stage weights %+v, worked %d", two.Stages, first)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	for _, c := range []struct {
+		gpus, perNode, heads int
+		tp, pp               int
+		ok                   bool
+	}{
+		{8, 8, 128, 8, 1, true},
+		{16, 8, 128, 8, 2, true},  // two nodes: pipeline across them
+		{16, 0, 128, 8, 2, true},  // the default node of eight
+		{32, 4, 64, 4, 8, true},   // g5.12xlarge-like nodes of four
+		{12, 8, 128, 0, 0, false}, // a node and a half
+		{6, 8, 32, 6, 1, false},   // 6 does not divide 32 heads
+		{0, 8, 32, 0, 0, false},
+	} {
+		tp, pp, ok := memory.Layout(c.gpus, c.perNode, c.heads)
+		if tp != c.tp || pp != c.pp || ok != c.ok {
+			t.Errorf("Layout(%d, %d, %d) = %d, %d, %v; want %d, %d, %v", c.gpus, c.perNode, c.heads, tp, pp, ok, c.tp, c.pp, c.ok)
+		}
+	}
 }
 
 // Llama-3.1-8B on an L4 with --max-model-len 65536 given (vLLM 0.19.0):

@@ -76,6 +76,11 @@ type Input struct {
 	Env map[string]string
 	// Measured, when set, replaces predicted parts.
 	Measured *Measured
+	// GPUsPerNode is how many GPUs one node (or one pod of a multi-node
+	// group) holds: alternatives that need more shard across nodes with
+	// pipeline parallelism (Layout). 0 means DefaultGPUsPerNode. The plan
+	// itself does not depend on it.
+	GPUsPerNode int
 }
 
 // Parts is the memory of one GPU worker, in bytes.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,6 +120,27 @@ func FuzzSplitCommandLine(f *testing.F) {
 		}
 		if !reflect.DeepEqual(words, again) {
 			t.Fatalf("split(quote(%q)) = %q", words, again)
+		}
+	})
+}
+
+// FuzzSplitScriptCommand: the first command of a script ends where it says:
+// a word written there (as autofix writes flags) is its last word.
+func FuzzSplitScriptCommand(f *testing.F) {
+	f.Add("ray start --head; vllm serve m --tp 8 2>&1 | tee log\necho done")
+	f.Add("vllm serve m \\\n  --pipeline_parallel_size 2 # nodes\nwait")
+	f.Add(`exec vllm serve "a b" 'c;d' > /tmp/log &`)
+	f.Fuzz(func(t *testing.T, script string) {
+		words, end, err := SplitScriptCommand(script)
+		if err != nil || len(words) == 0 {
+			return
+		}
+		if end < 0 || end > len(script) {
+			t.Fatalf("end %d outside %d bytes", end, len(script))
+		}
+		again, _, err := SplitScriptCommand(script[:end] + " --x=1" + script[end:])
+		if want := append(slices.Clone(words), "--x=1"); err != nil || !reflect.DeepEqual(again, want) {
+			t.Fatalf("%q with a word at %d: %q, want %q (%v)", script, end, again, want, err)
 		}
 	})
 }

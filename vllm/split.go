@@ -23,11 +23,29 @@ import (
 // A no-break space (U+00A0, common in text copied from web pages) counts as
 // whitespace. Unterminated quotes are an error.
 func SplitCommandLine(s string) ([]string, error) {
+	words, _, err := splitFirst(s, false)
+	return words, err
+}
+
+// SplitScriptCommand is SplitCommandLine for the first command of a script
+// a container runs (`sh -c SCRIPT`), where a newline without a backslash
+// ends the command as the shell ends it: scripts are not pasted text. end
+// is the byte offset in script just after the command's last word (its
+// redirections left out), where flags can be written into the script.
+func SplitScriptCommand(script string) (words []string, end int, err error) {
+	return splitFirst(script, true)
+}
+
+// splitFirst splits the first command of s; newlineEnds makes an unescaped
+// newline end it.
+func splitFirst(s string, newlineEnds bool) ([]string, int, error) {
 	var (
 		words   []string
 		cur     strings.Builder
 		inWord  bool
 		discard bool // the next word is a redirection target
+		i       int
+		lastEnd int // just after the last word kept
 	)
 	flush := func() {
 		if !inWord {
@@ -37,11 +55,11 @@ func SplitCommandLine(s string) ([]string, error) {
 			discard = false
 		} else {
 			words = append(words, cur.String())
+			lastEnd = i
 		}
 		cur.Reset()
 		inWord = false
 	}
-	i := 0
 	for i < len(s) {
 		c := s[i]
 		switch {
@@ -54,7 +72,10 @@ func SplitCommandLine(s string) ([]string, error) {
 			case j < len(s) && s[j] == '\n':
 				i = j + 1 // line continuation
 			case j == len(s):
-				i = j // a trailing backslash (last line copied with its "\")
+				// A trailing backslash (last line copied with its "\"):
+				// the word before it ends there.
+				flush()
+				i = j
 			default:
 				cur.WriteByte(s[i+1])
 				inWord = true
@@ -63,7 +84,7 @@ func SplitCommandLine(s string) ([]string, error) {
 		case c == '\'':
 			end := strings.IndexByte(s[i+1:], '\'')
 			if end < 0 {
-				return nil, fmt.Errorf("unterminated single quote in the command line: close the quote that starts at %q", clip(s[i:]))
+				return nil, 0, fmt.Errorf("unterminated single quote in the command line: close the quote that starts at %q", clip(s[i:]))
 			}
 			cur.WriteString(s[i+1 : i+1+end])
 			inWord = true
@@ -93,10 +114,13 @@ func SplitCommandLine(s string) ([]string, error) {
 				j++
 			}
 			if !closed {
-				return nil, fmt.Errorf("unterminated double quote in the command line: close the quote that starts at %q", clip(s[i:]))
+				return nil, 0, fmt.Errorf("unterminated double quote in the command line: close the quote that starts at %q", clip(s[i:]))
 			}
 			inWord = true
 			i = j
+		case c == '\n' && newlineEnds:
+			flush()
+			return words, lastEnd, nil
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			flush()
 			i++
@@ -104,6 +128,10 @@ func SplitCommandLine(s string) ([]string, error) {
 			flush()
 			i += 2
 		case c == '#' && !inWord:
+			if newlineEnds {
+				flush()
+				return words, lastEnd, nil
+			}
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
@@ -121,7 +149,7 @@ func SplitCommandLine(s string) ([]string, error) {
 			discard = true
 		case c == '|' || c == '&' || c == ';':
 			flush()
-			return words, nil
+			return words, lastEnd, nil
 		default:
 			cur.WriteByte(c)
 			inWord = true
@@ -129,7 +157,7 @@ func SplitCommandLine(s string) ([]string, error) {
 		}
 	}
 	flush()
-	return words, nil
+	return words, lastEnd, nil
 }
 
 // clip shortens text quoted in an error message to one short line.

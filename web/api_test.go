@@ -359,3 +359,23 @@ func TestServerTimeouts(t *testing.T) {
 		t.Errorf("a timeout is unset: %+v", s)
 	}
 }
+
+// gpus_per_node is --gpus-per-node: 70B on 4 A10Gs in nodes of 4 gets the
+// multi-node fix tp 4 × pp 4 (internal/cli TestPlanMultiNode), the same
+// bytes as the CLI's.
+func TestPlanGPUsPerNodeSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	_, want := runCLI(t, "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "A10G", "--gpu-count", "4", "--gpus-per-node", "4",
+		"--max-model-len", "8192", "--vllm-version", "0.19.0", "-o", "json")
+	code, got := post(t, srv.URL+"/api/plan", `{"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "A10G", "gpu_count": 4, "gpus_per_node": 4,
+		"vllm_version": "0.19.0", "flags": {"max-model-len": "8192"}}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
+	}
+	if !bytes.Contains(got, []byte(`"--pipeline-parallel-size",`)) {
+		t.Errorf("no pipeline-parallel fix: %s", got)
+	}
+	if code, _ := post(t, srv.URL+"/api/plan", `{"gpu": "L4", "model": "x", "gpus_per_node": -1}`); code != http.StatusBadRequest {
+		t.Errorf("gpus_per_node -1: status %d", code)
+	}
+}

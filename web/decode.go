@@ -23,6 +23,7 @@ type fields struct {
 	Model       string            `json:"model"`
 	GPU         string            `json:"gpu"`
 	GPUCount    int               `json:"gpu_count"`
+	GPUsPerNode int               `json:"gpus_per_node"`
 	GPUMemory   string            `json:"gpu_memory"`
 	VLLMVersion string            `json:"vllm_version"`
 	Command     string            `json:"command"`
@@ -193,9 +194,12 @@ func decodeFields(body []byte, v any, f *fields) (report.Request, string, error)
 func requestFrom(f fields) (report.Request, error) {
 	gpuCount, command, flags := f.GPUCount, f.Command, f.Flags
 	req := report.Request{Model: strings.TrimSpace(f.Model), GPU: strings.TrimSpace(f.GPU), GPUMemory: strings.TrimSpace(f.GPUMemory),
-		Version: strings.TrimSpace(f.VLLMVersion), GPUCount: gpuCount}
+		Version: strings.TrimSpace(f.VLLMVersion), GPUCount: gpuCount, GPUsPerNode: f.GPUsPerNode}
 	if gpuCount < 0 {
 		return req, errors.New("gpu_count must be positive")
+	}
+	if f.GPUsPerNode < 0 {
+		return req, errors.New("gpus_per_node must be positive")
 	}
 	if strings.TrimSpace(command) != "" {
 		words, err := vllm.SplitCommandLine(command)

@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -138,15 +137,8 @@ func vllmDeployment(name string, args []string, nodeSelector, annotations map[st
 }
 
 func TestWebhookE2E(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("needs a kube-apiserver and etcd: run KUBEBUILDER_ASSETS=$(bash hack/e2e-assets.sh) go test ./admission/e2e/")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, _, mut, val := localWebhook(t)
 	port := ln.Addr().(*net.TCPAddr).Port
-	mut, val := webhookConfigs(t, fmt.Sprintf("https://127.0.0.1:%d", port))
 	env := &envtest.Environment{
 		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{kubetest.WorkspaceCRD()},
 		ErrorIfCRDPathMissing: false,
@@ -176,24 +168,8 @@ func TestWebhookE2E(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(wcfg)
 	cluster := admission.Cluster{Client: dynamic.NewForConfigOrDie(cfg)}
 	metrics := admission.NewMetrics()
-	dir := env.WebhookInstallOptions.LocalServingCertDir
-	srv, err := admission.NewServer(admission.ServerConfig{
-		CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
-		Handler: admission.NewHandler(admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster, Metrics: metrics}),
-		Metrics: metrics,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
+	ctx := serveWebhook(t, ln, env.WebhookInstallOptions.LocalServingCertDir,
+		admission.Deps{ConfigMaps: cluster, HPAs: cluster, PodTemplates: cluster, Metrics: metrics})
 
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: optedIn, Labels: map[string]string{"headroom.dev/webhook": "enabled"}}},

@@ -33,7 +33,8 @@ func newAuditCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Plan every vLLM workload of a cluster and rank the ones at risk",
-		Long: `audit finds every Deployment, StatefulSet, Pod and KAITO Workspace that runs vLLM,
+		Long: `audit finds every Deployment, StatefulSet, Pod, KAITO Workspace, LeaderWorkerSet and
+KServe InferenceService that runs vLLM,
 resolves its GPUs (limits, node selectors and affinity, its nodes' GPU feature discovery
 labels, MIG resources), plans each with the admission webhook's checks, and ranks them:
 will not start, thin margin, more max-num-seqs than the KV cache holds, CPU-only HPAs,

@@ -38,7 +38,7 @@ var vllmStringFlags = []struct{ name, usage string }{
 
 type planFlags struct {
 	model, gpuName, gpuMemory, version, output, policy string
-	gpuCount, typicalContext                           int
+	gpuCount, gpusPerNode, typicalContext              int
 	enforceEager, allGPUs, offline                     bool
 	vllm                                               map[string]*string
 	// profile and rate are plan's traffic: --max-num-seqs chosen by
@@ -90,6 +90,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.StringVar(&f.model, "model", "", "model: a catalog id, a local directory or config.json, or a Hugging Face id")
 	fl.StringVar(&f.gpuName, "gpu", "", "GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs (default: the instance type's count, or what the parallelism needs)")
+	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs of one node: past it, what would fit shards with tensor parallel inside a node and pipeline parallel across nodes (default: the instance type's count, or 8)")
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
 	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known, "+vllm.Newest().String()+")")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom (computed from the sizes) or kaito (KAITO's 1.5 GiB curve)")
@@ -104,7 +105,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 // request: headroom's own vLLM flags, where given, follow the pasted ones
 // and so win over them.
 func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
-	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount,
+	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount, GPUsPerNode: f.gpusPerNode,
 		Version: f.version, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
 	for _, v := range append(vllmStringFlags, schedulerFlags...) {
 		if cmd.Flags().Changed(v.name) {

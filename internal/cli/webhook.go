@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,7 +28,8 @@ func newWebhookCmd(env Env) *cobra.Command {
 		Use:   "webhook --tls-cert-file FILE --tls-private-key-file FILE",
 		Short: "Serve the Kubernetes admission webhook that stops OOM-bound vLLM deployments",
 		Long: `Serves admission.k8s.io/v1 AdmissionReviews over HTTPS for Deployments,
-StatefulSets, Pods and KAITO Workspaces that run vLLM:
+StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets and KServe InferenceServices
+that run vLLM:
 
   POST /validate  denies a server that will not start (weights do not fit, the KV
                   cache cannot hold one --max-model-len request, TP does not divide
@@ -103,11 +103,10 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 		}
 	}
 	if cfg != nil {
-		client, err := dynamic.NewForConfig(cfg)
+		c, err := admission.NewCluster(cfg)
 		if err != nil {
 			return fmt.Errorf("API client: %v", err)
 		}
-		c := admission.Cluster{Client: client}
 		deps.ConfigMaps, deps.HPAs, deps.PodTemplates = c, c, c
 	}
 	srv, err := admission.NewServer(admission.ServerConfig{

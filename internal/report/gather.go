@@ -45,6 +45,10 @@ type Request struct {
 	GPU, GPUMemory string
 	// GPUCount overrides the count the GPU name implies; 0 keeps it.
 	GPUCount int
+	// GPUsPerNode is the GPUs of one node, for what would fit past it
+	// (memory.Layout); 0 takes the instance type's count, or
+	// memory.DefaultGPUsPerNode.
+	GPUsPerNode int
 	// Version is the vLLM version whose rules apply; "" is the newest.
 	Version string
 	// Command is the pasted `vllm serve ...`, split into words.
@@ -69,6 +73,8 @@ type Evidence struct {
 	AutoCount bool
 	// Measured holds a matching calibration record's numbers (calibration.go).
 	Measured *memory.Measured
+	// GPUsPerNode is the node size the alternatives shard past.
+	GPUsPerNode int
 }
 
 // Settings merges the pasted command and the overriding flags into vLLM
@@ -130,6 +136,17 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 			return e, err
 		}
 		e.AutoCount = req.GPUCount == 0 && e.Sel.SKU == "" && e.Sel.Count == 1
+	}
+	switch {
+	case req.GPUsPerNode < 0:
+		return e, fmt.Errorf("--gpus-per-node must be positive")
+	case req.GPUsPerNode > 0:
+		e.GPUsPerNode = req.GPUsPerNode
+	case e.Sel.SKU != "":
+		// An instance type is a node: its GPUs are the node's.
+		e.GPUsPerNode = e.Sel.Count
+	default:
+		e.GPUsPerNode = memory.DefaultGPUsPerNode
 	}
 	if e.Settings.Version.IsZero() {
 		e.Settings.Version = vllm.Newest()
@@ -201,7 +218,7 @@ func Build(e Evidence, opt memory.Options) (Report, error) {
 // settings the recommendation applies to.
 func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, rec memory.Recommendation,
 	alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, err error) {
-	in = memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured}
+	in = memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
 	if e.AutoCount {
 		in.Count = 0
 	}
@@ -239,7 +256,11 @@ func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, re
 func buildNotes(e Evidence, b memory.Budget) []string {
 	notes := e.Notes
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
-		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d; set --tensor-parallel-size %d to shard the model over all of them", b.Count, used, b.Count))
+		hint := ""
+		if tp, pp, ok := memory.Layout(b.Count, e.GPUsPerNode, b.Model.Heads); ok {
+			hint = "; " + memory.LayoutFlags(tp, pp) + " to shard the model over all of them"
+		}
+		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d%s", b.Count, used, hint))
 	}
 	if e.Sel.Note != "" {
 		notes = append(notes, e.Sel.Note)

@@ -55,4 +55,12 @@ objectSelector:
   apiVersions: ["v1beta1", "v1alpha1"]
   resources: ["workspaces"]
   operations: ["CREATE", "UPDATE"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  apiVersions: ["v1"]
+  resources: ["leaderworkersets"]
+  operations: ["CREATE", "UPDATE"]
+- apiGroups: ["serving.kserve.io"]
+  apiVersions: ["v1beta1"]
+  resources: ["inferenceservices"]
+  operations: ["CREATE", "UPDATE"]
 {{- end -}}

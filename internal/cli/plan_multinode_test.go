@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Past one node, what would fit shards by the multi-node rule: tensor
+// parallel inside a node, pipeline parallel across nodes. The node is the
+// instance type's (g5.12xlarge: 4 × A10G), --gpus-per-node, or 8.
+//
+// Llama-3.1-70B-Instruct at 8192 tokens needs 131 GiB of bf16 weights: the
+// 4 × 22.19 GiB of one g5.12xlarge hold them at tp 4 only with 32.8 GiB a
+// GPU; two nodes at tp 4 × pp 2 leave 16.4 GiB a GPU, over its 0.90 budget
+// (~20 GiB) once non-torch memory (~2 GiB at tp > 1) and the activation are
+// added; four nodes at tp 4 × pp 4, 8.2 GiB a GPU, fit.
+func TestPlanMultiNode(t *testing.T) {
+	type alt struct {
+		Code  string   `json:"code"`
+		Args  []string `json:"args"`
+		Count int      `json:"count"`
+	}
+	for _, gpuArgs := range [][]string{{"--gpu", "g5.12xlarge"}, {"--gpu", "A10G", "--gpu-count", "4", "--gpus-per-node", "4"}} {
+		args := append([]string{"plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "8192", "--vllm-version", "0.19.0", "-o", "json"}, gpuArgs...)
+		code, out, errs := run(t, offline, args...)
+		if code != ExitNoFit {
+			t.Fatalf("%v: exit %d: %s", gpuArgs, code, errs)
+		}
+		var r struct {
+			Alternatives []alt `json:"alternatives"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		var more []alt
+		for _, a := range r.Alternatives {
+			if a.Code == "more_gpus" {
+				more = append(more, a)
+			}
+		}
+		if len(more) != 1 || more[0].Count != 16 || strings.Join(more[0].Args, " ") != "--tensor-parallel-size 4 --pipeline-parallel-size 4" {
+			t.Errorf("%v: more GPUs %+v, want 16 at tp 4 × pp 4", gpuArgs, more)
+		}
+	}
+
+	// The note on GPUs left idle follows the same rule: 16 × H100 on nodes
+	// of 8 are tp 8 × pp 2, not tp 16.
+	_, out, _ := run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100-80GB", "--gpu-count", "16")
+	if !strings.Contains(out, "16 GPUs given but the settings use 1; set --tensor-parallel-size 8 --pipeline-parallel-size 2 to shard the model over all of them") {
+		t.Errorf("no multi-node note:\n%s", out)
+	}
+
+	code, out, errs := run(t, offline, "plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--gpus-per-node", "-2")
+	if code != ExitBadInput || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--gpus-per-node must be positive") {
+		t.Errorf("--gpus-per-node -2: exit %d, %q", code, errs)
+	}
+}

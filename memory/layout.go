@@ -1,0 +1,52 @@
+package memory
+
+import "fmt"
+
+// DefaultGPUsPerNode is the node size assumed when nothing names one: the
+// eight-GPU servers multi-node serving runs on (HGX/DGX H100 and A100,
+// p4d/p5.48xlarge, Standard_ND96*, a3-highgpu-8g all hold eight).
+const DefaultGPUsPerNode = 8
+
+// Layout is how vLLM's multi-node guide (docs "Distributed inference and
+// serving": "the tensor parallel size is the number of GPUs in each node,
+// and the pipeline parallel size is the number of nodes") shards a model
+// over gpus GPUs on nodes of perNode: tensor parallelism inside a node,
+// where its all-reduce of every layer runs over NVLink, and pipeline
+// parallelism across nodes, which sends one activation per stage over the
+// slower network. Within one node it is tensor parallelism alone. ok is
+// false when the GPUs do not fill whole nodes or the tensor-parallel size
+// does not divide the attention heads (vLLM requires it). perNode <= 0
+// means DefaultGPUsPerNode.
+func Layout(gpus, perNode, heads int) (tp, pp int, ok bool) {
+	if perNode <= 0 {
+		perNode = DefaultGPUsPerNode
+	}
+	if gpus <= 0 || heads <= 0 {
+		return 0, 0, false
+	}
+	tp, pp = gpus, 1
+	if gpus > perNode {
+		if gpus%perNode != 0 {
+			return 0, 0, false
+		}
+		tp, pp = perNode, gpus/perNode
+	}
+	return tp, pp, heads%tp == 0
+}
+
+// gpusPerNode is in's node size, DefaultGPUsPerNode when it names none.
+func (in Input) gpusPerNode() int {
+	if in.GPUsPerNode > 0 {
+		return in.GPUsPerNode
+	}
+	return DefaultGPUsPerNode
+}
+
+// LayoutFlags is the advice to shard with tp × pp: "set
+// --tensor-parallel-size 8 --pipeline-parallel-size 2" (pp left out when 1).
+func LayoutFlags(tp, pp int) string {
+	if pp > 1 {
+		return fmt.Sprintf("set --tensor-parallel-size %d --pipeline-parallel-size %d", tp, pp)
+	}
+	return fmt.Sprintf("set --tensor-parallel-size %d", tp)
+}
