@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -447,21 +446,3 @@ func withVersion(set vllm.Settings, cur *vllm.Settings) vllm.Settings {
 
 // gib renders bytes as vLLM logs them.
 func gib(b int64) string { return memory.GiB(b) }
-
-// thousands renders 7420 as "7,420".
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}

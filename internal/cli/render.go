@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/vllm"
 )
 
 func render(w io.Writer, format string, r report.Report) error {
@@ -157,17 +158,8 @@ func writeTable(w io.Writer, r report.Report) error {
 	return nil
 }
 
-func humanInt(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+// humanInt prints a count as vLLM's logs do.
+var humanInt = vllm.Thousands
 
 func humanCount(n int64) string {
 	switch {
