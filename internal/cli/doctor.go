@@ -16,6 +16,7 @@ import (
 	"headroom.dev/headroom/doctor"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
 )
 
 // maxDoctorFiles bounds the files read from directories.
@@ -187,7 +188,7 @@ func evidenceInput(cmd *cobra.Command, p string) report.Input {
 func remedyText(r doctor.Remedy) string {
 	switch r.Action {
 	case doctor.ActionSetFlag:
-		return shellJoin(r.Args)
+		return vllm.ShellJoin(r.Args)
 	case doctor.ActionSetEnv:
 		return "export " + strings.Join(r.Args, " ")
 	case doctor.ActionEditManifest:

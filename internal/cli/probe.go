@@ -368,7 +368,7 @@ func writeProbeTable(w io.Writer, r ProbeReport) error {
 		}
 	}
 	if len(r.History) > 0 {
-		fmt.Fprintf(w, "\nlast command: %s\n", shellJoin(r.History[len(r.History)-1].Args))
+		fmt.Fprintf(w, "\nlast command: %s\n", vllm.ShellJoin(r.History[len(r.History)-1].Args))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -20,7 +20,7 @@ func render(w io.Writer, format string, r report.Report) error {
 	case "yaml":
 		return writeYAML(w, r)
 	case "args":
-		_, err := fmt.Fprintln(w, shellJoin(r.VLLMArgs))
+		_, err := fmt.Fprintln(w, vllm.ShellJoin(r.VLLMArgs))
 		return err
 	case "kaito":
 		return writeKAITO(w, r)
@@ -40,17 +40,6 @@ func writeYAML(w io.Writer, v any) error {
 	return err
 }
 
-// shellJoin quotes arguments that a POSIX shell would split or expand.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
 
 // barWidth is the width of the memory picture in characters.
 const barWidth = 64
