@@ -40,7 +40,6 @@ func writeYAML(w io.Writer, v any) error {
 	return err
 }
 
-
 // barWidth is the width of the memory picture in characters.
 const barWidth = 64
 
