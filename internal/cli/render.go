@@ -3,12 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
+	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/vllm"
 )
@@ -160,50 +160,11 @@ func humanCount(n int64) string {
 	}
 }
 
-// writeKAITO prints a KAITO inference ConfigMap whose vllm: section holds
-// the recommended flags (kaito.md §6: keys are flag names without dashes,
-// and the ConfigMap's values win over the operator's).
+// writeKAITO prints the KAITO inference ConfigMap of the recommended flags.
 func writeKAITO(w io.Writer, r report.Report) error {
-	name := strings.ToLower(r.Model.Name)
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(c rune) rune {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
-			return c
-		}
-		return '-'
-	}, name)
-	vllmSection := map[string]any{}
-	args := r.VLLMArgs
-	for i := 0; i < len(args); i++ {
-		k := strings.TrimPrefix(args[i], "--")
-		if i+1 == len(args) || strings.HasPrefix(args[i+1], "--") {
-			vllmSection[k] = true // a switch such as --enforce-eager
-			continue
-		}
-		i++
-		v := args[i]
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			vllmSection[k] = n
-		} else if x, err := strconv.ParseFloat(v, 64); err == nil {
-			vllmSection[k] = x
-		} else {
-			vllmSection[k] = v
-		}
-	}
-	inner, err := yaml.Marshal(map[string]any{"vllm": vllmSection})
+	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits), r.VLLMArgs)
 	if err != nil {
 		return err
-	}
-	cm := map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata": map[string]any{
-			"name":        name + "-inference-params",
-			"annotations": map[string]string{"headroom.dev/plan": fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits)},
-		},
-		"data": map[string]string{"inference_config.yaml": string(inner)},
 	}
 	return writeYAML(w, cm)
 }
