@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"headroom.dev/headroom/audit"
+	"headroom.dev/headroom/progress"
 )
 
 type auditFlags struct {
@@ -152,20 +152,15 @@ func oneLineErr(err error) string {
 // auditProgress shows the count of workloads evaluated: a live line on a
 // terminal, a plain line every 100 otherwise.
 func auditProgress(w io.Writer) func(done, total int) {
-	live := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			live = true
-		}
-	}
+	line := progress.New(w)
 	return func(done, total int) {
 		switch {
-		case live && done == total:
-			fmt.Fprintf(w, "\r\033[Kaudited %d workloads\n", total)
-		case live:
-			fmt.Fprintf(w, "\r\033[Kauditing %d/%d", done, total)
+		case line.Live() && done == total:
+			line.Print(fmt.Sprintf("audited %d workloads", total))
+		case line.Live():
+			line.Set(fmt.Sprintf("auditing %d/%d", done, total))
 		case done%100 == 0 || done == total:
-			fmt.Fprintf(w, "audited %d/%d\n", done, total)
+			line.Print(fmt.Sprintf("audited %d/%d", done, total))
 		}
 	}
 }

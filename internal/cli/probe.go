@@ -22,6 +22,7 @@ import (
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -164,10 +165,10 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 			cfg.Calibration = func(r probe.Record) error { return probe.AppendRecord(calPath, r) }
 		}
 	}
-	prog := newProgress(env.Stderr)
+	prog := newLaunchProgress(env.Stderr)
 	cfg.Progress = prog.update
 	res, runErr := probe.Run(ctx, cfg)
-	prog.finish()
+	prog.stop()
 	if runErr != nil && !errors.Is(runErr, probe.ErrNothingStarts) {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted during launch %d; every engine process it started was stopped", len(res.History))
@@ -352,7 +353,7 @@ func writeProbeTable(w io.Writer, r ProbeReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "launch\tmax-model-len\toutcome\tseconds\tread from the log")
 	for i, a := range r.History {
-		said := summarize(a)
+		said := summarize(a.Numbers)
 		if a.Reason != "" {
 			said = a.Reason
 			if len(said) > 160 {
@@ -387,8 +388,7 @@ func plural(n int, one, many string) string {
 }
 
 // summarize lists the numbers a launch's log gave.
-func summarize(a LaunchReport) string {
-	n := a.Numbers
+func summarize(n vllm.StartupReport) string {
 	var parts []string
 	if af := n.AutoFit; af != nil {
 		if af.To > 0 && af.To < af.From {
@@ -420,31 +420,21 @@ func summarize(a LaunchReport) string {
 	return strings.Join(parts, ", ")
 }
 
-// progress shows each launch: a live line on a terminal, plain lines
-// otherwise.
-type progress struct {
-	w    io.Writer
-	live bool
+// launchProgress shows each launch: a live line on a terminal, redrawn
+// every second, and a line per phase otherwise.
+type launchProgress struct {
+	line *progress.Line
+	stop func()
 
 	mu      sync.Mutex
 	cur     probe.Progress
 	started time.Time
 	phase   probe.Phase
-	stop    chan struct{}
-	done    chan struct{}
 }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.live = true
-		}
-	}
-	if p.live {
-		p.stop, p.done = make(chan struct{}), make(chan struct{})
-		go p.tick()
-	}
+func newLaunchProgress(w io.Writer) *launchProgress {
+	p := &launchProgress{line: progress.New(w)}
+	p.stop = p.line.Every(time.Second, 0, p.live)
 	return p
 }
 
@@ -455,79 +445,44 @@ func lengthText(n int) string {
 	return fmt.Sprint(n)
 }
 
-func (p *progress) update(u probe.Progress) {
+func (p *launchProgress) update(u probe.Progress) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if u.Launch != p.cur.Launch {
-		p.started = time.Now()
-		p.phase = ""
+		p.started, p.phase = time.Now(), ""
 	}
 	p.cur = u
+	newPhase := u.Phase != p.phase
+	p.phase = u.Phase
 	if u.Done != nil {
+		p.phase = probe.PhaseReleasing
+	}
+	p.mu.Unlock()
+	switch {
+	case u.Done != nil:
 		line := fmt.Sprintf("launch %d: --max-model-len %s: %s in %.0f s", u.Launch, lengthText(u.MaxModelLen), u.Done.Outcome, u.Done.Seconds)
 		if u.Done.Reason != "" {
 			line += ": " + u.Done.Reason
-		} else if s := summarize(LaunchReport{Numbers: u.Done.Report}); s != "-" {
+		} else if s := summarize(u.Done.Report); s != "-" {
 			line += " (" + s + ")"
 		}
-		if p.live {
-			fmt.Fprintf(p.w, "\r\x1b[K%s\n", line)
-		} else {
-			fmt.Fprintln(p.w, line)
-		}
-		p.phase = probe.PhaseReleasing
-		return
-	}
-	if p.live {
-		p.draw()
-		return
-	}
-	if u.Phase != p.phase {
-		p.phase = u.Phase
-		fmt.Fprintf(p.w, "launch %d: --max-model-len %s: %s\n", u.Launch, lengthText(u.MaxModelLen), u.Phase)
+		p.line.Print(line)
+	case p.line.Live():
+		p.line.Set(p.live())
+	case newPhase:
+		p.line.Print(fmt.Sprintf("launch %d: --max-model-len %s: %s", u.Launch, lengthText(u.MaxModelLen), u.Phase))
 	}
 }
 
-// draw rewrites the live line; the lock is held.
-func (p *progress) draw() {
-	if p.cur.Launch == 0 || p.phase == probe.PhaseReleasing && p.cur.Done != nil {
-		return
-	}
-	el := time.Since(p.started).Round(time.Second)
-	line := fmt.Sprintf("launch %d  --max-model-len %s  %s  %s", p.cur.Launch, lengthText(p.cur.MaxModelLen), p.cur.Phase, el)
-	if s := summarize(LaunchReport{Numbers: p.cur.Report}); s != "-" {
-		line += "  " + s
-	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
-}
-
-func (p *progress) tick() {
-	defer close(p.done)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-			p.mu.Lock()
-			if p.cur.Done == nil {
-				p.draw()
-			}
-			p.mu.Unlock()
-		}
-	}
-}
-
-func (p *progress) finish() {
-	if !p.live {
-		return
-	}
-	close(p.stop)
-	<-p.done
+// live is the live line of the launch running, "" between launches.
+func (p *launchProgress) live() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cur.Launch > 0 && p.cur.Done == nil {
-		fmt.Fprint(p.w, "\r\x1b[K")
+	if p.cur.Launch == 0 || p.cur.Done != nil {
+		return ""
 	}
+	line := fmt.Sprintf("launch %d  --max-model-len %s  %s  %s", p.cur.Launch, lengthText(p.cur.MaxModelLen), p.cur.Phase, time.Since(p.started).Round(time.Second))
+	if s := summarize(p.cur.Report); s != "-" {
+		line += "  " + s
+	}
+	return line
 }

@@ -16,6 +16,7 @@ import (
 
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/workload"
 )
@@ -176,7 +177,13 @@ func readProfile(ctx context.Context, cmd *cobra.Command, env Env, p *traffic.Pr
 		}
 		size = st.Size()
 	}
-	stop := startProgress(env.Stderr, name, size, &done)
+	stop := progress.Show(env.Stderr, func() string {
+		msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
+		if size > 0 {
+			msg += fmt.Sprintf(" of %d MiB", size>>20)
+		}
+		return msg
+	})
 	var err error
 	if name == "-" {
 		err = traffic.Read(ctx, cmd.InOrStdin(), p, traffic.ReadOptions{Workers: workers, Progress: &done})
@@ -188,71 +195,6 @@ func readProfile(ctx context.Context, cmd *cobra.Command, env Env, p *traffic.Pr
 		return fmt.Errorf("%s: %v", name, unwrapPathError(err))
 	}
 	return nil
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// startProgress shows how far a long read is: a live line on a terminal,
-// a plain line every 10 seconds otherwise. It returns the function that
-// stops it.
-func startProgress(w io.Writer, name string, size int64, done *atomic.Int64) func() {
-	return showProgress(w, func() string {
-		msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
-		if size > 0 {
-			msg += fmt.Sprintf(" of %d MiB", size>>20)
-		}
-		return msg
-	})
-}
-
-// showProgress prints msg() as a live line on a terminal (every 0.5 s), a
-// plain line every 10 seconds otherwise, until the returned function is
-// called.
-func showProgress(w io.Writer, msg func() string) func() {
-	if w == nil {
-		return func() {}
-	}
-	tty := isTerminal(w)
-	every := 10 * time.Second
-	if tty {
-		every = 500 * time.Millisecond
-	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		shown := false
-		for {
-			select {
-			case <-quit:
-				if shown && tty {
-					fmt.Fprint(w, "\r\033[K")
-				}
-				return
-			case <-t.C:
-				if tty {
-					fmt.Fprintf(w, "\r\033[K%s", msg())
-				} else {
-					fmt.Fprintln(w, msg())
-				}
-				shown = true
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-finished
-	}
 }
 
 func newProfileReport(p *traffic.Profile, files []string) ProfileReport {

@@ -10,6 +10,7 @@ import (
 
 	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -146,8 +147,13 @@ func writeTable(w io.Writer, r report.Report) error {
 	return nil
 }
 
-// humanInt prints a count as vLLM's logs do.
-var humanInt = vllm.Thousands
+// Helpers of the commands, from the packages that own them.
+var (
+	// humanInt prints a count as vLLM's logs do.
+	humanInt       = vllm.Thousands
+	showProgress   = progress.Show
+	telemetryIsTTY = progress.IsTerminal
+)
 
 func humanCount(n int64) string {
 	switch {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -121,9 +121,10 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		}
 		sink = writerSink{env.Stdout}
 	}
-	progress := newSnapshotProgress(env.Stderr)
+	var line *progress.Line // only while recording to a file
 	if f.file != "" {
-		progress.start(fmt.Sprintf("recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
+		line = progress.New(env.Stderr)
+		line.Print(fmt.Sprintf("headroom: recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
 	}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
@@ -145,16 +146,12 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 				return err
 			}
 		}
-		if f.file != "" {
-			progress.update(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
-		}
+		line.Set(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
 		if !nextReading(ctx, tick, n, f.count) {
 			break
 		}
 	}
-	if f.file != "" {
-		progress.done(fmt.Sprintf("wrote to %s", f.file))
-	}
+	line.Print(fmt.Sprintf("headroom: wrote to %s", f.file))
 	return nil
 }
 
@@ -260,39 +257,4 @@ func snapshotSummary(gpus []telemetry.GPU) string {
 		parts = append(parts, fmt.Sprintf("GPU %d %.1f/%.1f GiB", g.Index, gibs(g.UsedBytes), gibs(g.TotalBytes)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// snapshotProgress shows a live line on a terminal and plain lines elsewhere.
-type snapshotProgress struct {
-	w   io.Writer
-	tty bool
-}
-
-func newSnapshotProgress(w io.Writer) *snapshotProgress {
-	return &snapshotProgress{w: w, tty: telemetryIsTTY(w)}
-}
-
-func (p *snapshotProgress) start(msg string) { fmt.Fprintf(p.w, "headroom: %s\n", msg) }
-
-func (p *snapshotProgress) update(msg string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", msg)
-	}
-}
-
-func (p *snapshotProgress) done(msg string) {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	fmt.Fprintf(p.w, "headroom: %s\n", msg)
-}
-
-// telemetryIsTTY reports whether w is a terminal.
-func telemetryIsTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
