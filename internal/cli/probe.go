@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,9 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
-	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/vllm"
@@ -112,73 +106,14 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	s, err := settingsFrom(cmd, f.planFlags, args)
-	if err != nil {
-		return err
-	}
-	if s.Model == "" {
-		return badInput("no model: give --model or paste `-- vllm serve MODEL ...`")
-	}
-	bin, err := vllmBinary(f.bin, args)
-	if err != nil {
-		return usageError{err}
-	}
-	spec, err := resolveModel(ctx, env, s.Model, f.offline)
-	if err != nil {
-		return usageError{err}
-	}
-	var notes []string
-	gauge, gaugeNote := probe.FindGauge(ctx)
-	if gaugeNote != "" {
-		notes = append(notes, gaugeNote)
-	}
-	if c, ok := gauge.(interface{ Close() }); ok {
-		defer c.Close()
-	}
-	sel, gpuNote, err := probeGPU(ctx, f.planFlags, gauge)
-	if err != nil {
-		return usageError{err}
-	}
-	if gpuNote != "" {
-		notes = append(notes, gpuNote)
-	}
-
-	cfg := probe.Config{
-		Engine:        &probe.Process{Bin: bin, Env: envAssignments(s.Env), Gauge: gauge, Grace: f.grace, LogDir: f.logDir},
-		Settings:      s,
-		Model:         spec,
-		Device:        sel.Device,
-		Count:         sel.Count,
-		Version:       s.Version,
-		Strategy:      strategy,
-		Steps:         f.steps,
-		MaxLaunches:   f.maxLaunches,
-		LaunchTimeout: f.launchTimeout,
-	}
-	calPath := ""
-	if !f.noCalibration {
-		if calPath, err = probe.CalibrationPath(env.Getenv); err != nil {
-			notes = append(notes, err.Error())
-			calPath = ""
-		} else {
-			cfg.Calibration = func(r probe.Record) error { return probe.AppendRecord(calPath, r) }
-		}
-	}
 	prog := newLaunchProgress(env.Stderr)
-	cfg.Progress = prog.update
-	res, runErr := probe.Run(ctx, cfg)
+	out, runErr := report.Probe(ctx, reportEnv(env), request(cmd, f.planFlags, args), report.ProbeOptions{
+		Bin: f.bin, Strategy: strategy, Steps: f.steps, MaxLaunches: f.maxLaunches, LaunchTimeout: f.launchTimeout,
+		Grace: f.grace, LogDir: f.logDir, NoCalibration: f.noCalibration, Progress: prog.update})
 	prog.stop()
 	if runErr != nil && !errors.Is(runErr, probe.ErrNothingStarts) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted during launch %d; every engine process it started was stopped", len(res.History))
-		}
 		return usageError{runErr}
 	}
-	if res.Launches == 0 || res.MaxModelLen == 0 {
-		calPath = ""
-	}
-	out := newProbeReport(spec.ID, sel, res, append(notes, res.Notes...), calPath)
 	var werr error
 	switch f.output {
 	case "json":
@@ -198,136 +133,7 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	return nil
 }
 
-// envAssignments renders the command's VAR=value prefix for the engine,
-// `vllm --version` included (VLLM_USE_V1 and the like change what runs).
-func envAssignments(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// vllmBinary picks the engine executable: --vllm-bin, else the pasted
-// command's program when it is a path to vllm, else vllm on PATH.
-func vllmBinary(flag string, pasted []string) (string, error) {
-	if flag != "" {
-		p, err := exec.LookPath(flag)
-		if err != nil {
-			return "", fmt.Errorf("--vllm-bin %s: %v", flag, errors.Unwrap(err))
-		}
-		return p, nil
-	}
-	for _, a := range pasted {
-		if strings.Contains(a, "=") && !strings.Contains(a, "/") {
-			continue // VAR=value before the command
-		}
-		if strings.Contains(a, "/") && filepath.Base(a) == "vllm" {
-			if _, err := exec.LookPath(a); err != nil {
-				return "", fmt.Errorf("%s: %v; give --vllm-bin", a, errors.Unwrap(err))
-			}
-			return a, nil
-		}
-		break
-	}
-	p, err := exec.LookPath("vllm")
-	if err != nil {
-		return "", fmt.Errorf("vllm is not on PATH: give --vllm-bin /path/to/vllm")
-	}
-	return p, nil
-}
-
-// probeGPU resolves --gpu or --gpu-memory, else the GPU the gauge sees.
-func probeGPU(ctx context.Context, f planFlags, gauge probe.MemoryGauge) (gpu.Selection, string, error) {
-	if f.gpuName != "" || f.gpuMemory != "" {
-		sel, err := resolveGPU(f)
-		return sel, "", err
-	}
-	if gauge == nil {
-		return gpu.Selection{}, "", errors.New("no GPU: give --gpu (e.g. H100-80GB, L4); neither NVML nor nvidia-smi answers here to tell")
-	}
-	gpus, err := gauge.Read(ctx)
-	if err != nil || len(gpus) == 0 {
-		return gpu.Selection{}, "", fmt.Errorf("no GPU: give --gpu (%s: %v)", gauge.Source(), err)
-	}
-	g := gpus[0]
-	sel, err := gpu.Resolve(g.Name)
-	note := fmt.Sprintf("GPU %q read from %s", g.Name, gauge.Source())
-	if err != nil {
-		sel = gpu.Selection{Device: gpu.Custom(g.TotalBytes)}
-		note = fmt.Sprintf("GPU %q read from %s is not in the catalog; planning with its %s", g.Name, gauge.Source(), memory.GiB(g.TotalBytes))
-	}
-	sel.Count = max(f.gpuCount, 1)
-	return sel, note, nil
-}
-
-// ProbeReport is `headroom probe -o json`. Fields may be added, never renamed.
-type ProbeReport struct {
-	Model               string           `json:"model"`
-	GPU                 report.GPUReport `json:"gpu"`
-	MaxModelLen         int              `json:"max_model_len"`
-	Launches            int              `json:"launches"`
-	KVCacheTokens       int64            `json:"kv_cache_tokens"`
-	AvailableKVCacheGiB float64          `json:"available_kv_cache_gib"`
-	VLLMVersion         string           `json:"vllm_version"`
-	Seconds             float64          `json:"seconds"`
-	Strategy            string           `json:"strategy"`
-	Predicted           int              `json:"predicted_max_model_len"`
-	ModelMaxLen         int              `json:"model_max_len"`
-	History             []LaunchReport   `json:"history"`
-	Notes               []string         `json:"notes,omitempty"`
-	CalibrationFile     string           `json:"calibration_file,omitempty"`
-}
-
-// LaunchReport is one launch of the history.
-type LaunchReport struct {
-	// MaxModelLen is the length launched with; "auto" for --max-model-len auto.
-	MaxModelLen any      `json:"max_model_len"`
-	Args        []string `json:"args"`
-	Outcome     string   `json:"outcome"`
-	Reason      string   `json:"reason,omitempty"`
-	// Numbers are the figures read from the engine's log.
-	Numbers  vllm.StartupReport `json:"numbers"`
-	ExitCode int                `json:"exit_code"`
-	Seconds  float64            `json:"seconds"`
-	Notes    []string           `json:"notes,omitempty"`
-}
-
-func newProbeReport(modelID string, sel gpu.Selection, r probe.Result, notes []string, calPath string) ProbeReport {
-	out := ProbeReport{
-		Model:               modelID,
-		GPU:                 report.GPUReport{Name: sel.Device.Name, Count: max(sel.Count, 1), TotalBytes: sel.Device.TotalBytes, SKU: sel.SKU},
-		MaxModelLen:         r.MaxModelLen,
-		Launches:            r.Launches,
-		KVCacheTokens:       r.KVCacheTokens,
-		AvailableKVCacheGiB: gibs(r.AvailableKVBytes),
-		Seconds:             r.Seconds,
-		Strategy:            string(r.Strategy),
-		Predicted:           r.Predicted,
-		ModelMaxLen:         r.ModelMaxLen,
-		History:             []LaunchReport{},
-		Notes:               notes,
-		CalibrationFile:     calPath,
-	}
-	if !r.Version.IsZero() {
-		out.VLLMVersion = r.Version.String()
-	}
-	for _, a := range r.History {
-		l := LaunchReport{MaxModelLen: a.MaxModelLen, Args: a.Args, Outcome: string(a.Outcome), Reason: a.Reason,
-			Numbers: a.Report, ExitCode: a.ExitCode, Seconds: a.Seconds, Notes: a.Notes}
-		if a.MaxModelLen == vllm.AutoMaxModelLen {
-			l.MaxModelLen = "auto"
-		}
-		if l.Numbers.Errors == nil {
-			l.Numbers.Errors = []vllm.LogEvent{}
-		}
-		out.History = append(out.History, l)
-	}
-	return out
-}
-
-func writeProbeTable(w io.Writer, r ProbeReport) error {
+func writeProbeTable(w io.Writer, r report.ProbeReport) error {
 	if r.MaxModelLen > 0 {
 		fmt.Fprintf(w, "max-model-len %d: started on %s", r.MaxModelLen, r.GPU.Name)
 		switch {
