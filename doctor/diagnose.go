@@ -93,6 +93,29 @@ type Remedy struct {
 	Why  string   `json:"why"`
 }
 
+// Paste is the remedy as a user pastes it: flags quoted for a shell,
+// assignments as an export line, manifest fields as "field: value" (a
+// field without a value alone); other actions' args as they are.
+func (r Remedy) Paste() string {
+	switch r.Action {
+	case ActionSetFlag:
+		return vllm.ShellJoin(r.Args)
+	case ActionSetEnv:
+		return "export " + strings.Join(r.Args, " ")
+	case ActionEditManifest:
+		var parts []string
+		for i := 0; i < len(r.Args); i += 2 {
+			if i+1 < len(r.Args) {
+				parts = append(parts, r.Args[i]+": "+r.Args[i+1])
+			} else {
+				parts = append(parts, r.Args[i])
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return strings.Join(r.Args, " ")
+}
+
 // DeadEnd is a fix the evidence invites that will not work.
 type DeadEnd struct {
 	Code    string `json:"code"`

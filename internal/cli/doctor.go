@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,11 +12,7 @@ import (
 	"headroom.dev/headroom/doctor"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/vllm"
 )
-
-// maxDoctorFiles bounds the files read from directories.
-const maxDoctorFiles = 10_000
 
 func newDoctorCmd(env Env) *cobra.Command {
 	f := planFlags{vllm: map[string]*string{}}
@@ -83,13 +75,9 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		ctx = context.Background()
 	}
 	req := request(cmd, f, pasted)
-	paths, err := expandInputs(files)
+	inputs, err := report.FileInputs(files, cmd.InOrStdin())
 	if err != nil {
-		return err
-	}
-	inputs := make([]report.Input, len(paths))
-	for i, p := range paths {
-		inputs[i] = evidenceInput(cmd, p)
+		return usageError{err}
 	}
 	d, err := report.Diagnose(ctx, reportEnv(env), req, f.policy, inputs)
 	switch {
@@ -118,93 +106,6 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	return nil
 }
 
-// expandInputs turns directories into their files (sorted, hidden ones
-// skipped); "-" stays stdin.
-func expandInputs(args []string) ([]string, error) {
-	var out []string
-	for _, a := range args {
-		if a == "-" {
-			out = append(out, a)
-			continue
-		}
-		st, err := os.Stat(a)
-		if err != nil {
-			return nil, badInput("%s: %v", a, unwrapPathError(err))
-		}
-		if !st.IsDir() {
-			out = append(out, a)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if p != a && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() {
-				found = append(found, p)
-				if len(found) > maxDoctorFiles {
-					return fmt.Errorf("more than %d files", maxDoctorFiles)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, badInput("%s: %v", a, unwrapPathError(err))
-		}
-		sort.Strings(found)
-		out = append(out, found...)
-	}
-	return out, nil
-}
-
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
-// evidenceInput opens p when the doctor reads it; "-" is stdin.
-func evidenceInput(cmd *cobra.Command, p string) report.Input {
-	if p == "-" {
-		return report.Input{Name: "stdin", Open: func() (io.ReadCloser, error) { return io.NopCloser(cmd.InOrStdin()), nil }}
-	}
-	return report.Input{Name: p, Open: func() (io.ReadCloser, error) {
-		fh, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, unwrapPathError(err))
-		}
-		return fh, nil
-	}}
-}
-
-// remedyText renders a remedy's args as what to paste.
-func remedyText(r doctor.Remedy) string {
-	switch r.Action {
-	case doctor.ActionSetFlag:
-		return vllm.ShellJoin(r.Args)
-	case doctor.ActionSetEnv:
-		return "export " + strings.Join(r.Args, " ")
-	case doctor.ActionEditManifest:
-		var parts []string
-		for i := 0; i < len(r.Args); i += 2 {
-			if i+1 < len(r.Args) {
-				parts = append(parts, r.Args[i]+": "+r.Args[i+1])
-			} else {
-				parts = append(parts, r.Args[i])
-			}
-		}
-		return strings.Join(parts, ", ")
-	}
-	return strings.Join(r.Args, " ")
-}
-
 func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 	if d.Healthy() {
 		fmt.Fprintln(w, "headroom doctor: nothing wrong found in the evidence")
@@ -225,7 +126,7 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 		if len(f.Remedies) > 0 {
 			fmt.Fprintln(w, "   remedies:")
 			for j, r := range f.Remedies {
-				if t := remedyText(r); t != "" {
+				if t := r.Paste(); t != "" {
 					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, r.Why)
 				} else {
 					fmt.Fprintf(w, "     %d) %s\n", j+1, r.Why)
@@ -354,7 +255,7 @@ func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
 			fmt.Fprintln(w, "\n**Remedies**")
 			fmt.Fprintln(w)
 			for j, r := range f.Remedies {
-				if t := remedyText(r); t != "" {
+				if t := r.Paste(); t != "" {
 					fmt.Fprintf(w, "%d. `%s` — %s\n", j+1, t, r.Why)
 				} else {
 					fmt.Fprintf(w, "%d. %s\n", j+1, r.Why)

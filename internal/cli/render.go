@@ -153,6 +153,8 @@ var (
 	humanInt       = vllm.Thousands
 	showProgress   = progress.Show
 	telemetryIsTTY = progress.IsTerminal
+	// unwrapPathError is err without what an *fs.PathError repeats.
+	unwrapPathError = report.FileError
 )
 
 func humanCount(n int64) string {
