@@ -3,11 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,11 +58,6 @@ On a machine without an NVIDIA GPU it says so and exits 2.`,
 	return cmd
 }
 
-// snapshotCSVHeader names the CSV columns. A "gpu" row describes a device;
-// a "process" row one process on it (name is then the process's, used_bytes
-// its memory). Unknown values are empty.
-const snapshotCSVHeader = "time,source,kind,gpu,uuid,name,pid,total_bytes,used_bytes,free_bytes"
-
 func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 	if f.output != "csv" && f.output != "json" {
 		return badInput("unknown output format %q: use csv or json", f.output)
@@ -105,7 +97,7 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 
 	var header []byte
 	if f.output == "csv" {
-		header = []byte(snapshotCSVHeader + "\n")
+		header = []byte(telemetry.SnapshotCSVHeader + "\n")
 	}
 	var sink lineSink
 	if f.file != "" {
@@ -137,7 +129,13 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 				return usageError{err}
 			}
 		}
-		lines, err := snapshotLines(time.Now().UTC(), reader.Source(), gpus, f.output)
+		var lines [][]byte
+		if f.output == "json" {
+			lines = [][]byte{nil}
+			lines[0], err = telemetry.SnapshotJSON(time.Now(), reader.Source(), gpus)
+		} else {
+			lines, err = telemetry.SnapshotCSV(time.Now(), reader.Source(), gpus)
+		}
 		if err != nil {
 			return err
 		}
@@ -176,75 +174,6 @@ type writerSink struct{ w io.Writer }
 func (s writerSink) WriteLine(b []byte) error {
 	_, err := s.w.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
 	return err
-}
-
-// snapshotRecord is one reading in JSON.
-type snapshotRecord struct {
-	Time   string          `json:"time"`
-	Source string          `json:"source"`
-	GPUs   []telemetry.GPU `json:"gpus"`
-}
-
-const snapshotTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func snapshotLines(t time.Time, source string, gpus []telemetry.GPU, format string) ([][]byte, error) {
-	ts := t.Format(snapshotTimeFormat)
-	if format == "json" {
-		b, err := json.Marshal(snapshotRecord{Time: ts, Source: source, GPUs: gpus})
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{b}, nil
-	}
-	var out [][]byte
-	row := func(cells ...string) error {
-		var buf bytes.Buffer
-		w := csv.NewWriter(&buf)
-		if err := w.Write(cells); err != nil {
-			return err
-		}
-		w.Flush()
-		out = append(out, buf.Bytes())
-		return w.Error()
-	}
-	for _, g := range gpus {
-		if err := row(ts, source, "gpu", csvInt(g.Index), g.UUID, oneLine(g.Name), "",
-			csvInt64(g.TotalBytes), csvInt64(g.UsedBytes), csvInt64(g.FreeBytes)); err != nil {
-			return nil, err
-		}
-		for _, p := range g.Processes {
-			if err := row(ts, source, "process", csvInt(g.Index), g.UUID, oneLine(p.Name), csvInt(p.PID),
-				"", csvInt64(p.UsedBytes), ""); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-func csvInt(v int) string {
-	if v == telemetry.Unknown {
-		return ""
-	}
-	return strconv.Itoa(v)
-}
-
-func csvInt64(v int64) string {
-	if v == telemetry.Unknown {
-		return ""
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// oneLine keeps a name from breaking a record over lines: process names
-// come from /proc and may hold control characters.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 func snapshotSummary(gpus []telemetry.GPU) string {

@@ -250,71 +250,6 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	return nil
 }
 
-// watchRecord is one reading in -o json. Pointers are null when unknown.
-type watchRecord struct {
-	Time                 string            `json:"time"`
-	KVCacheUsage         *float64          `json:"kv_cache_usage"`
-	RequestsRunning      *float64          `json:"num_requests_running"`
-	RequestsWaiting      *float64          `json:"num_requests_waiting"`
-	PreemptionsTotal     *float64          `json:"num_preemptions_total"`
-	PreemptionsPerMinute *float64          `json:"preemptions_per_minute"`
-	TTFTP99Seconds       *float64          `json:"ttft_p99_seconds"`
-	TTFTWindowSeconds    *float64          `json:"ttft_window_seconds"`
-	OOMRisk              *float64          `json:"oom_risk"`
-	GPUUsedBytes         *int64            `json:"gpu_used_bytes"`
-	GPUTotalBytes        *int64            `json:"gpu_total_bytes"`
-	GPUMinFreeBytes      *int64            `json:"gpu_min_free_bytes"`
-	GPUs                 []telemetry.GPU   `json:"gpus,omitempty"`
-	MetricNames          map[string]string `json:"metric_names,omitempty"`
-	Alerts               []telemetry.Alert `json:"alerts"`
-	Error                string            `json:"error,omitempty"`
-}
-
-func newWatchRecord(r telemetry.Reading, alerts []telemetry.Alert, readErr error) watchRecord {
-	f := func(v float64) *float64 { return &v }
-	rec := watchRecord{Time: r.Time.UTC().Format(snapshotTimeFormat), Alerts: alerts}
-	if rec.Alerts == nil {
-		rec.Alerts = []telemetry.Alert{}
-	}
-	if readErr != nil {
-		rec.Error = readErr.Error()
-	}
-	if v := r.VLLM; v != nil {
-		rec.MetricNames = map[string]string{}
-		for m, name := range v.Names {
-			rec.MetricNames[string(m)] = name
-		}
-		if v.Has(vllm.MetricKVCacheUsage) {
-			rec.KVCacheUsage = f(v.KVCacheUsage)
-		}
-		if v.Has(vllm.MetricRequestsRunning) {
-			rec.RequestsRunning = f(v.RequestsRunning)
-		}
-		if v.Has(vllm.MetricRequestsWaiting) {
-			rec.RequestsWaiting = f(v.RequestsWaiting)
-		}
-		if v.Has(vllm.MetricPreemptions) {
-			rec.PreemptionsTotal = f(v.PreemptionsTotal)
-			rec.PreemptionsPerMinute = f(r.Delta.PreemptionsPerMinute)
-		}
-		if r.TTFTKnown {
-			rec.TTFTP99Seconds, rec.TTFTWindowSeconds = f(r.TTFTP99Seconds), f(r.TTFTWindowSeconds)
-		}
-		rec.OOMRisk = f(r.OOMRisk)
-	}
-	if len(r.GPUs) > 0 {
-		rec.GPUs = r.GPUs
-		if used, total, ok := telemetry.Sum(r.GPUs); ok {
-			rec.GPUUsedBytes, rec.GPUTotalBytes = &used, &total
-		}
-		if r.MinFreeBytes != telemetry.Unknown {
-			m := r.MinFreeBytes
-			rec.GPUMinFreeBytes = &m
-		}
-	}
-	return rec
-}
-
 func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
 	for _, a := range alerts {
 		if alertFile != nil {
@@ -332,7 +267,7 @@ func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
 	if format == "json" {
-		b, err := json.Marshal(newWatchRecord(r, alerts, readErr))
+		b, err := json.Marshal(r.Record(alerts, readErr))
 		if err != nil {
 			return err
 		}
