@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
@@ -91,60 +92,36 @@ func addTelemetryPlanFlags(cmd *cobra.Command, f *planFlags) {
 	}
 }
 
-// requiredFree is the free memory each GPU must keep and where it comes from.
-type requiredFree struct {
-	bytes int64
-	why   string
-	notes []string
-	// plan is the plan the margin came from; nil without a model.
-	plan *memory.Budget
-}
-
-// planRequiredFree asks the planner how much each GPU must keep free: the
-// GPU's total minus vLLM's planned footprint (what the card holds once
-// serving). --min-free wins; with no model given there is no requirement.
-// gpus, when read, name the GPU if --gpu is not given.
-func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, args []string, gpus []telemetry.GPU) (requiredFree, error) {
-	var r requiredFree
+// planRequiredFree is the free memory each GPU must keep: --min-free, or
+// the plan's margin when the model is given (the GPU, unless named, the
+// one read); with neither, none.
+func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, args []string, gpus []telemetry.GPU) (report.RequiredFree, error) {
 	pasted := cmd.ArgsLenAtDash() >= 0
-	if minFree != "" {
-		if f.model != "" || pasted {
-			return r, badInput("give either --min-free or the model (--model, -- vllm serve ...), not both")
-		}
+	switch {
+	case minFree != "" && (f.model != "" || pasted):
+		return report.RequiredFree{}, badInput("give either --min-free or the model (--model, -- vllm serve ...), not both")
+	case minFree != "":
 		n, err := gpu.ParseBytes(minFree)
 		if err != nil {
-			return r, badInput("--min-free: %v", err)
+			return report.RequiredFree{}, badInput("--min-free: %v", err)
 		}
-		return requiredFree{bytes: n, why: "--min-free"}, nil
-	}
-	if f.model == "" && !pasted {
-		if len(args) > 0 {
-			return r, badInput("unexpected argument %q: paste the vLLM command after --", args[0])
-		}
-		return r, nil
+		return report.RequiredFree{Bytes: n, Why: "--min-free"}, nil
+	case f.model == "" && !pasted && len(args) > 0:
+		return report.RequiredFree{}, badInput("unexpected argument %q: paste the vLLM command after --", args[0])
+	case f.model == "" && !pasted:
+		return report.RequiredFree{}, nil
 	}
 	if f.gpuName == "" && f.gpuMemory == "" && len(gpus) > 0 {
 		f.gpuName = gpus[0].Name
 	}
 	e, err := gather(cmd.Context(), cmd, env, f, args)
 	if err != nil {
-		return r, err
+		return report.RequiredFree{}, err
 	}
-	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings})
+	r, err := report.PlanRequiredFree(e)
 	if err != nil {
 		return r, usageError{err}
 	}
-	r.notes = e.Notes
-	r.plan = &b
-	margin := b.Unused()
-	if margin <= 0 {
-		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
-			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))
-		return r, nil
-	}
-	r.bytes = margin
-	r.why = fmt.Sprintf("the plan for %s on %s leaves %s of %s free beyond vLLM's %s footprint",
-		e.Settings.Model, e.Sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
 	return r, nil
 }
 
@@ -192,14 +169,14 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range req.notes {
+	for _, n := range req.Notes {
 		fmt.Fprintf(env.Stderr, "headroom: note: %s\n", n)
 	}
-	if req.bytes > 0 {
+	if req.Bytes > 0 {
 		if reader == nil {
 			return badInput("the GPU headroom alert needs GPU readings: add --snapshot")
 		}
-		fmt.Fprintf(env.Stderr, "headroom: alerting when a GPU has less than %s free (%s)\n", memory.GiB(req.bytes), req.why)
+		fmt.Fprintf(env.Stderr, "headroom: alerting when a GPU has less than %s free (%s)\n", memory.GiB(req.Bytes), req.Why)
 	}
 	var alertFile *telemetry.LineFile
 	if f.alerts != "" {
@@ -210,7 +187,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	}
 
 	mon := telemetry.NewMonitor(telemetry.AlertRules{KVThreshold: f.kvThreshold, KVReadings: f.kvReadings,
-		RequiredFreeBytes: req.bytes, RequiredFreeWhy: req.why}, f.window)
+		RequiredFreeBytes: req.Bytes, RequiredFreeWhy: req.Why}, f.window)
 	live := f.output == "text" && telemetryIsTTY(env.Stdout)
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
