@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"headroom.dev/headroom/audit"
 	"headroom.dev/headroom/progress"
@@ -109,44 +107,14 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	return nil
 }
 
-// auditConfig finds the API server and the default namespace: --kubeconfig,
-// else $KUBECONFIG, else ~/.kube/config, else the in-cluster service
-// account (client-go's deferred loading, with the environment read through
-// env).
+// auditConfig is the audit's API server and namespace (audit.Config).
 func auditConfig(env Env, f auditFlags) (*rest.Config, string, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
-	if f.kubeconfig == "" {
-		if kc := getenv(env, "KUBECONFIG"); kc != "" {
-			rules.Precedence = filepath.SplitList(kc)
-		} else if home := getenv(env, "HOME"); home != "" {
-			rules.Precedence = []string{filepath.Join(home, ".kube", "config")}
-		}
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := audit.Config(audit.Connection{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace,
+		AllNamespaces: f.allNamespaces, Timeout: f.timeout, Getenv: env.Getenv})
 	if err != nil {
-		return nil, "", badInput("API server configuration: %v (give --kubeconfig, or run in a cluster)", oneLineErr(err))
+		return nil, "", usageError{err}
 	}
-	ns := f.namespace
-	if ns == "" && !f.allNamespaces {
-		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-			ns = "default"
-		}
-	}
-	cfg.Timeout = f.timeout
-	cfg.UserAgent = "headroom-audit"
-	// Hundreds of workloads mean a few hundred reads (HPAs, ConfigMaps);
-	// client-go's default of 5 per second would take minutes.
-	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, ns, nil
-}
-
-func oneLineErr(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
 }
 
 // auditProgress shows the count of workloads evaluated: a live line on a
