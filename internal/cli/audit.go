@@ -61,10 +61,8 @@ Exit code 1 when a workload will not start or is at risk; 2 on bad input.`,
 const defaultAuditTimeout = 30 * time.Second
 
 func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
-	switch f.output {
-	case "table", "json", "yaml", "markdown":
-	default:
-		return badInput("-o %s: want table, json, yaml or markdown", f.output)
+	if err := checkFormat(f.output, "table", "json", "yaml", "markdown"); err != nil {
+		return err
 	}
 	cfg, ns, err := auditConfig(env, f)
 	if err != nil {
@@ -87,18 +85,7 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	w := env.Stdout
-	switch f.output {
-	case "json":
-		err = writeJSON(w, r)
-	case "yaml":
-		err = writeYAML(w, r)
-	case "markdown":
-		err = writeAuditMarkdown(w, r)
-	default:
-		err = writeAuditTable(w, r)
-	}
-	if err != nil {
+	if err := writeAs(env.Stdout, f.output, r, formats[audit.Report]{"markdown": writeAuditMarkdown, "": writeAuditTable}); err != nil {
 		return err
 	}
 	if r.AtRisk() {

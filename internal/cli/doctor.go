@@ -61,10 +61,8 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	default:
 		return badInput("unknown output format %q: use text, json or markdown", f.output)
 	}
-	switch f.policy {
-	case memory.PolicyHeadroom, memory.PolicyKAITO:
-	default:
-		return badInput("unknown --policy %q: use headroom or kaito", f.policy)
+	if err := checkPolicy(f.policy); err != nil {
+		return err
 	}
 	files, pasted := args, []string(nil)
 	if n := cmd.ArgsLenAtDash(); n >= 0 {
@@ -88,16 +86,8 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	case err != nil:
 		return usageError{err}
 	}
-	w := cmd.OutOrStdout()
-	switch f.output {
-	case "json":
-		err = writeJSON(w, d)
-	case "markdown", "md":
-		err = writeDoctorMarkdown(w, d)
-	default:
-		err = writeDoctorText(w, d)
-	}
-	if err != nil {
+	md := writeDoctorMarkdown
+	if err := writeAs(cmd.OutOrStdout(), f.output, d, formats[doctor.Diagnosis]{"markdown": md, "md": md, "": writeDoctorText}); err != nil {
 		return err
 	}
 	if !d.Healthy() {

@@ -82,10 +82,8 @@ Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run
 }
 
 func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
-	switch f.output {
-	case "table", "json", "yaml":
-	default:
-		return badInput("unknown output format %q: use table, json or yaml", f.output)
+	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
+		return err
 	}
 	strategy := probe.Strategy(f.strategy)
 	switch strategy {
@@ -114,17 +112,8 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	if runErr != nil && !errors.Is(runErr, probe.ErrNothingStarts) {
 		return usageError{runErr}
 	}
-	var werr error
-	switch f.output {
-	case "json":
-		werr = writeJSON(cmd.OutOrStdout(), out)
-	case "yaml":
-		werr = writeYAML(cmd.OutOrStdout(), out)
-	default:
-		werr = writeProbeTable(cmd.OutOrStdout(), out)
-	}
-	if werr != nil {
-		return werr
+	if err := writeAs(cmd.OutOrStdout(), f.output, out, formats[report.ProbeReport]{"": writeProbeTable}); err != nil {
+		return err
 	}
 	if runErr != nil {
 		fmt.Fprintf(env.Stderr, "headroom: %s\n", strings.TrimPrefix(runErr.Error(), probe.ErrNothingStarts.Error()+": "))

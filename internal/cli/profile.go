@@ -84,6 +84,9 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	default:
 		return badInput("unknown output format %q: use table or json", f.plan.output)
 	}
+	if err := checkPolicy(f.plan.policy); err != nil {
+		return err
+	}
 	bounds, err := traffic.ParseBounds(f.buckets)
 	if err != nil {
 		return badInput("--buckets: %v", err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -10,6 +11,7 @@ import (
 
 	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/vllm"
 )
@@ -28,6 +30,40 @@ func render(w io.Writer, format string, r report.Report) error {
 	default:
 		return writeTable(w, r)
 	}
+}
+
+// checkFormat refuses an -o the command does not write, naming those it does.
+func checkFormat(format string, formats ...string) error {
+	if slices.Contains(formats, format) {
+		return nil
+	}
+	last := len(formats) - 1
+	return badInput("unknown output format %q: use %s or %s", format, strings.Join(formats[:last], ", "), formats[last])
+}
+
+// formats are a command's own writers by -o value; "" is the default.
+type formats[T any] map[string]func(io.Writer, T) error
+
+// writeAs writes v as JSON or YAML, or with the command's own writer.
+func writeAs[T any](w io.Writer, format string, v T, own formats[T]) error {
+	switch format {
+	case "json":
+		return writeJSON(w, v)
+	case "yaml":
+		return writeYAML(w, v)
+	}
+	if write, ok := own[format]; ok {
+		return write(w, v)
+	}
+	return own[""](w, v)
+}
+
+// checkPolicy refuses a --policy the planner does not have.
+func checkPolicy(policy string) error {
+	if _, err := memory.ParsePolicy(policy); err != nil {
+		return badInput("--policy: %v", err)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error { return report.WriteJSON(w, v) }
