@@ -105,10 +105,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 	var reader telemetry.GPUReader
 	var gpus []telemetry.GPU
 	if !f.noGPU {
-		reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
-		if err == nil {
-			gpus, err = reader.GPUs(ctx)
-		}
+		reader, gpus, err = telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 		switch {
 		case err == nil:
 			defer reader.Close()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -82,50 +81,42 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		}
 		maxBytes = n
 	}
-	reader, err := telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
+	// The first reading comes before any output, so a missing GPU or a
+	// broken nvidia-smi leaves no header behind.
+	reader, gpus, err := telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 	if err != nil {
 		return usageError{err}
 	}
 	defer reader.Close()
-	// The first reading comes before any output, so a missing GPU or a
-	// broken nvidia-smi leaves no header behind.
-	gpus, err := reader.GPUs(ctx)
-	if err != nil {
-		return usageError{err}
-	}
 	fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 
 	var header []byte
 	if f.output == "csv" {
 		header = []byte(telemetry.SnapshotCSVHeader + "\n")
 	}
-	var sink lineSink
+	writeLine := func(b []byte) error {
+		_, err := env.Stdout.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
+		return err
+	}
 	if f.file != "" {
 		lf, err := telemetry.OpenLineFile(f.file, telemetry.LineFileOptions{MaxBytes: maxBytes, Keep: f.keep, Header: header})
 		if err != nil {
 			return usageError{err}
 		}
 		defer lf.Close()
-		sink = lf
-	} else {
-		if _, err := env.Stdout.Write(header); err != nil {
-			return err
-		}
-		sink = writerSink{env.Stdout}
+		writeLine = lf.WriteLine
+	} else if _, err := env.Stdout.Write(header); err != nil {
+		return err
 	}
 	var line *progress.Line // only while recording to a file
 	if f.file != "" {
 		line = progress.New(env.Stderr)
 		line.Print(fmt.Sprintf("headroom: recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
 	}
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	for n := 1; ; n++ {
+	err = telemetry.Every(ctx, f.interval, f.count, func(n int) error {
+		var err error
 		if n > 1 {
 			if gpus, err = reader.GPUs(ctx); err != nil {
-				if ctx.Err() != nil {
-					break
-				}
 				return usageError{err}
 			}
 		}
@@ -140,40 +131,18 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 			return err
 		}
 		for _, l := range lines {
-			if err := sink.WriteLine(l); err != nil {
+			if err := writeLine(l); err != nil {
 				return err
 			}
 		}
 		line.Set(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
-		if !nextReading(ctx, tick, n, f.count) {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	line.Print(fmt.Sprintf("headroom: wrote to %s", f.file))
 	return nil
-}
-
-// nextReading waits for the tick after reading n; false once count
-// readings (0: no limit) are taken or ctx is done.
-func nextReading(ctx context.Context, tick *time.Ticker, n, count int) bool {
-	if count > 0 && n >= count {
-		return false
-	}
-	select {
-	case <-ctx.Done():
-	case <-tick.C:
-	}
-	return ctx.Err() == nil
-}
-
-// lineSink takes whole lines.
-type lineSink interface{ WriteLine([]byte) error }
-
-type writerSink struct{ w io.Writer }
-
-func (s writerSink) WriteLine(b []byte) error {
-	_, err := s.w.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
-	return err
 }
 
 func snapshotSummary(gpus []telemetry.GPU) string {

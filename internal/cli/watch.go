@@ -149,20 +149,14 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	scraper := &telemetry.Scraper{URL: url}
 
 	var reader telemetry.GPUReader
+	var gpus []telemetry.GPU
 	if f.snapshot || f.nvidiaSMI != "" {
-		if reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI}); err != nil {
+		if reader, gpus, err = telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI}); err != nil {
 			return usageError{err}
 		}
 		defer reader.Close()
-	}
-	var gpus []telemetry.GPU
-	if reader != nil {
-		if gpus, err = reader.GPUs(ctx); err != nil {
-			return usageError{err}
-		}
 		fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 	}
 	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
@@ -189,44 +183,18 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	mon := telemetry.NewMonitor(telemetry.AlertRules{KVThreshold: f.kvThreshold, KVReadings: f.kvReadings,
 		RequiredFreeBytes: req.Bytes, RequiredFreeWhy: req.Why}, f.window)
 	live := f.output == "text" && telemetryIsTTY(env.Stdout)
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	for n := 1; ; n++ {
-		var sample *telemetry.VLLMSample
-		s, scrapeErr := scraper.Scrape(ctx)
-		if scrapeErr == nil {
-			sample = &s
-		} else if ctx.Err() != nil {
-			break
-		} else if n == 1 {
-			return usageError{scrapeErr}
-		}
-		if reader != nil && n > 1 {
-			var gerr error
-			if gpus, gerr = reader.GPUs(ctx); gerr != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				gpus = nil
-				if scrapeErr == nil {
-					scrapeErr = gerr
-				}
-			}
-		}
-		r, alerts := mon.Observe(time.Now(), sample, gpus)
-		if err := emitWatch(env, f.output, live, r, alerts, scrapeErr, alertFile); err != nil {
-			return err
-		}
-		if !nextReading(ctx, tick, n, f.count) {
-			break
-		}
+	w := telemetry.Watcher{Scraper: &telemetry.Scraper{URL: url}, GPUs: reader, Monitor: mon, Interval: f.interval, Count: f.count}
+	err = w.Run(ctx, gpus, func(r telemetry.Reading, alerts []telemetry.Alert, readErr error) error {
+		return emitWatch(env, f.output, live, r, alerts, readErr, alertFile)
+	})
+	if err != nil {
+		return usageError{err}
 	}
 	if live {
 		fmt.Fprintln(env.Stdout)
 	}
 	return nil
 }
-
 func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
 	for _, a := range alerts {
 		if alertFile != nil {
