@@ -41,17 +41,11 @@ Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version in use (default: what the evidence shows, else the newest known)")
+	addDeploymentFlags(fl, &f, "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id",
+		"GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile",
+		"the vLLM version in use (default: what the evidence shows, else the newest known)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, json, markdown")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	return cmd
 }
 

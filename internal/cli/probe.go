@@ -59,17 +59,10 @@ Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model: a catalog id, a local directory or config.json, or a Hugging Face id")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU the engine runs on (default: read from NVML or nvidia-smi)")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs (default: what the parallelism needs)")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "the GPU by its usable memory instead of a name, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM release (default: ask `vllm --version`)")
+	addDeploymentFlags(fl, &f.planFlags, "model: a catalog id, a local directory or config.json, or a Hugging Face id",
+		"GPU the engine runs on (default: read from NVML or nvidia-smi)", "the vLLM release (default: ask `vllm --version`)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml")
 	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager (no CUDA graphs)")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	fl.StringVar(&f.bin, "vllm-bin", "", "the vllm executable (default: the pasted command's, else vllm on PATH)")
 	fl.StringVar(&f.strategy, "strategy", string(probe.StrategyAuto), "auto (one or two launches) or bisect (KAITO's binary search)")
 	fl.IntVar(&f.steps, "steps", probe.DefaultBisectSteps, "launches of --strategy bisect (KAITO's max_probe_steps)")

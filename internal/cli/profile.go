@@ -61,17 +61,10 @@ Percentiles are read from log-linear histograms: exact below 256 tokens, within
 	fl := cmd.Flags()
 	fl.StringVar(&f.buckets, "buckets", "512,2048,8192", "bucket upper bounds in total tokens (S,M,L; XL above the last)")
 	fl.DurationVar(&f.window, "window", traffic.DefaultWindow, "time window for the long-request share (0 turns windows off)")
-	fl.StringVar(&f.plan.model, "model", "", "model, for the KV concurrency and the pool split")
-	fl.StringVar(&f.plan.gpuName, "gpu", "", "GPU, for the KV concurrency and the pool split")
-	fl.IntVar(&f.plan.gpuCount, "gpu-count", 0, "number of GPUs")
-	fl.StringVar(&f.plan.gpuMemory, "gpu-memory", "", "a GPU by its usable memory, e.g. 24GiB")
-	fl.StringVar(&f.plan.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known)")
+	addDeploymentFlags(fl, &f.plan, "model, for the KV concurrency and the pool split", "GPU, for the KV concurrency and the pool split",
+		"the vLLM version whose rules apply (default: the newest known)")
 	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.BoolVar(&f.plan.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
 	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
-	for _, v := range vllmStringFlags {
-		f.plan.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	return cmd
 }
 

@@ -76,20 +76,12 @@ alerts it raised; values not known are null.`,
 	return cmd
 }
 
-// addTelemetryPlanFlags registers the evidence the planner needs (the
-// model, the GPU, vLLM's memory flags) under the names `plan` uses.
+// addTelemetryPlanFlags registers the deployment whose plan says how
+// much memory must stay free.
 func addTelemetryPlanFlags(cmd *cobra.Command, f *planFlags) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "the served model, to ask the planner how much memory must stay free")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU for the plan (default: the name the GPU reports)")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs for the plan")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory for the plan, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules the plan uses")
-	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
+	addDeploymentFlags(cmd.Flags(), f, "the served model, to ask the planner how much memory must stay free",
+		"GPU for the plan (default: the name the GPU reports)", "the vLLM version whose rules the plan uses")
+	cmd.Flags().BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager")
 }
 
 // planRequiredFree is the free memory each GPU must keep: --min-free, or
