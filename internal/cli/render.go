@@ -13,6 +13,7 @@ import (
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/progress"
+	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -188,6 +189,7 @@ var (
 	// humanInt prints a count as vLLM's logs do.
 	humanInt       = vllm.Thousands
 	showProgress   = progress.Show
+	humanFloat     = telemetry.FormatCount
 	telemetryIsTTY = progress.IsTerminal
 	// unwrapPathError is err without what an *fs.PathError repeats.
 	unwrapPathError = report.FileError

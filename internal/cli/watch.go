@@ -11,6 +11,7 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
@@ -174,20 +175,23 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 
 	mon := telemetry.NewMonitor(telemetry.AlertRules{KVThreshold: f.kvThreshold, KVReadings: f.kvReadings,
 		RequiredFreeBytes: req.Bytes, RequiredFreeWhy: req.Why}, f.window)
-	live := f.output == "text" && telemetryIsTTY(env.Stdout)
+	var line *progress.Line // the live line of -o text on a terminal
+	if f.output == "text" {
+		line = progress.New(env.Stdout)
+	}
 	w := telemetry.Watcher{Scraper: &telemetry.Scraper{URL: url}, GPUs: reader, Monitor: mon, Interval: f.interval, Count: f.count}
 	err = w.Run(ctx, gpus, func(r telemetry.Reading, alerts []telemetry.Alert, readErr error) error {
-		return emitWatch(env, f.output, live, r, alerts, readErr, alertFile)
+		return emitWatch(env, f.output, line, r, alerts, readErr, alertFile)
 	})
 	if err != nil {
 		return usageError{err}
 	}
-	if live {
+	if line.Live() {
 		fmt.Fprintln(env.Stdout)
 	}
 	return nil
 }
-func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
+func emitWatch(env Env, format string, line *progress.Line, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
 	for _, a := range alerts {
 		if alertFile != nil {
 			b, err := json.Marshal(a)
@@ -198,9 +202,7 @@ func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []
 				return usageError{err}
 			}
 		}
-		if live {
-			fmt.Fprint(env.Stdout, "\r\033[K")
-		}
+		line.Clear()
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
 	if format == "json" {
@@ -211,12 +213,11 @@ func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
 	}
-	line := watchLine(r, readErr)
-	if live {
-		_, err := fmt.Fprintf(env.Stdout, "\r\033[K%s", line)
-		return err
+	if line.Live() {
+		line.Set(watchLine(r, readErr))
+		return nil
 	}
-	_, err := fmt.Fprintln(env.Stdout, line)
+	_, err := fmt.Fprintln(env.Stdout, watchLine(r, readErr))
 	return err
 }
 
@@ -253,11 +254,4 @@ func watchLine(r telemetry.Reading, readErr error) string {
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}
 	return b.String()
-}
-
-func humanFloat(v float64) string {
-	if v == float64(int64(v)) {
-		return fmt.Sprint(int64(v))
-	}
-	return fmt.Sprintf("%.1f", v)
 }
