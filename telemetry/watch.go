@@ -96,3 +96,50 @@ func (w Watcher) Run(ctx context.Context, gpus []GPU, emit func(Reading, []Alert
 		return emit(r, alerts, readErr)
 	})
 }
+
+// Recording takes readings of the GPUs and writes each as lines
+// (snapshot's loop): one JSON object a reading, or CSV rows under
+// SnapshotCSVHeader.
+type Recording struct {
+	Reader GPUReader
+	JSON   bool
+	// Interval is the time between readings; Count stops after that many
+	// (0 runs until the context ends).
+	Interval time.Duration
+	Count    int
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Run writes gpus, the reading taken before, then a reading every
+// Interval, each through write, and tells read of each once written. A
+// reading that fails ends the run with its error.
+func (r Recording) Run(ctx context.Context, gpus []GPU, write func([]byte) error, read func(n int, gpus []GPU)) error {
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	return Every(ctx, r.Interval, r.Count, func(n int) error {
+		var err error
+		if n > 1 {
+			if gpus, err = r.Reader.GPUs(ctx); err != nil {
+				return err
+			}
+		}
+		lines := [][]byte{nil}
+		if r.JSON {
+			lines[0], err = SnapshotJSON(now(), r.Reader.Source(), gpus)
+		} else {
+			lines, err = SnapshotCSV(now(), r.Reader.Source(), gpus)
+		}
+		for _, l := range lines {
+			if err == nil {
+				err = write(l)
+			}
+		}
+		if err == nil && read != nil {
+			read(n, gpus)
+		}
+		return err
+	})
+}

@@ -132,3 +132,36 @@ func TestOpenAndRead(t *testing.T) {
 		t.Errorf("no devices: %v %v %v", r, gpus, err)
 	}
 }
+
+// TestRecording: the reading taken before is the first; each is written
+// as lines (a CSV row per GPU and process, or one JSON object) before read
+// hears of it; a reading that fails ends the run with its error.
+func TestRecording(t *testing.T) {
+	first := []GPU{{Index: 0, UUID: "GPU-1", TotalBytes: 80 << 30, UsedBytes: 70 << 30, FreeBytes: 10 << 30,
+		Processes: []Process{{PID: 7, Name: "python3", UsedBytes: 69 << 30}}}}
+	later := []GPU{{Index: 0, UUID: "GPU-1", TotalBytes: 80 << 30, UsedBytes: 75 << 30, FreeBytes: 5 << 30}}
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	var out []string
+	write := func(b []byte) error { out = append(out, strings.TrimSuffix(string(b), "\n")); return nil }
+	var told []string
+	read := func(n int, gpus []GPU) { told = append(told, fmt.Sprintf("%d:%d", n, len(out))) }
+	rec := Recording{Reader: &gpuReader{readings: [][]GPU{later}}, Interval: time.Millisecond, Count: 2, Now: func() time.Time { return at }}
+	if err := rec.Run(context.Background(), first, write, read); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"2025-06-01T10:00:00.000Z,nvidia-smi,gpu,0,GPU-1,,,85899345920,75161927680,10737418240",
+		"2025-06-01T10:00:00.000Z,nvidia-smi,process,0,GPU-1,python3,7,,74088185856,",
+		"2025-06-01T10:00:00.000Z,nvidia-smi,gpu,0,GPU-1,,,85899345920,80530636800,5368709120",
+	}
+	if strings.Join(out, "\n") != strings.Join(want, "\n") || fmt.Sprint(told) != "[1:2 2:3]" {
+		t.Errorf("lines\n%s\ntold %v", strings.Join(out, "\n"), told)
+	}
+	out = nil
+	rec = Recording{Reader: &gpuReader{readings: [][]GPU{later}, fail: map[int]error{1: errors.New("nvidia-smi: timed out")}},
+		JSON: true, Interval: time.Millisecond, Now: func() time.Time { return at }}
+	err := rec.Run(context.Background(), first, write, nil)
+	if err == nil || err.Error() != "nvidia-smi: timed out" || len(out) != 1 || !strings.HasPrefix(out[0], `{"time":"2025-06-01T10:00:00.000Z","source":"nvidia-smi","gpus":[`) {
+		t.Errorf("%v %q", err, out)
+	}
+}

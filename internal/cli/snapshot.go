@@ -113,33 +113,12 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		line = progress.New(env.Stderr)
 		line.Print(fmt.Sprintf("headroom: recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
 	}
-	err = telemetry.Every(ctx, f.interval, f.count, func(n int) error {
-		var err error
-		if n > 1 {
-			if gpus, err = reader.GPUs(ctx); err != nil {
-				return usageError{err}
-			}
-		}
-		var lines [][]byte
-		if f.output == "json" {
-			lines = [][]byte{nil}
-			lines[0], err = telemetry.SnapshotJSON(time.Now(), reader.Source(), gpus)
-		} else {
-			lines, err = telemetry.SnapshotCSV(time.Now(), reader.Source(), gpus)
-		}
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			if err := writeLine(l); err != nil {
-				return err
-			}
-		}
+	rec := telemetry.Recording{Reader: reader, JSON: f.output == "json", Interval: f.interval, Count: f.count}
+	err = rec.Run(ctx, gpus, writeLine, func(n int, gpus []telemetry.GPU) {
 		line.Set(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
-		return nil
 	})
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	line.Print(fmt.Sprintf("headroom: wrote to %s", f.file))
 	return nil
