@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -62,16 +61,11 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	if n := cmd.ArgsLenAtDash(); n >= 0 {
 		files, pasted = args[:n], args[n:]
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	req := request(cmd, f, pasted)
 	inputs, err := report.FileInputs(files, cmd.InOrStdin())
 	if err != nil {
 		return usageError{err}
 	}
-	d, err := report.Diagnose(ctx, reportEnv(env), req, f.policy, inputs)
+	d, err := report.Diagnose(cmd.Context(), reportEnv(env), request(cmd, f, pasted), f.policy, inputs)
 	switch {
 	case errors.Is(err, report.ErrNoEvidence):
 		return badInput("no evidence: give files, directories or - (stdin), e.g. headroom doctor oom.txt vllm.log")
