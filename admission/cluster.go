@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // ConfigMapGetter reads one ConfigMap: the model config named by
@@ -65,6 +67,37 @@ func NewCluster(cfg *rest.Config) (Cluster, error) {
 		return Cluster{}, err
 	}
 	return Cluster{Client: client}, nil
+}
+
+// RESTConfig finds the API server the webhook reads from: kubeconfig when
+// given, else the in-cluster service account, else $KUBECONFIG (read once,
+// at start, through getenv). With none of them it returns nil: the webhook
+// then serves without the cluster, so that it starts on a laptop.
+// ~/.kube/config is not read unasked: a webhook started by hand would
+// otherwise read ConfigMaps from whichever cluster kubectl last pointed at.
+func RESTConfig(kubeconfig string, getenv func(string) string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	case getenv("KUBERNETES_SERVICE_HOST") != "":
+		// The kubelet sets it in every pod; InClusterConfig reads it and
+		// the service account's token.
+		cfg, err = rest.InClusterConfig()
+	case getenv("KUBECONFIG") != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", getenv("KUBECONFIG"))
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("API server configuration: %v", err)
+	}
+	// Reads happen inside a 10 s admission call; the lookup timeout bounds
+	// each one, this bounds anything else.
+	cfg.Timeout = 10 * time.Second
+	cfg.UserAgent = "headroom-webhook"
+	return cfg, nil
 }
 
 // The resources Cluster reads.

@@ -125,6 +125,11 @@ func (h *Handler) kaitoSettings(ctx context.Context, namespace, name string) (vl
 	if !ok {
 		return vllm.Settings{}, fmt.Errorf("no %s key", kaitoConfigKey)
 	}
+	return kaitoConfig(raw)
+}
+
+// kaitoConfig reads the vllm: section of an inference_config.yaml.
+func kaitoConfig(raw []byte) (vllm.Settings, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return vllm.Settings{}, fmt.Errorf("%s: %v", kaitoConfigKey, oneLine(err))
@@ -135,6 +140,35 @@ func (h *Handler) kaitoSettings(ctx context.Context, namespace, name string) (vl
 		return vllm.Settings{}, fmt.Errorf("%s: %v", kaitoConfigKey, err)
 	}
 	return s, nil
+}
+
+// KAITOConfigMap writes the inference ConfigMap a Workspace names in
+// inference.config, the one kaitoSettings reads: its inference_config.yaml
+// holds a vllm: section with args as vllm.ToMap writes them (KAITO passes
+// them after its own flags, so they win, §6). It is named for the model
+// (the last part of its id, in the letters a Kubernetes name takes) and
+// carries plan, a one-line summary, as AnnotationPlan.
+func KAITOConfigMap(model, plan string, args []string) (map[string]any, error) {
+	name := strings.ToLower(model)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			return c
+		}
+		return '-'
+	}, name)
+	inner, err := yaml.Marshal(map[string]any{"vllm": vllm.ToMap(args)})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]any{"name": name + "-inference-params", "annotations": map[string]string{AnnotationPlan: plan}},
+		"data":       map[string]string{kaitoConfigKey: string(inner)},
+	}, nil
 }
 
 // workspaceGPU resolves a Workspace's GPUs: the headroom.dev/gpu annotation,

@@ -3,6 +3,9 @@ package admission
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
@@ -44,5 +47,36 @@ func TestKAITODefaults(t *testing.T) {
 			t.Errorf("%s: tp %d pp %d util %v max-model-len %d; want %d %d %v %d", tc.name,
 				s.TensorParallelSize, s.PipelineParallelSize, s.GPUMemoryUtilization, s.MaxModelLen, tc.tp, tc.pp, tc.util, tc.maxLen)
 		}
+	}
+}
+
+// TestKAITOConfigMapRoundTrip: the ConfigMap KAITOConfigMap writes is a
+// ConfigMap Kubernetes reads, named for the model, and its
+// inference_config.yaml reads back, as a Workspace's inference config is
+// read, to the flags it was written from.
+func TestKAITOConfigMapRoundTrip(t *testing.T) {
+	args := []string{"--enable-prefix-caching", "--max-model-len", "8192", "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8", "--enforce-eager"}
+	m, err := KAITOConfigMap("Qwen/Qwen2.5-7B-Instruct", "fits=true", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	if cm.Kind != "ConfigMap" || cm.Name != "qwen2-5-7b-instruct-inference-params" || cm.Annotations[AnnotationPlan] != "fits=true" {
+		t.Errorf("ConfigMap %s %s %v", cm.Kind, cm.Name, cm.Annotations)
+	}
+	got, err := kaitoConfig([]byte(cm.Data[kaitoConfigKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MaxModelLen != 8192 || got.GPUMemoryUtilization != 0.9 || got.KVCacheDtype != "fp8" || !got.EnforceEager ||
+		len(got.Extra) != 1 || got.Extra[0] != "--enable-prefix-caching" {
+		t.Errorf("read back %+v\n%s", got, cm.Data[kaitoConfigKey])
 	}
 }

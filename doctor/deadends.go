@@ -33,7 +33,7 @@ func (g *diag) deadEnds() {
 			if nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = tp }); ok {
 				need := int64(b.Settings.MaxNumSeqs) * int64(g.typical)
 				if need > nb.KVTokens {
-					msg += fmt.Sprintf(": at --tensor-parallel-size %d the cache holds %s tokens, but %d requests of %s tokens need %s", tp, thousands(nb.KVTokens), b.Settings.MaxNumSeqs, thousands(int64(g.typical)), thousands(need))
+					msg += fmt.Sprintf(": at --tensor-parallel-size %d the cache holds %s tokens, but %d requests of %s tokens need %s", tp, vllm.Thousands(nb.KVTokens), b.Settings.MaxNumSeqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need))
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -92,6 +91,29 @@ type Remedy struct {
 	// environment assignments, manifest fields, a GPU.
 	Args []string `json:"args"`
 	Why  string   `json:"why"`
+}
+
+// Paste is the remedy as a user pastes it: flags quoted for a shell,
+// assignments as an export line, manifest fields as "field: value" (a
+// field without a value alone); other actions' args as they are.
+func (r Remedy) Paste() string {
+	switch r.Action {
+	case ActionSetFlag:
+		return vllm.ShellJoin(r.Args)
+	case ActionSetEnv:
+		return "export " + strings.Join(r.Args, " ")
+	case ActionEditManifest:
+		var parts []string
+		for i := 0; i < len(r.Args); i += 2 {
+			if i+1 < len(r.Args) {
+				parts = append(parts, r.Args[i]+": "+r.Args[i+1])
+			} else {
+				parts = append(parts, r.Args[i])
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return strings.Join(r.Args, " ")
 }
 
 // DeadEnd is a fix the evidence invites that will not work.
@@ -447,21 +469,3 @@ func withVersion(set vllm.Settings, cur *vllm.Settings) vllm.Settings {
 
 // gib renders bytes as vLLM logs them.
 func gib(b int64) string { return memory.GiB(b) }
-
-// thousands renders 7420 as "7,420".
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}

@@ -133,7 +133,7 @@ func (g *diag) kvRemedies() []Remedy {
 			kv := int64(n) * int64(typ) * b.KVBytesPerToken
 			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},
 				Why: fmt.Sprintf("--max-num-seqs %d -> %d: KV for %d x %s-token requests = %s, fits in %s (the KV cache per GPU at --gpu-memory-utilization %.2f; %s-token requests is %s). Fewer requests at once also shrink the runtime activation and sampler peak",
-					cur, n, n, thousands(int64(typ)), gib(kv), gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization, thousands(int64(typ)), from)})
+					cur, n, n, vllm.Thousands(int64(typ)), gib(kv), gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization, vllm.Thousands(int64(typ)), from)})
 		}
 	}
 	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
@@ -143,15 +143,15 @@ func (g *diag) kvRemedies() []Remedy {
 			if nb, ok := g.with(func(s *vllm.Settings) { s.MaxModelLen = int(target) }); ok && nb.Fits {
 				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.FormatInt(target, 10)},
 					Why: fmt.Sprintf("--max-model-len %d -> %d: 99%% of requests need at most %s tokens; one request of %d tokens no longer ties up %s of KV cache (%.2f requests of the new maximum fit at once, %.2f of the old)",
-						b.MaxModelLen, target, thousands(p99), b.MaxModelLen, gib(int64(b.MaxModelLen)*b.KVBytesPerToken), nb.MaxConcurrency, b.MaxConcurrency)})
+						b.MaxModelLen, target, vllm.Thousands(p99), b.MaxModelLen, gib(int64(b.MaxModelLen)*b.KVBytesPerToken), nb.MaxConcurrency, b.MaxConcurrency)})
 			}
 		}
 		if pools := g.pools(); len(pools) == 2 {
 			short, long := pools[0], pools[1]
 			rs = append(rs, Remedy{Action: ActionSplitPools, Args: short.Args,
 				Why: fmt.Sprintf("serve short and long requests from separate pools: %s (%.0f%% of requests, up to %s tokens): %s; %s (%.0f%%, up to %s tokens): %s",
-					short.Name, 100*short.Share, thousands(short.MaxTokens), strings.Join(short.Args, " "),
-					long.Name, 100*long.Share, thousands(long.MaxTokens), strings.Join(long.Args, " "))})
+					short.Name, 100*short.Share, vllm.Thousands(short.MaxTokens), strings.Join(short.Args, " "),
+					long.Name, 100*long.Share, vllm.Thousands(long.MaxTokens), strings.Join(long.Args, " "))})
 		}
 	}
 	if g.rec != nil && g.rec.GPUMemoryUtilization < b.Settings.GPUMemoryUtilization-0.005 && g.oomIn(PhaseServing, "") {
@@ -208,9 +208,9 @@ func (g *diag) maxLenRemedies() []Remedy {
 			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
 			switch b.Origins.KVCache {
 			case memory.OriginMeasured:
-				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", thousands(b.KVBytesPerToken))
+				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", vllm.Thousands(b.KVBytesPerToken))
 			case memory.OriginDerived:
-				why += fmt.Sprintf(" (from the non-KV memory vLLM measured; %s B of KV per token)", thousands(b.KVBytesPerToken))
+				why += fmt.Sprintf(" (from the non-KV memory vLLM measured; %s B of KV per token)", vllm.Thousands(b.KVBytesPerToken))
 			}
 			if logEst > 0 && g.measuredHere() && logEst < fit {
 				// The engine's own search outranks arithmetic on the
@@ -266,7 +266,7 @@ func (g *diag) utilRemedies() []Remedy {
 		nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = r.GPUMemoryUtilization })
 		why := fmt.Sprintf("--gpu-memory-utilization %.2f -> %.2f: %s", cur, r.GPUMemoryUtilization, utilWhy(r))
 		if ok {
-			why += fmt.Sprintf("; the KV cache becomes %s (%s tokens, %.2f requests of %d tokens at once)", gib(nb.PerGPU.KVCache), thousands(nb.KVTokens), nb.MaxConcurrency, nb.MaxModelLen)
+			why += fmt.Sprintf("; the KV cache becomes %s (%s tokens, %.2f requests of %d tokens at once)", gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens), nb.MaxConcurrency, nb.MaxModelLen)
 		}
 		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", r.GPUMemoryUtilization)}, Why: why})
 	}
@@ -303,7 +303,7 @@ func (g *diag) weightsRemedies() []Remedy {
 		if n := tp * 2; b.Model.Heads%n == 0 {
 			if nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = n }); ok {
 				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(n)},
-					Why: fmt.Sprintf("shard over %d GPUs: %s of weights per GPU instead of %s; the KV cache grows to %s per GPU (%s tokens)", n, gib(nb.PerGPU.Weights), gib(b.PerGPU.Weights), gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))})
+					Why: fmt.Sprintf("shard over %d GPUs: %s of weights per GPU instead of %s; the KV cache grows to %s per GPU (%s tokens)", n, gib(nb.PerGPU.Weights), gib(b.PerGPU.Weights), gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens))})
 			}
 		}
 	}
@@ -335,7 +335,7 @@ func (g *diag) outsideRemedies() []Remedy {
 		seqs := b.Settings.MaxNumSeqs
 		if n := max(seqs/4, 1); n < seqs {
 			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},
-				Why: fmt.Sprintf("--max-num-seqs %d -> %d: the sampler warm-up holds logits for max-num-seqs rows (%d × %s vocabulary × 4 bytes = %s), outside the budget", seqs, n, seqs, thousands(int64(b.Model.Vocab)), gib(int64(seqs)*int64(b.Model.Vocab)*4))})
+				Why: fmt.Sprintf("--max-num-seqs %d -> %d: the sampler warm-up holds logits for max-num-seqs rows (%d × %s vocabulary × 4 bytes = %s), outside the budget", seqs, n, seqs, vllm.Thousands(int64(b.Model.Vocab)), gib(int64(seqs)*int64(b.Model.Vocab)*4))})
 		}
 	}
 	if !b.Settings.EnforceEager {
@@ -416,7 +416,7 @@ func (g *diag) otherRemedies() []Remedy {
 			nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = u })
 			why := fmt.Sprintf("or share the card: %s is held by others, so vLLM may ask for at most %.2f of %s", gib(others), u, gib(total))
 			if ok && nb.Fits {
-				why += fmt.Sprintf("; the KV cache is then %s (%s tokens)", gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))
+				why += fmt.Sprintf("; the KV cache is then %s (%s tokens)", gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens))
 				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", u)}, Why: why})
 			} else {
 				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{}, Why: why + ", and at that the model does not fit: the card must be freed"})
@@ -448,7 +448,7 @@ func (g *diag) tpRemedies() []Remedy {
 		nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = best })
 		why := fmt.Sprintf("--tensor-parallel-size %d -> %d: divides the model's %d heads and uses the GPUs there are", b.Settings.TensorParallelSize, best, heads)
 		if ok {
-			why += fmt.Sprintf("; %s of weights and %s of KV cache per GPU (%s tokens)", gib(nb.PerGPU.Weights), gib(nb.PerGPU.KVCache), thousands(nb.KVTokens))
+			why += fmt.Sprintf("; %s of weights and %s of KV cache per GPU (%s tokens)", gib(nb.PerGPU.Weights), gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens))
 		}
 		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(best)}, Why: why})
 	}
@@ -540,7 +540,7 @@ func (g *diag) biggerMIG(cur gpu.Device) (Remedy, bool) {
 		in.Device, in.Count = d, 0
 		if b, err := memory.Plan(in); err == nil && b.Fits {
 			return Remedy{Action: ActionEditManifest, Args: []string{"resources.limits", "nvidia.com/mig-" + d.MIG + ": 1"},
-				Why: fmt.Sprintf("the smallest %s MIG slice that fits is %s (%s): KV cache %s, %s tokens", d.Parent, d.MIG, gib(d.TotalBytes), gib(b.PerGPU.KVCache), thousands(b.KVTokens))}, true
+				Why: fmt.Sprintf("the smallest %s MIG slice that fits is %s (%s): KV cache %s, %s tokens", d.Parent, d.MIG, gib(d.TotalBytes), gib(b.PerGPU.KVCache), vllm.Thousands(b.KVTokens))}, true
 		}
 	}
 	return Remedy{}, false

@@ -389,15 +389,15 @@ func (g *diag) trafficRules() {
 		return
 	}
 	at := Line{Source: strings.Join(g.ev.TrafficSources, ", "), Text: fmt.Sprintf("%s requests; total tokens p50 %s, p90 %s, p99 %s, max %s",
-		thousands(p.Requests()), thousands(p.Total().Quantile(0.5)), thousands(p.Total().Quantile(0.9)), thousands(p.Total().Quantile(0.99)), thousands(p.Total().Max()))}
+		vllm.Thousands(p.Requests()), vllm.Thousands(p.Total().Quantile(0.5)), vllm.Thousands(p.Total().Quantile(0.9)), vllm.Thousands(p.Total().Quantile(0.99)), vllm.Thousands(p.Total().Max()))}
 	if g.base != nil && g.typical > 0 {
 		seqs := g.base.Settings.MaxNumSeqs
 		need := int64(seqs) * int64(g.typical)
 		if need > g.base.KVTokens {
-			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, thousands(int64(g.typical)), thousands(need), thousands(g.base.KVTokens)), at)
+			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need), vllm.Thousands(g.base.KVTokens)), at)
 		}
 		if mx := p.Total().Max(); mx > int64(g.base.MaxModelLen) && g.base.MaxModelLen > 0 {
-			g.signal(CodeMaxModelLen, wWeak, fmt.Sprintf("the longest request (%s tokens) is longer than --max-model-len %d: vLLM refuses it", thousands(mx), g.base.MaxModelLen), at)
+			g.signal(CodeMaxModelLen, wWeak, fmt.Sprintf("the longest request (%s tokens) is longer than --max-model-len %d: vLLM refuses it", vllm.Thousands(mx), g.base.MaxModelLen), at)
 		}
 	}
 	w := p.Windows()
@@ -560,7 +560,7 @@ func (g *diag) versionRules() {
 			}
 			if d := float64(ta-tb) / float64(max(ta, tb)); d > 0.005 || d < -0.005 {
 				g.signal(CodeVersionDrift, wMeasured, fmt.Sprintf("%s at the same utilization: %s KV tokens on vLLM %s, %s on %s (%+.1f%%)",
-					a.Model, thousands(ta), va, thousands(tb), vb, 100*float64(tb-ta)/float64(ta)), kvLine(a), kvLine(b))
+					a.Model, vllm.Thousands(ta), va, vllm.Thousands(tb), vb, 100*float64(tb-ta)/float64(ta)), kvLine(a), kvLine(b))
 			}
 		}
 	}

@@ -17,6 +17,18 @@ const (
 	PolicyKAITO = "kaito"
 )
 
+// ParsePolicy reads a policy as the user names it: "" is PolicyHeadroom;
+// a name neither policy has is an error saying which there are.
+func ParsePolicy(name string) (string, error) {
+	switch name {
+	case "":
+		return PolicyHeadroom, nil
+	case PolicyHeadroom, PolicyKAITO:
+		return name, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: use headroom or kaito", name)
+}
+
 // RedundancyBytes is the buffer vLLM itself keeps when it suggests an
 // explicit --kv-cache-memory ("150 MiB redundancy buffer",
 // vllm/v1/worker/gpu_worker.py, vllm-memory.md §2.4).

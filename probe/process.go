@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,15 +94,7 @@ func lastLine(s string) string {
 // environ is the launch environment: ours, the command's assignments,
 // then Process.Env (later entries win in os/exec).
 func (p *Process) environ(cmdEnv map[string]string) []string {
-	env := os.Environ()
-	keys := make([]string, 0, len(cmdEnv))
-	for k := range cmdEnv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+cmdEnv[k])
-	}
+	env := append(os.Environ(), Assignments(cmdEnv)...)
 	return append(env, p.Env...)
 }
 

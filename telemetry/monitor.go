@@ -142,11 +142,11 @@ func (m *Monitor) Observe(t time.Time, v *VLLMSample, gpus []GPU) (Reading, []Al
 		}
 		raise(AlertKVPressure, m.kvStreak >= m.rules.KVReadings, Alert{Code: AlertKVPressure,
 			Message: fmt.Sprintf("KV cache %.0f%% full for %d readings with %s requests waiting: new requests queue and running ones get preempted (lower --max-num-seqs or --max-model-len, or add a replica)",
-				v.KVCacheUsage*100, m.kvStreak, fmtCount(v.RequestsWaiting)),
+				v.KVCacheUsage*100, m.kvStreak, FormatCount(v.RequestsWaiting)),
 			Value: v.KVCacheUsage, Threshold: m.rules.KVThreshold})
 		raise(AlertPreemptions, r.Delta.NewPreemptions > 0, Alert{Code: AlertPreemptions,
 			Message: fmt.Sprintf("vLLM preempted %s requests since the last reading (%.1f a minute, %s in all): the KV cache is exhausted and work is recomputed",
-				fmtCount(r.Delta.NewPreemptions), r.Delta.PreemptionsPerMinute, fmtCount(v.PreemptionsTotal)),
+				FormatCount(r.Delta.NewPreemptions), r.Delta.PreemptionsPerMinute, FormatCount(v.PreemptionsTotal)),
 			Value: r.Delta.NewPreemptions, Threshold: 0})
 	} else {
 		m.kvStreak = 0
@@ -170,7 +170,10 @@ func (m *Monitor) Observe(t time.Time, v *VLLMSample, gpus []GPU) (Reading, []Al
 	return r, alerts
 }
 
-func fmtCount(v float64) string {
+// FormatCount prints a count vLLM exports as a float (requests running
+// or waiting, preemptions) as the whole number it is, or to one decimal
+// where it is not (a rate, a sum over engines).
+func FormatCount(v float64) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return fmt.Sprintf("%d", int64(v))
 	}

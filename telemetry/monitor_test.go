@@ -106,3 +106,13 @@ func TestMonitorGPUHeadroom(t *testing.T) {
 		t.Fatalf("%+v", alerts)
 	}
 }
+
+// TestFormatCount: vLLM exports counts as floats; whole ones print as
+// integers, others (a sum of rates) to one decimal.
+func TestFormatCount(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 48: "48", -3: "-3", 1234567: "1234567", 12.34: "12.3", 1e15: "1000000000000000.0"} {
+		if got := FormatCount(v); got != want {
+			t.Errorf("FormatCount(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -42,6 +42,49 @@ func FromMap(m map[string]any) (Settings, error) {
 	return p.finish(), nil
 }
 
+// ToMap is FromMap the other way: it writes vLLM flags (Settings.Args, or
+// a recommendation's) as the vllm: section of a KAITO inference_config.yaml.
+// Each key is the flag's name without dashes; a flag without a value (a
+// switch such as --enforce-eager) is true; a value is an integer or a
+// number where it reads as one, as YAML would type it, else a string;
+// several values of a flag that takes several become a list. FromMap of
+// the map gives back the settings the flags parse to.
+func ToMap(args []string) map[string]any {
+	m := map[string]any{}
+	for i := 0; i < len(args); i++ {
+		name, v, attached := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if attached {
+			m[name] = typedValue(v)
+			continue
+		}
+		var vals []any
+		for i+1 < len(args) && !isFlag(args[i+1]) && (len(vals) == 0 || multiValueFlags[name]) {
+			i++
+			vals = append(vals, typedValue(args[i]))
+		}
+		switch len(vals) {
+		case 0:
+			m[name] = true
+		case 1:
+			m[name] = vals[0]
+		default:
+			m[name] = vals
+		}
+	}
+	return m
+}
+
+// typedValue is a flag's value as YAML types it.
+func typedValue(v string) any {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n
+	}
+	if x, err := strconv.ParseFloat(v, 64); err == nil {
+		return x
+	}
+	return v
+}
+
 func (p *parser) mapEntry(o option, v any) error {
 	if v == nil {
 		return nil

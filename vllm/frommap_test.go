@@ -126,3 +126,65 @@ func TestFromMapErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestToMapRoundTrip: the vllm: section ToMap writes for a command's flags
+// reads back, through YAML as KAITO reads its ConfigMap, to the settings
+// the flags parse to; switches are true, numbers typed.
+func TestToMapRoundTrip(t *testing.T) {
+	args := []string{"--max-model-len", "8192", "--gpu-memory-utilization", "0.9", "--enable-prefix-caching",
+		"--kv-cache-dtype", "fp8", "--served-model-name", "llama", "llama-8b", "--compilation-config", `{"level": 3}`,
+		"--seed=-1", "--enforce-eager"}
+	m := ToMap(args)
+	want := map[string]any{"max-model-len": int64(8192), "gpu-memory-utilization": 0.9, "enable-prefix-caching": true,
+		"kv-cache-dtype": "fp8", "served-model-name": []any{"llama", "llama-8b"}, "compilation-config": `{"level": 3}`,
+		"seed": int64(-1), "enforce-eager": true}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("ToMap = %#v\nwant %#v", m, want)
+	}
+	doc, err := yaml.Marshal(map[string]any{"vllm": m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		VLLM map[string]any `json:"vllm"`
+	}
+	if err := yaml.Unmarshal(doc, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromMap(cfg.VLLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FromMap reads keys in sorted order, so Extra may come in another
+	// order; the same flags with the same values is what counts.
+	gotExtra, wantExtra := extraByFlag(got.Extra), extraByFlag(parsed.Extra)
+	got.Extra, parsed.Extra = nil, nil
+	if !reflect.DeepEqual(got, parsed) || !reflect.DeepEqual(gotExtra, wantExtra) {
+		t.Errorf("FromMap(ToMap(args)) = %+v %v\nwant %+v %v\n%s", got, gotExtra, parsed, wantExtra, doc)
+	}
+}
+
+// extraByFlag groups Extra's words by the flag they follow, an attached
+// value (--seed=-1) as one that follows.
+func extraByFlag(extra []string) map[string][]string {
+	out := map[string][]string{}
+	flag := ""
+	for _, w := range extra {
+		if isFlag(w) {
+			var v string
+			var attached bool
+			flag, v, attached = strings.Cut(w, "=")
+			out[flag] = []string{}
+			if attached {
+				out[flag] = append(out[flag], v)
+			}
+			continue
+		}
+		out[flag] = append(out[flag], w)
+	}
+	return out
+}

@@ -461,6 +461,24 @@ func size(num, unit string) (int64, bool) {
 
 func addBytes(a, b int64) int64 { return min(a+b, maxLogBytes) }
 
+// Thousands writes n as vLLM's logs write a count, with Python's "{:,}"
+// (kv_cache_utils.py: "GPU KV cache size: 476,016 tokens"); count reads it
+// back. headroom prints every count of tokens, blocks or requests so, that
+// the numbers a user reads match the ones in vLLM's logs.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	digits := strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	b.WriteString(s[:len(s)-len(digits)])
+	for i := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(digits[i])
+	}
+	return b.String()
+}
+
 // count reads an integer that may carry thousands separators.
 func count(s string) (int64, bool) {
 	n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)

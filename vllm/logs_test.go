@@ -421,3 +421,29 @@ func TestLogPatternsCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestThousands writes counts as vLLM's log does (testdata/logs/
+// v0.19.0-llama-3.1-8b-h100.log: "GPU KV cache size: 476,016 tokens"), and
+// count reads each back.
+func TestThousands(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"}, {7, "7"}, {999, "999"}, {1000, "1,000"}, {8192, "8,192"}, {476016, "476,016"},
+		{1234567, "1,234,567"}, {-123, "-123"}, {-7420, "-7,420"}, {math.MaxInt64, "9,223,372,036,854,775,807"},
+	} {
+		if got := Thousands(c.n); got != c.want {
+			t.Errorf("Thousands(%d) = %q, want %q", c.n, got, c.want)
+		}
+		if c.n >= 0 && c.n <= 1<<53 {
+			if back, ok := count(c.want); !ok || back != c.n {
+				t.Errorf("count(%q) = %d, %t", c.want, back, ok)
+			}
+		}
+	}
+	ev, ok := ParseLogLine("(EngineCore_DP0 pid=212) INFO 11-22 10:00:42 [kv_cache_utils.py:1087] GPU KV cache size: " + Thousands(476016) + " tokens")
+	if !ok || ev.Tokens != 476016 {
+		t.Errorf("the log line with Thousands(476016) reads as %+v, %t", ev, ok)
+	}
+}

@@ -54,6 +54,16 @@ func (s Settings) CommandLine() string {
 	return strings.Join(words, " ")
 }
 
+// ShellJoin joins words into one line a POSIX shell splits back into the
+// same words, each quoted as shellQuote does.
+func ShellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = shellQuote(w)
+	}
+	return strings.Join(out, " ")
+}
+
 // shellQuote quotes a word for a POSIX shell: as is when it holds only
 // characters no shell treats specially, otherwise in single quotes.
 func shellQuote(w string) string {

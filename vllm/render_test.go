@@ -116,3 +116,18 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestShellJoin: SplitCommandLine gives back the words ShellJoin joined,
+// quotes and all; plain flags stay as they are.
+func TestShellJoin(t *testing.T) {
+	words := []string{"--max-model-len", "32768", "--hf-overrides", `{"rope_scaling": {"factor": 4}}`, "", "it's", "a b", "$HOME", "--served-model-name=llama:8b"}
+	line := ShellJoin(words)
+	want := `--max-model-len 32768 --hf-overrides '{"rope_scaling": {"factor": 4}}' '' 'it'\''s' 'a b' '$HOME' --served-model-name=llama:8b`
+	if line != want {
+		t.Errorf("ShellJoin\n got %s\nwant %s", line, want)
+	}
+	back, err := SplitCommandLine(line)
+	if err != nil || !reflect.DeepEqual(back, words) {
+		t.Errorf("SplitCommandLine(%s) = %q, %v", line, back, err)
+	}
+}

@@ -187,7 +187,7 @@ func decodeFields(body []byte, v any, f *fields) (report.Request, string, error)
 	if err != nil {
 		return req, "", err
 	}
-	policy, err := policyFrom(f.Policy)
+	policy, err := memory.ParsePolicy(f.Policy)
 	return req, policy, err
 }
 
@@ -237,14 +237,4 @@ func flagName(s string) bool {
 		}
 	}
 	return true
-}
-
-func policyFrom(p string) (string, error) {
-	switch p {
-	case "":
-		return memory.PolicyHeadroom, nil
-	case memory.PolicyHeadroom, memory.PolicyKAITO:
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown policy %q: use headroom or kaito", p)
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"headroom.dev/headroom/audit"
+	"headroom.dev/headroom/progress"
 )
 
 type auditFlags struct {
@@ -64,10 +62,8 @@ Exit code 1 when a workload will not start or is at risk; 2 on bad input.`,
 const defaultAuditTimeout = 30 * time.Second
 
 func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
-	switch f.output {
-	case "table", "json", "yaml", "markdown":
-	default:
-		return badInput("-o %s: want table, json, yaml or markdown", f.output)
+	if err := checkFormat(f.output, "table", "json", "yaml", "markdown"); err != nil {
+		return err
 	}
 	cfg, ns, err := auditConfig(env, f)
 	if err != nil {
@@ -90,18 +86,7 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	w := env.Stdout
-	switch f.output {
-	case "json":
-		err = writeJSON(w, r)
-	case "yaml":
-		err = writeYAML(w, r)
-	case "markdown":
-		err = writeAuditMarkdown(w, r)
-	default:
-		err = writeAuditTable(w, r)
-	}
-	if err != nil {
+	if err := writeAs(env.Stdout, f.output, r, formats[audit.Report]{"markdown": writeAuditMarkdown, "": writeAuditTable}); err != nil {
 		return err
 	}
 	if r.AtRisk() {
@@ -110,63 +95,28 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	return nil
 }
 
-// auditConfig finds the API server and the default namespace: --kubeconfig,
-// else $KUBECONFIG, else ~/.kube/config, else the in-cluster service
-// account (client-go's deferred loading, with the environment read through
-// env).
+// auditConfig is the audit's API server and namespace (audit.Config).
 func auditConfig(env Env, f auditFlags) (*rest.Config, string, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
-	if f.kubeconfig == "" {
-		if kc := getenv(env, "KUBECONFIG"); kc != "" {
-			rules.Precedence = filepath.SplitList(kc)
-		} else if home := getenv(env, "HOME"); home != "" {
-			rules.Precedence = []string{filepath.Join(home, ".kube", "config")}
-		}
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := audit.Config(audit.Connection{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace,
+		AllNamespaces: f.allNamespaces, Timeout: f.timeout, Getenv: env.Getenv})
 	if err != nil {
-		return nil, "", badInput("API server configuration: %v (give --kubeconfig, or run in a cluster)", oneLineErr(err))
+		return nil, "", usageError{err}
 	}
-	ns := f.namespace
-	if ns == "" && !f.allNamespaces {
-		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-			ns = "default"
-		}
-	}
-	cfg.Timeout = f.timeout
-	cfg.UserAgent = "headroom-audit"
-	// Hundreds of workloads mean a few hundred reads (HPAs, ConfigMaps);
-	// client-go's default of 5 per second would take minutes.
-	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, ns, nil
-}
-
-func oneLineErr(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
 }
 
 // auditProgress shows the count of workloads evaluated: a live line on a
 // terminal, a plain line every 100 otherwise.
 func auditProgress(w io.Writer) func(done, total int) {
-	live := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			live = true
-		}
-	}
+	line := progress.New(w)
 	return func(done, total int) {
 		switch {
-		case live && done == total:
-			fmt.Fprintf(w, "\r\033[Kaudited %d workloads\n", total)
-		case live:
-			fmt.Fprintf(w, "\r\033[Kauditing %d/%d", done, total)
+		case line.Live() && done == total:
+			line.Print(fmt.Sprintf("audited %d workloads", total))
+		case line.Live():
+			line.Set(fmt.Sprintf("auditing %d/%d", done, total))
 		case done%100 == 0 || done == total:
-			fmt.Fprintf(w, "audited %d/%d\n", done, total)
+			line.Print(fmt.Sprintf("audited %d/%d", done, total))
 		}
 	}
 }

@@ -14,7 +14,7 @@ func TestAuditBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"audit", "-o", "xml"}, "-o xml: want table, json, yaml or markdown"},
+		{[]string{"audit", "-o", "xml"}, `unknown output format "xml": use table, json, yaml or markdown`},
 		{[]string{"audit", "--kubeconfig", "/nonexistent/kubeconfig"}, "API server configuration"},
 	} {
 		var out, errb bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes: the plan's verdict or an input error.
@@ -67,6 +68,22 @@ func Main(ctx context.Context, args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stderr, "headroom: %s\n", msg)
 		return ExitBadInput
+	}
+}
+
+// addDeploymentFlags registers the flags that name a deployment, under
+// plan's names: the model, the GPU (by name or usable memory, and a
+// count), the vLLM version, --offline and vLLM's own flags; model, gpu and
+// version are what the command says of its three.
+func addDeploymentFlags(fl *pflag.FlagSet, f *planFlags, model, gpu, version string) {
+	fl.StringVar(&f.model, "model", "", model)
+	fl.StringVar(&f.gpuName, "gpu", "", gpu)
+	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs")
+	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
+	fl.StringVar(&f.version, "vllm-version", "", version)
+	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
+	for _, v := range vllmStringFlags {
+		f.vllm[v.name] = fl.String(v.name, "", v.usage)
 	}
 }
 

@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,9 +12,6 @@ import (
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 )
-
-// maxDoctorFiles bounds the files read from directories.
-const maxDoctorFiles = 10_000
 
 func newDoctorCmd(env Env) *cobra.Command {
 	f := planFlags{vllm: map[string]*string{}}
@@ -48,17 +40,11 @@ Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version in use (default: what the evidence shows, else the newest known)")
+	addDeploymentFlags(fl, &f, "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id",
+		"GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile",
+		"the vLLM version in use (default: what the evidence shows, else the newest known)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, json, markdown")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	return cmd
 }
 
@@ -68,29 +54,18 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	default:
 		return badInput("unknown output format %q: use text, json or markdown", f.output)
 	}
-	switch f.policy {
-	case memory.PolicyHeadroom, memory.PolicyKAITO:
-	default:
-		return badInput("unknown --policy %q: use headroom or kaito", f.policy)
+	if err := checkPolicy(f.policy); err != nil {
+		return err
 	}
 	files, pasted := args, []string(nil)
 	if n := cmd.ArgsLenAtDash(); n >= 0 {
 		files, pasted = args[:n], args[n:]
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	req := request(cmd, f, pasted)
-	paths, err := expandInputs(files)
+	inputs, err := report.FileInputs(files, cmd.InOrStdin())
 	if err != nil {
-		return err
+		return usageError{err}
 	}
-	inputs := make([]report.Input, len(paths))
-	for i, p := range paths {
-		inputs[i] = evidenceInput(cmd, p)
-	}
-	d, err := report.Diagnose(ctx, reportEnv(env), req, f.policy, inputs)
+	d, err := report.Diagnose(cmd.Context(), reportEnv(env), request(cmd, f, pasted), f.policy, inputs)
 	switch {
 	case errors.Is(err, report.ErrNoEvidence):
 		return badInput("no evidence: give files, directories or - (stdin), e.g. headroom doctor oom.txt vllm.log")
@@ -99,109 +74,14 @@ func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	case err != nil:
 		return usageError{err}
 	}
-	w := cmd.OutOrStdout()
-	switch f.output {
-	case "json":
-		err = writeJSON(w, d)
-	case "markdown", "md":
-		err = writeDoctorMarkdown(w, d)
-	default:
-		err = writeDoctorText(w, d)
-	}
-	if err != nil {
+	md := writeDoctorMarkdown
+	if err := writeAs(cmd.OutOrStdout(), f.output, d, formats[doctor.Diagnosis]{"markdown": md, "md": md, "": writeDoctorText}); err != nil {
 		return err
 	}
 	if !d.Healthy() {
 		return errNoFit
 	}
 	return nil
-}
-
-// expandInputs turns directories into their files (sorted, hidden ones
-// skipped); "-" stays stdin.
-func expandInputs(args []string) ([]string, error) {
-	var out []string
-	for _, a := range args {
-		if a == "-" {
-			out = append(out, a)
-			continue
-		}
-		st, err := os.Stat(a)
-		if err != nil {
-			return nil, badInput("%s: %v", a, unwrapPathError(err))
-		}
-		if !st.IsDir() {
-			out = append(out, a)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if p != a && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() {
-				found = append(found, p)
-				if len(found) > maxDoctorFiles {
-					return fmt.Errorf("more than %d files", maxDoctorFiles)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, badInput("%s: %v", a, unwrapPathError(err))
-		}
-		sort.Strings(found)
-		out = append(out, found...)
-	}
-	return out, nil
-}
-
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
-// evidenceInput opens p when the doctor reads it; "-" is stdin.
-func evidenceInput(cmd *cobra.Command, p string) report.Input {
-	if p == "-" {
-		return report.Input{Name: "stdin", Open: func() (io.ReadCloser, error) { return io.NopCloser(cmd.InOrStdin()), nil }}
-	}
-	return report.Input{Name: p, Open: func() (io.ReadCloser, error) {
-		fh, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, unwrapPathError(err))
-		}
-		return fh, nil
-	}}
-}
-
-// remedyText renders a remedy's args as what to paste.
-func remedyText(r doctor.Remedy) string {
-	switch r.Action {
-	case doctor.ActionSetFlag:
-		return shellJoin(r.Args)
-	case doctor.ActionSetEnv:
-		return "export " + strings.Join(r.Args, " ")
-	case doctor.ActionEditManifest:
-		var parts []string
-		for i := 0; i < len(r.Args); i += 2 {
-			if i+1 < len(r.Args) {
-				parts = append(parts, r.Args[i]+": "+r.Args[i+1])
-			} else {
-				parts = append(parts, r.Args[i])
-			}
-		}
-		return strings.Join(parts, ", ")
-	}
-	return strings.Join(r.Args, " ")
 }
 
 func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
@@ -224,7 +104,7 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 		if len(f.Remedies) > 0 {
 			fmt.Fprintln(w, "   remedies:")
 			for j, r := range f.Remedies {
-				if t := remedyText(r); t != "" {
+				if t := r.Paste(); t != "" {
 					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, r.Why)
 				} else {
 					fmt.Fprintf(w, "     %d) %s\n", j+1, r.Why)
@@ -353,7 +233,7 @@ func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
 			fmt.Fprintln(w, "\n**Remedies**")
 			fmt.Fprintln(w)
 			for j, r := range f.Remedies {
-				if t := remedyText(r); t != "" {
+				if t := r.Paste(); t != "" {
 					fmt.Fprintf(w, "%d. `%s` — %s\n", j+1, t, r.Why)
 				} else {
 					fmt.Fprintf(w, "%d. %s\n", j+1, r.Why)

@@ -105,10 +105,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 	var reader telemetry.GPUReader
 	var gpus []telemetry.GPU
 	if !f.noGPU {
-		reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
-		if err == nil {
-			gpus, err = reader.GPUs(ctx)
-		}
+		reader, gpus, err = telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 		switch {
 		case err == nil:
 			defer reader.Close()
@@ -124,11 +121,11 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 	if err != nil {
 		return err
 	}
-	for _, n := range req.notes {
+	for _, n := range req.Notes {
 		log.Info("plan: " + n)
 	}
-	if req.bytes > 0 {
-		log.Info("GPU margin", "required_free", memory.GiB(req.bytes), "why", req.why)
+	if req.Bytes > 0 {
+		log.Info("GPU margin", "required_free", memory.GiB(req.Bytes), "why", req.Why)
 	}
 	scraper := &telemetry.Scraper{URL: url, Timeout: f.scrapeTimeout}
 	if _, err := scraper.Scrape(ctx); err != nil {
@@ -136,7 +133,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 		log.Warn("vLLM not readable yet", "err", err)
 	}
 	exp := telemetry.NewExporter(telemetry.ExporterOptions{Scraper: scraper, GPUs: reader,
-		RequiredFreeBytes: req.bytes, Plan: req.plan, Window: f.window, Log: log})
+		RequiredFreeBytes: req.Bytes, Plan: req.Plan, Window: f.window, Log: log})
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return badInput("cannot listen on %s: %v", f.listen, err)

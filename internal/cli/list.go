@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 	"text/tabwriter"
 
@@ -15,61 +16,45 @@ import (
 )
 
 func newGPUsCmd(env Env) *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "gpus",
-		Short: "List the GPUs and cloud instance types headroom knows",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "json":
-				return writeJSON(cmd.OutOrStdout(), report.GPUs())
-			case "yaml":
-				return writeYAML(cmd.OutOrStdout(), report.GPUs())
-			case "table":
-			default:
-				return badInput("unknown output format %q: use table, json or yaml", output)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "GPU\tTOTAL (CUDA)\tCC\tSOURCE")
-			for _, d := range gpu.Devices() {
-				fmt.Fprintf(tw, "%s\t%.2f GiB\t%s\t%s\n", d.Name, float64(d.TotalBytes)/(1<<30), d.ComputeCapability, d.Source)
-			}
-			fmt.Fprintln(tw, "\nINSTANCE TYPE\tGPUS\tCLOUD")
-			for _, s := range gpu.SKUs() {
-				fmt.Fprintf(tw, "%s\t%d × %s\t%s\n", s.Name, s.Count, s.Device.Name, s.Cloud)
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")
-	return cmd
+	return newListCmd("gpus", "List the GPUs and cloud instance types headroom knows", report.GPUs, func(w io.Writer, _ report.GPUCatalog) error {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GPU\tTOTAL (CUDA)\tCC\tSOURCE")
+		for _, d := range gpu.Devices() {
+			fmt.Fprintf(tw, "%s\t%.2f GiB\t%s\t%s\n", d.Name, float64(d.TotalBytes)/(1<<30), d.ComputeCapability, d.Source)
+		}
+		fmt.Fprintln(tw, "\nINSTANCE TYPE\tGPUS\tCLOUD")
+		for _, s := range gpu.SKUs() {
+			fmt.Fprintf(tw, "%s\t%d × %s\t%s\n", s.Name, s.Count, s.Device.Name, s.Cloud)
+		}
+		return tw.Flush()
+	})
 }
 
 func newModelsCmd(env Env) *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "models",
-		Short: "List the models in the embedded catalog",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "json":
-				return writeJSON(cmd.OutOrStdout(), catalog.Entries())
-			case "yaml":
-				return writeYAML(cmd.OutOrStdout(), catalog.Entries())
-			case "table":
-			default:
-				return badInput("unknown output format %q: use table, json or yaml", output)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "MODEL\tPARAMS\tLAYERS\tATTENTION\tMAX CONTEXT")
-			for _, id := range catalog.IDs() {
-				s, ok := catalog.Lookup(id)
-				if !ok {
-					continue
-				}
+	return newListCmd("models", "List the models in the embedded catalog", catalog.Entries, func(w io.Writer, _ []catalog.Entry) error {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tPARAMS\tLAYERS\tATTENTION\tMAX CONTEXT")
+		for _, id := range catalog.IDs() {
+			if s, ok := catalog.Lookup(id); ok {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", id, humanCount(s.Params()), s.Layers, report.AttentionSummary(s), s.MaxPositions)
 			}
-			return tw.Flush()
+		}
+		return tw.Flush()
+	})
+}
+
+// newListCmd is a command that lists what headroom knows: list() as a
+// table, JSON or YAML.
+func newListCmd[T any](use, short string, list func() T, table func(io.Writer, T) error) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			return writeAs(cmd.OutOrStdout(), output, list(), formats[T]{"": table})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")
@@ -82,11 +67,8 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 		return usageError{err}
 	}
 	w := cmd.OutOrStdout()
-	switch f.output {
-	case "json":
-		return writeJSON(w, rows)
-	case "yaml":
-		return writeYAML(w, rows)
+	if f.output == "json" || f.output == "yaml" {
+		return writeAs(w, f.output, rows, nil)
 	}
 	fmt.Fprintf(w, "%s, vLLM %s, tp %d\n\n", e.Spec.ID, e.Settings.Version, max(e.Settings.TensorParallelSize, 1))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,10 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
-	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -64,17 +59,10 @@ Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model: a catalog id, a local directory or config.json, or a Hugging Face id")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU the engine runs on (default: read from NVML or nvidia-smi)")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs (default: what the parallelism needs)")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "the GPU by its usable memory instead of a name, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM release (default: ask `vllm --version`)")
+	addDeploymentFlags(fl, &f.planFlags, "model: a catalog id, a local directory or config.json, or a Hugging Face id",
+		"GPU the engine runs on (default: read from NVML or nvidia-smi)", "the vLLM release (default: ask `vllm --version`)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml")
 	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager (no CUDA graphs)")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	fl.StringVar(&f.bin, "vllm-bin", "", "the vllm executable (default: the pasted command's, else vllm on PATH)")
 	fl.StringVar(&f.strategy, "strategy", string(probe.StrategyAuto), "auto (one or two launches) or bisect (KAITO's binary search)")
 	fl.IntVar(&f.steps, "steps", probe.DefaultBisectSteps, "launches of --strategy bisect (KAITO's max_probe_steps)")
@@ -87,10 +75,8 @@ Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run
 }
 
 func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
-	switch f.output {
-	case "table", "json", "yaml":
-	default:
-		return badInput("unknown output format %q: use table, json or yaml", f.output)
+	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
+		return err
 	}
 	strategy := probe.Strategy(f.strategy)
 	switch strategy {
@@ -111,84 +97,16 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	s, err := settingsFrom(cmd, f.planFlags, args)
-	if err != nil {
-		return err
-	}
-	if s.Model == "" {
-		return badInput("no model: give --model or paste `-- vllm serve MODEL ...`")
-	}
-	bin, err := vllmBinary(f.bin, args)
-	if err != nil {
-		return usageError{err}
-	}
-	spec, err := resolveModel(ctx, env, s.Model, f.offline)
-	if err != nil {
-		return usageError{err}
-	}
-	var notes []string
-	gauge, gaugeNote := probe.FindGauge(ctx)
-	if gaugeNote != "" {
-		notes = append(notes, gaugeNote)
-	}
-	if c, ok := gauge.(interface{ Close() }); ok {
-		defer c.Close()
-	}
-	sel, gpuNote, err := probeGPU(ctx, f.planFlags, gauge)
-	if err != nil {
-		return usageError{err}
-	}
-	if gpuNote != "" {
-		notes = append(notes, gpuNote)
-	}
-
-	cfg := probe.Config{
-		Engine:        &probe.Process{Bin: bin, Env: envAssignments(s.Env), Gauge: gauge, Grace: f.grace, LogDir: f.logDir},
-		Settings:      s,
-		Model:         spec,
-		Device:        sel.Device,
-		Count:         sel.Count,
-		Version:       s.Version,
-		Strategy:      strategy,
-		Steps:         f.steps,
-		MaxLaunches:   f.maxLaunches,
-		LaunchTimeout: f.launchTimeout,
-	}
-	calPath := ""
-	if !f.noCalibration {
-		if calPath, err = probe.CalibrationPath(env.Getenv); err != nil {
-			notes = append(notes, err.Error())
-			calPath = ""
-		} else {
-			cfg.Calibration = func(r probe.Record) error { return probe.AppendRecord(calPath, r) }
-		}
-	}
-	prog := newProgress(env.Stderr)
-	cfg.Progress = prog.update
-	res, runErr := probe.Run(ctx, cfg)
-	prog.finish()
+	prog := newLaunchProgress(env.Stderr)
+	out, runErr := report.Probe(ctx, reportEnv(env), request(cmd, f.planFlags, args), report.ProbeOptions{
+		Bin: f.bin, Strategy: strategy, Steps: f.steps, MaxLaunches: f.maxLaunches, LaunchTimeout: f.launchTimeout,
+		Grace: f.grace, LogDir: f.logDir, NoCalibration: f.noCalibration, Progress: prog.update})
+	prog.stop()
 	if runErr != nil && !errors.Is(runErr, probe.ErrNothingStarts) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted during launch %d; every engine process it started was stopped", len(res.History))
-		}
 		return usageError{runErr}
 	}
-	if res.Launches == 0 || res.MaxModelLen == 0 {
-		calPath = ""
-	}
-	out := newProbeReport(spec.ID, sel, res, append(notes, res.Notes...), calPath)
-	var werr error
-	switch f.output {
-	case "json":
-		werr = writeJSON(cmd.OutOrStdout(), out)
-	case "yaml":
-		werr = writeYAML(cmd.OutOrStdout(), out)
-	default:
-		werr = writeProbeTable(cmd.OutOrStdout(), out)
-	}
-	if werr != nil {
-		return werr
+	if err := writeAs(cmd.OutOrStdout(), f.output, out, formats[report.ProbeReport]{"": writeProbeTable}); err != nil {
+		return err
 	}
 	if runErr != nil {
 		fmt.Fprintf(env.Stderr, "headroom: %s\n", strings.TrimPrefix(runErr.Error(), probe.ErrNothingStarts.Error()+": "))
@@ -197,136 +115,7 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	return nil
 }
 
-// envAssignments renders the command's VAR=value prefix for the engine,
-// `vllm --version` included (VLLM_USE_V1 and the like change what runs).
-func envAssignments(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// vllmBinary picks the engine executable: --vllm-bin, else the pasted
-// command's program when it is a path to vllm, else vllm on PATH.
-func vllmBinary(flag string, pasted []string) (string, error) {
-	if flag != "" {
-		p, err := exec.LookPath(flag)
-		if err != nil {
-			return "", fmt.Errorf("--vllm-bin %s: %v", flag, errors.Unwrap(err))
-		}
-		return p, nil
-	}
-	for _, a := range pasted {
-		if strings.Contains(a, "=") && !strings.Contains(a, "/") {
-			continue // VAR=value before the command
-		}
-		if strings.Contains(a, "/") && filepath.Base(a) == "vllm" {
-			if _, err := exec.LookPath(a); err != nil {
-				return "", fmt.Errorf("%s: %v; give --vllm-bin", a, errors.Unwrap(err))
-			}
-			return a, nil
-		}
-		break
-	}
-	p, err := exec.LookPath("vllm")
-	if err != nil {
-		return "", fmt.Errorf("vllm is not on PATH: give --vllm-bin /path/to/vllm")
-	}
-	return p, nil
-}
-
-// probeGPU resolves --gpu or --gpu-memory, else the GPU the gauge sees.
-func probeGPU(ctx context.Context, f planFlags, gauge probe.MemoryGauge) (gpu.Selection, string, error) {
-	if f.gpuName != "" || f.gpuMemory != "" {
-		sel, err := resolveGPU(f)
-		return sel, "", err
-	}
-	if gauge == nil {
-		return gpu.Selection{}, "", errors.New("no GPU: give --gpu (e.g. H100-80GB, L4); neither NVML nor nvidia-smi answers here to tell")
-	}
-	gpus, err := gauge.Read(ctx)
-	if err != nil || len(gpus) == 0 {
-		return gpu.Selection{}, "", fmt.Errorf("no GPU: give --gpu (%s: %v)", gauge.Source(), err)
-	}
-	g := gpus[0]
-	sel, err := gpu.Resolve(g.Name)
-	note := fmt.Sprintf("GPU %q read from %s", g.Name, gauge.Source())
-	if err != nil {
-		sel = gpu.Selection{Device: gpu.Custom(g.TotalBytes)}
-		note = fmt.Sprintf("GPU %q read from %s is not in the catalog; planning with its %s", g.Name, gauge.Source(), memory.GiB(g.TotalBytes))
-	}
-	sel.Count = max(f.gpuCount, 1)
-	return sel, note, nil
-}
-
-// ProbeReport is `headroom probe -o json`. Fields may be added, never renamed.
-type ProbeReport struct {
-	Model               string           `json:"model"`
-	GPU                 report.GPUReport `json:"gpu"`
-	MaxModelLen         int              `json:"max_model_len"`
-	Launches            int              `json:"launches"`
-	KVCacheTokens       int64            `json:"kv_cache_tokens"`
-	AvailableKVCacheGiB float64          `json:"available_kv_cache_gib"`
-	VLLMVersion         string           `json:"vllm_version"`
-	Seconds             float64          `json:"seconds"`
-	Strategy            string           `json:"strategy"`
-	Predicted           int              `json:"predicted_max_model_len"`
-	ModelMaxLen         int              `json:"model_max_len"`
-	History             []LaunchReport   `json:"history"`
-	Notes               []string         `json:"notes,omitempty"`
-	CalibrationFile     string           `json:"calibration_file,omitempty"`
-}
-
-// LaunchReport is one launch of the history.
-type LaunchReport struct {
-	// MaxModelLen is the length launched with; "auto" for --max-model-len auto.
-	MaxModelLen any      `json:"max_model_len"`
-	Args        []string `json:"args"`
-	Outcome     string   `json:"outcome"`
-	Reason      string   `json:"reason,omitempty"`
-	// Numbers are the figures read from the engine's log.
-	Numbers  vllm.StartupReport `json:"numbers"`
-	ExitCode int                `json:"exit_code"`
-	Seconds  float64            `json:"seconds"`
-	Notes    []string           `json:"notes,omitempty"`
-}
-
-func newProbeReport(modelID string, sel gpu.Selection, r probe.Result, notes []string, calPath string) ProbeReport {
-	out := ProbeReport{
-		Model:               modelID,
-		GPU:                 report.GPUReport{Name: sel.Device.Name, Count: max(sel.Count, 1), TotalBytes: sel.Device.TotalBytes, SKU: sel.SKU},
-		MaxModelLen:         r.MaxModelLen,
-		Launches:            r.Launches,
-		KVCacheTokens:       r.KVCacheTokens,
-		AvailableKVCacheGiB: gibs(r.AvailableKVBytes),
-		Seconds:             r.Seconds,
-		Strategy:            string(r.Strategy),
-		Predicted:           r.Predicted,
-		ModelMaxLen:         r.ModelMaxLen,
-		History:             []LaunchReport{},
-		Notes:               notes,
-		CalibrationFile:     calPath,
-	}
-	if !r.Version.IsZero() {
-		out.VLLMVersion = r.Version.String()
-	}
-	for _, a := range r.History {
-		l := LaunchReport{MaxModelLen: a.MaxModelLen, Args: a.Args, Outcome: string(a.Outcome), Reason: a.Reason,
-			Numbers: a.Report, ExitCode: a.ExitCode, Seconds: a.Seconds, Notes: a.Notes}
-		if a.MaxModelLen == vllm.AutoMaxModelLen {
-			l.MaxModelLen = "auto"
-		}
-		if l.Numbers.Errors == nil {
-			l.Numbers.Errors = []vllm.LogEvent{}
-		}
-		out.History = append(out.History, l)
-	}
-	return out
-}
-
-func writeProbeTable(w io.Writer, r ProbeReport) error {
+func writeProbeTable(w io.Writer, r report.ProbeReport) error {
 	if r.MaxModelLen > 0 {
 		fmt.Fprintf(w, "max-model-len %d: started on %s", r.MaxModelLen, r.GPU.Name)
 		switch {
@@ -352,7 +141,7 @@ func writeProbeTable(w io.Writer, r ProbeReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "launch\tmax-model-len\toutcome\tseconds\tread from the log")
 	for i, a := range r.History {
-		said := summarize(a)
+		said := summarize(a.Numbers)
 		if a.Reason != "" {
 			said = a.Reason
 			if len(said) > 160 {
@@ -368,7 +157,7 @@ func writeProbeTable(w io.Writer, r ProbeReport) error {
 		}
 	}
 	if len(r.History) > 0 {
-		fmt.Fprintf(w, "\nlast command: %s\n", shellJoin(r.History[len(r.History)-1].Args))
+		fmt.Fprintf(w, "\nlast command: %s\n", vllm.ShellJoin(r.History[len(r.History)-1].Args))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -387,8 +176,7 @@ func plural(n int, one, many string) string {
 }
 
 // summarize lists the numbers a launch's log gave.
-func summarize(a LaunchReport) string {
-	n := a.Numbers
+func summarize(n vllm.StartupReport) string {
 	var parts []string
 	if af := n.AutoFit; af != nil {
 		if af.To > 0 && af.To < af.From {
@@ -420,31 +208,21 @@ func summarize(a LaunchReport) string {
 	return strings.Join(parts, ", ")
 }
 
-// progress shows each launch: a live line on a terminal, plain lines
-// otherwise.
-type progress struct {
-	w    io.Writer
-	live bool
+// launchProgress shows each launch: a live line on a terminal, redrawn
+// every second, and a line per phase otherwise.
+type launchProgress struct {
+	line *progress.Line
+	stop func()
 
 	mu      sync.Mutex
 	cur     probe.Progress
 	started time.Time
 	phase   probe.Phase
-	stop    chan struct{}
-	done    chan struct{}
 }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.live = true
-		}
-	}
-	if p.live {
-		p.stop, p.done = make(chan struct{}), make(chan struct{})
-		go p.tick()
-	}
+func newLaunchProgress(w io.Writer) *launchProgress {
+	p := &launchProgress{line: progress.New(w)}
+	p.stop = p.line.Every(time.Second, 0, p.live)
 	return p
 }
 
@@ -455,79 +233,44 @@ func lengthText(n int) string {
 	return fmt.Sprint(n)
 }
 
-func (p *progress) update(u probe.Progress) {
+func (p *launchProgress) update(u probe.Progress) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if u.Launch != p.cur.Launch {
-		p.started = time.Now()
-		p.phase = ""
+		p.started, p.phase = time.Now(), ""
 	}
 	p.cur = u
+	newPhase := u.Phase != p.phase
+	p.phase = u.Phase
 	if u.Done != nil {
+		p.phase = probe.PhaseReleasing
+	}
+	p.mu.Unlock()
+	switch {
+	case u.Done != nil:
 		line := fmt.Sprintf("launch %d: --max-model-len %s: %s in %.0f s", u.Launch, lengthText(u.MaxModelLen), u.Done.Outcome, u.Done.Seconds)
 		if u.Done.Reason != "" {
 			line += ": " + u.Done.Reason
-		} else if s := summarize(LaunchReport{Numbers: u.Done.Report}); s != "-" {
+		} else if s := summarize(u.Done.Report); s != "-" {
 			line += " (" + s + ")"
 		}
-		if p.live {
-			fmt.Fprintf(p.w, "\r\x1b[K%s\n", line)
-		} else {
-			fmt.Fprintln(p.w, line)
-		}
-		p.phase = probe.PhaseReleasing
-		return
-	}
-	if p.live {
-		p.draw()
-		return
-	}
-	if u.Phase != p.phase {
-		p.phase = u.Phase
-		fmt.Fprintf(p.w, "launch %d: --max-model-len %s: %s\n", u.Launch, lengthText(u.MaxModelLen), u.Phase)
+		p.line.Print(line)
+	case p.line.Live():
+		p.line.Set(p.live())
+	case newPhase:
+		p.line.Print(fmt.Sprintf("launch %d: --max-model-len %s: %s", u.Launch, lengthText(u.MaxModelLen), u.Phase))
 	}
 }
 
-// draw rewrites the live line; the lock is held.
-func (p *progress) draw() {
-	if p.cur.Launch == 0 || p.phase == probe.PhaseReleasing && p.cur.Done != nil {
-		return
-	}
-	el := time.Since(p.started).Round(time.Second)
-	line := fmt.Sprintf("launch %d  --max-model-len %s  %s  %s", p.cur.Launch, lengthText(p.cur.MaxModelLen), p.cur.Phase, el)
-	if s := summarize(LaunchReport{Numbers: p.cur.Report}); s != "-" {
-		line += "  " + s
-	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
-}
-
-func (p *progress) tick() {
-	defer close(p.done)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-			p.mu.Lock()
-			if p.cur.Done == nil {
-				p.draw()
-			}
-			p.mu.Unlock()
-		}
-	}
-}
-
-func (p *progress) finish() {
-	if !p.live {
-		return
-	}
-	close(p.stop)
-	<-p.done
+// live is the live line of the launch running, "" between launches.
+func (p *launchProgress) live() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cur.Launch > 0 && p.cur.Done == nil {
-		fmt.Fprint(p.w, "\r\x1b[K")
+	if p.cur.Launch == 0 || p.cur.Done != nil {
+		return ""
 	}
+	line := fmt.Sprintf("launch %d  --max-model-len %s  %s  %s", p.cur.Launch, lengthText(p.cur.MaxModelLen), p.cur.Phase, time.Since(p.started).Round(time.Second))
+	if s := summarize(p.cur.Report); s != "-" {
+		line += "  " + s
+	}
+	return line
 }

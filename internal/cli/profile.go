@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -16,13 +12,9 @@ import (
 
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/traffic"
-	"headroom.dev/headroom/workload"
 )
-
-// profileWorkers bounds the parsing goroutines: past a few cores the
-// reading itself is the limit.
-const profileWorkers = 4
 
 // maxListedWindows is how many windows the table lists before it shows
 // only the surging ones.
@@ -69,59 +61,24 @@ Percentiles are read from log-linear histograms: exact below 256 tokens, within
 	fl := cmd.Flags()
 	fl.StringVar(&f.buckets, "buckets", "512,2048,8192", "bucket upper bounds in total tokens (S,M,L; XL above the last)")
 	fl.DurationVar(&f.window, "window", traffic.DefaultWindow, "time window for the long-request share (0 turns windows off)")
-	fl.StringVar(&f.plan.model, "model", "", "model, for the KV concurrency and the pool split")
-	fl.StringVar(&f.plan.gpuName, "gpu", "", "GPU, for the KV concurrency and the pool split")
-	fl.IntVar(&f.plan.gpuCount, "gpu-count", 0, "number of GPUs")
-	fl.StringVar(&f.plan.gpuMemory, "gpu-memory", "", "a GPU by its usable memory, e.g. 24GiB")
-	fl.StringVar(&f.plan.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known)")
+	addDeploymentFlags(fl, &f.plan, "model, for the KV concurrency and the pool split", "GPU, for the KV concurrency and the pool split",
+		"the vLLM version whose rules apply (default: the newest known)")
 	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.BoolVar(&f.plan.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
 	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
-	for _, v := range vllmStringFlags {
-		f.plan.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
 	return cmd
 }
 
-// ProfileReport is `headroom profile -o json`.
-type ProfileReport struct {
-	Sources       []string              `json:"sources"`
-	Requests      int64                 `json:"requests"`
-	SkippedLines  int64                 `json:"skipped_lines"`
-	OutputIsLimit int64                 `json:"output_is_max_tokens,omitempty"`
-	Input         traffic.Summary       `json:"input_tokens"`
-	Output        traffic.Summary       `json:"output_tokens"`
-	Total         traffic.Summary       `json:"total_tokens"`
-	Buckets       []traffic.Bucket      `json:"buckets"`
-	WindowSeconds int64                 `json:"window_seconds"`
-	Baseline      float64               `json:"baseline_long_share"`
-	Windows       []traffic.Window      `json:"windows"`
-	NoYear        bool                  `json:"windows_without_year,omitempty"`
-	Concurrency   []traffic.Concurrency `json:"concurrency,omitempty"`
-	Pools         []traffic.Pool        `json:"pools"`
-	Plan          *ProfilePlan          `json:"plan,omitempty"`
-	// PoolSeqs is, per pool name, the evidence for the pool's max-num-seqs
-	// when it was chosen by replaying the pool's requests of the log.
-	PoolSeqs map[string]*report.SeqsEvidence `json:"pool_max_num_seqs_from_traffic,omitempty"`
-	Notes    []string                        `json:"notes,omitempty"`
-}
-
-// ProfilePlan names the deployment the concurrency and pools are for.
-type ProfilePlan struct {
-	Model         string  `json:"model"`
-	GPU           string  `json:"gpu"`
-	KVCacheTokens int64   `json:"kv_cache_tokens"`
-	MaxModelLen   int     `json:"max_model_len"`
-	MaxNumSeqs    int     `json:"max_num_seqs"`
-	Utilization   float64 `json:"gpu_memory_utilization"`
-	VLLMVersion   string  `json:"vllm_version"`
-}
+// ProfileReport is `headroom profile -o json`; plan --profile reads it.
+type ProfileReport = report.ProfileReport
 
 func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) error {
 	switch f.plan.output {
 	case "table", "text", "json":
 	default:
 		return badInput("unknown output format %q: use table or json", f.plan.output)
+	}
+	if err := checkPolicy(f.plan.policy); err != nil {
+		return err
 	}
 	bounds, err := traffic.ParseBounds(f.buckets)
 	if err != nil {
@@ -134,29 +91,15 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	if len(files) == 0 {
 		return badInput("no request log: give files (plain or .gz) or - for stdin")
 	}
-	p, err := traffic.NewProfile(traffic.Options{Bounds: bounds, Window: f.window})
+	req := report.ProfileRequest{Files: files, Stdin: cmd.InOrStdin(), Options: traffic.Options{Bounds: bounds, Window: f.window},
+		Policy: f.plan.policy, ReplayRequests: planTrafficRequests, ReplaySeed: planTrafficSeed, Reading: readingProgress(env.Stderr)}
+	if len(pasted) > 0 || f.plan.model != "" || f.plan.gpuName != "" || f.plan.gpuMemory != "" {
+		plan := request(cmd, f.plan, pasted)
+		req.Plan = &plan
+	}
+	rep, err := report.Profile(cmd.Context(), reportEnv(env), req)
 	if err != nil {
-		return badInput("%v", err)
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	workers := min(runtime.GOMAXPROCS(0), profileWorkers)
-	for _, name := range files {
-		if err := readProfile(ctx, cmd, env, p, name, workers); err != nil {
-			return usageError{err}
-		}
-	}
-	if p.Requests() == 0 {
-		return badInput("no request records in %s: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object, or vLLM's \"Received request\" lines", strings.Join(files, ", "))
-	}
-	rep := newProfileReport(p, files)
-	planned := len(pasted) > 0 || f.plan.model != "" || f.plan.gpuName != "" || f.plan.gpuMemory != ""
-	if planned {
-		if err := addProfilePlan(cmd, env, f, pasted, p, files, &rep); err != nil {
-			return err
-		}
+		return usageError{err}
 	}
 	if f.plan.output == "json" {
 		return writeJSON(cmd.OutOrStdout(), rep)
@@ -164,172 +107,20 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	return writeProfileTable(cmd.OutOrStdout(), rep)
 }
 
-// readProfile streams one file (or stdin) into p, showing progress on a
-// terminal.
-func readProfile(ctx context.Context, cmd *cobra.Command, env Env, p *traffic.Profile, name string, workers int) error {
-	var done atomic.Int64
-	var size int64
-	if name != "-" {
-		st, err := os.Stat(name)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, unwrapPathError(err))
-		}
-		size = st.Size()
-	}
-	stop := startProgress(env.Stderr, name, size, &done)
-	var err error
-	if name == "-" {
-		err = traffic.Read(ctx, cmd.InOrStdin(), p, traffic.ReadOptions{Workers: workers, Progress: &done})
-	} else {
-		err = traffic.ReadFile(ctx, name, p, traffic.ReadOptions{Workers: workers, Progress: &done})
-	}
-	stop()
-	if err != nil {
-		return fmt.Errorf("%s: %v", name, unwrapPathError(err))
-	}
-	return nil
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// startProgress shows how far a long read is: a live line on a terminal,
-// a plain line every 10 seconds otherwise. It returns the function that
-// stops it.
-func startProgress(w io.Writer, name string, size int64, done *atomic.Int64) func() {
-	return showProgress(w, func() string {
-		msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
-		if size > 0 {
-			msg += fmt.Sprintf(" of %d MiB", size>>20)
-		}
-		return msg
-	})
-}
-
-// showProgress prints msg() as a live line on a terminal (every 0.5 s), a
-// plain line every 10 seconds otherwise, until the returned function is
-// called.
-func showProgress(w io.Writer, msg func() string) func() {
-	if w == nil {
-		return func() {}
-	}
-	tty := isTerminal(w)
-	every := 10 * time.Second
-	if tty {
-		every = 500 * time.Millisecond
-	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		shown := false
-		for {
-			select {
-			case <-quit:
-				if shown && tty {
-					fmt.Fprint(w, "\r\033[K")
-				}
-				return
-			case <-t.C:
-				if tty {
-					fmt.Fprintf(w, "\r\033[K%s", msg())
-				} else {
-					fmt.Fprintln(w, msg())
-				}
-				shown = true
+// readingProgress shows how far the reading of each log is.
+func readingProgress(w io.Writer) func(name string, size int64, done *atomic.Int64) func() {
+	return func(name string, size int64, done *atomic.Int64) func() {
+		return progress.Show(w, func() string {
+			msg := fmt.Sprintf("headroom profile: %s: %d MiB read", name, done.Load()>>20)
+			if size > 0 {
+				msg += fmt.Sprintf(" of %d MiB", size>>20)
 			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-finished
+			return msg
+		})
 	}
 }
 
-func newProfileReport(p *traffic.Profile, files []string) ProfileReport {
-	w := p.Windows()
-	rep := ProfileReport{Sources: files, Requests: p.Requests(), SkippedLines: p.Skipped(), OutputIsLimit: p.OutputIsLimit(),
-		Input: p.Input().Summary(), Output: p.Output().Summary(), Total: p.Total().Summary(), Buckets: p.Buckets(),
-		WindowSeconds: w.Seconds, Baseline: w.Baseline, Windows: w.Windows, NoYear: w.NoYear, Pools: []traffic.Pool{}}
-	if p.OutputIsLimit() > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d requests came from vLLM's request log, which shows max_tokens rather than what was generated: their output is an upper bound", p.OutputIsLimit()))
-	}
-	if w.Capped {
-		rep.Notes = append(rep.Notes, "the log spans more windows than are kept; use a longer --window")
-	}
-	if w.Seconds > 0 && p.Timed() == 0 {
-		rep.Notes = append(rep.Notes, "no request carried a time: no windows")
-	}
-	return rep
-}
-
-// addProfilePlan sizes the buckets against the planner and splits pools.
-// Each pool's max-num-seqs is chosen by replaying its requests of the log
-// (poolTraffic) where the log can be read again: one file whose every
-// request carries a time.
-func addProfilePlan(cmd *cobra.Command, env Env, f profileFlags, pasted []string, p *traffic.Profile, files []string, rep *ProfileReport) error {
-	e, err := gather(cmd.Context(), cmd, env, f.plan, append([]string(nil), pasted...))
-	if err != nil {
-		return err
-	}
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings}
-	b, err := memory.Plan(in)
-	if err != nil {
-		return usageError{err}
-	}
-	rep.Plan = &ProfilePlan{Model: e.Spec.ID, GPU: e.Sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
-		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String()}
-	rep.Concurrency = traffic.BucketConcurrency(p, b)
-	var choose traffic.SeqsChooser
-	switch {
-	case len(files) != 1 || files[0] == "-":
-		rep.Notes = append(rep.Notes, "pool max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens): only one log file, not stdin, can be replayed to simulate them")
-	case p.Timed() != p.Requests():
-		rep.Notes = append(rep.Notes, "pool max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens): the log's requests need times to be replayed")
-	default:
-		choose = func(pool *traffic.Pool, in memory.Input, rec *memory.Recommendation) error {
-			ev, note, err := report.ChooseSeqs(cmd.Context(), in, rec, poolTraffic(files[0], *pool))
-			if err != nil && !errors.Is(err, context.Canceled) {
-				// A log profile reads is not always one a replay can
-				// follow (lines out of time order from several
-				// writers): the pool keeps the rule, and says why.
-				note, err = "max-num-seqs from the rule (KV tokens ÷ the pool's p90 tokens), not simulated: "+err.Error(), nil
-			}
-			if note != "" {
-				rep.Notes = append(rep.Notes, pool.Name+" pool: "+note)
-			}
-			if ev != nil {
-				if rep.PoolSeqs == nil {
-					rep.PoolSeqs = map[string]*report.SeqsEvidence{}
-				}
-				rep.PoolSeqs[pool.Name] = ev
-			}
-			return err
-		}
-	}
-	pools, err := traffic.SplitWith(p, in, memory.Options{Policy: f.plan.policy}, choose)
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) || errors.Is(err, context.Canceled) {
-			return err
-		}
-		return usageError{err}
-	}
-	rep.Pools = pools
-	rep.Notes = append(rep.Notes, e.Notes...)
-	return nil
-}
-
-func writeProfileTable(w io.Writer, r ProfileReport) error {
+func writeProfileTable(w io.Writer, r report.ProfileReport) error {
 	fmt.Fprintf(w, "%s requests from %s", humanInt(r.Requests), strings.Join(r.Sources, ", "))
 	if r.SkippedLines > 0 {
 		fmt.Fprintf(w, " (%s lines without token counts skipped)", humanInt(r.SkippedLines))
@@ -416,22 +207,4 @@ func humanIntPtr(p *int64) string {
 		return ""
 	}
 	return humanInt(*p)
-}
-
-// poolTraffic replays a pool's requests of a log at their logged arrivals
-// (up to planTrafficRequests of them): the short pool takes the requests
-// up to its bound, the long pool those from its bound up, longer ones
-// included (there they are rejected and counted, as in simulate
-// --compare).
-func poolTraffic(name string, pool traffic.Pool) report.Traffic {
-	lo, hi, long := pool.MinTokens, pool.MaxTokens, pool.Name == "long"
-	return report.Traffic{
-		Describe: fmt.Sprintf("the %s pool's requests (%d-%d tokens) of %s, up to %s, at their logged arrivals", pool.Name, lo, hi, name, humanInt(planTrafficRequests)),
-		Spec:     workload.Spec{Log: name, Speedup: 1, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: planTrafficSeed},
-		Keep: func(r workload.Request) bool {
-			t := int64(r.Prompt + r.Output)
-			return t >= lo && (long || t <= hi)
-		},
-		Max: planTrafficRequests,
-	}
 }

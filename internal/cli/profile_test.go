@@ -110,3 +110,23 @@ func TestProfileTableAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilePastedCommand: files before -- and the vLLM command after it
+// name the deployment (the command's words are not taken for files).
+func TestProfilePastedCommand(t *testing.T) {
+	code, out, errs := run(t, offline, "profile", writeLog(t, false), "--gpu", "H100-80GB", "-o", "json",
+		"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384")
+	var r struct {
+		Sources []string `json:"sources"`
+		Plan    struct {
+			Model       string `json:"model"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if len(r.Sources) != 1 || r.Plan.Model != "meta-llama/Llama-3.1-8B-Instruct" || r.Plan.MaxModelLen != 16384 {
+		t.Errorf("%+v", r)
+	}
+}

@@ -3,13 +3,18 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
+	"headroom.dev/headroom/admission"
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/vllm"
 )
 
 func render(w io.Writer, format string, r report.Report) error {
@@ -19,13 +24,47 @@ func render(w io.Writer, format string, r report.Report) error {
 	case "yaml":
 		return writeYAML(w, r)
 	case "args":
-		_, err := fmt.Fprintln(w, shellJoin(r.VLLMArgs))
+		_, err := fmt.Fprintln(w, vllm.ShellJoin(r.VLLMArgs))
 		return err
 	case "kaito":
 		return writeKAITO(w, r)
 	default:
 		return writeTable(w, r)
 	}
+}
+
+// checkFormat refuses an -o the command does not write, naming those it does.
+func checkFormat(format string, formats ...string) error {
+	if slices.Contains(formats, format) {
+		return nil
+	}
+	last := len(formats) - 1
+	return badInput("unknown output format %q: use %s or %s", format, strings.Join(formats[:last], ", "), formats[last])
+}
+
+// formats are a command's own writers by -o value; "" is the default.
+type formats[T any] map[string]func(io.Writer, T) error
+
+// writeAs writes v as JSON or YAML, or with the command's own writer.
+func writeAs[T any](w io.Writer, format string, v T, own formats[T]) error {
+	switch format {
+	case "json":
+		return writeJSON(w, v)
+	case "yaml":
+		return writeYAML(w, v)
+	}
+	if write, ok := own[format]; ok {
+		return write(w, v)
+	}
+	return own[""](w, v)
+}
+
+// checkPolicy refuses a --policy the planner does not have.
+func checkPolicy(policy string) error {
+	if _, err := memory.ParsePolicy(policy); err != nil {
+		return badInput("--policy: %v", err)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error { return report.WriteJSON(w, v) }
@@ -37,18 +76,6 @@ func writeYAML(w io.Writer, v any) error {
 	}
 	_, err = w.Write(b)
 	return err
-}
-
-// shellJoin quotes arguments that a POSIX shell would split or expand.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }
 
 // barWidth is the width of the memory picture in characters.
@@ -157,17 +184,16 @@ func writeTable(w io.Writer, r report.Report) error {
 	return nil
 }
 
-func humanInt(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+// Helpers of the commands, from the packages that own them.
+var (
+	// humanInt prints a count as vLLM's logs do.
+	humanInt       = vllm.Thousands
+	showProgress   = progress.Show
+	humanFloat     = telemetry.FormatCount
+	telemetryIsTTY = progress.IsTerminal
+	// unwrapPathError is err without what an *fs.PathError repeats.
+	unwrapPathError = report.FileError
+)
 
 func humanCount(n int64) string {
 	switch {
@@ -180,50 +206,11 @@ func humanCount(n int64) string {
 	}
 }
 
-// writeKAITO prints a KAITO inference ConfigMap whose vllm: section holds
-// the recommended flags (kaito.md §6: keys are flag names without dashes,
-// and the ConfigMap's values win over the operator's).
+// writeKAITO prints the KAITO inference ConfigMap of the recommended flags.
 func writeKAITO(w io.Writer, r report.Report) error {
-	name := strings.ToLower(r.Model.Name)
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(c rune) rune {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
-			return c
-		}
-		return '-'
-	}, name)
-	vllmSection := map[string]any{}
-	args := r.VLLMArgs
-	for i := 0; i < len(args); i++ {
-		k := strings.TrimPrefix(args[i], "--")
-		if i+1 == len(args) || strings.HasPrefix(args[i+1], "--") {
-			vllmSection[k] = true // a switch such as --enforce-eager
-			continue
-		}
-		i++
-		v := args[i]
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			vllmSection[k] = n
-		} else if x, err := strconv.ParseFloat(v, 64); err == nil {
-			vllmSection[k] = x
-		} else {
-			vllmSection[k] = v
-		}
-	}
-	inner, err := yaml.Marshal(map[string]any{"vllm": vllmSection})
+	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits), r.VLLMArgs)
 	if err != nil {
 		return err
-	}
-	cm := map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata": map[string]any{
-			"name":        name + "-inference-params",
-			"annotations": map[string]string{"headroom.dev/plan": fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits)},
-		},
-		"data": map[string]string{"inference_config.yaml": string(inner)},
 	}
 	return writeYAML(w, cm)
 }

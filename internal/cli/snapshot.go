@@ -3,18 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -61,11 +57,6 @@ On a machine without an NVIDIA GPU it says so and exits 2.`,
 	return cmd
 }
 
-// snapshotCSVHeader names the CSV columns. A "gpu" row describes a device;
-// a "process" row one process on it (name is then the process's, used_bytes
-// its memory). Unknown values are empty.
-const snapshotCSVHeader = "time,source,kind,gpu,uuid,name,pid,total_bytes,used_bytes,free_bytes"
-
 func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 	if f.output != "csv" && f.output != "json" {
 		return badInput("unknown output format %q: use csv or json", f.output)
@@ -90,164 +81,47 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		}
 		maxBytes = n
 	}
-	reader, err := telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
+	// The first reading comes before any output, so a missing GPU or a
+	// broken nvidia-smi leaves no header behind.
+	reader, gpus, err := telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 	if err != nil {
 		return usageError{err}
 	}
 	defer reader.Close()
-	// The first reading comes before any output, so a missing GPU or a
-	// broken nvidia-smi leaves no header behind.
-	gpus, err := reader.GPUs(ctx)
-	if err != nil {
-		return usageError{err}
-	}
 	fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 
 	var header []byte
 	if f.output == "csv" {
-		header = []byte(snapshotCSVHeader + "\n")
+		header = []byte(telemetry.SnapshotCSVHeader + "\n")
 	}
-	var sink lineSink
+	writeLine := func(b []byte) error {
+		_, err := env.Stdout.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
+		return err
+	}
 	if f.file != "" {
 		lf, err := telemetry.OpenLineFile(f.file, telemetry.LineFileOptions{MaxBytes: maxBytes, Keep: f.keep, Header: header})
 		if err != nil {
 			return usageError{err}
 		}
 		defer lf.Close()
-		sink = lf
-	} else {
-		if _, err := env.Stdout.Write(header); err != nil {
-			return err
-		}
-		sink = writerSink{env.Stdout}
+		writeLine = lf.WriteLine
+	} else if _, err := env.Stdout.Write(header); err != nil {
+		return err
 	}
-	progress := newSnapshotProgress(env.Stderr)
+	var line *progress.Line // only while recording to a file
 	if f.file != "" {
-		progress.start(fmt.Sprintf("recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
+		line = progress.New(env.Stderr)
+		line.Print(fmt.Sprintf("headroom: recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
 	}
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	for n := 1; ; n++ {
-		if n > 1 {
-			if gpus, err = reader.GPUs(ctx); err != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				return usageError{err}
-			}
-		}
-		lines, err := snapshotLines(time.Now().UTC(), reader.Source(), gpus, f.output)
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			if err := sink.WriteLine(l); err != nil {
-				return err
-			}
-		}
-		if f.file != "" {
-			progress.update(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
-		}
-		if !nextReading(ctx, tick, n, f.count) {
-			break
-		}
+	rec := telemetry.Recording{Reader: reader, JSON: f.output == "json", Interval: f.interval, Count: f.count}
+	err = rec.Run(ctx, gpus, writeLine, func(n int, gpus []telemetry.GPU) {
+		line.Set(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
+	})
+	if err != nil {
+		return usageError{err}
 	}
-	if f.file != "" {
-		progress.done(fmt.Sprintf("wrote to %s", f.file))
-	}
+	line.Print(fmt.Sprintf("headroom: wrote to %s", f.file))
 	return nil
-}
-
-// nextReading waits for the tick after reading n; false once count
-// readings (0: no limit) are taken or ctx is done.
-func nextReading(ctx context.Context, tick *time.Ticker, n, count int) bool {
-	if count > 0 && n >= count {
-		return false
-	}
-	select {
-	case <-ctx.Done():
-	case <-tick.C:
-	}
-	return ctx.Err() == nil
-}
-
-// lineSink takes whole lines.
-type lineSink interface{ WriteLine([]byte) error }
-
-type writerSink struct{ w io.Writer }
-
-func (s writerSink) WriteLine(b []byte) error {
-	_, err := s.w.Write(append(bytes.TrimSuffix(b, []byte{'\n'}), '\n'))
-	return err
-}
-
-// snapshotRecord is one reading in JSON.
-type snapshotRecord struct {
-	Time   string          `json:"time"`
-	Source string          `json:"source"`
-	GPUs   []telemetry.GPU `json:"gpus"`
-}
-
-const snapshotTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func snapshotLines(t time.Time, source string, gpus []telemetry.GPU, format string) ([][]byte, error) {
-	ts := t.Format(snapshotTimeFormat)
-	if format == "json" {
-		b, err := json.Marshal(snapshotRecord{Time: ts, Source: source, GPUs: gpus})
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{b}, nil
-	}
-	var out [][]byte
-	row := func(cells ...string) error {
-		var buf bytes.Buffer
-		w := csv.NewWriter(&buf)
-		if err := w.Write(cells); err != nil {
-			return err
-		}
-		w.Flush()
-		out = append(out, buf.Bytes())
-		return w.Error()
-	}
-	for _, g := range gpus {
-		if err := row(ts, source, "gpu", csvInt(g.Index), g.UUID, oneLine(g.Name), "",
-			csvInt64(g.TotalBytes), csvInt64(g.UsedBytes), csvInt64(g.FreeBytes)); err != nil {
-			return nil, err
-		}
-		for _, p := range g.Processes {
-			if err := row(ts, source, "process", csvInt(g.Index), g.UUID, oneLine(p.Name), csvInt(p.PID),
-				"", csvInt64(p.UsedBytes), ""); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-func csvInt(v int) string {
-	if v == telemetry.Unknown {
-		return ""
-	}
-	return strconv.Itoa(v)
-}
-
-func csvInt64(v int64) string {
-	if v == telemetry.Unknown {
-		return ""
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// oneLine keeps a name from breaking a record over lines: process names
-// come from /proc and may hold control characters.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 func snapshotSummary(gpus []telemetry.GPU) string {
@@ -260,39 +134,4 @@ func snapshotSummary(gpus []telemetry.GPU) string {
 		parts = append(parts, fmt.Sprintf("GPU %d %.1f/%.1f GiB", g.Index, gibs(g.UsedBytes), gibs(g.TotalBytes)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// snapshotProgress shows a live line on a terminal and plain lines elsewhere.
-type snapshotProgress struct {
-	w   io.Writer
-	tty bool
-}
-
-func newSnapshotProgress(w io.Writer) *snapshotProgress {
-	return &snapshotProgress{w: w, tty: telemetryIsTTY(w)}
-}
-
-func (p *snapshotProgress) start(msg string) { fmt.Fprintf(p.w, "headroom: %s\n", msg) }
-
-func (p *snapshotProgress) update(msg string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", msg)
-	}
-}
-
-func (p *snapshotProgress) done(msg string) {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	fmt.Fprintf(p.w, "headroom: %s\n", msg)
-}
-
-// telemetryIsTTY reports whether w is a terminal.
-func telemetryIsTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -44,7 +44,7 @@ func TestSnapshotCSV(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	// A header, then per reading two GPU rows and a process row each.
-	if len(lines) != 1+2*4 || lines[0] != snapshotCSVHeader {
+	if len(lines) != 1+2*4 || lines[0] != telemetry.SnapshotCSVHeader {
 		t.Fatalf("output:\n%s", out)
 	}
 	// Bytes are the recorded MiB << 20: 81920 MiB = 85899345920,
@@ -115,7 +115,7 @@ func TestSnapshotFileRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gpu.csv")
 	// A run cut short left half a line.
-	if err := os.WriteFile(path, []byte(snapshotCSVHeader+"\n2025-06-01T00:00:00.000Z,nvidia-smi,gp"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(telemetry.SnapshotCSVHeader+"\n2025-06-01T00:00:00.000Z,nvidia-smi,gp"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Each reading is two rows of about 100 bytes; 500 bytes hold two readings.
@@ -137,7 +137,7 @@ func TestSnapshotFileRotation(t *testing.T) {
 			t.Errorf("%s: %d bytes, last %q", name, len(b), b[len(b)-1])
 		}
 		for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			if i == 0 && l != snapshotCSVHeader {
+			if i == 0 && l != telemetry.SnapshotCSVHeader {
 				t.Errorf("%s starts with %q", name, l)
 			}
 			if i > 0 && strings.HasPrefix(l, "2") && strings.Count(l, ",") == 9 && !strings.HasSuffix(l, "gp") {

@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
@@ -75,76 +77,44 @@ alerts it raised; values not known are null.`,
 	return cmd
 }
 
-// addTelemetryPlanFlags registers the evidence the planner needs (the
-// model, the GPU, vLLM's memory flags) under the names `plan` uses.
+// addTelemetryPlanFlags registers the deployment whose plan says how
+// much memory must stay free.
 func addTelemetryPlanFlags(cmd *cobra.Command, f *planFlags) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "the served model, to ask the planner how much memory must stay free")
-	fl.StringVar(&f.gpuName, "gpu", "", "GPU for the plan (default: the name the GPU reports)")
-	fl.IntVar(&f.gpuCount, "gpu-count", 0, "number of GPUs for the plan")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory for the plan, e.g. 24GiB")
-	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules the plan uses")
-	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager")
-	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
+	addDeploymentFlags(cmd.Flags(), f, "the served model, to ask the planner how much memory must stay free",
+		"GPU for the plan (default: the name the GPU reports)", "the vLLM version whose rules the plan uses")
+	cmd.Flags().BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager")
 }
 
-// requiredFree is the free memory each GPU must keep and where it comes from.
-type requiredFree struct {
-	bytes int64
-	why   string
-	notes []string
-	// plan is the plan the margin came from; nil without a model.
-	plan *memory.Budget
-}
-
-// planRequiredFree asks the planner how much each GPU must keep free: the
-// GPU's total minus vLLM's planned footprint (what the card holds once
-// serving). --min-free wins; with no model given there is no requirement.
-// gpus, when read, name the GPU if --gpu is not given.
-func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, args []string, gpus []telemetry.GPU) (requiredFree, error) {
-	var r requiredFree
+// planRequiredFree is the free memory each GPU must keep: --min-free, or
+// the plan's margin when the model is given (the GPU, unless named, the
+// one read); with neither, none.
+func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, args []string, gpus []telemetry.GPU) (report.RequiredFree, error) {
 	pasted := cmd.ArgsLenAtDash() >= 0
-	if minFree != "" {
-		if f.model != "" || pasted {
-			return r, badInput("give either --min-free or the model (--model, -- vllm serve ...), not both")
-		}
+	switch {
+	case minFree != "" && (f.model != "" || pasted):
+		return report.RequiredFree{}, badInput("give either --min-free or the model (--model, -- vllm serve ...), not both")
+	case minFree != "":
 		n, err := gpu.ParseBytes(minFree)
 		if err != nil {
-			return r, badInput("--min-free: %v", err)
+			return report.RequiredFree{}, badInput("--min-free: %v", err)
 		}
-		return requiredFree{bytes: n, why: "--min-free"}, nil
-	}
-	if f.model == "" && !pasted {
-		if len(args) > 0 {
-			return r, badInput("unexpected argument %q: paste the vLLM command after --", args[0])
-		}
-		return r, nil
+		return report.RequiredFree{Bytes: n, Why: "--min-free"}, nil
+	case f.model == "" && !pasted && len(args) > 0:
+		return report.RequiredFree{}, badInput("unexpected argument %q: paste the vLLM command after --", args[0])
+	case f.model == "" && !pasted:
+		return report.RequiredFree{}, nil
 	}
 	if f.gpuName == "" && f.gpuMemory == "" && len(gpus) > 0 {
 		f.gpuName = gpus[0].Name
 	}
 	e, err := gather(cmd.Context(), cmd, env, f, args)
 	if err != nil {
-		return r, err
+		return report.RequiredFree{}, err
 	}
-	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings})
+	r, err := report.PlanRequiredFree(e)
 	if err != nil {
 		return r, usageError{err}
 	}
-	r.notes = e.Notes
-	r.plan = &b
-	margin := b.Unused()
-	if margin <= 0 {
-		r.notes = append(r.notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
-			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))
-		return r, nil
-	}
-	r.bytes = margin
-	r.why = fmt.Sprintf("the plan for %s on %s leaves %s of %s free beyond vLLM's %s footprint",
-		e.Settings.Model, e.Sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
 	return r, nil
 }
 
@@ -172,34 +142,28 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	scraper := &telemetry.Scraper{URL: url}
 
 	var reader telemetry.GPUReader
+	var gpus []telemetry.GPU
 	if f.snapshot || f.nvidiaSMI != "" {
-		if reader, err = telemetry.OpenGPUs(telemetry.OpenOptions{SMIPath: f.nvidiaSMI}); err != nil {
+		if reader, gpus, err = telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI}); err != nil {
 			return usageError{err}
 		}
 		defer reader.Close()
-	}
-	var gpus []telemetry.GPU
-	if reader != nil {
-		if gpus, err = reader.GPUs(ctx); err != nil {
-			return usageError{err}
-		}
 		fmt.Fprintf(env.Stderr, "headroom: note: GPU memory through %s\n", telemetry.Via(reader))
 	}
 	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
 	if err != nil {
 		return err
 	}
-	for _, n := range req.notes {
+	for _, n := range req.Notes {
 		fmt.Fprintf(env.Stderr, "headroom: note: %s\n", n)
 	}
-	if req.bytes > 0 {
+	if req.Bytes > 0 {
 		if reader == nil {
 			return badInput("the GPU headroom alert needs GPU readings: add --snapshot")
 		}
-		fmt.Fprintf(env.Stderr, "headroom: alerting when a GPU has less than %s free (%s)\n", memory.GiB(req.bytes), req.why)
+		fmt.Fprintf(env.Stderr, "headroom: alerting when a GPU has less than %s free (%s)\n", memory.GiB(req.Bytes), req.Why)
 	}
 	var alertFile *telemetry.LineFile
 	if f.alerts != "" {
@@ -210,112 +174,24 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	}
 
 	mon := telemetry.NewMonitor(telemetry.AlertRules{KVThreshold: f.kvThreshold, KVReadings: f.kvReadings,
-		RequiredFreeBytes: req.bytes, RequiredFreeWhy: req.why}, f.window)
-	live := f.output == "text" && telemetryIsTTY(env.Stdout)
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	for n := 1; ; n++ {
-		var sample *telemetry.VLLMSample
-		s, scrapeErr := scraper.Scrape(ctx)
-		if scrapeErr == nil {
-			sample = &s
-		} else if ctx.Err() != nil {
-			break
-		} else if n == 1 {
-			return usageError{scrapeErr}
-		}
-		if reader != nil && n > 1 {
-			var gerr error
-			if gpus, gerr = reader.GPUs(ctx); gerr != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				gpus = nil
-				if scrapeErr == nil {
-					scrapeErr = gerr
-				}
-			}
-		}
-		r, alerts := mon.Observe(time.Now(), sample, gpus)
-		if err := emitWatch(env, f.output, live, r, alerts, scrapeErr, alertFile); err != nil {
-			return err
-		}
-		if !nextReading(ctx, tick, n, f.count) {
-			break
-		}
+		RequiredFreeBytes: req.Bytes, RequiredFreeWhy: req.Why}, f.window)
+	var line *progress.Line // the live line of -o text on a terminal
+	if f.output == "text" {
+		line = progress.New(env.Stdout)
 	}
-	if live {
+	w := telemetry.Watcher{Scraper: &telemetry.Scraper{URL: url}, GPUs: reader, Monitor: mon, Interval: f.interval, Count: f.count}
+	err = w.Run(ctx, gpus, func(r telemetry.Reading, alerts []telemetry.Alert, readErr error) error {
+		return emitWatch(env, f.output, line, r, alerts, readErr, alertFile)
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	if line.Live() {
 		fmt.Fprintln(env.Stdout)
 	}
 	return nil
 }
-
-// watchRecord is one reading in -o json. Pointers are null when unknown.
-type watchRecord struct {
-	Time                 string            `json:"time"`
-	KVCacheUsage         *float64          `json:"kv_cache_usage"`
-	RequestsRunning      *float64          `json:"num_requests_running"`
-	RequestsWaiting      *float64          `json:"num_requests_waiting"`
-	PreemptionsTotal     *float64          `json:"num_preemptions_total"`
-	PreemptionsPerMinute *float64          `json:"preemptions_per_minute"`
-	TTFTP99Seconds       *float64          `json:"ttft_p99_seconds"`
-	TTFTWindowSeconds    *float64          `json:"ttft_window_seconds"`
-	OOMRisk              *float64          `json:"oom_risk"`
-	GPUUsedBytes         *int64            `json:"gpu_used_bytes"`
-	GPUTotalBytes        *int64            `json:"gpu_total_bytes"`
-	GPUMinFreeBytes      *int64            `json:"gpu_min_free_bytes"`
-	GPUs                 []telemetry.GPU   `json:"gpus,omitempty"`
-	MetricNames          map[string]string `json:"metric_names,omitempty"`
-	Alerts               []telemetry.Alert `json:"alerts"`
-	Error                string            `json:"error,omitempty"`
-}
-
-func newWatchRecord(r telemetry.Reading, alerts []telemetry.Alert, readErr error) watchRecord {
-	f := func(v float64) *float64 { return &v }
-	rec := watchRecord{Time: r.Time.UTC().Format(snapshotTimeFormat), Alerts: alerts}
-	if rec.Alerts == nil {
-		rec.Alerts = []telemetry.Alert{}
-	}
-	if readErr != nil {
-		rec.Error = readErr.Error()
-	}
-	if v := r.VLLM; v != nil {
-		rec.MetricNames = map[string]string{}
-		for m, name := range v.Names {
-			rec.MetricNames[string(m)] = name
-		}
-		if v.Has(vllm.MetricKVCacheUsage) {
-			rec.KVCacheUsage = f(v.KVCacheUsage)
-		}
-		if v.Has(vllm.MetricRequestsRunning) {
-			rec.RequestsRunning = f(v.RequestsRunning)
-		}
-		if v.Has(vllm.MetricRequestsWaiting) {
-			rec.RequestsWaiting = f(v.RequestsWaiting)
-		}
-		if v.Has(vllm.MetricPreemptions) {
-			rec.PreemptionsTotal = f(v.PreemptionsTotal)
-			rec.PreemptionsPerMinute = f(r.Delta.PreemptionsPerMinute)
-		}
-		if r.TTFTKnown {
-			rec.TTFTP99Seconds, rec.TTFTWindowSeconds = f(r.TTFTP99Seconds), f(r.TTFTWindowSeconds)
-		}
-		rec.OOMRisk = f(r.OOMRisk)
-	}
-	if len(r.GPUs) > 0 {
-		rec.GPUs = r.GPUs
-		if used, total, ok := telemetry.Sum(r.GPUs); ok {
-			rec.GPUUsedBytes, rec.GPUTotalBytes = &used, &total
-		}
-		if r.MinFreeBytes != telemetry.Unknown {
-			m := r.MinFreeBytes
-			rec.GPUMinFreeBytes = &m
-		}
-	}
-	return rec
-}
-
-func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
+func emitWatch(env Env, format string, line *progress.Line, r telemetry.Reading, alerts []telemetry.Alert, readErr error, alertFile *telemetry.LineFile) error {
 	for _, a := range alerts {
 		if alertFile != nil {
 			b, err := json.Marshal(a)
@@ -326,25 +202,22 @@ func emitWatch(env Env, format string, live bool, r telemetry.Reading, alerts []
 				return usageError{err}
 			}
 		}
-		if live {
-			fmt.Fprint(env.Stdout, "\r\033[K")
-		}
+		line.Clear()
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
 	if format == "json" {
-		b, err := json.Marshal(newWatchRecord(r, alerts, readErr))
+		b, err := json.Marshal(r.Record(alerts, readErr))
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
 	}
-	line := watchLine(r, readErr)
-	if live {
-		_, err := fmt.Fprintf(env.Stdout, "\r\033[K%s", line)
-		return err
+	if line.Live() {
+		line.Set(watchLine(r, readErr))
+		return nil
 	}
-	_, err := fmt.Fprintln(env.Stdout, line)
+	_, err := fmt.Fprintln(env.Stdout, watchLine(r, readErr))
 	return err
 }
 
@@ -381,11 +254,4 @@ func watchLine(r telemetry.Reading, readErr error) string {
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}
 	return b.String()
-}
-
-func humanFloat(v float64) string {
-	if v == float64(int64(v)) {
-		return fmt.Sprint(int64(v))
-	}
-	return fmt.Sprintf("%.1f", v)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"headroom.dev/headroom/admission"
 )
@@ -98,8 +97,8 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 	var cfg *rest.Config
 	if !f.noCluster {
 		var err error
-		if cfg, err = restConfig(env, f.kubeconfig); err != nil {
-			return err
+		if cfg, err = admission.RESTConfig(f.kubeconfig, func(k string) string { return getenv(env, k) }); err != nil {
+			return usageError{err}
 		}
 	}
 	if cfg != nil {
@@ -131,37 +130,6 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 	log.Info("garbage collector target", "GOGC", gogc)
 	// main cancels the context on SIGINT and SIGTERM (how Kubernetes stops a pod).
 	return srv.ListenAndServe(cmd.Context())
-}
-
-// restConfig finds the API server: --kubeconfig, else the in-cluster
-// service account, else $KUBECONFIG (read once, at start). With none of
-// them it returns nil: the webhook then serves without the cluster, so
-// that the README's first command works on a laptop. ~/.kube/config is not
-// read unasked: a webhook started by hand would otherwise read ConfigMaps
-// from whichever cluster kubectl last pointed at.
-func restConfig(env Env, kubeconfig string) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	switch {
-	case kubeconfig != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	case getenv(env, "KUBERNETES_SERVICE_HOST") != "":
-		// The kubelet sets it in every pod; InClusterConfig reads it and
-		// the service account's token.
-		cfg, err = rest.InClusterConfig()
-	case getenv(env, "KUBECONFIG") != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", getenv(env, "KUBECONFIG"))
-	default:
-		return nil, nil
-	}
-	if err != nil {
-		return nil, badInput("API server configuration: %v", err)
-	}
-	// Reads happen inside a 10 s admission call; the lookup timeout bounds
-	// each one, this bounds anything else.
-	cfg.Timeout = 10 * time.Second
-	cfg.UserAgent = "headroom-webhook"
-	return cfg, nil
 }
 
 func getenv(env Env, name string) string {

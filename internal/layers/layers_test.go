@@ -37,6 +37,7 @@ var floorOf = map[string]int{
 	"slo":           facts, // the --slo grammar
 	"chart":         facts, // plot panels
 	"graceful":      facts, // serve until the context ends; telemetry and the faces use it
+	"progress":      facts, // the live progress line of long commands
 
 	"memory": core, // the budget calculator
 

@@ -5,6 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"headroom.dev/headroom/doctor"
 	"headroom.dev/headroom/model"
@@ -69,6 +74,64 @@ func Diagnose(ctx context.Context, env Env, req Request, policy string, inputs [
 		return doctor.Diagnosis{}, ErrNothingRecognised
 	}
 	return doctor.Diagnose(ev, opt), nil
+}
+
+// maxInputFiles bounds the files read from directories.
+const maxInputFiles = 10_000
+
+// FileInputs is the evidence in files: a directory gives its files
+// (sorted, hidden ones skipped, up to maxInputFiles), "-" reads stdin.
+// A path that cannot be read is an error naming it.
+func FileInputs(paths []string, stdin io.Reader) ([]Input, error) {
+	var out []Input
+	for _, a := range paths {
+		if a == "-" {
+			out = append(out, Input{Name: "stdin", Open: func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }})
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", a, FileError(err))
+		}
+		if !st.IsDir() {
+			out = append(out, fileInput(a))
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case p != a && strings.HasPrefix(d.Name(), ".") && d.IsDir():
+				return filepath.SkipDir
+			case p != a && strings.HasPrefix(d.Name(), "."):
+			case d.Type().IsRegular():
+				if found = append(found, p); len(found) > maxInputFiles {
+					return fmt.Errorf("more than %d files", maxInputFiles)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", a, FileError(err))
+		}
+		sort.Strings(found)
+		for _, p := range found {
+			out = append(out, fileInput(p))
+		}
+	}
+	return out, nil
+}
+
+// fileInput opens p when the doctor reads it.
+func fileInput(p string) Input {
+	return Input{Name: p, Open: func() (io.ReadCloser, error) {
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, FileError(err))
+		}
+		return fh, nil
+	}}
 }
 
 func readInput(ctx context.Context, ev *doctor.Evidence, in Input) error {

@@ -339,3 +339,35 @@ type GPUCatalog struct {
 func GPUs() GPUCatalog {
 	return GPUCatalog{Devices: gpu.Devices(), SKUs: gpu.SKUs(), MIG: gpu.MIGSlices()}
 }
+
+// RequiredFree is the free memory each GPU must keep for a deployment,
+// and why: what watch alerts on and the exporter's headroom counts from.
+type RequiredFree struct {
+	Bytes int64
+	Why   string
+	Notes []string
+	// Plan is the plan the margin came from; nil without one.
+	Plan *memory.Budget
+}
+
+// PlanRequiredFree asks the planner how much each GPU must keep free: the
+// GPU's total minus vLLM's planned footprint (what the card holds once
+// serving). A plan that does not fit leaves no margin (Bytes 0), and a
+// note says so.
+func PlanRequiredFree(e Evidence) (RequiredFree, error) {
+	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings})
+	if err != nil {
+		return RequiredFree{}, err
+	}
+	r := RequiredFree{Notes: e.Notes, Plan: &b}
+	margin := b.Unused()
+	if margin <= 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the plan does not fit (footprint %s of %s), so there is no margin to watch",
+			memory.GiB(b.Footprint), memory.GiB(b.PerGPU.Total)))
+		return r, nil
+	}
+	r.Bytes = margin
+	r.Why = fmt.Sprintf("the plan for %s on %s leaves %s of %s free beyond vLLM's %s footprint",
+		e.Settings.Model, e.Sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
+	return r, nil
+}

@@ -1,7 +1,8 @@
 // Package report builds what headroom's front ends show from the user's
 // evidence: the plan report (the `plan -o json` contract of DESIGN.md), the
-// every-GPU table of `plan --all-gpus`, and the doctor's diagnosis. The CLI
-// and the web API both call it, so the two cannot disagree: the same
+// every-GPU table of `plan --all-gpus`, the doctor's diagnosis, the
+// simulation, the probe's launches and the profile of request logs. The
+// CLI and the web API both call it, so the two cannot disagree: the same
 // request gives the same bytes.
 package report
 

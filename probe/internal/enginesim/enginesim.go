@@ -181,11 +181,11 @@ func Run(c Config, s vllm.Settings, port int) Script {
 	}
 	tokens := blocks * int64(bs)
 	if vllm.LogsKVCacheTokens(c.Version, s.Env) {
-		w.core("INFO", "kv_cache_utils.py:1087", "GPU KV cache size: "+thousands(tokens)+" tokens")
+		w.core("INFO", "kv_cache_utils.py:1087", "GPU KV cache size: "+vllm.Thousands(tokens)+" tokens")
 	} else {
 		w.core("INFO", "gpu_executor.py:113", fmt.Sprintf("# GPU blocks: %d", blocks))
 	}
-	w.core("INFO", "kv_cache_utils.py:1091", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(int64(length)), float64(tokens)/float64(length)))
+	w.core("INFO", "kv_cache_utils.py:1091", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", vllm.Thousands(int64(length)), float64(tokens)/float64(length)))
 	w.core("INFO", "gpu_model_runner.py:3118", "Graph capturing finished in 7 secs, took 0.91 GiB")
 	w.api("INFO", "api_server.py:1880", fmt.Sprintf("Starting vLLM API server 0 on http://127.0.0.1:%d", port))
 	return w.ready(port)
@@ -294,17 +294,4 @@ func (w *writer) ready(port int) Script {
 // gib converts tokens of KV to the GiB vLLM prints.
 func (w *writer) gib(tokens int64) float64 {
 	return float64(tokens*w.c.KVBytesPerToken) / (1 << 30)
-}
-
-// thousands formats like Python's "{:,}".
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[0] != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
