@@ -375,3 +375,24 @@ func TestParseBench(t *testing.T) {
 		}
 	}
 }
+
+// A trace read back as a request log replays the requests it recorded at
+// the times they were sent.
+func TestTraceReplays(t *testing.T) {
+	name := t.TempDir() + "/trace.jsonl"
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := NewTraceWriter(f)
+	due := 0.5
+	tw.Write(Trace{ID: "a", Arrival: 0.25, FirstToken: 0.3, Finish: 0.9, Prompt: 100, Output: 10})
+	tw.Write(Trace{ID: "b", Due: &due, Arrival: 0.75, FirstToken: 0.8, Finish: 1.2, Prompt: 200, Output: 20, Error: "timeout"})
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, open(t, Spec{Log: name, Speedup: 1}), 10)
+	if len(got) != 2 || got[0].ID != "a" || got[0].At != 0.25 || got[0].Prompt != 100 || got[1].At != 0.75 || got[1].Output != 20 {
+		t.Errorf("replayed %+v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"headroom.dev/headroom/chart"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
@@ -174,13 +176,13 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		BaseURL: base, Model: model, APIKey: apiKey, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
 		Timeout: f.timeout, StallTimeout: f.stallTimeout}}
 
-	var pred *prediction
+	var pred *report.Prediction
 	if f.plan.gpuName != "" {
 		f.plan.model = model
 		if pred, err = newPrediction(cmd, env, f, args); err != nil {
 			return err
 		}
-		pred.standIn = served.StandIn
+		pred.StandIn = served.StandIn
 	}
 
 	var gpus telemetry.GPUReader
@@ -205,7 +207,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()
-			trace.write(traceLine{ID: it.ID, Due: &due, Arrival: sent, FirstToken: sent + o.TTFT.Seconds(), Finish: sent + o.E2E.Seconds(),
+			trace.Write(workload.Trace{ID: it.ID, Due: &due, Arrival: sent, FirstToken: sent + o.TTFT.Seconds(), Finish: sent + o.E2E.Seconds(),
 				Prompt: int(it.Prompt), Output: int(it.Output), Error: o.Err})
 		}}
 	if spec.Concurrency > 0 {
@@ -213,8 +215,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	res, err := loadtest.Run(ctx, cfg)
 	prog.finish()
-	if cerr := trace.close(); err == nil && cerr != nil {
-		return cerr
+	if cerr := trace.Close(); err == nil && cerr != nil {
+		return fmt.Errorf("--trace: %v", cerr)
 	}
 	if err != nil {
 		return usageError{err}
@@ -225,8 +227,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		res.Notes = append(res.Notes, note)
 	}
 	if pred != nil {
-		if err := pred.run(ctx, spec, res); err != nil {
-			return err
+		if err := pred.Run(ctx, spec, res); err != nil {
+			return usageError{err}
 		}
 	}
 	if plotFormat != "" {

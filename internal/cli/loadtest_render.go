@@ -11,6 +11,7 @@ import (
 
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/progress"
 )
 
 func writePlot(path string, r *loadtest.Result, format string) error {
@@ -28,19 +29,17 @@ func writePlot(path string, r *loadtest.Result, format string) error {
 // loadtestProgress is the live line on a terminal, a plain line every 10
 // readings elsewhere.
 type loadtestProgress struct {
-	w     io.Writer
-	tty   bool
-	n     int
-	drawn bool
+	line *progress.Line
+	n    int
 }
 
 func newLoadtestProgress(w io.Writer) *loadtestProgress {
-	return &loadtestProgress{w: w, tty: telemetryIsTTY(w)}
+	return &loadtestProgress{line: progress.New(w)}
 }
 
 func (p *loadtestProgress) update(pr loadtest.Progress, pt *loadtest.Point) {
 	p.n++
-	if !p.tty && p.n%10 != 1 {
+	if !p.line.Live() && p.n%10 != 1 {
 		return
 	}
 	var b strings.Builder
@@ -56,19 +55,14 @@ func (p *loadtestProgress) update(pr loadtest.Progress, pt *loadtest.Point) {
 	if pt.Running != nil && pt.Waiting != nil {
 		fmt.Fprintf(&b, "  running %s  waiting %s", humanFloat(*pt.Running), humanFloat(*pt.Waiting))
 	}
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", b.String())
-		p.drawn = true
+	if p.line.Live() {
+		p.line.Set(b.String())
 		return
 	}
-	fmt.Fprintf(p.w, "headroom: loadtest %s\n", b.String())
+	p.line.Print("headroom: loadtest " + b.String())
 }
 
-func (p *loadtestProgress) finish() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
+func (p *loadtestProgress) finish() { p.line.Clear() }
 
 func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -9,10 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -127,15 +125,6 @@ func reportEnv(env Env) report.Env {
 	return report.Env{Getenv: env.Getenv, HTTPClient: env.HTTPClient, FS: env.ModelFS}
 }
 
-// settingsFrom merges the pasted command and headroom's own vLLM flags.
-func settingsFrom(cmd *cobra.Command, f planFlags, pasted []string) (vllm.Settings, error) {
-	s, err := report.Settings(request(cmd, f, pasted))
-	if err != nil {
-		return vllm.Settings{}, usageError{err}
-	}
-	return s, nil
-}
-
 // evidence is a resolved planning request.
 type evidence = report.Evidence
 
@@ -152,24 +141,14 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 	return e, nil
 }
 
-func resolveModel(ctx context.Context, env Env, ref string, offline bool) (model.Spec, error) {
-	return report.ResolveModel(ctx, reportEnv(env), ref, offline)
-}
-
-func resolveGPU(f planFlags) (gpu.Selection, error) {
-	return report.ResolveGPU(f.gpuName, f.gpuMemory, f.gpuCount)
-}
-
 func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	switch f.output {
 	case "table", "json", "yaml", "args", "kaito":
 	default:
 		return badInput("unknown output format %q: use table, json, yaml, args or kaito", f.output)
 	}
-	switch f.policy {
-	case memory.PolicyHeadroom, memory.PolicyKAITO:
-	default:
-		return badInput("unknown --policy %q: use headroom or kaito", f.policy)
+	if err := checkPolicy(f.policy); err != nil {
+		return err
 	}
 	if f.typicalContext < 0 {
 		return badInput("--typical-context must be positive")
@@ -187,9 +166,9 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	}
 	var rep report.Report
 	if f.profile != "" {
-		t, err := planTraffic(f.profile, f.rate)
+		t, err := report.PlanTraffic(nil, f.profile, f.rate)
 		if err != nil {
-			return err
+			return usageError{err}
 		}
 		if rep, err = report.BuildWithTraffic(cmd.Context(), e, opt, t); err != nil {
 			var ue usageError

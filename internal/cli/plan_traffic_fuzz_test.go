@@ -1,11 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"headroom.dev/headroom/internal/report"
 )
 
 // FuzzPlanTraffic feeds plan --profile any file: it is a profile, a
@@ -24,11 +26,10 @@ func FuzzPlanTraffic(f *testing.F) {
 		if err := os.WriteFile(name, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := planTraffic(name, 0)
+		tr, err := report.PlanTraffic(nil, name, 0)
 		if err != nil {
-			var ue usageError
-			if !errors.As(err, &ue) {
-				t.Fatalf("not a usage error: %v", err)
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("not one line: %v", err)
 			}
 			return
 		}

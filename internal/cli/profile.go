@@ -92,7 +92,7 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 		return badInput("no request log: give files (plain or .gz) or - for stdin")
 	}
 	req := report.ProfileRequest{Files: files, Stdin: cmd.InOrStdin(), Options: traffic.Options{Bounds: bounds, Window: f.window},
-		Policy: f.plan.policy, ReplayRequests: planTrafficRequests, ReplaySeed: planTrafficSeed, Reading: readingProgress(env.Stderr)}
+		Policy: f.plan.policy, ReplayRequests: report.PlanTrafficRequests, ReplaySeed: report.PlanTrafficSeed, Reading: readingProgress(env.Stderr)}
 	if len(pasted) > 0 || f.plan.model != "" || f.plan.gpuName != "" || f.plan.gpuMemory != "" {
 		plan := request(cmd, f.plan, pasted)
 		req.Plan = &plan

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/workload"
 )
 
@@ -132,9 +130,17 @@ func openFile(cmd *cobra.Command) report.Files {
 
 // trafficSpec reads the workload flags; --profile gives the lengths the
 // flags leave at their defaults, and its pools.
-func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string) (workload.Spec, workload.Read, *ProfileReport, error) {
-	spec, rd, err := tf.Spec(cmd.Flags(), func(name string) (io.ReadCloser, error) { return os.Open(name) })
-	if err != nil && !(profile != "" && !cmd.Flags().Changed("prompt-tokens") && !cmd.Flags().Changed("output-tokens")) {
+func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string) (workload.Spec, workload.Read, []traffic.Pool, error) {
+	fl := cmd.Flags()
+	if profile != "" && !fl.Changed("bench") {
+		for _, name := range []string{"prompt-tokens", "output-tokens"} {
+			if !fl.Changed(name) {
+				_ = fl.Set(name, profile)
+			}
+		}
+	}
+	spec, rd, err := tf.Spec(fl, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	if err != nil {
 		return spec, rd, nil, badInput("%v", err)
 	}
 	for _, n := range rd.Notices {
@@ -143,28 +149,15 @@ func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string
 	if profile == "" {
 		return spec, rd, nil, nil
 	}
-	p, err := readProfileJSON(profile)
+	p, err := report.ReadProfile(nil, profile)
 	if err != nil {
-		return spec, rd, nil, err
-	}
-	if !cmd.Flags().Changed("prompt-tokens") {
-		if spec.Prompt, err = workload.QuantileOf(p.Input, profile+" input_tokens"); err != nil {
-			return spec, rd, nil, badInput("%v", err)
-		}
-	}
-	if !cmd.Flags().Changed("output-tokens") {
-		if spec.Output, err = workload.QuantileOf(p.Output, profile+" output_tokens"); err != nil {
-			return spec, rd, nil, badInput("%v", err)
-		}
-	}
-	if err := spec.Validate(); err != nil {
 		return spec, rd, nil, badInput("%v", err)
 	}
-	return spec, rd, &p, nil
+	return spec, rd, p.Pools, nil
 }
 
 func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) error {
-	spec, rd, prof, err := trafficSpec(cmd, env, &f.traffic, f.profile)
+	spec, rd, pools, err := trafficSpec(cmd, env, &f.traffic, f.profile)
 	if err != nil {
 		return err
 	}
@@ -196,8 +189,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	}
 	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
 		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy}
-	if prof != nil && f.compare {
-		req.Pools = prof.Pools
+	if f.compare {
+		req.Pools = pools
 	}
 	trace, err := createTrace(f.trace)
 	if err != nil {
@@ -208,7 +201,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	req.OnFinish = func(ev sim.Event) {
 		finished.Add(1)
 		simNow.Store(math.Float64bits(ev.Finish))
-		trace.write(traceLine{ID: ev.ID, Arrival: ev.Arrival, FirstToken: ev.FirstToken, Finish: ev.Finish,
+		trace.Write(workload.Trace{ID: ev.ID, Arrival: ev.Arrival, FirstToken: ev.FirstToken, Finish: ev.Finish,
 			Prompt: ev.Prompt, Output: ev.Output, Preemptions: ev.Preemptions})
 	}
 	stop := showProgress(env.Stderr, func() string {
@@ -216,8 +209,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	})
 	out, err := report.Simulate(cmd.Context(), reportEnv(env), openFile(cmd), req)
 	stop()
-	if cerr := trace.close(); err == nil && cerr != nil {
-		return cerr
+	if cerr := trace.Close(); err == nil && cerr != nil {
+		return fmt.Errorf("--trace: %v", cerr)
 	}
 	if err != nil {
 		return simError(env, err)
@@ -284,30 +277,8 @@ func simError(env Env, err error) error {
 	return usageError{err}
 }
 
-// traceLine is one line of --trace, simulate's and loadtest's alike:
-// times in seconds from the start, arrival_s when the client sent the
-// request (due_s when it was due, where that differs), the lengths asked.
-type traceLine struct {
-	ID          string   `json:"id"`
-	Due         *float64 `json:"due_s,omitempty"`
-	Arrival     float64  `json:"arrival_s"`
-	FirstToken  float64  `json:"first_token_s"`
-	Finish      float64  `json:"finish_s"`
-	Prompt      int      `json:"prompt_tokens"`
-	Output      int      `json:"output_tokens"`
-	Preemptions int      `json:"preemptions"`
-	Error       string   `json:"error,omitempty"`
-}
-
-// traceFile is --trace: JSON lines written by any goroutine.
-type traceFile struct {
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	enc *json.Encoder
-}
-
-func createTrace(name string) (*traceFile, error) {
+// createTrace opens --trace ("" is none: a nil writer).
+func createTrace(name string) (*workload.TraceWriter, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -315,41 +286,5 @@ func createTrace(name string) (*traceFile, error) {
 	if err != nil {
 		return nil, badInput("--trace: %v", unwrapPathError(err))
 	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	return &traceFile{f: f, w: w, enc: json.NewEncoder(w)}, nil
-}
-
-func (t *traceFile) write(l traceLine) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	_ = t.enc.Encode(l)
-	t.mu.Unlock()
-}
-
-func (t *traceFile) close() error {
-	if t == nil {
-		return nil
-	}
-	err := t.w.Flush()
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("--trace: %v", err)
-	}
-	return nil
-}
-
-func readProfileJSON(name string) (ProfileReport, error) {
-	var p ProfileReport
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return p, badInput("%v", unwrapPathError(err))
-	}
-	if err := json.Unmarshal(data, &p); err != nil {
-		return p, badInput("%s: not a 'headroom profile -o json' output: %v", name, err)
-	}
-	return p, nil
+	return workload.NewTraceWriter(f), nil
 }

@@ -5,86 +5,26 @@ import (
 	"fmt"
 	"os"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
 	"headroom.dev/headroom/chart"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/sim"
 )
 
-// plotSeries draws the run's series in three panels over simulated time:
-// KV-cache usage, running and waiting requests, and preemptions per
-// window; SVG or PNG by the file's extension.
+// plotSeries writes the run's panels (report.PlotSimulation) to name, SVG
+// or PNG by its extension.
 func plotSeries(name string, r *sim.Report) error {
 	if err := plotFormat(name); err != nil {
 		return err
 	}
 	format, _ := chart.FormatOf(name)
-	panels, err := seriesPlots(r)
-	if err != nil {
-		return err
-	}
 	var buf bytes.Buffer
-	if err := chart.WriteStacked(&buf, format, panels, 8*vg.Inch, 7*vg.Inch); err != nil {
+	if err := report.PlotSimulation(&buf, r, format); err != nil {
 		return fmt.Errorf("--plot %s: %v", name, err)
 	}
-	fh, err := os.Create(name)
-	if err != nil {
+	if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
 		return badInput("--plot: %v", unwrapPathError(err))
 	}
-	if _, err := buf.WriteTo(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("--plot %s: %v", name, err)
-	}
-	return fh.Close()
-}
-
-func seriesPlots(r *sim.Report) ([]*plot.Plot, error) {
-	n := len(r.Series)
-	kv, running, waiting, pre := make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, n)
-	for i, w := range r.Series {
-		x := w.StartS
-		kv[i] = plotter.XY{X: x, Y: w.KVUsage * 100}
-		running[i] = plotter.XY{X: x, Y: float64(w.Running)}
-		waiting[i] = plotter.XY{X: x, Y: float64(w.Waiting)}
-		pre[i] = plotter.XY{X: x, Y: float64(w.Preemptions)}
-	}
-	mk := func(title, ylabel string) *plot.Plot {
-		p := plot.New()
-		p.Title.Text = title
-		p.Y.Label.Text = ylabel
-		p.X.Label.Text = "simulated seconds"
-		p.Add(plotter.NewGrid())
-		return p
-	}
-	line := func(p *plot.Plot, xy plotter.XYs, label string, dash bool) error {
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		if dash {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
-		p.Add(l)
-		if label != "" {
-			p.Legend.Add(label, l)
-		}
-		return nil
-	}
-	kvp := mk(fmt.Sprintf("KV-cache usage (peak per %gs window)", r.WindowS), "%")
-	kvp.Y.Min, kvp.Y.Max = 0, 100
-	reqs := mk("requests (peak per window)", "requests")
-	reqs.Legend.Top = true
-	prep := mk("preemptions per window", "preemptions")
-	var errs []error
-	errs = append(errs, line(kvp, kv, "", false), line(reqs, running, "running", false), line(reqs, waiting, "waiting", true), line(prep, pre, "", false))
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("--plot: %v", err)
-		}
-	}
-	return []*plot.Plot{kvp, reqs, prep}, nil
+	return nil
 }
 
 // plotFormat checks --plot's name before a run: SVG or PNG by extension.

@@ -16,19 +16,20 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/workload"
 )
 
-func readTrace(t *testing.T, name string) map[string]traceLine {
+func readTrace(t *testing.T, name string) map[string]workload.Trace {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := map[string]traceLine{}
+	out := map[string]workload.Trace{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var l traceLine
+		var l workload.Trace
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -1,0 +1,105 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"headroom.dev/headroom/loadtest"
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
+)
+
+// Prediction is simulate's engine for a load test's server: the same
+// traffic runs through it beside the measurement, and the measured decode
+// steps refit its clock.
+type Prediction struct {
+	Engine *Engine
+	// CalibrationOut is where a fit from a real vLLM is appended; "" is
+	// StepCalibrationPath's file.
+	CalibrationOut string
+	Getenv         func(string) string
+	// StandIn is set when the server is headroom's own simulated engine:
+	// its steps are the simulator's, not a GPU's, and never calibrate one.
+	StandIn bool
+}
+
+// Run simulates the traffic the run sent (the same Spec, so the same
+// requests at the same times) and, against a real server with the
+// roofline, fits and appends a calibration from the run's measured steps.
+func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.Result) error {
+	if p.StandIn {
+		// The stand-in's API server is Go's HTTP server, not vLLM's.
+		p.Engine.FrontEnd = sim.FrontEnd{}
+		res.Notes = append(res.Notes, "the prediction has no API-server time: the server is headroom's simulated engine (its /v1/models says so), whose HTTP front end is not vLLM's")
+	}
+	rep, _, err := p.Engine.Run(ctx, nil, spec, sim.RunOptions{})
+	if err != nil {
+		return fmt.Errorf("simulating the traffic: %v", err)
+	}
+	e := p.Engine
+	sm := loadtest.NewSimulated(rep)
+	sm.Model, sm.GPU, sm.StepTime = e.Evidence.Settings.Model, e.Evidence.Sel.Device.Name, e.StepTime
+	res.Simulated = &sm
+	res.Notes = append(res.Notes, e.Notes...)
+
+	roof, ok := e.Timer.(*sim.Roofline)
+	if !ok {
+		return nil
+	}
+	samples := loadtest.StepSamples(res)
+	if len(samples) == 0 {
+		res.Notes = append(res.Notes, "no calibration written: the run has no ITL or no running count from the server")
+		return nil
+	}
+	// The fit corrects the calibration the prediction ran with.
+	c := sim.Fit(*roof, e.Calibration, samples)
+	c.GPU = e.Evidence.Sel.Device.Name
+	c.Source = fmt.Sprintf("loadtest of %s (%s) at %s: ITL p50 %.2f ms", res.Target.URL, e.Evidence.Settings.Model,
+		time.Now().UTC().Format(time.RFC3339), res.ITL.P50)
+	if p.StandIn {
+		// Shown, never written: a stand-in's steps are the simulator's own
+		// clock, and would calibrate the GPU by itself for every later run.
+		res.StepCalibration = &c
+		res.Notes = append(res.Notes, "no calibration written: the server is headroom's simulated engine, whose steps are the simulator's own clock, not a GPU's (the fit is shown only)")
+		return nil
+	}
+	path := p.CalibrationOut
+	if path == "" {
+		if path, err = StepCalibrationPath(p.Getenv); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("no calibration written: %v (give --calibration-out)", err))
+			return nil
+		}
+	}
+	if err := appendJSONLine(path, c); err != nil {
+		return fmt.Errorf("--calibration-out: %v", err)
+	}
+	res.StepCalibration, res.StepCalibrationFile = &c, path
+	return nil
+}
+
+// appendJSONLine appends v as one JSON line to path, creating it and its
+// directory; telemetry.LineFile writes the line whole, as the probe's
+// records are written.
+func appendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	lf, err := telemetry.OpenLineFile(path, telemetry.LineFileOptions{})
+	if err != nil {
+		return err
+	}
+	if err := lf.WriteLine(b); err != nil {
+		lf.Close()
+		return err
+	}
+	return lf.Close()
+}
