@@ -187,10 +187,9 @@ func writeTable(w io.Writer, r report.Report) error {
 // Helpers of the commands, from the packages that own them.
 var (
 	// humanInt prints a count as vLLM's logs do.
-	humanInt       = vllm.Thousands
-	showProgress   = progress.Show
-	humanFloat     = telemetry.FormatCount
-	telemetryIsTTY = progress.IsTerminal
+	humanInt     = vllm.Thousands
+	showProgress = progress.Show
+	humanFloat   = telemetry.FormatCount
 	// unwrapPathError is err without what an *fs.PathError repeats.
 	unwrapPathError = report.FileError
 )
