@@ -9,8 +9,11 @@
 //
 // The Engine is incremental (Add requests, Step, read Gauges) so that a
 // real-time server can drive it; Run drives it over a stream of requests
-// in bounded memory. A step's duration comes from a StepTimer: a fixed
-// time, or the Roofline model. The package does no I/O.
+// in bounded memory, with the clients (open or closed loop) and vLLM's API
+// server (FrontEnd, a CPU its requests share) in front of it, and reports
+// what the clients see. A step's duration comes from a StepTimer: a fixed
+// time, or the Roofline model with a Calibration fitted on published
+// serving runs (CalibrationFor; README.md). The package does no I/O.
 //
 // Decisions where vLLM's behaviour is wider than the model:
 //   - A request needs room for one output token: a prompt of max-model-len
