@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -142,24 +141,7 @@ func CalibrationPath(getenv func(string) string) (string, error) {
 // telemetry.LineFile writes the line whole, so records of probes running at
 // the same time do not interleave and a line cut short by a crash stays
 // alone on its line.
-func AppendRecord(path string, r Record) error {
-	line, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := telemetry.OpenLineFile(path, telemetry.LineFileOptions{})
-	if err != nil {
-		return err
-	}
-	if err := f.WriteLine(line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func AppendRecord(path string, r Record) error { return telemetry.AppendJSON(path, r) }
 
 // maxRecordLine bounds one line of the calibration file.
 const maxRecordLine = 64 << 10

@@ -2,10 +2,12 @@ package telemetry
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -183,3 +185,26 @@ func (l *LineFile) rotate() error {
 
 // Close closes the file.
 func (l *LineFile) Close() error { return l.f.Close() }
+
+// AppendJSON appends v as one JSON line to path, creating it and its
+// directory: a record of a file that several runs append to (the probe's
+// calibration records, loadtest's step calibrations), whole even when they
+// run at the same time.
+func AppendJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	lf, err := OpenLineFile(path, LineFileOptions{})
+	if err != nil {
+		return err
+	}
+	if err := lf.WriteLine(b); err != nil {
+		lf.Close()
+		return err
+	}
+	return lf.Close()
+}

@@ -2,10 +2,7 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"headroom.dev/headroom/loadtest"
@@ -75,31 +72,9 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 			return nil
 		}
 	}
-	if err := appendJSONLine(path, c); err != nil {
+	if err := telemetry.AppendJSON(path, c); err != nil {
 		return fmt.Errorf("--calibration-out: %v", err)
 	}
 	res.StepCalibration, res.StepCalibrationFile = &c, path
 	return nil
-}
-
-// appendJSONLine appends v as one JSON line to path, creating it and its
-// directory; telemetry.LineFile writes the line whole, as the probe's
-// records are written.
-func appendJSONLine(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	lf, err := telemetry.OpenLineFile(path, telemetry.LineFileOptions{})
-	if err != nil {
-		return err
-	}
-	if err := lf.WriteLine(b); err != nil {
-		lf.Close()
-		return err
-	}
-	return lf.Close()
 }
