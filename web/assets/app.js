@@ -3,7 +3,6 @@
 // concurrency shown comes from /api/plan, as `headroom plan -o json` prints it.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
 
 // The plan's inputs: element id -> field of the /api/plan body. Flags are
 // vLLM flags by name; the URL keeps every one of them (config.json uploads
@@ -14,17 +13,6 @@ const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-bur
 const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...SIM_IDS];
 
 let uploadedConfig = null;
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
 
 const SVG = "http://www.w3.org/2000/svg";
 function svg(tag, attrs, text) {

@@ -4,20 +4,8 @@
 // own; it only turns bytes into GiB and parts of the card into widths.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
 const GiB = 1 << 30;
 const REFRESH_MS = 30000;
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
 
 function gib(bytes) { return (bytes / GiB).toFixed(2); }
 function pct(x) { return Math.round(100 * x) + "%"; }
