@@ -264,9 +264,12 @@ func userCalibration(env Env, files Files, dev gpu.Device) (calibration, string)
 	if err != nil {
 		return none, note
 	}
-	if _, err := os.Stat(path); err != nil {
+	// Through files, not the disk: a server's NoFiles reads none.
+	f, err := files.open(path)
+	if err != nil {
 		return none, note
 	}
+	f.Close()
 	cal, err := CalibrationFile(files, path, dev)
 	if err != nil {
 		return none, fmt.Sprintf("step-time calibration not read: %v", err)
