@@ -42,7 +42,10 @@ const (
 // min(max_num_seqs, max_num_batched_tokens) requests (which keeps the
 // final hidden states and the encoder outputs alive), plus, on a stage
 // with MoE layers, the fused-MoE workspace that persists from the forward
-// pass through the sampler run (moe.persistent; vllm-workspace.md).
+// pass through the sampler run (moe.persistent; vllm-workspace.md), and,
+// on the stage that runs the vision encoder, the rotary table the encoder
+// caches on its first image (Vision.RopeTableBytes; vLLM profiles the
+// encoder before the language model, so the table is held at the peak).
 func activationBytes(s model.Spec, st stage, tp, batchedTokens, maxNumSeqs, dtypeBytes int, lean bool, moe moeScratch) int64 {
 	tokens := float64(batchedTokens)
 	d := float64(dtypeBytes)
@@ -76,6 +79,9 @@ func activationBytes(s model.Spec, st stage, tp, batchedTokens, maxNumSeqs, dtyp
 	}
 	if !lean {
 		peak *= leanProfileFactor
+	}
+	if st.isFirst && s.Vision != nil {
+		peak += float64(s.Vision.RopeTableBytes)
 	}
 	return int64(peak)
 }

@@ -194,10 +194,11 @@ func TestExternalAnchor(t *testing.T) {
 // TestMoECalibration checks the fused-MoE workspace on every MoE start-up
 // of the calibration set: vLLM 0.19.0 logs a torch peak of the persistent
 // workspace plus the larger of the other forward activations and the
-// sampler run, and the plan must find it within 0.1 GiB (the logs give two
-// decimals; without the workspace DeepSeek-V2-Lite was 0.46 GiB short and
-// Kimi-VL 0.53). KV tokens must be within 1%, the bound the plan issue sets
-// for MoE start-ups outside this set.
+// sampler run (and, on Kimi-VL, MoonViT's cached rotary table), and the
+// plan must find it within 0.05 GiB (the logs give two decimals; without
+// the workspace DeepSeek-V2-Lite was 0.46 GiB short and Kimi-VL 0.53,
+// without the table Kimi-VL was 0.08 short). KV tokens must be within
+// 0.5%, the bar the plan issue sets for these start-ups.
 func TestMoECalibration(t *testing.T) {
 	n := 0
 	for _, r := range readCalibration(t) {
@@ -213,10 +214,10 @@ func TestMoECalibration(t *testing.T) {
 		act := float64(b.Stages[0].Activation) / (1 << 30)
 		kvErr := (float64(b.KVTokens)/float64(r.tokens) - 1) * 100
 		t.Logf("%s TP=%d: activation %.2f GiB (logged %.2f), KV tokens %d (logged %d, %+.2f%%)", r.model, r.tp, act, r.act, b.KVTokens, r.tokens, kvErr)
-		if math.Abs(act-r.act) > 0.1 {
+		if math.Abs(act-r.act) > 0.05 {
 			t.Errorf("%s TP=%d: activation %.2f GiB, vLLM logged %.2f", r.model, r.tp, act, r.act)
 		}
-		if math.Abs(kvErr) > 1 {
+		if math.Abs(kvErr) > 0.5 {
 			t.Errorf("%s TP=%d: KV tokens %+.2f%% off", r.model, r.tp, kvErr)
 		}
 	}

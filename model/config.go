@@ -408,6 +408,10 @@ func classDefaults(modelType string) map[string]any {
 	case "clip_vision_model":
 		return map[string]any{"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
 			"num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 32}
+	case "moonvit":
+		// Kimi-VL's MoonViTConfig defaults (configuration_kimi_vl.py).
+		return map[string]any{"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+			"num_attention_heads": 16, "patch_size": 14, "init_pos_emb_height": 64, "init_pos_emb_width": 64}
 	case "pixtral":
 		return map[string]any{"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
 			"num_attention_heads": 16, "num_channels": 3, "image_size": 1024, "patch_size": 16}

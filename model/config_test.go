@@ -258,6 +258,36 @@ func TestGemma3GlobalLayers(t *testing.T) {
 	}
 }
 
+// TestKimiVLVision reads the catalog's Kimi-VL config: a MoonViT encoder
+// (SigLIP-so400m widths, no fixed image size) and a 2×2 patch-merging MLP
+// projector onto the DeepSeek-V3-style text model.
+func TestKimiVLVision(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("catalog", "configs", "moonshotai--Kimi-VL-A3B-Instruct.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// h 1152, inter 4304, 27 layers, patch 14, text hidden 2048:
+	//   layer = 4·1152² + qkvo and MLP biases (4·1152 + 4304 + 1152)
+	//         + MLP 2·1152·4304 + two LayerNorms 4·1152  = 15,239,504
+	//   27 layers                                         = 411,466,608
+	//   patch conv 3·14²·1152 + bias 1152                 = 678,528
+	//   learned positions 64 × 64 × 1152                  = 4,718,592
+	//   final LayerNorm 2·1152                            = 2,304
+	//   projector: LayerNorm 2·1152 + 4608² + 4608
+	//            + 4608 × 2048 + 2048                     = 30,679,808
+	//   total                                             = 447,545,840
+	// The cached 2-D rotary table: 512 × 512 positions × (1152/16)/2
+	// complex64 values × 8 B                             = 75,497,472 B.
+	want := &Vision{Params: 447_545_840, Hidden: 1152, Layers: 27, Intermediate: 4304, RopeTableBytes: 75_497_472}
+	if !reflect.DeepEqual(s.Vision, want) {
+		t.Errorf("vision = %+v, want %+v", s.Vision, want)
+	}
+}
+
 func TestQwen25VLVision(t *testing.T) {
 	s := readConfig(t, "Qwen--Qwen2.5-VL-7B-Instruct.json")
 	// Text keys at the top level: Qwen2.5-7B's decoder, mrope keeps the

@@ -132,10 +132,32 @@ func parseVision(root, v map[string]any, outerType string, textHidden int) (*Vis
 	case "pixtral":
 		params += norm // ln_pre
 	case "moonvit":
-		params += h + 64*64*h + norm // patch bias, 64×64 learned 2-D positions, final norm
+		// Patch bias, the learned 2-D positions (init_pos_emb_height ×
+		// init_pos_emb_width, 64 × 64), the final norm.
+		ph, err := vc.need(1, 1<<12, "init_pos_emb_height")
+		if err != nil {
+			return nil, err
+		}
+		pw, err := vc.need(1, 1<<12, "init_pos_emb_width")
+		if err != nil {
+			return nil, err
+		}
+		params += h + int64(ph)*int64(pw)*h + norm
 	}
 
 	vis := &Vision{Hidden: hidden, Layers: layers, Intermediate: inter, PatchTokens: int(patches)}
+	if vt == "moonvit" {
+		// MoonVitEncoder builds Rope2DPosEmb(hidden/heads, 512, 512): its
+		// precomputed_freqs_cis is (512, 512, head_dim/2) complex64, made on
+		// the encoder's first call (the profile run's dummy image) and
+		// cached, so it stays allocated next to everything after it.
+		heads, err := vc.need(1, maxWidth, "num_attention_heads", "num_heads")
+		if err != nil {
+			return nil, err
+		}
+		const side, complex64Bytes = 512, 8
+		vis.RopeTableBytes = side * side * int64(hidden/heads/2) * complex64Bytes
+	}
 	top := sub(root, "")
 	switch outer {
 	case "gemma3":

@@ -86,6 +86,12 @@ type Vision struct {
 	Intermediate int   `json:"intermediate"` // encoder MLP width
 	ImageTokens  int   `json:"image_tokens"` // tokens one image becomes in the decoder
 	PatchTokens  int   `json:"patch_tokens"` // patches the encoder sees for its largest image
+	// RopeTableBytes is a rotary table the encoder computes on its first
+	// image and keeps for the life of the process, on every rank that runs
+	// it: MoonViT's 2-D table (vllm moonvit.py Rope2DPosEmb, a
+	// cached_property) of 512 × 512 positions × head_dim/2 complex64
+	// values. Other encoders compute their rotary angles per image.
+	RopeTableBytes int64 `json:"rope_table_bytes,omitempty"`
 }
 
 // Spec is everything the planner needs to know about a model.
