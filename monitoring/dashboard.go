@@ -26,15 +26,40 @@ const (
 	nsVar    = "namespace"
 	podVar   = "pod"
 	modelVar = "model"
+	nodeVar  = "node"
 )
 
 // vllmMatchers select a vLLM server's series by the dashboard's
 // variables; headroom's exporter has no model_name label.
+//
+// headroom's exporter is scraped in one of two places: beside its vLLM
+// server (a sidecar, or a single box), where its series carry the vLLM
+// pod's namespace and pod, or as the chart's DaemonSet, one per GPU node,
+// where they carry the exporter's own and the node's name (the
+// ServiceMonitor's relabeling). The dashboard takes either: the series of
+// the selected pods, or of the nodes those pods run on, which the hidden
+// node variable reads from kube-state-metrics' kube_pod_info. Without
+// kube-state-metrics only the first kind is found once a pod is chosen.
 var (
 	vllmMatchers     = `namespace=~"$namespace", pod=~"$pod", model_name=~"$model"`
 	headroomMatchers = `namespace=~"$namespace", pod=~"$pod"`
+	nodeMatchers     = `node=~"$node", node!=""`
 	byPod            = "namespace, pod, model_name"
+	// byExporter keeps the node apart: the DaemonSet's series name the
+	// exporter's pod, and the node says whose GPU it is.
+	byExporter = "namespace, pod, node"
+	exporterAt = "{{namespace}}/{{pod}} {{node}}"
 )
+
+// ksmPodInfo is kube-state-metrics' pod-to-node gauge.
+const ksmPodInfo = "kube_pod_info"
+
+// headroomSeries applies f to the selector of headroom's metric name for
+// each place its exporter is scraped (headroomMatchers, nodeMatchers) and
+// joins the two with `or`: one series found both ways is kept once.
+func headroomSeries(name string, f func(sel string) string) string {
+	return "(" + f(name+"{"+headroomMatchers+"}") + " or " + f(name+"{"+nodeMatchers+"}") + ")"
+}
 
 // panel is one time-series panel's description.
 type panel struct {
@@ -62,7 +87,7 @@ func f64(v float64) *float64 { return &v }
 func Dashboard() (dashboard.Dashboard, error) {
 	ds := common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${" + dsVar + "}")}
 	kv := anyName(vllm.MetricKVCacheUsage, withMatchers("", vllmMatchers))
-	hm := func(name string) string { return name + "{" + headroomMatchers + "}" }
+	hm := func(name string) string { return headroomSeries(name, plain) }
 
 	quantiles := func(m vllm.Metric, what string) []target {
 		var out []target
@@ -85,30 +110,32 @@ func Dashboard() (dashboard.Dashboard, error) {
 		{"Risk", []panel{
 			{title: "OOM risk", unit: "percentunit", min: f64(0), max: f64(1),
 				description: fmt.Sprintf("headroom's OOM risk (telemetry/README.md): KV usage, the share of requests waiting, preemptions and the GPU margin, 0..1. The alert fires at %s.", fmtFloat(OOMRiskHigh)),
-				targets:     []target{{fmt.Sprintf("max by (namespace, pod) (%s)", hm(telemetry.MetricOOMRisk)), "{{namespace}}/{{pod}}"}}},
+				targets:     []target{{fmt.Sprintf("max by (%s) (%s)", byExporter, hm(telemetry.MetricOOMRisk)), exporterAt}}},
 			{title: "vLLM restarts (exporter's view)", unit: "short", min: f64(0),
 				description: "Times the exporter saw vLLM start anew in the window: a crash (a CUDA out-of-memory error kills the engine) or a restart. Run `headroom doctor` on the previous log.",
-				targets:     []target{{fmt.Sprintf("increase(%s[$__rate_interval])", hm(telemetry.MetricVLLMRestarts)), "{{namespace}}/{{pod}}"}}},
+				targets: []target{{headroomSeries(telemetry.MetricVLLMRestarts, func(sel string) string {
+					return "increase(" + sel + "[$__rate_interval])"
+				}), exporterAt}}},
 		}},
 		{"GPU memory: planned against reported", []panel{
 			{title: "Planned per GPU (headroom plan)", unit: "bytes", min: f64(0), stacked: true,
 				description: "One GPU's share of the plan, part by part, as `headroom plan` draws the card, and what the plan leaves free. Served by an exporter given the model (-- vllm serve ...).",
 				targets: []target{
-					{fmt.Sprintf("max by (namespace, pod, part) (%s)", hm(telemetry.MetricPlanMemory)), "{{part}} {{namespace}}/{{pod}}"},
-					{fmt.Sprintf("max by (namespace, pod) (%s - %s)", hm(telemetry.MetricPlanTotal), hm(telemetry.MetricPlanFootprint)), "free (planned) {{namespace}}/{{pod}}"},
+					{fmt.Sprintf("max by (%s, part) (%s)", byExporter, hm(telemetry.MetricPlanMemory)), "{{part}} " + exporterAt},
+					{fmt.Sprintf("max by (%s) (%s - %s)", byExporter, hm(telemetry.MetricPlanTotal), hm(telemetry.MetricPlanFootprint)), "free (planned) " + exporterAt},
 				}},
 			{title: "GPU memory as the driver reports it", unit: "bytes", min: f64(0),
 				description: "Used and free memory of each GPU (NVML or nvidia-smi), with the plan's footprint beside them: used above the footprint is memory the plan did not foresee.",
 				targets: []target{
-					{hm(telemetry.MetricGPUUsed), "used GPU {{gpu}} {{namespace}}/{{pod}}"},
-					{fmt.Sprintf("%s - %s", hm(telemetry.MetricGPUTotal), hm(telemetry.MetricGPUUsed)), "free GPU {{gpu}} {{namespace}}/{{pod}}"},
-					{fmt.Sprintf("max by (namespace, pod) (%s)", hm(telemetry.MetricPlanFootprint)), "planned footprint {{namespace}}/{{pod}}"},
+					{hm(telemetry.MetricGPUUsed), "used GPU {{gpu}} " + exporterAt},
+					{fmt.Sprintf("%s - %s", hm(telemetry.MetricGPUTotal), hm(telemetry.MetricGPUUsed)), "free GPU {{gpu}} " + exporterAt},
+					{fmt.Sprintf("max by (%s) (%s)", byExporter, hm(telemetry.MetricPlanFootprint)), "planned footprint " + exporterAt},
 				}},
 			{title: "KV-cache blocks: vLLM against the plan", unit: "short", min: f64(0),
 				description: fmt.Sprintf("vLLM's own num_gpu_blocks (vllm:cache_config_info) and the plan's; more than %.0f%% apart raises HeadroomSettingsDrift.", 100*DriftTolerance),
 				targets: []target{
-					{hm(telemetry.MetricVLLMNumGPUBlocks), "vLLM {{namespace}}/{{pod}}"},
-					{hm(telemetry.MetricPlanNumGPUBlocks), "plan {{namespace}}/{{pod}}"},
+					{hm(telemetry.MetricVLLMNumGPUBlocks), "vLLM " + exporterAt},
+					{hm(telemetry.MetricPlanNumGPUBlocks), "plan " + exporterAt},
 				}},
 		}},
 		{"KV cache and queue", []panel{
@@ -146,7 +173,8 @@ func Dashboard() (dashboard.Dashboard, error) {
 		WithVariable(dashboard.NewDatasourceVariableBuilder(dsVar).Label("Prometheus").Type("prometheus")).
 		WithVariable(labelVariable(ds, nsVar, "Namespace", "namespace", "")).
 		WithVariable(labelVariable(ds, podVar, "Pod", "pod", `namespace=~"$namespace"`)).
-		WithVariable(labelVariable(ds, modelVar, "Model", "model_name", `namespace=~"$namespace", pod=~"$pod"`))
+		WithVariable(labelVariable(ds, modelVar, "Model", "model_name", `namespace=~"$namespace", pod=~"$pod"`)).
+		WithVariable(nodeVariable(ds))
 
 	for _, r := range rows {
 		b = b.WithRow(dashboard.NewRowBuilder(r.title))
@@ -172,13 +200,27 @@ func labelVariable(ds common.DataSourceRef, name, label, of, matchers string) *d
 	if matchers != "" {
 		sel += "{" + matchers + "}"
 	}
-	q := fmt.Sprintf("label_values(%s, %s)", sel, of)
+	return queryVariable(ds, name, label, sel, of).AllValue(".*")
+}
+
+// nodeVariable is the hidden variable of the nodes the selected pods run
+// on. It has no custom "All" value, so Grafana writes every node it found
+// (none without kube-state-metrics, and then nodeMatchers select nothing).
+func nodeVariable(ds common.DataSourceRef) *dashboard.QueryVariableBuilder {
+	return queryVariable(ds, nodeVar, "Node", ksmPodInfo+`{namespace=~"$namespace", pod=~"$pod"}`, "node").
+		Hide(dashboard.VariableHideHideVariable)
+}
+
+// queryVariable is a multi-value variable over label of selector's series,
+// "All" at first.
+func queryVariable(ds common.DataSourceRef, name, label, selector, of string) *dashboard.QueryVariableBuilder {
+	q := fmt.Sprintf("label_values(%s, %s)", selector, of)
 	return dashboard.NewQueryVariableBuilder(name).Label(label).Datasource(ds).
 		Query(dashboard.StringOrMap{Map: map[string]any{"query": q, "refId": "PrometheusVariableQueryEditor-VariableQuery", "qryType": 1}}).
 		Definition(q).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
 		Sort(dashboard.VariableSortAlphabeticalAsc).
-		IncludeAll(true).AllValue(".*").Multi(true).
+		IncludeAll(true).Multi(true).
 		Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
 }
 

@@ -74,9 +74,10 @@ const (
 	critical = "critical"
 )
 
-// where names the series in a notification: the pod where the scrape
-// labels it, else the target.
-const where = `{{ $labels.namespace }}/{{ $labels.pod }}`
+// where names the series in a notification: the pod the scrape labels it
+// with, and the node where the scrape adds it (the chart's DaemonSet
+// exporter, whose pod is the exporter's own: the node says whose GPU).
+const where = `{{ $labels.namespace }}/{{ $labels.pod }}{{ with $labels.node }} on node {{ . }}{{ end }}`
 
 // Rules returns the alert rules.
 func Rules() RuleFile {
@@ -84,7 +85,9 @@ func Rules() RuleFile {
 	waiting := anyName(vllm.MetricRequestsWaiting, plain)
 	preemptionsRate := anyName(vllm.MetricPreemptions, func(n string) string { return fmt.Sprintf("rate(%s[%s])", n, rateWindow) })
 	reserveMiB := memory.RedundancyBytes >> 20
-	audit := "headroom audit -n {{ $labels.namespace }} --live"
+	// The DaemonSet exporter's namespace is its own, not the server's:
+	// with a node, audit every namespace.
+	audit := "headroom audit{{ if not $labels.node }} -n {{ $labels.namespace }}{{ end }} --live"
 
 	rules := []Rule{
 		{
