@@ -212,3 +212,55 @@ func catalogDevice(t *testing.T, name string) gpu.Device {
 	}
 	return sel.Device
 }
+
+// TestMoEWorkspaceReachesTheAdvice: the workspace moves what the plan
+// advises, not only its numbers. Qwen3-30B-A3B on one H100 at utilization
+// 0.8 and max-model-len 40960 fits at vLLM 0.18.0 and not at 0.19.0: the
+// sampler run outweighs the forward pass on both sides, so the activation
+// gains exactly the 536,870,912 B workspace and the KV cache loses it:
+// 536,870,912 / 98,304 B a token = 5,461 tokens, 341 whole blocks of 16 =
+// 5,456. `--max-model-len auto` then chooses the shorter length, and the
+// alternatives offer a change that fits.
+func TestMoEWorkspaceReachesTheAdvice(t *testing.T) {
+	s, dev := catalogSpec(t, "Qwen/Qwen3-30B-A3B"), catalogDevice(t, "H100-80GB")
+	in := func(v string, maxLen int) Input {
+		return Input{Model: s, Device: dev, Settings: vllm.Settings{GPUMemoryUtilization: 0.8, MaxModelLen: maxLen, Version: vllm.MustVersion(v)}}
+	}
+	plan := func(in Input) Budget {
+		b, err := Plan(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before, now := plan(in("0.18.0", 40960)), plan(in("0.19.0", 40960))
+	if !before.Fits || now.Fits {
+		t.Fatalf("fits at 0.18.0: %v (%d KV tokens), at 0.19.0: %v (%d KV tokens); want true, false", before.Fits, before.KVTokens, now.Fits, now.KVTokens)
+	}
+	gained := now.PerGPU.Activation - before.PerGPU.Activation
+	if lost := before.PerGPU.KVCache - now.PerGPU.KVCache; lost != gained || gained < 536_870_911 || gained > 536_870_913 {
+		t.Errorf("KV cache lost %d B, activation gained %d B; want both the 536,870,912 B workspace", lost, gained)
+	}
+	if d := before.KVTokens - now.KVTokens; d != 5456 {
+		t.Errorf("KV tokens %d → %d: %d fewer, want 5,456", before.KVTokens, now.KVTokens, d)
+	}
+
+	auto := plan(in("0.19.0", vllm.AutoMaxModelLen))
+	if !auto.Fits || auto.MaxModelLen >= 40960 || int64(auto.MaxModelLen) > auto.KVTokens {
+		t.Errorf("auto at 0.19.0: max-model-len %d with %d KV tokens (fits %v); want below 40960, within the cache", auto.MaxModelLen, auto.KVTokens, auto.Fits)
+	}
+	if a := plan(in("0.18.0", vllm.AutoMaxModelLen)); a.MaxModelLen != 40960 {
+		t.Errorf("auto at 0.18.0: max-model-len %d, want the model's 40960", a.MaxModelLen)
+	}
+
+	alts := Alternatives(in("0.19.0", 40960), []gpu.Device{dev})
+	if len(alts) == 0 {
+		t.Fatal("no alternative for the plan that no longer fits")
+	}
+	for _, a := range alts {
+		if b := plan(a.Input); !b.Fits {
+			t.Errorf("alternative %q (%v) does not fit", a.Code, a.Changes)
+		}
+	}
+	t.Logf("0.19.0 at 40960: %d KV tokens; alternatives: %v; auto: %d", now.KVTokens, alts[0].Changes, auto.MaxModelLen)
+}
