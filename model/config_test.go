@@ -12,13 +12,18 @@ import (
 // readConfig parses testdata/configs/name.
 func readConfig(t *testing.T, name string) Spec {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "configs", name))
+	return readConfigAt(t, filepath.Join("testdata", "configs", name))
+}
+
+func readConfigAt(t *testing.T, path string) Spec {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := ParseConfig(data)
 	if err != nil {
-		t.Fatalf("ParseConfig(%s): %v", name, err)
+		t.Fatalf("ParseConfig(%s): %v", path, err)
 	}
 	return s
 }
@@ -262,14 +267,7 @@ func TestGemma3GlobalLayers(t *testing.T) {
 // (SigLIP-so400m widths, no fixed image size) and a 2×2 patch-merging MLP
 // projector onto the DeepSeek-V3-style text model.
 func TestKimiVLVision(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("catalog", "configs", "moonshotai--Kimi-VL-A3B-Instruct.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ParseConfig(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readConfigAt(t, filepath.Join("catalog", "configs", "moonshotai--Kimi-VL-A3B-Instruct.json"))
 	// h 1152, inter 4304, 27 layers, patch 14, text hidden 2048:
 	//   layer = 4·1152² + qkvo and MLP biases (4·1152 + 4304 + 1152)
 	//         + MLP 2·1152·4304 + two LayerNorms 4·1152  = 15,239,504
