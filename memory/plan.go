@@ -128,8 +128,11 @@ type Budget struct {
 	// ModelKVBytesPerToken is the same cost for the whole model: every
 	// layer, no head split among tensor-parallel ranks.
 	ModelKVBytesPerToken int64 `json:"model_kv_bytes_per_token"`
-	// WeightsTotal is the whole model's weight bytes as loaded.
-	WeightsTotal int64 `json:"weights_total_bytes"`
+	// WeightsTotal is the whole model's weight bytes as loaded;
+	// ExpertWeightsTotal the routed experts' part of it (stored in their
+	// own format: gpt-oss keeps them in MXFP4 and the rest in bf16).
+	WeightsTotal       int64 `json:"weights_total_bytes"`
+	ExpertWeightsTotal int64 `json:"expert_weights_total_bytes,omitempty"`
 
 	NumBlocks      int64   `json:"num_gpu_blocks"`
 	KVTokens       int64   `json:"kv_cache_tokens"`
@@ -215,6 +218,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	}
 	whole := splitWeights(s, perLayer, stage{first: 0, last: s.Layers, isFirst: true, isLast: true}, 1)
 	b.WeightsTotal = int64(whole.bytes(b.DtypeBytes, format, true)) + ropeCacheBytes(s, b.DtypeBytes)
+	b.ExpertWeightsTotal = int64(whole.expertBytes(b.DtypeBytes, format))
 	scale := checkpointScale(s, b.DtypeBytes, format, whole)
 
 	first := true

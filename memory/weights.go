@@ -157,6 +157,16 @@ func (w weightParts) bytes(dtypeBytes int, f linearFormat, whole bool) float64 {
 	}
 }
 
+// expertBytes is the whole model's routed experts in bytes, in the
+// linear layers' format (experts are linear layers, quantized whenever
+// any are).
+func (w weightParts) expertBytes(dtypeBytes int, f linearFormat) float64 {
+	if f.quantized {
+		return w.totalExpert * f.bytesPerParam
+	}
+	return w.totalExpert * float64(dtypeBytes)
+}
+
 // ropeCacheBytes is the rotary cos/sin table vLLM keeps on every GPU:
 // positions × rotary_dim elements in the model dtype, per distinct table.
 // Measured: Llama-3.1-8B logs 14.99 GiB for 14.96 GiB of parameters

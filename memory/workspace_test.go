@@ -264,3 +264,35 @@ func TestMoEWorkspaceReachesTheAdvice(t *testing.T) {
 	}
 	t.Logf("0.19.0 at 40960: %d KV tokens; alternatives: %v; auto: %d", now.KVTokens, alts[0].Changes, auto.MaxModelLen)
 }
+
+// TestExpertWeightsTotal: the routed experts' bytes, in their own format,
+// which the simulator's clock reads apart from the rest (a decode step
+// reads only the experts its tokens reach).
+//   - gpt-oss-20b: 24 layers × 32 experts × (2880 × 5760 gate/up + 2880 ×
+//     2880 down) = 19,110,297,600 parameters in MXFP4, 4 bits and one
+//     E8M0 scale byte per 32: 0.53125 B each = 10,152,345,600 B, while
+//     attention and the embeddings stay bf16.
+//   - Mixtral-8x7B: 32 layers × 8 experts × 3 × 4096 × 14336 =
+//     45,097,156,608 parameters × 2 B (bf16) = 90,194,313,216 B.
+//   - A dense model has none.
+func TestExpertWeightsTotal(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want int64
+	}{
+		{"openai/gpt-oss-20b", 10_152_345_600},
+		{"mistralai/Mixtral-8x7B-Instruct-v0.1", 90_194_313_216},
+		{"meta-llama/Llama-3.1-8B-Instruct", 0},
+	} {
+		b, err := Plan(Input{Model: catalogSpec(t, c.id), Device: catalogDevice(t, "H100-80GB"), Settings: vllm.Settings{TensorParallelSize: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.ExpertWeightsTotal != c.want {
+			t.Errorf("%s: routed experts %d B, want %d", c.id, b.ExpertWeightsTotal, c.want)
+		}
+		if b.ExpertWeightsTotal >= b.WeightsTotal {
+			t.Errorf("%s: experts %d B of %d B in all", c.id, b.ExpertWeightsTotal, b.WeightsTotal)
+		}
+	}
+}

@@ -18,9 +18,11 @@ import (
 //	attention = prefill pairs × FLOPs per pair / (peak × e_attn)
 //	          + decode KV bytes / (bandwidth × e_kv)
 //	all-reduce (TP > 1) = 2 per layer: latency + tokens × hidden bytes × 2(TP−1)/TP / link
-//	GPU       = linear + attention + all-reduce, at least the launches of an
-//	            eager step (no CUDA graph: --enforce-eager, or more tokens
-//	            than the largest captured graph)
+//	small kernels = their count per step × the least time a kernel takes
+//	GPU       = linear + attention + all-reduce + small kernels, at least
+//	            the launches of an eager step (no CUDA graph:
+//	            --enforce-eager, or more tokens than the largest captured
+//	            graph)
 //	CPU       = step overhead + per-sequence overhead × requests
 //	step      = GPU + CPU, or max(GPU, CPU) with async scheduling
 //
@@ -29,7 +31,11 @@ import (
 // batch; attention is a kernel of its own that a long prompt makes
 // quadratic (compute) and a decode makes a read of the cache (memory). A
 // MoE step reads the routed experts its tokens reach: E × (1 − (1 −
-// k/E)^tokens) of them per layer.
+// k/E)^tokens) of them per layer. Beside these a layer runs kernels of
+// almost no work (norms, rotary embedding, the cache write, the MLP's
+// activation, a MoE layer's routing), and each still holds the GPU for a
+// few microseconds: on a small decode batch of a deep or MoE model they add
+// up to as much as the weights' read.
 type Roofline struct {
 	// LinearParams are the GEMM parameters every token passes through (the
 	// active experts, no embedding, no LM head), per GPU.
@@ -63,6 +69,9 @@ type Roofline struct {
 	// lasts at least Layers × LaunchPerLayer, the CPU launching it.
 	GraphTokens    int64
 	LaunchPerLayer float64
+	// SmallKernels is how many kernels of negligible work one step runs
+	// (smallKernels), each at least KernelFloor seconds on the GPU.
+	SmallKernels, KernelFloor float64
 	// The shares of the peaks real kernels reach, and the engine's CPU
 	// costs (Calibration).
 	GEMMEfficiency, AttentionEfficiency        float64
@@ -98,11 +107,16 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 		share := 2 * float64(m.TP-1) / float64(m.TP)
 		t += 2 * float64(m.Layers) * (m.LinkLatency + tokens*m.AllReduceBytesPerToken*share/m.Link)
 	}
+	t += m.smallKernelTime()
 	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
 		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
 	}
 	return t
 }
+
+// smallKernelTime is what a step's kernels of negligible work take
+// together.
+func (m *Roofline) smallKernelTime() float64 { return m.SmallKernels * m.KernelFloor }
 
 // prefillPairs and decodeContext read a batch that only gives the totals
 // (a measured step written before the split existed) as all prefill when
@@ -145,7 +159,41 @@ const (
 	// decoder layer's kernels without a CUDA graph, about 15 kernels at 5–10
 	// µs each. Not fitted (the training runs use CUDA graphs).
 	eagerLaunchPerLayer = 100e-6
+	// graphKernelFloor is the least time a kernel of negligible work holds
+	// the GPU inside a CUDA graph: the gap before it and its blocks'
+	// launch, a memory round trip and teardown, about 2–4 µs on Ampere and
+	// Hopper in profiles of vLLM's decode steps (an RMSNorm of one row, the
+	// rotary embedding, the cache write). Not fitted: the training runs are
+	// all one model, where this is a constant the engine's CPU time per step
+	// absorbs.
+	graphKernelFloor = 3e-6
 )
+
+// smallKernels counts the kernels of negligible work in one step of s, on
+// every rank (tensor parallelism splits their work, not their number),
+// read from vLLM's layer code:
+//   - every decoder layer 6: the fused residual add and RMSNorm before
+//     attention and before the MLP, the rotary embedding, the write of the
+//     new keys and values into the paged cache, the attention kernel (its
+//     cache read is priced apart) and the MLP's activation (silu_and_mul);
+//   - a MoE layer 4 more (fused_moe/layer.py): the router's GEMM (hidden ×
+//     experts), the top-k softmax, moe_align_block_size and the sum of
+//     the top-k outputs;
+//   - an MLA layer 3 more (mla/common.py): the latent's RMSNorm and the
+//     batched matmuls with W_UK and W_UV around the attention kernel.
+func smallKernels(s model.Spec) float64 {
+	n := 0
+	for i := range s.Layers {
+		n += 6
+		if s.IsMoELayer(i) {
+			n += 4
+		}
+		if s.LayerKind(i).Kind == model.MLA {
+			n += 3
+		}
+	}
+	return float64(n)
+}
 
 // RooflineFor builds the step-time model of a plan: the model's
 // parameters, weights and KV per token split over the tensor-parallel
@@ -168,15 +216,11 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	if fp8Weights(s, set.Quantization) && p.FP8 > 0 {
 		peak = p.FP8
 	}
-	var linear, experts, total float64
-	var pairFLOPs float64
+	var linear, pairFLOPs float64
 	for i := range s.Layers {
 		lp := s.Layer(i)
-		all := float64(lp.Linear())
-		total += float64(lp.Total())
-		linear += all
+		linear += float64(lp.Linear())
 		if e := float64(lp.Experts); e > 0 {
-			experts += e
 			linear -= e - e/float64(s.MoE.Experts)*float64(s.MoE.TopK)
 		}
 		switch s.LayerKind(i).Kind {
@@ -184,18 +228,14 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 			pairFLOPs += 2 * float64(s.Heads) * float64(attnDims(s))
 		}
 	}
-	total += float64(s.EmbeddingParams() + s.LMHeadParams())
 	head := float64(s.LMHeadParams())
 	if head == 0 {
 		head = float64(s.EmbeddingParams())
 	}
-	// Weights in bytes as loaded, split between the routed experts and the
-	// rest by their share of the parameters.
+	// Weights in bytes as loaded, the routed experts apart in their own
+	// format (memory's count).
 	weights := float64(b.WeightsTotal)
-	expertBytes := 0.0
-	if total > 0 {
-		expertBytes = weights * experts / total
-	}
+	expertBytes := float64(b.ExpertWeightsTotal)
 	m := &Roofline{
 		LinearParams:           linear / tp,
 		HeadParams:             head / tp,
@@ -211,6 +251,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		Link:                   p.Link * allReduceLinkShare,
 		LinkLatency:            pcieAllReduceLatency,
 		LaunchPerLayer:         eagerLaunchPerLayer,
+		SmallKernels:           smallKernels(s),
+		KernelFloor:            graphKernelFloor,
 		GEMMEfficiency:         c.FLOPsEfficiency,
 		AttentionEfficiency:    c.attention(),
 		BandwidthEfficiency:    c.BandwidthEfficiency,

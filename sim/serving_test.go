@@ -238,7 +238,7 @@ func TestFitServing(t *testing.T) {
 	}
 	runs := readServingRuns(t, "testdata/serving/train.csv")
 	names := []string{"gemm_a100", "gemm_h100", "kv_a100", "kv_h100", "step_s", "seq_s", "request_s", "output_token_s"}
-	x0 := []float64{0.56, 0.36, 0.8, 0.8, 0.002, 20e-6, 0.013, 50e-6}
+	x0 := []float64{0.545, 0.374, 0.849, 0.420, 0.00155, 23e-6, 0.0129, 55e-6}
 	cal := func(x []float64, r servingRun) (Calibration, bool) {
 		for _, v := range x {
 			if v <= 0 {
