@@ -36,3 +36,25 @@ func (b Budget) KVGroups() []KVGroup {
 	}
 	return out
 }
+
+// SlidingKV is the KV one token costs across the sliding-window (or
+// chunked local) layers that share one window, for the whole model.
+type SlidingKV struct {
+	Window        int
+	Chunked       bool
+	BytesPerToken int64
+}
+
+// ModelSlidingKV lists the model's sliding-window layers by window, with
+// what a token of context costs in them (every layer, no tensor-parallel
+// split, like ModelKVBytesPerToken, which leaves them out): a step's
+// attention reads at most a window of it per request.
+func (b Budget) ModelSlidingKV() []SlidingKV {
+	bs := max(b.Settings.BlockSize, 1)
+	l := newKVLayout(b.Model, 0, b.Model.Layers, 1, max(b.KVDtypeBytes, 1), bs)
+	out := make([]SlidingKV, 0, len(l.slidingSums))
+	for _, g := range l.slidingSums {
+		out = append(out, SlidingKV{Window: g.window, Chunked: g.chunked, BytesPerToken: g.pages / int64(bs)})
+	}
+	return out
+}

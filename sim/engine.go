@@ -138,7 +138,8 @@ type Engine struct {
 	waiting ring // arrived (and preempted), FCFS
 	running []*req
 	sched   []*req
-	free    []*req // recycled request states
+	chunks  []Chunk // batch()'s scratch for Batch.Chunks
+	free    []*req  // recycled request states
 
 	seq    uint64
 	gauges Gauges
@@ -501,9 +502,11 @@ func (e *Engine) unschedule(v *req) {
 // batch sums what the step's forward pass reads and computes.
 func (e *Engine) batch() Batch {
 	var b Batch
+	e.chunks = e.chunks[:0]
 	for _, r := range e.sched {
 		n := int64(r.sched)
 		c := int64(r.computed)
+		e.chunks = append(e.chunks, Chunk{New: n, Computed: c})
 		b.Requests++
 		b.Tokens += n
 		b.ContextTokens += c + n
@@ -519,6 +522,7 @@ func (e *Engine) batch() Batch {
 			b.PrefillTokens += min(n, int64(r.PromptTokens-r.computed))
 		}
 	}
+	b.Chunks = e.chunks
 	return b
 }
 

@@ -16,7 +16,8 @@ import (
 //
 //	linear    = max(GEMM FLOPs / (peak × e_gemm), weight bytes / (bandwidth × e_bw))
 //	attention = prefill pairs × FLOPs per pair / (peak × e_attn)
-//	          + decode KV bytes / (bandwidth × e_kv)
+//	          + decode KV bytes / (bandwidth × e_kv), the pairs and bytes of
+//	            sliding-window layers within their window
 //	all-reduce (TP > 1) = 2 per layer: latency + tokens × hidden bytes × 2(TP−1)/TP / link
 //	small kernels = their count per step × the least time a kernel takes
 //	GPU       = linear + attention + all-reduce + small kernels, at least
@@ -51,9 +52,12 @@ type Roofline struct {
 	// KVBytesPerToken is the KV one token of context costs, per GPU.
 	KVBytesPerToken float64
 	// AttentionFLOPsPerPair is the attention FLOPs of one query × key pair
-	// over all layers, per GPU: 2 × layers × query heads × (qk + v head
-	// dims) / TP (QKᵀ and PV, a multiply-add each).
+	// over the full-attention and MLA layers, per GPU: 2 × layers × query
+	// heads × (qk + v head dims) / TP (QKᵀ and PV, a multiply-add each).
 	AttentionFLOPsPerPair float64
+	// Windows are the sliding-window (or chunked local) layers, by window:
+	// a query there meets at most a window of keys.
+	Windows []WindowAttention
 	// PeakFLOPs and Bandwidth are the datasheet figures (gpu.Perf).
 	PeakFLOPs, Bandwidth float64
 	// Layers is the decoder depth; TP the tensor-parallel size;
@@ -103,6 +107,10 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency), bytes/(m.Bandwidth*m.BandwidthEfficiency))
 	t += m.AttentionFLOPsPerPair * float64(m.prefillPairs(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
 	t += m.KVBytesPerToken * float64(m.decodeContext(b)) / (m.Bandwidth * m.KVBandwidthEfficiency)
+	for _, w := range m.Windows {
+		pairs, context := w.within(b, m.prefillPairs(b))
+		t += w.FLOPsPerPair*float64(pairs)/(m.PeakFLOPs*m.AttentionEfficiency) + w.KVBytesPerToken*float64(context)/(m.Bandwidth*m.KVBandwidthEfficiency)
+	}
 	if m.TP > 1 {
 		share := 2 * float64(m.TP-1) / float64(m.TP)
 		t += 2 * float64(m.Layers) * (m.LinkLatency + tokens*m.AllReduceBytesPerToken*share/m.Link)
@@ -112,6 +120,61 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
 	}
 	return t
+}
+
+// WindowAttention is the layers of one sliding window (or one chunk of
+// chunked local attention), per GPU.
+type WindowAttention struct {
+	Window  int64
+	Chunked bool
+	// FLOPsPerPair and KVBytesPerToken are those of AttentionFLOPsPerPair
+	// and KVBytesPerToken over these layers.
+	FLOPsPerPair, KVBytesPerToken float64
+}
+
+// within is the query × key pairs of b's prefill chunks and the keys its
+// decodes read in these layers: a query at position i meets min(i, W)
+// keys in a sliding window, the ((i − 1) mod W) + 1 of its own chunk in
+// chunked local attention. A batch without its chunks (a measured step)
+// is priced as full attention, fullPairs and no cache read, as before the
+// windows were told apart.
+func (w WindowAttention) within(b Batch, fullPairs int64) (pairs, context int64) {
+	if b.Chunks == nil {
+		return fullPairs, 0
+	}
+	for _, c := range b.Chunks {
+		if c.New == 1 {
+			context += w.keys(c.Computed+1, c.Computed+1)
+		} else {
+			pairs += w.keys(c.Computed+1, c.Computed+c.New)
+		}
+	}
+	return pairs, context
+}
+
+// keys sums the keys the queries at positions lo..hi (1-based) meet.
+func (w WindowAttention) keys(lo, hi int64) int64 {
+	W := max(w.Window, 1)
+	var n int64
+	if w.Chunked {
+		for i := lo; i <= hi; {
+			off := (i-1)%W + 1 // the query's place in its chunk
+			end := min(hi, i+W-off)
+			k := end - i + 1
+			n += (2*off + k - 1) * k / 2
+			i = end + 1
+		}
+		return n
+	}
+	if lo <= W {
+		top := min(hi, W)
+		n += (lo + top) * (top - lo + 1) / 2
+		lo = top + 1
+	}
+	if lo <= hi {
+		n += (hi - lo + 1) * W
+	}
+	return n
 }
 
 // smallKernelTime is what a step's kernels of negligible work take
@@ -217,15 +280,27 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		peak = p.FP8
 	}
 	var linear, pairFLOPs float64
+	var windows []WindowAttention
 	for i := range s.Layers {
 		lp := s.Layer(i)
 		linear += float64(lp.Linear())
 		if e := float64(lp.Experts); e > 0 {
 			linear -= e - e/float64(s.MoE.Experts)*float64(s.MoE.TopK)
 		}
-		switch s.LayerKind(i).Kind {
-		case model.Full, model.MLA, model.Sliding:
+		switch k := s.LayerKind(i); k.Kind {
+		case model.Full, model.MLA:
 			pairFLOPs += 2 * float64(s.Heads) * float64(attnDims(s))
+		case model.Sliding:
+			found := false
+			for j := range windows {
+				if w := &windows[j]; w.Window == int64(k.Window) && w.Chunked == k.Chunked {
+					w.FLOPsPerPair += 2 * float64(s.Heads) * float64(attnDims(s)) / tp
+					found = true
+				}
+			}
+			if !found {
+				windows = append(windows, WindowAttention{Window: int64(k.Window), Chunked: k.Chunked, FLOPsPerPair: 2 * float64(s.Heads) * float64(attnDims(s)) / tp})
+			}
 		}
 	}
 	head := float64(s.LMHeadParams())
@@ -264,6 +339,14 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
 	}
+	for _, kv := range b.ModelSlidingKV() {
+		for j := range windows {
+			if w := &windows[j]; w.Window == int64(kv.Window) && w.Chunked == kv.Chunked {
+				w.KVBytesPerToken = float64(kv.BytesPerToken) / tp
+			}
+		}
+	}
+	m.Windows = windows
 	if p.NVLink {
 		m.LinkLatency = nvlinkAllReduceLatency
 	}

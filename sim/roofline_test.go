@@ -206,3 +206,60 @@ func TestAsyncSchedulingOverlapsCPU(t *testing.T) {
 		}
 	}
 }
+
+// The keys a window leaves the queries at positions lo..hi: a sliding
+// window of 4 gives min(i, 4), chunked local attention of 4 the place in
+// the chunk, ((i − 1) mod 4) + 1.
+func TestWindowKeys(t *testing.T) {
+	sliding, chunked := WindowAttention{Window: 4}, WindowAttention{Window: 4, Chunked: true}
+	for _, c := range []struct {
+		lo, hi           int64
+		sliding, chunked int64
+	}{
+		{1, 10, 1 + 2 + 3 + 4*7, 1 + 2 + 3 + 4 + 1 + 2 + 3 + 4 + 1 + 2}, // 34, 23
+		{3, 6, 3 + 4 + 4 + 4, 3 + 4 + 1 + 2},                            // 15, 10
+		{9, 9, 4, 1},
+		{1, 2, 1 + 2, 1 + 2},
+	} {
+		if got := sliding.keys(c.lo, c.hi); got != c.sliding {
+			t.Errorf("sliding %d..%d: %d keys, want %d", c.lo, c.hi, got, c.sliding)
+		}
+		if got := chunked.keys(c.lo, c.hi); got != c.chunked {
+			t.Errorf("chunked %d..%d: %d keys, want %d", c.lo, c.hi, got, c.chunked)
+		}
+	}
+}
+
+// gpt-oss-20b alternates 12 sliding-window layers (128 tokens) with 12
+// full ones, 64 query heads of 64 (qk and v): a query × key pair costs
+// 2 × 64 × 128 = 16,384 FLOPs a layer, and a token 8 KV heads × (64 + 64)
+// × 2 B = 2,048 B a layer. A first prefill of 8192 tokens has 8192 × 8193
+// / 2 = 33,558,528 pairs in a full layer and Σ min(i, 128) = 128 × 129 / 2
+// + 8064 × 128 = 1,040,448 in a sliding one; a decode at 10,000 tokens
+// reads 10,000 keys in a full layer and 128 in a sliding one.
+func TestRooflineSlidingWindow(t *testing.T) {
+	b := plan(t, "openai/gpt-oss-20b", "H100-80GB", 1, vllm.Settings{MaxModelLen: 16384})
+	c, _ := CalibrationFor(b.Device)
+	m, err := RooflineFor(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Windows) != 1 || m.Windows[0].Window != 128 || m.Windows[0].FLOPsPerPair != 12*16384 || m.Windows[0].KVBytesPerToken != 12*2048 || m.AttentionFLOPsPerPair != 12*16384 {
+		t.Fatalf("windows %+v, full layers %v FLOPs a pair", m.Windows, m.AttentionFLOPsPerPair)
+	}
+	peak := 989.4e12 * c.AttentionEfficiency
+	prefill := Batch{Requests: 1, Tokens: 8192, PrefillTokens: 8192, PrefillPairs: 33_558_528, AttentionPairs: 33_558_528,
+		Chunks: []Chunk{{New: 8192}}}
+	asFull := prefill
+	asFull.Chunks = nil // a measured step: priced as full attention, as before
+	if d, want := m.GPUTime(asFull)-m.GPUTime(prefill), 12*16384*float64(33_558_528-1_040_448)/peak; math.Abs(d/want-1) > 1e-9 {
+		t.Errorf("the window saves %v s of prefill attention, want %v", d, want)
+	}
+	decode := Batch{Requests: 1, Tokens: 1, Decodes: 1, DecodeContext: 10_000, ContextTokens: 10_000, AttentionPairs: 10_000,
+		Chunks: []Chunk{{New: 1, Computed: 9_999}}}
+	noCache := decode
+	noCache.Chunks = nil
+	if d, want := m.GPUTime(decode)-m.GPUTime(noCache), 12*2048*128/(3.35e12*c.KVBandwidthEfficiency); math.Abs(d/want-1) > 1e-9 {
+		t.Errorf("the sliding layers read %v s of cache in a decode, want %v", d, want)
+	}
+}

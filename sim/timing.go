@@ -22,7 +22,16 @@ type Batch struct {
 	Decodes       int
 	DecodeContext int64
 	PrefillPairs  int64
+	// Chunks are the scheduled requests one by one, for what the totals
+	// cannot give (the keys a sliding window leaves a query). They are the
+	// engine's scratch, valid while the step is priced; a measured step
+	// has none.
+	Chunks []Chunk `json:"-"`
 }
+
+// Chunk is one scheduled request's part of a step: New tokens computed
+// after Computed ones.
+type Chunk struct{ New, Computed int64 }
 
 // StepTimer prices one step in seconds of simulated time.
 type StepTimer interface {
