@@ -188,7 +188,8 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 	if len(mem) > 0 {
 		var sx, sy, sxx, sxy float64
 		for _, s := range mem {
-			x, y := m.KVBytesPerToken*float64(m.decodeContext(s.Batch)), s.Seconds-seq(s.Batch)-weights(s.Batch)
+			_, x := m.attention(s.Batch)
+			y := s.Seconds - seq(s.Batch) - weights(s.Batch)
 			sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
 		}
 		n := float64(len(mem))
@@ -212,12 +213,12 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 		for _, s := range comp {
 			b := s.Batch
 			flops := 2 * (m.LinearParams*float64(b.Tokens) + m.HeadParams*float64(b.Requests))
-			rest := m.KVBytesPerToken*float64(m.decodeContext(b))/(m.Bandwidth*c.kvBandwidth()) + seq(b) + m.smallKernelTime()
+			pairs, cache := m.attention(b)
+			rest := cache/(m.Bandwidth*c.kvBandwidth()) + seq(b) + m.smallKernelTime()
 			if !m.Overlap {
 				rest += c.Overhead
 			}
 			// Prefill attention runs at the GEMMs' share unless c sets its own.
-			pairs := m.AttentionFLOPsPerPair * float64(m.prefillPairs(b))
 			if c.AttentionEfficiency > 0 {
 				rest += pairs / (m.PeakFLOPs * c.AttentionEfficiency)
 				pairs = 0

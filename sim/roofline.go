@@ -105,12 +105,8 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
 	bytes := m.WeightBytes + m.ExpertBytes*m.expertsTouched(tokens)
 	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency), bytes/(m.Bandwidth*m.BandwidthEfficiency))
-	t += m.AttentionFLOPsPerPair * float64(m.prefillPairs(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
-	t += m.KVBytesPerToken * float64(m.decodeContext(b)) / (m.Bandwidth * m.KVBandwidthEfficiency)
-	for _, w := range m.Windows {
-		pairs, context := w.within(b, m.prefillPairs(b))
-		t += w.FLOPsPerPair*float64(pairs)/(m.PeakFLOPs*m.AttentionEfficiency) + w.KVBytesPerToken*float64(context)/(m.Bandwidth*m.KVBandwidthEfficiency)
-	}
+	pairFLOPs, cacheBytes := m.attention(b)
+	t += pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
 	if m.TP > 1 {
 		share := 2 * float64(m.TP-1) / float64(m.TP)
 		t += 2 * float64(m.Layers) * (m.LinkLatency + tokens*m.AllReduceBytesPerToken*share/m.Link)
@@ -120,6 +116,21 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
 	}
 	return t
+}
+
+// attention is b's attention work: the FLOPs of its prefill chunks' query
+// × key pairs and the cache bytes its decodes read, the full and the
+// windowed layers together.
+func (m *Roofline) attention(b Batch) (pairFLOPs, cacheBytes float64) {
+	full := m.prefillPairs(b)
+	pairFLOPs = m.AttentionFLOPsPerPair * float64(full)
+	cacheBytes = m.KVBytesPerToken * float64(m.decodeContext(b))
+	for _, w := range m.Windows {
+		pairs, context := w.within(b, full)
+		pairFLOPs += w.FLOPsPerPair * float64(pairs)
+		cacheBytes += w.KVBytesPerToken * float64(context)
+	}
+	return pairFLOPs, cacheBytes
 }
 
 // WindowAttention is the layers of one sliding window (or one chunk of
