@@ -720,6 +720,8 @@ func TestValidateCatchesBrokenSpecs(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "configs", "*.json"))
+	// Kimi-VL: a MoonViT encoder (cached rotary table) on an MLA MoE.
+	files = append(files, filepath.Join("catalog", "configs", "moonshotai--Kimi-VL-A3B-Instruct.json"))
 	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
