@@ -290,8 +290,13 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	if fp8Weights(s, set.Quantization) && p.FP8 > 0 {
 		peak = p.FP8
 	}
-	var linear, pairFLOPs float64
+	// The windows and their cache per token are memory's (one entry per
+	// window); their layers' attention FLOPs are summed below.
 	var windows []WindowAttention
+	for _, kv := range b.ModelSlidingKV() {
+		windows = append(windows, WindowAttention{Window: int64(kv.Window), Chunked: kv.Chunked, KVBytesPerToken: float64(kv.BytesPerToken) / tp})
+	}
+	var linear, pairFLOPs float64
 	for i := range s.Layers {
 		lp := s.Layer(i)
 		linear += float64(lp.Linear())
@@ -302,15 +307,10 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		case model.Full, model.MLA:
 			pairFLOPs += 2 * float64(s.Heads) * float64(attnDims(s))
 		case model.Sliding:
-			found := false
 			for j := range windows {
 				if w := &windows[j]; w.Window == int64(k.Window) && w.Chunked == k.Chunked {
 					w.FLOPsPerPair += 2 * float64(s.Heads) * float64(attnDims(s)) / tp
-					found = true
 				}
-			}
-			if !found {
-				windows = append(windows, WindowAttention{Window: int64(k.Window), Chunked: k.Chunked, FLOPsPerPair: 2 * float64(s.Heads) * float64(attnDims(s)) / tp})
 			}
 		}
 	}
@@ -349,13 +349,6 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	}
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
-	}
-	for _, kv := range b.ModelSlidingKV() {
-		for j := range windows {
-			if w := &windows[j]; w.Window == int64(kv.Window) && w.Chunked == kv.Chunked {
-				w.KVBytesPerToken = float64(kv.BytesPerToken) / tp
-			}
-		}
 	}
 	m.Windows = windows
 	if p.NVLink {
