@@ -266,3 +266,27 @@ func TestFleetScaler(t *testing.T) {
 		t.Errorf("series %+v", got.Fleet.Series[:3])
 	}
 }
+
+// The HPA's arithmetic: 3 replicas at 0.8 KV usage against a target of
+// 0.6 ask for ceil(2.4 / 0.6) = 4; at 0.62 (3% off) they keep 3; 7
+// waiting against 2 a replica ask for ceil(3.5) = 4. A drop to 0.2 asks
+// for 1, but the cool-down keeps the 4 of 100 s before until 300 s have
+// passed since.
+func TestHPA(t *testing.T) {
+	h := &HPA{TargetKV: 0.6, TargetWaiting: 2, Tolerance: 0.1, CoolDownS: 300, Min: 1, Max: 10}
+	for _, c := range []struct {
+		m    FleetMetrics
+		want int
+	}{
+		{FleetMetrics{Now: 0, Replicas: 3, Ready: 3, KVUsage: 0.62}, 3},
+		{FleetMetrics{Now: 100, Replicas: 3, Ready: 3, KVUsage: 0.8}, 4},
+		{FleetMetrics{Now: 115, Replicas: 4, Ready: 3, KVUsage: 0.5, Waiting: 7}, 4},
+		{FleetMetrics{Now: 200, Replicas: 4, Ready: 4, KVUsage: 0.2}, 4},
+		{FleetMetrics{Now: 416, Replicas: 4, Ready: 4, KVUsage: 0.2}, 2},
+		{FleetMetrics{Now: 720, Replicas: 2, Ready: 2, KVUsage: 0.2}, 1},
+	} {
+		if got := h.Desired(c.m); got != c.want {
+			t.Errorf("at %gs %+v: %d replicas, want %d", c.m.Now, c.m, got, c.want)
+		}
+	}
+}
