@@ -1,0 +1,370 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/workload"
+)
+
+// sizer sizes one GPU option.
+type sizer struct {
+	e     *Engine
+	files Files
+	req   CapacityRequest
+	tr    *trace
+}
+
+func (c *sizer) progress(format string, a ...any) {
+	if c.req.Progress != nil {
+		c.req.Progress(fmt.Sprintf(format, a...))
+	}
+}
+
+func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, tr *trace, name string, prices map[string]Price) (CapacityOption, string, error) {
+	er := req.Engine
+	er.Plan.GPU = name
+	e, err := NewEngine(ctx, env, files, er)
+	var nf *NoFitError
+	if errors.As(err, &nf) {
+		return CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true,
+			Notes: []string{nf.Error()}}, e.Evidence.Spec.ID, nil
+	}
+	if err != nil {
+		return CapacityOption{}, "", err
+	}
+	dev := e.Evidence.Sel.Device.Name
+	o := CapacityOption{GPU: dev, GPUsPerReplica: e.Budget.Count, Settings: e.Settings(), Notes: e.Notes}
+	if p, ok := prices[dev]; ok {
+		o.USDPerGPUHour, o.PriceSource = p.USDPerGPUHour, p.Source
+	} else {
+		o.Notes = append(o.Notes, fmt.Sprintf("no price for %s: give --price %s=USD_PER_HOUR", dev, dev))
+	}
+	c := &sizer{e: e, files: files, req: req, tr: tr}
+	c.progress("%s: one replica's SLO capacity", dev)
+	capacity, miss, err := c.sloCapacity(ctx)
+	if err != nil {
+		return o, "", err
+	}
+	if capacity == 0 {
+		o.Miss = round3(miss)
+		return o, e.Evidence.Spec.ID, nil
+	}
+	o.SLOCapacityPerS = capacity
+	o.CapacityProbe = CapacityProbe(req.Workload, capacity).Describe()
+	if err := c.windows(ctx, &o); err != nil {
+		return o, "", err
+	}
+	if !o.Met {
+		return o, e.Evidence.Spec.ID, nil
+	}
+	if err := c.replays(ctx, &o); err != nil {
+		return o, "", err
+	}
+	return o, e.Evidence.Spec.ID, nil
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// judge is a run against the SLO: met, and how far the worst bound is
+// from its limit (value / limit; a run that fell behind is 10).
+func judge(bounds []slo.Bound, r *sim.Report) (bool, float64) {
+	res := CheckSLO(bounds, r)
+	ok := met(res) != nil && *met(res) && r.FellBehind == nil
+	worst := 0.0
+	for _, s := range res {
+		switch {
+		case s.LimitMS > 0:
+			worst = max(worst, s.ValueMS/s.LimitMS)
+		case s.LimitRate > 0:
+			worst = max(worst, s.Rate/s.LimitRate)
+		}
+	}
+	if r.FellBehind != nil {
+		worst = max(worst, 10)
+	}
+	return ok, worst
+}
+
+// oneReplica runs the capacity probe at rate on one replica.
+func (c *sizer) oneReplica(ctx context.Context, rate float64) (bool, float64, error) {
+	rep, _, err := c.e.Run(ctx, c.files, CapacityProbe(c.req.Workload, rate), sim.RunOptions{})
+	if err != nil {
+		return false, 0, err
+	}
+	ok, worst := judge(c.req.SLO, rep)
+	return ok, worst, nil
+}
+
+// sloCapacity is the highest rate one replica serves within the SLO: from
+// 1 req/s doubled until missed (or halved until met), then bisected until
+// the missed rate is within 2% of the met one. 0 when even 1/1024 req/s
+// misses; miss is then the closest run's.
+func (c *sizer) sloCapacity(ctx context.Context) (float64, float64, error) {
+	lo, hi := 0.0, 0.0
+	r := 1.0
+	ok, miss, err := c.oneReplica(ctx, r)
+	if err != nil {
+		return 0, 0, err
+	}
+	if ok {
+		lo = r
+		for hi == 0 && r < 1<<16 {
+			r *= 2
+			if ok, _, err = c.oneReplica(ctx, r); err != nil {
+				return 0, 0, err
+			}
+			if ok {
+				lo = r
+			} else {
+				hi = r
+			}
+		}
+		if hi == 0 {
+			return lo, 0, nil
+		}
+	} else {
+		hi = r
+		for lo == 0 && r > 1.0/1024 {
+			r /= 2
+			var m float64
+			if ok, m, err = c.oneReplica(ctx, r); err != nil {
+				return 0, 0, err
+			}
+			miss = min(miss, m)
+			if ok {
+				lo = r
+			} else {
+				hi = r
+			}
+		}
+		if lo == 0 {
+			return 0, miss, nil
+		}
+	}
+	for hi/lo > 1.02 {
+		mid := math.Sqrt(lo * hi)
+		if ok, _, err = c.oneReplica(ctx, mid); err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return round3(lo), 0, nil
+}
+
+// fleet replays a window (after its warm-up) through n replicas.
+func (c *sizer) fleet(ctx context.Context, warm, reqs []workload.Request, start float64, n int) (bool, float64, error) {
+	origin := max(start-warmUpS, 0)
+	src := &sliceSource{reqs: [][]workload.Request{warm, reqs}, origin: origin}
+	rep, err := sim.RunFleet(ctx, c.e.Config, src, sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.e.FrontEnd, Window: 60},
+		Replicas: n, Router: c.req.Router, JudgeFrom: start - origin})
+	if err != nil {
+		return false, 0, err
+	}
+	ok, worst := judge(c.req.SLO, rep.Fleet)
+	return ok, worst, nil
+}
+
+// windows finds each window's fewest replicas: from the rate's guess (the
+// window's rate over one replica's capacity), down while one fewer still
+// meets the SLO, up while it misses.
+func (c *sizer) windows(ctx context.Context, o *CapacityOption) error {
+	w := c.req.WindowS
+	o.Met = true
+	sum := 0
+	err := c.tr.each(ctx, c.files, func(i int, warm, reqs []workload.Request) error {
+		start := float64(i) * w
+		cw := CapacityWindow{StartS: start, Requests: len(reqs), RatePerS: round3(float64(len(reqs)) / w), Replicas: 1, Met: true}
+		if len(reqs) > 0 {
+			n := min(max(int(math.Ceil(cw.RatePerS/o.SLOCapacityPerS)), 1), c.req.MaxReplicas)
+			ok, miss, err := c.fleet(ctx, warm, reqs, start, n)
+			if err != nil {
+				return err
+			}
+			if ok {
+				for n > 1 {
+					down, _, err := c.fleet(ctx, warm, reqs, start, n-1)
+					if err != nil {
+						return err
+					}
+					if !down {
+						break
+					}
+					n--
+				}
+			}
+			for !ok && n < c.req.MaxReplicas {
+				n++
+				if ok, miss, err = c.fleet(ctx, warm, reqs, start, n); err != nil {
+					return err
+				}
+			}
+			cw.Replicas, cw.Met = n, ok
+			if !ok {
+				o.Met = false
+				o.Miss = max(o.Miss, round3(miss))
+			}
+		}
+		c.progress("%s: window at %s, %.3g req/s: %d replicas", o.GPU, time.Duration(start*float64(time.Second)), cw.RatePerS, cw.Replicas)
+		o.Windows = append(o.Windows, cw)
+		o.PeakReplicas = max(o.PeakReplicas, cw.Replicas)
+		sum += cw.Replicas
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := float64(len(o.Windows))
+	o.MeanReplicas = round3(float64(sum) / n)
+	o.PeakGPUs = o.PeakReplicas * o.GPUsPerReplica
+	o.MeanGPUs = round3(o.MeanReplicas * float64(o.GPUsPerReplica))
+	o.GPUHours = round3(float64(sum) * w * float64(o.GPUsPerReplica) / 3600)
+	o.CostUSD = math.Round(o.GPUHours*o.USDPerGPUHour*100) / 100
+	return nil
+}
+
+// scrapes records what an autoscaler would scrape from one replica.
+type scrapes struct {
+	n                int
+	waiting, kvUsage float64
+}
+
+func (s *scrapes) Desired(m sim.FleetMetrics) int {
+	s.n++
+	s.waiting += float64(m.Waiting)
+	s.kvUsage += m.KVUsage
+	return 1
+}
+
+// knee runs one replica at rate and averages its scraped metrics, every 5 s.
+func (c *sizer) knee(ctx context.Context, rate float64) (waiting, kv float64, err error) {
+	st, closer, err := CapacityProbe(c.req.Workload, rate).Open(c.files.open)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closer.Close()
+	s := &scrapes{}
+	if _, err := sim.RunFleet(ctx, c.e.Config, sim.FromWorkload(st), sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.e.FrontEnd},
+		Replicas: 1, Scaler: s, ScaleInterval: 5}); err != nil {
+		return 0, 0, err
+	}
+	if s.n == 0 {
+		return 0, 0, nil
+	}
+	return s.waiting / float64(s.n), s.kvUsage / float64(s.n), nil
+}
+
+// hpaTolerance is the HorizontalPodAutoscaler's default tolerance
+// (--horizontal-pod-autoscaler-tolerance 0.1).
+const hpaTolerance = 0.1
+
+// replays derives the autoscaler's thresholds from one replica's knee and
+// replays the trace with it, and with the static fleet sized for the peak.
+func (c *sizer) replays(ctx context.Context, o *CapacityOption) error {
+	startup, source := c.req.StartupS, "--startup-time"
+	if startup <= 0 {
+		startup, source = StartupEstimate(c.e)
+	}
+	// The rate may rise while a new replica starts: the largest rise of
+	// one window's rate over the window before, over the time from a
+	// scrape to a ready replica.
+	rise := 0.0
+	for i := 1; i < len(o.Windows); i++ {
+		a, b := o.Windows[i-1].RatePerS, o.Windows[i].RatePerS
+		if a > 0 && b > a {
+			rise = max(rise, (b-a)/a*(startup+c.req.IntervalS)/c.req.WindowS)
+		}
+	}
+	rise = min(rise, 1)
+	target := o.SLOCapacityPerS / ((1 + rise) * (1 + hpaTolerance))
+	c.progress("%s: the autoscaler's thresholds at %.3g req/s a replica", o.GPU, target)
+	_, kv, err := c.knee(ctx, target)
+	if err != nil {
+		return err
+	}
+	kneeWaiting, _, err := c.knee(ctx, o.SLOCapacityPerS)
+	if err != nil {
+		return err
+	}
+	minR := o.PeakReplicas
+	for _, w := range o.Windows {
+		minR = min(minR, w.Replicas)
+	}
+	a := &Autoscaler{TargetWaiting: math.Max(1, math.Round(kneeWaiting*10)/10), TargetKV: math.Round(kv*1000) / 1000,
+		TargetRatePerS: round3(target), StartupS: startup, StartupSource: source, CoolDownS: c.req.CoolDownS, IntervalS: c.req.IntervalS,
+		MinReplicas: minR, MaxReplicas: c.req.MaxReplicas}
+	hpa := &sim.HPA{TargetWaiting: a.TargetWaiting, TargetKV: a.TargetKV, Tolerance: hpaTolerance, CoolDownS: a.CoolDownS, Min: a.MinReplicas, Max: a.MaxReplicas}
+	c.progress("%s: replaying the autoscaler", o.GPU)
+	if a.Replay, err = c.replay(ctx, o, o.Windows[0].Replicas, hpa, startup); err != nil {
+		return err
+	}
+	a.Replay.Replicas = "autoscaled"
+	o.Autoscaler = a
+	c.progress("%s: replaying %d replicas", o.GPU, o.PeakReplicas)
+	st, err := c.replay(ctx, o, o.PeakReplicas, nil, 0)
+	if err != nil {
+		return err
+	}
+	st.Replicas = fmt.Sprintf("%d, static", o.PeakReplicas)
+	o.Static = &st
+	return nil
+}
+
+// replay serves the whole trace with a fleet (autoscaled when scaler is
+// not nil) and judges it per window.
+func (c *sizer) replay(ctx context.Context, o *CapacityOption, replicas int, scaler sim.Scaler, startup float64) (FleetRun, error) {
+	st, closer, err := c.req.Workload.Open(c.files.open)
+	if err != nil {
+		return FleetRun{}, err
+	}
+	defer closer.Close()
+	var run FleetRun
+	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.e.FrontEnd, Window: c.req.WindowS / 10},
+		Replicas: replicas, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
+		OnWindow: func(_ float64, r *sim.Report) {
+			run.Windows++
+			if ok, _ := judge(c.req.SLO, r); ok {
+				run.WindowsMet++
+			}
+		}}
+	if scaler != nil {
+		opt.Scaler, opt.ScaleInterval, opt.StartupS = scaler, c.req.IntervalS, startup
+	}
+	rep, err := sim.RunFleet(ctx, c.e.Config, sim.FromWorkload(st), opt)
+	if err != nil {
+		return FleetRun{}, err
+	}
+	f := rep.Fleet
+	run.PeakReplicas = rep.PeakReplicas
+	run.GPUHours = round3(rep.ReplicaSeconds * float64(o.GPUsPerReplica) / 3600)
+	run.CostUSD = math.Round(run.GPUHours*o.USDPerGPUHour*100) / 100
+	run.Requests, run.Preemptions, run.TTFT, run.TPOT, run.FellBehind = f.Requests, f.Preemptions, f.TTFT, f.TPOT, f.FellBehind
+	if run.Windows > 0 {
+		run.SLOAttainment = math.Round(float64(run.WindowsMet)/float64(run.Windows)*1e4) / 1e4
+	}
+	run.Series = f.Series
+	return run, nil
+}
+
+// StartupEstimate is the time from the decision to add a replica to its
+// first request served, when --startup-time is not given: 30 s to start
+// the pod (the image already on the node), the weights read at 1 GB/s (a
+// node-local NVMe or page cache; a network volume is slower), and 60 s for
+// vLLM's engine start (the profile run, torch.compile from its cache, the
+// CUDA-graph capture). It is an estimate, not a measurement: the source
+// says so.
+func StartupEstimate(e *Engine) (float64, string) {
+	weights := float64(e.Budget.PerGPU.Weights) * float64(max(e.Budget.Count, 1))
+	load := weights / 1e9
+	s := math.Round(30 + load + 60)
+	return s, fmt.Sprintf("estimate: 30 s pod start + %.0f GB of weights at 1 GB/s + 60 s profile, compile cache and CUDA-graph capture; measure yours (pod start to /health) and give --startup-time", weights/1e9)
+}
