@@ -4,9 +4,10 @@ import "math"
 
 // HPA is the HorizontalPodAutoscaler's algorithm (Kubernetes
 // pkg/controller/podautoscaler, as KEDA's Prometheus triggers drive it)
-// on two AverageValue metrics: the fleet's sum of
-// vllm:num_requests_waiting and of vllm:kv_cache_usage_perc over the ready
-// replicas, each divided by its per-replica target, rounded up. A metric
+// on three AverageValue metrics: the fleet's answered requests per second,
+// and the sums of vllm:num_requests_waiting and of
+// vllm:kv_cache_usage_perc over the ready replicas, each divided by its
+// per-replica target, rounded up. A metric
 // within Tolerance of its target (the controller's default 0.1) keeps the
 // current count; the count is the larger of the two metrics'; a scale-down
 // takes the highest count asked for over the last CoolDownS seconds (the
@@ -14,9 +15,9 @@ import "math"
 // KEDA). Scale-up is immediate; the HPA's rate limits on it (double or +4
 // pods per 15 s) are not modelled.
 type HPA struct {
-	// TargetWaiting and TargetKV are the per-replica targets; 0 leaves a
-	// metric out.
-	TargetWaiting, TargetKV float64
+	// TargetRate, TargetWaiting and TargetKV are the per-replica targets;
+	// 0 leaves a metric out.
+	TargetRate, TargetWaiting, TargetKV float64
 	Tolerance               float64
 	CoolDownS               float64
 	Min, Max                int
@@ -34,6 +35,7 @@ func (h *HPA) Desired(m FleetMetrics) int {
 	cur := max(m.Replicas, 1)
 	want := 0
 	for _, metric := range []struct{ total, target float64 }{
+		{m.RequestsPerS, h.TargetRate},
 		{float64(m.Waiting), h.TargetWaiting},
 		{m.KVUsage * float64(m.Ready), h.TargetKV},
 	} {

@@ -82,6 +82,10 @@ type FleetMetrics struct {
 	// vllm:kv_cache_usage_perc averaged over them (0..1).
 	Waiting, Running int
 	KVUsage          float64
+	// RequestsPerS is the fleet's answered requests per second over the
+	// last minute: rate(vllm:e2e_request_latency_seconds_count[1m]) summed
+	// over the replicas (0 before a minute has passed).
+	RequestsPerS float64
 }
 
 // FleetReport is a fleet's run: the whole fleet as the clients see it, and
@@ -186,6 +190,15 @@ type fleet struct {
 	heldS      float64
 	held, peak int
 	lastT      float64
+	// completed counts answered requests; marks holds (time, completed)
+	// at the scrapes of the last minute.
+	completed int64
+	marks     []scrapeMark
+}
+
+type scrapeMark struct {
+	at   float64
+	done int64
 }
 
 // RunFleet serves src's requests with opt.Replicas replicas of cfg behind
@@ -533,6 +546,7 @@ func (f *fleet) complete(p *replica) error {
 }
 
 func (f *fleet) done(p *replica, ev Event) {
+	f.completed++
 	f.inFlight--
 	p.outstanding--
 	if ev.Sent >= f.opt.JudgeFrom {
@@ -569,6 +583,15 @@ func (f *fleet) scale(now float64) error {
 	}
 	if m.Ready > 0 {
 		m.KVUsage /= float64(m.Ready)
+	}
+	// The answered requests over the last minute, as Prometheus's rate()
+	// over the scrapes it holds.
+	f.marks = append(f.marks, scrapeMark{now, f.completed})
+	for len(f.marks) > 1 && f.marks[1].at <= now-60 {
+		f.marks = f.marks[1:]
+	}
+	if first := f.marks[0]; now-first.at >= 60-1e-9 {
+		m.RequestsPerS = float64(f.completed-first.done) / (now - first.at)
 	}
 	want := min(max(f.opt.Scaler.Desired(m), 1), f.opt.MaxReplicas)
 	for n := m.Replicas; n < want; n++ {

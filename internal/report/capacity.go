@@ -124,16 +124,23 @@ type Autoscaler struct {
 	// AverageValue targets.
 	TargetWaiting float64 `json:"target_num_requests_waiting"`
 	TargetKV      float64 `json:"target_kv_cache_usage"`
-	// TargetRatePerS is the per-replica rate the KV target was measured
-	// at: the SLO capacity less the headroom for the rise of the rate over
-	// a start-up and the HPA's tolerance.
-	TargetRatePerS float64 `json:"target_rate_per_s"`
-	StartupS       float64 `json:"startup_s"`
-	StartupSource  string  `json:"startup_source"`
-	CoolDownS      float64 `json:"cool_down_s"`
-	IntervalS      float64 `json:"interval_s"`
-	MinReplicas    int     `json:"min_replicas"`
-	MaxReplicas    int     `json:"max_replicas"`
+	// WaitingMetric and KVMetric are those metrics' names in the vLLM
+	// version planned; RateMetric the counter of answered requests whose
+	// rate per replica is held at TargetRatePerS.
+	WaitingMetric string `json:"waiting_metric"`
+	KVMetric      string `json:"kv_metric"`
+	RateMetric    string `json:"rate_metric"`
+	// TargetRatePerS is the answered requests per second a replica
+	// carries, the rate metric's target and the rate the KV target was
+	// measured at: the SLO capacity less the headroom for the rise of the
+	// rate over a start-up and the HPA's tolerance.
+	TargetRatePerS float64  `json:"target_rate_per_s"`
+	StartupS       float64  `json:"startup_s"`
+	StartupSource  string   `json:"startup_source"`
+	CoolDownS      float64  `json:"cool_down_s"`
+	IntervalS      float64  `json:"interval_s"`
+	MinReplicas    int      `json:"min_replicas"`
+	MaxReplicas    int      `json:"max_replicas"`
 	Replay         FleetRun `json:"replay"`
 }
 
@@ -151,8 +158,17 @@ type FleetRun struct {
 	TTFT          sim.Latency  `json:"ttft_ms"`
 	TPOT          sim.Latency  `json:"tpot_ms"`
 	FellBehind    *sim.Backlog `json:"fell_behind,omitempty"`
+	// Missed are the windows that missed the SLO: their start and the
+	// largest value over its limit (1.2: 20% over).
+	Missed []MissedWindow `json:"missed,omitempty"`
 	// Series is replicas and arrivals over time (the plot's).
 	Series []sim.Window `json:"series,omitempty"`
+}
+
+// MissedWindow is a window of a replay that missed the SLO.
+type MissedWindow struct {
+	StartS float64 `json:"start_s"`
+	Miss   float64 `json:"miss"`
 }
 
 // UnreachableError is an SLO no option meets; Closest is the option that

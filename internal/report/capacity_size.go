@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
 
@@ -234,19 +236,19 @@ func (c *sizer) windows(ctx context.Context, o *CapacityOption) error {
 
 // scrapes records what an autoscaler would scrape from one replica.
 type scrapes struct {
-	n                int
-	waiting, kvUsage float64
+	waiting []int
+	kvUsage float64
 }
 
 func (s *scrapes) Desired(m sim.FleetMetrics) int {
-	s.n++
-	s.waiting += float64(m.Waiting)
+	s.waiting = append(s.waiting, m.Waiting)
 	s.kvUsage += m.KVUsage
 	return 1
 }
 
-// knee runs one replica at rate and averages its scraped metrics, every 5 s.
-func (c *sizer) knee(ctx context.Context, rate float64) (waiting, kv float64, err error) {
+// knee runs one replica at rate, scraped every 5 s: the mean KV usage and
+// the 95th percentile of the waiting requests.
+func (c *sizer) knee(ctx context.Context, rate float64) (waitingP95, kv float64, err error) {
 	st, closer, err := CapacityProbe(c.req.Workload, rate).Open(c.files.open)
 	if err != nil {
 		return 0, 0, err
@@ -257,10 +259,12 @@ func (c *sizer) knee(ctx context.Context, rate float64) (waiting, kv float64, er
 		Replicas: 1, Scaler: s, ScaleInterval: 5}); err != nil {
 		return 0, 0, err
 	}
-	if s.n == 0 {
+	n := len(s.waiting)
+	if n == 0 {
 		return 0, 0, nil
 	}
-	return s.waiting / float64(s.n), s.kvUsage / float64(s.n), nil
+	sort.Ints(s.waiting)
+	return float64(s.waiting[min(n-1, int(math.Ceil(0.95*float64(n)))-1)]), s.kvUsage / float64(n), nil
 }
 
 // hpaTolerance is the HorizontalPodAutoscaler's default tolerance
@@ -269,6 +273,22 @@ const hpaTolerance = 0.1
 
 // replays derives the autoscaler's thresholds from one replica's knee and
 // replays the trace with it, and with the static fleet sized for the peak.
+//
+// Three metrics, the HPA taking the most replicas any asks for: the
+// answered requests per second, whose target is the rate a replica should
+// carry (r: the SLO capacity less headroom for the rise of the rate over a
+// start-up and for the HPA's tolerance); the KV usage one replica shows at
+// r; the waiting requests it shows at its SLO capacity (the 95th
+// percentile of its scrapes, at least 1). The rate grows in proportion to
+// a replica's load, as the HPA's arithmetic assumes (the sum over the
+// fleet divided by the per-replica target). KV usage grows faster: a
+// busier replica's requests last longer (TPOT grows with the batch) and
+// hold their blocks longer, so three replicas at r/3 show less than a
+// third of the target each and KV usage alone would fold them into one
+// replica at more than r; on Llama-3.1-8B on an H100 the usage at r/8 is a
+// third of r's over 8. With the rate beside it, KV usage guards against
+// traffic whose requests grow longer than the trace's, and the waiting
+// requests against a queue that forms.
 func (c *sizer) replays(ctx context.Context, o *CapacityOption) error {
 	startup, source := c.req.StartupS, "--startup-time"
 	if startup <= 0 {
@@ -287,7 +307,7 @@ func (c *sizer) replays(ctx context.Context, o *CapacityOption) error {
 	rise = min(rise, 1)
 	target := o.SLOCapacityPerS / ((1 + rise) * (1 + hpaTolerance))
 	c.progress("%s: the autoscaler's thresholds at %.3g req/s a replica", o.GPU, target)
-	_, kv, err := c.knee(ctx, target)
+	_, targetKV, err := c.knee(ctx, target)
 	if err != nil {
 		return err
 	}
@@ -299,10 +319,16 @@ func (c *sizer) replays(ctx context.Context, o *CapacityOption) error {
 	for _, w := range o.Windows {
 		minR = min(minR, w.Replicas)
 	}
-	a := &Autoscaler{TargetWaiting: math.Max(1, math.Round(kneeWaiting*10)/10), TargetKV: math.Round(kv*1000) / 1000,
+	a := &Autoscaler{TargetWaiting: math.Max(1, kneeWaiting), TargetKV: math.Round(targetKV*1000) / 1000,
 		TargetRatePerS: round3(target), StartupS: startup, StartupSource: source, CoolDownS: c.req.CoolDownS, IntervalS: c.req.IntervalS,
-		MinReplicas: minR, MaxReplicas: c.req.MaxReplicas}
-	hpa := &sim.HPA{TargetWaiting: a.TargetWaiting, TargetKV: a.TargetKV, Tolerance: hpaTolerance, CoolDownS: a.CoolDownS, Min: a.MinReplicas, Max: a.MaxReplicas}
+		MinReplicas: minR, MaxReplicas: min(c.req.MaxReplicas, 2*o.PeakReplicas)}
+	v := c.e.Budget.Settings.Version
+	a.WaitingMetric, _ = vllm.MetricNameAt(vllm.MetricRequestsWaiting, v)
+	a.KVMetric, _ = vllm.MetricNameAt(vllm.MetricKVCacheUsage, v)
+	if e2e, ok := vllm.MetricNameAt(vllm.MetricE2ELatency, v); ok {
+		a.RateMetric = e2e + "_count"
+	}
+	hpa := &sim.HPA{TargetRate: a.TargetRatePerS, TargetWaiting: a.TargetWaiting, TargetKV: a.TargetKV, Tolerance: hpaTolerance, CoolDownS: a.CoolDownS, Min: a.MinReplicas, Max: a.MaxReplicas}
 	c.progress("%s: replaying the autoscaler", o.GPU)
 	if a.Replay, err = c.replay(ctx, o, o.Windows[0].Replicas, hpa, startup); err != nil {
 		return err
@@ -330,10 +356,12 @@ func (c *sizer) replay(ctx context.Context, o *CapacityOption, replicas int, sca
 	var run FleetRun
 	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.e.FrontEnd, Window: c.req.WindowS / 10},
 		Replicas: replicas, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
-		OnWindow: func(_ float64, r *sim.Report) {
+		OnWindow: func(start float64, r *sim.Report) {
 			run.Windows++
-			if ok, _ := judge(c.req.SLO, r); ok {
+			if ok, miss := judge(c.req.SLO, r); ok {
 				run.WindowsMet++
+			} else {
+				run.Missed = append(run.Missed, MissedWindow{StartS: start, Miss: round3(miss)})
 			}
 		}}
 	if scaler != nil {
@@ -352,6 +380,7 @@ func (c *sizer) replay(ctx context.Context, o *CapacityOption, replicas int, sca
 		run.SLOAttainment = math.Round(float64(run.WindowsMet)/float64(run.Windows)*1e4) / 1e4
 	}
 	run.Series = f.Series
+	sort.Slice(run.Missed, func(i, j int) bool { return run.Missed[i].StartS < run.Missed[j].StartS })
 	return run, nil
 }
 
