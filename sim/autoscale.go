@@ -18,9 +18,9 @@ type HPA struct {
 	// TargetRate, TargetWaiting and TargetKV are the per-replica targets;
 	// 0 leaves a metric out.
 	TargetRate, TargetWaiting, TargetKV float64
-	Tolerance               float64
-	CoolDownS               float64
-	Min, Max                int
+	Tolerance                           float64
+	CoolDownS                           float64
+	Min, Max                            int
 	// history holds the recent recommendations, oldest first.
 	history []recommendation
 }

@@ -112,8 +112,10 @@ type CapacityWindow struct {
 	Requests int     `json:"requests"`
 	RatePerS float64 `json:"rate_per_s"`
 	Replicas int     `json:"replicas"`
-	// Met is false where even MaxReplicas missed the SLO.
-	Met bool `json:"met"`
+	// Met is false where even MaxReplicas missed the SLO; Miss is then
+	// how far (the largest value over its limit).
+	Met  bool    `json:"met"`
+	Miss float64 `json:"miss,omitempty"`
 }
 
 // Autoscaler is the thresholds derived from one replica's SLO knee and

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"headroom.dev/headroom/sim"
@@ -178,52 +181,66 @@ func (c *sizer) fleet(ctx context.Context, warm, reqs []workload.Request, start 
 
 // windows finds each window's fewest replicas: from the rate's guess (the
 // window's rate over one replica's capacity), down while one fewer still
-// meets the SLO, up while it misses.
+// meets the SLO, up while it misses. Windows are independent, so they are
+// sized on every CPU at once, a few windows read ahead (memory: those
+// windows' requests).
 func (c *sizer) windows(ctx context.Context, o *CapacityOption) error {
 	w := c.req.WindowS
-	o.Met = true
-	sum := 0
+	o.Windows = make([]CapacityWindow, len(c.tr.counts))
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	type job struct {
+		i          int
+		warm, reqs []workload.Request
+	}
+	jobs := make(chan job, workers)
+	errs := make(chan error, workers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				cw, err := c.window(ctx, o.SLOCapacityPerS, j.i, j.warm, j.reqs)
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+				o.Windows[j.i] = cw
+				c.progress("%s: window at %s, %.3g req/s: %d replicas", o.GPU, time.Duration(cw.StartS*float64(time.Second)), cw.RatePerS, cw.Replicas)
+			}
+		}()
+	}
 	err := c.tr.each(ctx, c.files, func(i int, warm, reqs []workload.Request) error {
-		start := float64(i) * w
-		cw := CapacityWindow{StartS: start, Requests: len(reqs), RatePerS: round3(float64(len(reqs)) / w), Replicas: 1, Met: true}
-		if len(reqs) > 0 {
-			n := min(max(int(math.Ceil(cw.RatePerS/o.SLOCapacityPerS)), 1), c.req.MaxReplicas)
-			ok, miss, err := c.fleet(ctx, warm, reqs, start, n)
-			if err != nil {
-				return err
-			}
-			if ok {
-				for n > 1 {
-					down, _, err := c.fleet(ctx, warm, reqs, start, n-1)
-					if err != nil {
-						return err
-					}
-					if !down {
-						break
-					}
-					n--
-				}
-			}
-			for !ok && n < c.req.MaxReplicas {
-				n++
-				if ok, miss, err = c.fleet(ctx, warm, reqs, start, n); err != nil {
-					return err
-				}
-			}
-			cw.Replicas, cw.Met = n, ok
-			if !ok {
-				o.Met = false
-				o.Miss = max(o.Miss, round3(miss))
-			}
+		// each reuses its slices: the job keeps copies.
+		select {
+		case jobs <- job{i, slices.Clone(warm), slices.Clone(reqs)}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		c.progress("%s: window at %s, %.3g req/s: %d replicas", o.GPU, time.Duration(start*float64(time.Second)), cw.RatePerS, cw.Replicas)
-		o.Windows = append(o.Windows, cw)
-		o.PeakReplicas = max(o.PeakReplicas, cw.Replicas)
-		sum += cw.Replicas
-		return nil
 	})
+	close(jobs)
+	wg.Wait()
+	select {
+	case werr := <-errs:
+		return werr
+	default:
+	}
 	if err != nil {
 		return err
+	}
+	o.Met = true
+	sum := 0
+	for _, cw := range o.Windows {
+		if !cw.Met {
+			o.Met = false
+			o.Miss = max(o.Miss, cw.Miss)
+		}
+		o.PeakReplicas = max(o.PeakReplicas, cw.Replicas)
+		sum += cw.Replicas
 	}
 	n := float64(len(o.Windows))
 	o.MeanReplicas = round3(float64(sum) / n)
@@ -232,6 +249,44 @@ func (c *sizer) windows(ctx context.Context, o *CapacityOption) error {
 	o.GPUHours = round3(float64(sum) * w * float64(o.GPUsPerReplica) / 3600)
 	o.CostUSD = math.Round(o.GPUHours*o.USDPerGPUHour*100) / 100
 	return nil
+}
+
+// window sizes window i.
+func (c *sizer) window(ctx context.Context, capacity float64, i int, warm, reqs []workload.Request) (CapacityWindow, error) {
+	w := c.req.WindowS
+	start := float64(i) * w
+	cw := CapacityWindow{StartS: start, Requests: len(reqs), RatePerS: round3(float64(len(reqs)) / w), Replicas: 1, Met: true}
+	if len(reqs) == 0 {
+		return cw, nil
+	}
+	n := min(max(int(math.Ceil(cw.RatePerS/capacity)), 1), c.req.MaxReplicas)
+	ok, miss, err := c.fleet(ctx, warm, reqs, start, n)
+	if err != nil {
+		return cw, err
+	}
+	if ok {
+		for n > 1 {
+			down, _, err := c.fleet(ctx, warm, reqs, start, n-1)
+			if err != nil {
+				return cw, err
+			}
+			if !down {
+				break
+			}
+			n--
+		}
+	}
+	for !ok && n < c.req.MaxReplicas {
+		n++
+		if ok, miss, err = c.fleet(ctx, warm, reqs, start, n); err != nil {
+			return cw, err
+		}
+	}
+	cw.Replicas, cw.Met = n, ok
+	if !ok {
+		cw.Miss = round3(miss)
+	}
+	return cw, nil
 }
 
 // scrapes records what an autoscaler would scrape from one replica.
@@ -329,19 +384,27 @@ func (c *sizer) replays(ctx context.Context, o *CapacityOption) error {
 		a.RateMetric = e2e + "_count"
 	}
 	hpa := &sim.HPA{TargetRate: a.TargetRatePerS, TargetWaiting: a.TargetWaiting, TargetKV: a.TargetKV, Tolerance: hpaTolerance, CoolDownS: a.CoolDownS, Min: a.MinReplicas, Max: a.MaxReplicas}
-	c.progress("%s: replaying the autoscaler", o.GPU)
-	if a.Replay, err = c.replay(ctx, o, o.Windows[0].Replicas, hpa, startup); err != nil {
-		return err
-	}
-	a.Replay.Replicas = "autoscaled"
-	o.Autoscaler = a
-	c.progress("%s: replaying %d replicas", o.GPU, o.PeakReplicas)
-	st, err := c.replay(ctx, o, o.PeakReplicas, nil, 0)
+	c.progress("%s: replaying the autoscaler and %d replicas", o.GPU, o.PeakReplicas)
+	// The two replays are independent: the static one on another CPU.
+	var static FleetRun
+	var staticErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		static, staticErr = c.replay(ctx, o, o.PeakReplicas, nil, 0)
+	}()
+	a.Replay, err = c.replay(ctx, o, o.Windows[0].Replicas, hpa, startup)
+	<-done
 	if err != nil {
 		return err
 	}
-	st.Replicas = fmt.Sprintf("%d, static", o.PeakReplicas)
-	o.Static = &st
+	if staticErr != nil {
+		return staticErr
+	}
+	a.Replay.Replicas = "autoscaled"
+	o.Autoscaler = a
+	static.Replicas = fmt.Sprintf("%d, static", o.PeakReplicas)
+	o.Static = &static
 	return nil
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -30,6 +31,11 @@ type SimRequest struct {
 	// OnFinish sees every finished request of the main run (a trace, a
 	// progress line).
 	OnFinish func(sim.Event)
+	// Replicas, when more than 1, serves the traffic with that many
+	// replicas behind Router (sim.RunFleet): the report is the fleet's,
+	// with each replica's beside it.
+	Replicas int
+	Router   string
 }
 
 // SimReport is `headroom simulate -o json`: the run's numbers at the top
@@ -38,7 +44,8 @@ type SimReport struct {
 	*sim.Report
 	Model    string      `json:"model"`
 	GPU      string      `json:"gpu"`
-	GPUCount int         `json:"gpu_count"`
+	// GPUCount is one replica's GPUs.
+	GPUCount int `json:"gpu_count"`
 	Settings SimSettings `json:"settings"`
 	StepTime string      `json:"step_time"`
 	Traffic  string      `json:"traffic"`
@@ -48,7 +55,11 @@ type SimReport struct {
 	SLO             []SLOResult  `json:"slo,omitempty"`
 	SLOMet          *bool        `json:"slo_met,omitempty"`
 	Compare         []CompareRow `json:"compare,omitempty"`
-	Notes           []string     `json:"notes,omitempty"`
+	// Router and Replicas are a fleet's (simulate --replicas N): the
+	// numbers above are then the whole fleet's.
+	Router   string        `json:"router,omitempty"`
+	Replicas []*sim.Report `json:"replicas,omitempty"`
+	Notes    []string      `json:"notes,omitempty"`
 }
 
 // SimSettings are the simulated engine's settings.
@@ -163,7 +174,24 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		return nil, err
 	}
 	opt := sim.RunOptions{Window: req.Window, OnFinish: req.OnFinish}
-	rep, log, err := e.Run(ctx, files, req.Workload, opt)
+	if req.Replicas < 0 {
+		return nil, sim.ErrNoReplicas
+	}
+	fleet := req.Replicas > 1
+	if fleet && req.Compare {
+		return nil, errors.New("--compare compares settings of one replica: drop --replicas or --compare")
+	}
+	var rep *sim.Report
+	var log string
+	var fr *sim.FleetReport
+	if fleet {
+		fr, log, err = e.RunFleet(ctx, files, req.Workload, sim.FleetOptions{RunOptions: opt, Replicas: req.Replicas, Router: req.Router})
+		if fr != nil {
+			rep = fr.Fleet
+		}
+	} else {
+		rep, log, err = e.Run(ctx, files, req.Workload, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +200,9 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
+	if fr != nil {
+		out.Router, out.Replicas = fr.Router, fr.Replicas
+	}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
 	}
