@@ -40,16 +40,16 @@ func quantity(v float64) string {
 }
 
 // KEDAScaledObject is a's thresholds as a KEDA ScaledObject (keda.sh/v1alpha1,
-// KEDA 2.x): two Prometheus triggers of metricType AverageValue on the
-// sum of vLLM's waiting requests and KV-cache usage over the target's
-// pods, so KEDA's HPA divides each by the replicas, as the replay did; the
-// cool-down as the scale-down stabilization window; minimum and maximum
-// replicas from the replay.
+// KEDA 2.x): three Prometheus triggers of metricType AverageValue on sums
+// over the target's pods (answered requests per second, waiting requests,
+// KV-cache usage), so KEDA's HPA divides each by the replicas, as the
+// replay did; the cool-down as the scale-down stabilization window;
+// minimum and maximum replicas from the replay.
 func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
-	trigger := func(name, metric string, target float64) map[string]any {
+	trigger := func(name, series string, target float64) map[string]any {
 		return map[string]any{"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": map[string]any{
 			"serverAddress": t.Prometheus,
-			"query":         fmt.Sprintf("sum(%s%s)", metric, t.selector()),
+			"query":         fmt.Sprintf("sum(%s)", series),
 			"threshold":     strconv.FormatFloat(target, 'f', -1, 64),
 		}}
 	}
@@ -69,8 +69,9 @@ func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
 				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},
 			}}},
 			"triggers": []any{
-				trigger("vllm-waiting", a.WaitingMetric, a.TargetWaiting),
-				trigger("vllm-kv-cache", a.KVMetric, a.TargetKV),
+				trigger("vllm-request-rate", fmt.Sprintf("rate(%s%s[1m])", a.RateMetric, t.selector()), a.TargetRatePerS),
+				trigger("vllm-waiting", a.WaitingMetric+t.selector(), a.TargetWaiting),
+				trigger("vllm-kv-cache", a.KVMetric+t.selector(), a.TargetKV),
 			},
 		},
 	}
@@ -78,7 +79,9 @@ func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
 
 // HPAObject is a's thresholds as an autoscaling/v2 HorizontalPodAutoscaler
 // on external metrics (vLLM's, through a Prometheus adapter that names
-// them with underscores), AverageValue targets.
+// them with underscores; the answered requests as the adapter's rate of
+// the counter, named without _count, the adapter's default rule for a
+// counter), AverageValue targets.
 func HPAObject(a *Autoscaler, t ScaleTarget) map[string]any {
 	metric := func(name string, target float64) map[string]any {
 		m := map[string]any{"name": promName(name)}
@@ -101,7 +104,8 @@ func HPAObject(a *Autoscaler, t ScaleTarget) map[string]any {
 			"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": t.Name},
 			"minReplicas":    a.MinReplicas,
 			"maxReplicas":    a.MaxReplicas,
-			"metrics":        []any{metric(a.WaitingMetric, a.TargetWaiting), metric(a.KVMetric, a.TargetKV)},
+			"metrics": []any{metric(strings.TrimSuffix(a.RateMetric, "_count"), a.TargetRatePerS),
+				metric(a.WaitingMetric, a.TargetWaiting), metric(a.KVMetric, a.TargetKV)},
 			"behavior": map[string]any{
 				"scaleDown": map[string]any{"stabilizationWindowSeconds": cool},
 				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},

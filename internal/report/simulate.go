@@ -42,10 +42,10 @@ type SimRequest struct {
 // level (sim.Report), and what was simulated.
 type SimReport struct {
 	*sim.Report
-	Model    string      `json:"model"`
-	GPU      string      `json:"gpu"`
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
 	// GPUCount is one replica's GPUs.
-	GPUCount int `json:"gpu_count"`
+	GPUCount int         `json:"gpu_count"`
 	Settings SimSettings `json:"settings"`
 	StepTime string      `json:"step_time"`
 	Traffic  string      `json:"traffic"`
