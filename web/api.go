@@ -112,6 +112,31 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// capacity answers POST /api/capacity with what `headroom capacity -o
+// json` prints, also when no option meets the SLO (best is then empty).
+func (a *api) capacity(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, maxPlanBody)
+	if !ok {
+		return
+	}
+	req, err := decodeCapacity(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
+	out, err := report.Capacity(r.Context(), a.opt.Env, report.NoFiles, req)
+	var ue *report.UnreachableError
+	if errors.As(err, &ue) {
+		out, err = ue.Report, nil
+	}
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	msg := oneLine(err.Error())
 	if a.opt.Log != nil {
