@@ -81,9 +81,9 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		return err
 	}
 	if a := best.Autoscaler; a != nil {
-		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA, -o keda or -o hpa): add replicas when %s passes %g a replica or %s passes %g on average\n",
-			best.GPU, a.WaitingMetric, a.TargetWaiting, a.KVMetric, a.TargetKV)
-		fmt.Fprintf(w, "  the KV target is one replica's usage at %.3g req/s (its SLO capacity %.3g req/s less headroom for the rise over a start-up and the HPA's 10%% tolerance); the waiting target its queue at the capacity\n",
+		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA, -o keda or -o hpa): add replicas when a replica answers more than %.3g req/s (rate of %s), or %s passes %g a replica, or %s passes %g on average\n",
+			best.GPU, a.TargetRatePerS, a.RateMetric, a.WaitingMetric, a.TargetWaiting, a.KVMetric, a.TargetKV)
+		fmt.Fprintf(w, "  %.3g req/s is the SLO capacity %.3g req/s less headroom for the rate's rise over a start-up and the HPA's 10%% tolerance; the KV target is one replica's usage at that rate, the waiting target its queue at the capacity (95th percentile)\n",
 			a.TargetRatePerS, best.SLOCapacityPerS)
 		fmt.Fprintf(w, "  start-up %s (%s), cool-down %s, %d to %d replicas\n", dur(a.StartupS), a.StartupSource, dur(a.CoolDownS), a.MinReplicas, a.MaxReplicas)
 		fmt.Fprintf(w, "  replayed: SLO met in %d of %d windows, %.1f GPU-hours, peak %d; the static fleet of %d: %d of %d, %.1f GPU-hours\n",

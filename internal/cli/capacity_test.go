@@ -81,3 +81,22 @@ func TestCapacityOutputs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsePrices: --price never panics, and what it accepts is a
+// catalog GPU at a price between 0 and 1000 USD an hour.
+func FuzzParsePrices(f *testing.F) {
+	for _, s := range []string{"H100-80GB=2.49", "l40s=1.86", "A100 80GB=1.79", "H999=2", "=", "L4=-1", "L4=NaN", "L4=1e309", "p5.48xlarge=98"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parsePrices([]string{s})
+		if err != nil {
+			return
+		}
+		for name, usd := range m {
+			if name == "" || !(usd > 0) || usd > 1000 {
+				t.Errorf("%q accepted as %s=%g", s, name, usd)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 
 	"gonum.org/v1/plot"
@@ -38,11 +39,12 @@ func PlotCapacity(w io.Writer, r *CapacityReport, format string) error {
 		p.Y.Min = 0
 		return p
 	}
-	line := func(p *plot.Plot, xy plotter.XYs, label string, dash bool) error {
+	line := func(p *plot.Plot, xy plotter.XYs, label string, dash bool, c color.Color) error {
 		l, err := plotter.NewLine(xy)
 		if err != nil {
 			return err
 		}
+		l.Color = c
 		if dash {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
@@ -52,13 +54,14 @@ func PlotCapacity(w io.Writer, r *CapacityReport, format string) error {
 		}
 		return nil
 	}
+	black := color.Black
 	rp := mk(fmt.Sprintf("arrival rate (per %gs window)", r.WindowS), "req/s")
-	if err := line(rp, rate, "", false); err != nil {
+	if err := line(rp, rate, "", false, black); err != nil {
 		return err
 	}
 	reps := mk(fmt.Sprintf("replicas of %s (%d GPU(s) each)", o.GPU, o.GPUsPerReplica), "replicas")
 	reps.Legend.Top, reps.Legend.Left = true, true
-	if err := line(reps, need, "fewest that meet the SLO, per window", false); err != nil {
+	if err := line(reps, need, "fewest that meet the SLO, per window", false, black); err != nil {
 		return err
 	}
 	if a := o.Autoscaler; a != nil && len(a.Replay.Series) > 0 {
@@ -66,14 +69,14 @@ func PlotCapacity(w io.Writer, r *CapacityReport, format string) error {
 		for _, s := range a.Replay.Series {
 			xy = append(xy, plotter.XY{X: hours(s.StartS), Y: float64(s.Replicas)})
 		}
-		if err := line(reps, xy, "autoscaler, replayed", true); err != nil {
+		if err := line(reps, xy, "autoscaler, replayed", true, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}); err != nil {
 			return err
 		}
 	}
 	if o.Static != nil {
 		end := o.Windows[len(o.Windows)-1].StartS + r.WindowS
 		xy := plotter.XYs{{X: 0, Y: float64(o.PeakReplicas)}, {X: hours(end), Y: float64(o.PeakReplicas)}}
-		if err := line(reps, xy, "static fleet for the peak", true); err != nil {
+		if err := line(reps, xy, "static fleet for the peak", true, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}); err != nil {
 			return err
 		}
 	}

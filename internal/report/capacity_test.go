@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"errors"
+	"math"
+	"sort"
 	"testing"
 	"time"
 
@@ -85,4 +87,90 @@ func engineFor(req CapacityRequest, name string) EngineRequest {
 	e := req.Engine
 	e.Plan.GPU = name
 	return e
+}
+
+// A day of traffic rising from 2 to 40 req/s at noon and back (Poisson,
+// 1024-token prompts, 128-token outputs) for Llama-3.1-8B on H100-80GB
+// and L40S, the SLO judged per 10-minute window: the replicas follow the
+// rate, and the autoscaler whose thresholds come from one replica's knee,
+// replayed with its start-up delay and cool-down, meets the SLO in at
+// least 99% of the windows on fewer GPU-hours than the static fleet sized
+// for the peak. About two minutes of CPU: skipped with -short (CI runs
+// it).
+func TestCapacityDiurnalDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulated day of a fleet: about two CPU minutes")
+	}
+	spec := workload.Spec{Rate: 2, PeakRate: 40, Duration: 24 * 3600, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
+	rep, err := Capacity(context.Background(), offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB", "L40S"}, spec, "ttft_p99=2s,tpot_p99=100ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Options) != 2 {
+		t.Fatalf("%d options", len(rep.Options))
+	}
+	for _, o := range rep.Options {
+		a, st := o.Autoscaler, o.Static
+		if !o.Met || a == nil || st == nil || len(o.Windows) != 144 {
+			t.Fatalf("%s: met %t, %d windows", o.GPU, o.Met, len(o.Windows))
+		}
+		t.Logf("%s: capacity %.2f req/s; replicas peak %d mean %.2f, %.1f GPU-hours; autoscaler %d/%d windows, %.1f GPU-hours; static %d/%d, %.1f GPU-hours",
+			o.GPU, o.SLOCapacityPerS, o.PeakReplicas, o.MeanReplicas, o.GPUHours, a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours,
+			st.WindowsMet, st.Windows, st.GPUHours)
+		// The replicas follow the rate: the rate's rank order is the
+		// replicas' (Spearman's correlation over the windows), the night
+		// needs the fewest and noon the most.
+		if rho := spearman(o.Windows); rho < 0.95 {
+			t.Errorf("%s: replicas against the rate: Spearman %.3f, want >= 0.95", o.GPU, rho)
+		}
+		first, noon := o.Windows[0], o.Windows[72]
+		if first.Replicas >= noon.Replicas || noon.Replicas != o.PeakReplicas || first.Replicas > 1 {
+			t.Errorf("%s: %d replicas at midnight, %d at noon (peak %d)", o.GPU, first.Replicas, noon.Replicas, o.PeakReplicas)
+		}
+		if a.Replay.SLOAttainment < 0.99 || a.Replay.GPUHours >= st.GPUHours || st.SLOAttainment < 0.99 {
+			t.Errorf("%s: autoscaler %.4f of windows on %.1f GPU-hours; static fleet %.4f on %.1f", o.GPU, a.Replay.SLOAttainment, a.Replay.GPUHours,
+				st.SLOAttainment, st.GPUHours)
+		}
+	}
+}
+
+// spearman is the rank correlation of the windows' rates and replicas
+// (ties take their mean rank).
+func spearman(ws []CapacityWindow) float64 {
+	rank := func(v []float64) []float64 {
+		idx := make([]int, len(v))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+		r := make([]float64, len(v))
+		for i := 0; i < len(idx); {
+			j := i
+			for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+				j++
+			}
+			for k := i; k <= j; k++ {
+				r[idx[k]] = float64(i+j) / 2
+			}
+			i = j + 1
+		}
+		return r
+	}
+	var rate, reps []float64
+	for _, w := range ws {
+		rate, reps = append(rate, w.RatePerS), append(reps, float64(w.Replicas))
+	}
+	a, b := rank(rate), rank(reps)
+	var ma, mb float64
+	for i := range a {
+		ma += a[i] / float64(len(a))
+		mb += b[i] / float64(len(b))
+	}
+	var sab, saa, sbb float64
+	for i := range a {
+		sab += (a[i] - ma) * (b[i] - mb)
+		saa += (a[i] - ma) * (a[i] - ma)
+		sbb += (b[i] - mb) * (b[i] - mb)
+	}
+	return sab / math.Sqrt(saa*sbb)
 }
