@@ -59,3 +59,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDataset: any bytes read as a ShareGPT or custom file give entries of
+// bounded, non-negative lengths, or one error, without panicking.
+func FuzzDataset(f *testing.F) {
+	f.Add([]byte(`[{"conversations": [{"from": "human", "value": "Hi th\u00e9re, how are you?"}, {"from": "gpt", "value": "Fine."}]}, {"id": 1}]`))
+	f.Add([]byte(`[{"conversations": [{"value": 3}, {"value": null}, []]}, [], "x", 1e5, true]`))
+	f.Add([]byte("{\"prompt\": \"abc\", \"output_tokens\": 12}\n{\"prompt\": \"\\ud83d\"}\n"))
+	f.Add([]byte(`[[[[{"conversations": {"value": "a"}}]]]]`))
+	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{DatasetShareGPT, DatasetCustom} {
+			entries, err := readDataset(bytes.NewReader(b), Dataset{Name: name})
+			if err != nil {
+				continue
+			}
+			// gzip may hold more text than its bytes.
+			bound := int64(len(b))
+			if len(b) > 1 && b[0] == 0x1f && b[1] == 0x8b {
+				bound = maxDatasetBytes
+			}
+			if int64(len(entries)) > bound {
+				t.Fatalf("%s: %d entries from %d bytes", name, len(entries), len(b))
+			}
+			for _, e := range entries {
+				if e.prompt < 0 || e.output < 0 || int64(e.prompt) > EstimateTokens(bound) {
+					t.Fatalf("%s: entry %+v from %d bytes", name, e, len(b))
+				}
+			}
+			if _, _, err := sampleDataset(entries, Dataset{Name: name, Path: "f"}, 7); err == nil && len(entries) == 0 {
+				t.Fatalf("%s: a sample of nothing", name)
+			}
+		}
+	})
+}
