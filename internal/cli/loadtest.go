@@ -45,7 +45,7 @@ func newLoadtestCmd(env Env) *cobra.Command {
 definitions: TTFT (sent -> first content chunk), TPOT ((E2E - TTFT) / (output
 tokens - 1)), ITL (gaps between content chunks), E2E (sent -> last content chunk),
 request and token throughput, goodput (requests within every per-request --slo
-bound, per second), and errors by kind (http_<status>, timeout, broken_stream,
+bound, or every --goodput target as vllm bench serve counts them, per second), and errors by kind (http_<status>, timeout, broken_stream,
 bad_response, stream_error, no_content, connect, canceled).
 
 Traffic (the same flags as simulate): an open loop sends each request at its due
@@ -95,7 +95,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between metric readings")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read local GPU memory even when --url is not on this machine")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, bench (vllm bench serve's layout; the default with --bench)")
 	fl.StringVar(&f.plot, "plot", "", "draw the time series to FILE.svg or FILE.png")
 	fl.StringVar(&f.trace, "trace", "", "write one JSON line per request to FILE, as simulate --trace does (with due_s and error)")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the two warm-up requests (prompt lengths then start at 0.75 words per token)")
@@ -115,8 +115,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		return badInput("unexpected argument %q (a vLLM command goes after -- with --gpu)", args[0])
 	}
 	switch {
-	case f.output != "table" && f.output != "json" && f.output != "yaml":
-		return badInput("unknown output format %q: use table, json or yaml", f.output)
+	case f.output != "table" && f.output != "json" && f.output != "yaml" && f.output != "bench":
+		return badInput("unknown output format %q: use table, json, yaml or bench", f.output)
 	case f.endpoint != loadtest.EndpointCompletions && f.endpoint != loadtest.EndpointChat:
 		return badInput("--endpoint %q: use completions or chat", f.endpoint)
 	case f.timeout <= 0 || f.stallTimeout <= 0 || f.interval <= 0:
@@ -128,6 +128,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if rd.Bench != nil && rd.Bench.Backend == "openai-chat" && !cmd.Flags().Changed("endpoint") {
 		f.endpoint = loadtest.EndpointChat
+	}
+	if rd.Bench != nil && !cmd.Flags().Changed("output") {
+		f.output = "bench"
 	}
 	plotFormat := ""
 	if f.plot != "" {
@@ -203,7 +206,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	prog := newLoadtestProgress(env.Stderr)
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
-		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed,
+		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed, Goodput: rd.Output.Goodput, Percentiles: rd.Output.Percentiles,
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()
@@ -241,6 +244,13 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		err = writeJSON(env.Stdout, res)
 	case "yaml":
 		err = writeYAML(env.Stdout, res)
+	case "bench":
+		header := fmt.Sprintf("headroom loadtest: the measured result of %s\nserver: %s (%s, %s)", res.Load.Source, res.Target.URL, res.Target.Model, res.Target.Endpoint)
+		notes := res.Notes
+		if res.Simulated != nil {
+			notes = append(notes, "the prediction of --gpu is printed by -o table and -o json")
+		}
+		err = writeBench(env.Stdout, header, report.BenchOfLoadtest(res, spec, rd.Output), notes)
 	default:
 		err = writeLoadtestTable(env.Stdout, res)
 	}

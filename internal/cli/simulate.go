@@ -188,7 +188,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 		plan.Model = rd.Bench.Model
 	}
 	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
-		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy}
+		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy,
+		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Percentiles}
 	if f.compare {
 		req.Pools = pools
 	}
@@ -227,7 +228,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	case "yaml":
 		err = writeYAML(stdout, out)
 	case "bench":
-		err = writeBench(stdout, out, spec)
+		err = writeBench(stdout, simBenchHeader(out), report.BenchOfSim(out, spec, rd.Output), out.Notes)
 	default:
 		err = writeSimulateTable(stdout, out)
 	}
