@@ -338,6 +338,15 @@ func (s *jsonScan) str(capture bool) (int64, error) {
 		}
 	}
 	for {
+		if !capture {
+			// The run of plain bytes up to the next quote, escape or
+			// control character, counted without a call per byte.
+			k, err := s.plain()
+			if err != nil {
+				return 0, err
+			}
+			n += k
+		}
 		c, err := s.readByte()
 		if err != nil {
 			return 0, err
@@ -386,6 +395,38 @@ func (s *jsonScan) str(capture bool) (int64, error) {
 			}
 		default:
 			return 0, s.errf("a bad escape \\%c", e)
+		}
+	}
+}
+
+// plain skips the bytes of a string up to the next '"', '\\' or control
+// character and returns how many it skipped.
+func (s *jsonScan) plain() (int64, error) {
+	var n int64
+	for {
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				if err == io.EOF {
+					return n, nil // readByte reports the end
+				}
+				return n, err
+			}
+		}
+		buf, _ := s.r.Peek(s.r.Buffered())
+		i := 0
+		for i < len(buf) && buf[i] != '"' && buf[i] != '\\' && buf[i] >= 0x20 {
+			i++
+		}
+		if s.n+int64(i) > s.limit {
+			return n, errTooBig(s.limit)
+		}
+		s.n += int64(i)
+		n += int64(i)
+		if _, err := s.r.Discard(i); err != nil {
+			return n, err
+		}
+		if i < len(buf) {
+			return n, nil
 		}
 	}
 }
