@@ -129,7 +129,3 @@ func (r *pyRandom) shuffle(n int, swap func(i, j int)) {
 
 // choice is random.choice(seq) for a sequence of n > 0: seq[randbelow(n)].
 func (r *pyRandom) choice(n int) int { return r.randbelow(n) }
-
-// choices is one pick of random.choices(population, k=...) without
-// weights: floor(random() × n).
-func (r *pyRandom) choices(n int) int { return int(r.random() * float64(n)) }

@@ -52,8 +52,11 @@ Traffic (the same flags as simulate): an open loop sends each request at its due
 time whatever the earlier ones do (--rate R, Poisson or --arrival constant, --burst
 50x30000@60s), a closed loop keeps at most --concurrency N in flight; --requests
 FILE replays a request log with its own times and sizes; --bench 'vllm bench serve
-...' sends that command's traffic. Lengths: --prompt-tokens and --output-tokens
-(N, uniform:A-B, a profile), --range-ratio. Bounds: --num-requests (default 1000)
+...' sends that command's traffic and prints its result in bench's layout (-o
+bench); --dataset-name sharegpt|custom --dataset-path FILE takes the sizes of a
+dataset's prompts, sampled as bench samples it (the prompts sent are random words
+of those lengths). Lengths: --prompt-tokens and --output-tokens (N, 2k,
+uniform:A-B, a profile), --range-ratio. Bounds: --num-requests (default 1000)
 or --duration.
 
 Prompts of a requested token length are made of random words: two short warm-up
