@@ -35,6 +35,19 @@ func DefaultBenchOutput() BenchOutput {
 	return BenchOutput{Metrics: slices.Clone(defaultMetrics), Percentiles: slices.Clone(defaultPercentiles)}
 }
 
+// Extra are the percentiles a latency summary does not already give (it
+// gives p50, p90, p95, p99 and the max, p100): those a run must be asked
+// for.
+func (o BenchOutput) Extra() []float64 {
+	var out []float64
+	for _, p := range o.Percentiles {
+		if p != 50 && p != 90 && p != 95 && p != 99 && p != 100 && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Shows reports whether metric's block is printed.
 func (o BenchOutput) Shows(metric string) bool { return slices.Contains(o.Metrics, metric) }
 

@@ -42,7 +42,10 @@ func FuzzReplay(f *testing.F) {
 // return either a usable value or an error.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"fixed:7", "uniform:1-9", "12", "50x30000@60s", "x@", "vllm bench serve --random-input-len 10 --num-prompts 2",
-		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'"} {
+		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'",
+		"--dataset-name sharegpt --dataset-path f.json --sharegpt-output-len 2k --disable-shuffle --no-oversample",
+		"--goodput ttft:2000 tpot:50 e2el:1e4 --percentile-metrics ttft,e2el --metric-percentiles 25,99.9 --metadata a=1 b=2",
+		"--dataset-name custom --dataset-path x.jsonl --custom-output-len 7 --ramp-up-strategy linear"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -460,5 +461,10 @@ func TestBenchOutputFlags(t *testing.T) {
 	}
 	if PercentileLabel(99) != "P99" || PercentileLabel(99.9) != "P99.9" {
 		t.Error("labels")
+	}
+	// A summary has p50, p90, p95, p99 and the max: only others are asked
+	// of a run.
+	if e := (BenchOutput{Percentiles: []float64{25, 50, 99.9, 100, 25}}).Extra(); fmt.Sprint(e) != "[25 99.9]" || DefaultBenchOutput().Extra() != nil {
+		t.Errorf("extra %v", e)
 	}
 }

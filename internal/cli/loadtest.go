@@ -209,7 +209,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	prog := newLoadtestProgress(env.Stderr)
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
-		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed, Goodput: rd.Output.Goodput, Percentiles: rd.Output.Percentiles,
+		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed, Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra(),
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()

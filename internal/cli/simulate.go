@@ -193,7 +193,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	}
 	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
 		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy,
-		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Percentiles}
+		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra()}
 	if f.compare {
 		req.Pools = pools
 	}
