@@ -45,8 +45,9 @@ func newLoadtestCmd(env Env) *cobra.Command {
 definitions: TTFT (sent -> first content chunk), TPOT ((E2E - TTFT) / (output
 tokens - 1)), ITL (gaps between content chunks), E2E (sent -> last content chunk),
 request and token throughput, goodput (requests within every per-request --slo
-bound, or every --goodput target as vllm bench serve counts them, per second), and errors by kind (http_<status>, timeout, broken_stream,
-bad_response, stream_error, no_content, connect, canceled).
+bound, or every --goodput target as vllm bench serve counts them, per second),
+and errors by kind (http_<status>, timeout, broken_stream, bad_response,
+stream_error, no_content, connect, canceled).
 
 Traffic (the same flags as simulate): an open loop sends each request at its due
 time whatever the earlier ones do (--rate R, Poisson or --arrival constant, --burst
