@@ -14,7 +14,6 @@
 // it, with CPython's Mersenne Twister for its seeded shuffle) and a bound
 // (a number of requests, a duration). A pasted bench command also says
 // what its result prints (BenchOutput: --goodput and the percentile
-// flags). The package
-// generates and reads requests lazily: memory does not grow with their
-// number.
+// flags). The package generates and reads requests lazily: memory does
+// not grow with their number (a dataset keeps two lengths per entry).
 package workload
