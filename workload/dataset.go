@@ -79,7 +79,7 @@ const (
 // conversation is kept as two lengths (8 bytes), at most maxDatasetEntries
 // of them (80 MB), from at most maxDatasetBytes of (decompressed) text.
 const (
-	maxDatasetBytes   = 8 << 30
+	maxDatasetBytes   = 4 << 30
 	maxDatasetEntries = 10_000_000
 	maxJSONDepth      = 64
 )
@@ -283,24 +283,37 @@ func (s *jsonScan) readByte() (byte, error) {
 }
 
 // peek returns the next byte that is not white space, unread; io.EOF at
-// the end.
+// the end. White space is skipped a buffer at a time.
 func (s *jsonScan) peek() (byte, error) {
 	for {
-		c, err := s.r.ReadByte()
-		if err != nil {
-			return 0, err
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				return 0, err
+			}
 		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			if s.n++; s.n > s.limit {
-				return 0, errTooBig(s.limit)
+		buf, _ := s.r.Peek(s.r.Buffered())
+		i := 0
+		for ; i < len(buf); i++ {
+			c := buf[i]
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				break
 			}
 			if c == '\n' {
 				s.line++
 			}
-			continue
 		}
-		return c, s.r.UnreadByte()
+		if s.n+int64(i) > s.limit {
+			return 0, errTooBig(s.limit)
+		}
+		s.n += int64(i)
+		if i < len(buf) {
+			c := buf[i]
+			_, err := s.r.Discard(i)
+			return c, err
+		}
+		if _, err := s.r.Discard(i); err != nil {
+			return 0, err
+		}
 	}
 }
 

@@ -56,7 +56,7 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.rangeRatio, "range-ratio", 0, "draw fixed lengths N uniformly from N×(1-r) to N×(1+r) (vllm bench serve's --random-range-ratio)")
 	fs.StringVar(&f.prefix, "prefix-tokens", "0", "a prefix of this many tokens shared by every prompt, put in front of it (vllm bench serve's --random-prefix-len)")
 	fs.StringVar(&f.datasetName, "dataset-name", DatasetRandom, "the requests' sizes: random (the length flags), or sampled from --dataset-path as vllm bench serve samples it: sharegpt (a ShareGPT JSON file) or custom (JSON lines {prompt, output_tokens}); lengths estimated at 4 bytes of text per token")
-	fs.StringVar(&f.datasetPath, "dataset-path", "", "the dataset file of --dataset-name sharegpt or custom (gzip too; read as a stream, at most 8 GiB of text and 10 million entries)")
+	fs.StringVar(&f.datasetPath, "dataset-path", "", "the dataset file of --dataset-name sharegpt or custom (gzip too; read as a stream, at most 4 GiB of text and 10 million entries)")
 	fs.StringVar(&f.shareGPTOutput, "sharegpt-output-len", "", "--dataset-name sharegpt: every request's output tokens, instead of its reply's")
 	fs.StringVar(&f.customOutput, "custom-output-len", "", "--dataset-name custom: output tokens of a line without output_tokens (default 256)")
 	fs.BoolVar(&f.disableShuffle, "disable-shuffle", false, "take a dataset's entries in file order (vllm bench serve's --disable-shuffle)")
