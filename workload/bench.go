@@ -21,6 +21,10 @@ type Bench struct {
 	Model, Backend, Endpoint string
 	// Seed is --seed when given.
 	Seed *uint64
+	// IgnoreEOS is --ignore-eos: every reply runs to its max_tokens.
+	// Without it a server ends a reply at its end-of-sequence token, which
+	// may come first.
+	IgnoreEOS bool
 	// Output is what its result prints: --goodput, --percentile-metrics,
 	// --metric-percentiles.
 	Output BenchOutput
@@ -39,7 +43,7 @@ var (
 		"dataset-name": true, "dataset-path": true, "num-prompts": true, "request-rate": true, "burstiness": true, "max-concurrency": true,
 		"seed": true, "random-input-len": true, "random-output-len": true, "random-range-ratio": true, "random-prefix-len": true,
 		"sharegpt-output-len": true, "custom-output-len": true, "input-len": true, "output-len": true,
-		"disable-shuffle": true, "no-oversample": true,
+		"disable-shuffle": true, "no-oversample": true, "ignore-eos": true,
 		"model": true, "backend": true, "endpoint": true,
 		"goodput": true, "percentile-metrics": true, "metric-percentiles": true,
 	}
@@ -49,7 +53,7 @@ var (
 	// those too).
 	benchIgnored = map[string]bool{
 		"base-url": true, "host": true, "port": true, "tokenizer": true, "tokenizer-mode": true, "served-model-name": true,
-		"trust-remote-code": true, "ignore-eos": true, "disable-tqdm": true, "save-result": true, "save-detailed": true,
+		"trust-remote-code": true, "disable-tqdm": true, "save-result": true, "save-detailed": true,
 		"result-dir": true, "result-filename": true, "metadata": true, "label": true, "append-result": true,
 		"temperature": true, "top-p": true, "top-k": true, "min-p": true, "frequency-penalty": true, "presence-penalty": true, "repetition-penalty": true,
 		"request-id-prefix": true, "ready-check-timeout-sec": true, "num-warmups": true, "header": true, "insecure": true,
@@ -163,6 +167,7 @@ func ParseBench(cmd string) (Bench, error) {
 		return Bench{}, fmt.Errorf("--bench: --dataset-name %s: headroom replays the %s datasets (give --requests FILE for a log of your own)", dataset, DatasetNames)
 	}
 	b.Model, b.Backend, b.Endpoint = vals["model"], vals["backend"], vals["endpoint"]
+	_, b.IgnoreEOS = vals["ignore-eos"]
 	num := func(name string, def float64) (float64, error) {
 		v, ok := vals[name]
 		if !ok {

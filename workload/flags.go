@@ -94,8 +94,9 @@ type Read struct {
 	// Output is what a result in bench's layout prints: the bench
 	// command's --goodput and percentile flags, or the flags' own.
 	Output BenchOutput
-	// Notices are one-line messages for the user (an old flag spelling, a
-	// bench flag read and ignored).
+	// Notices are one-line messages for the user (an old flag spelling).
+	// A bench command's own (flags read and ignored) are in Bench.Notices,
+	// for the report's notes.
 	Notices []string
 }
 
@@ -153,7 +154,6 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 			}
 		}
 		rd.Output = b.Output
-		rd.Notices = append(rd.Notices, b.Notices...)
 		rd.Bench = &b
 		return b.Spec, rd, b.Spec.Validate()
 	}

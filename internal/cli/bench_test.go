@@ -172,3 +172,23 @@ func TestLoadtestBench(t *testing.T) {
 		}
 	}
 }
+
+// Flags of a bench command that are read but not simulated say so among
+// the notes, not on stderr before an error: a command without
+// --ignore-eos (a real server may stop a reply early) and --lora-modules.
+func TestSimulateBenchNotes(t *testing.T) {
+	bench := "vllm bench serve --model Qwen/Qwen3-14B --random-input-len 100 --random-output-len 10 --num-prompts 5 --lora-modules a b"
+	code, out, errs := run(t, offline, "simulate", "--gpu", "A100-80GB", "--bench", bench, "-o", "json")
+	var r report.SimReport
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	if !strings.Contains(notes, "--lora-modules: the requests are simulated on the base model") || !strings.Contains(notes, "has no --ignore-eos") {
+		t.Errorf("notes: %s", notes)
+	}
+	code, out, _ = run(t, offline, "simulate", "--gpu", "A100-80GB", "--bench", bench+" --ignore-eos", "-o", "json")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || strings.Contains(strings.Join(r.Notes, "\n"), "ignore-eos") {
+		t.Errorf("--ignore-eos given: notes %v", r.Notes)
+	}
+}

@@ -91,7 +91,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.StringVar(&f.model, "model", "", "the served model name (default: the first of /v1/models)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
 	fl.StringVar(&f.endpoint, "endpoint", loadtest.EndpointCompletions, "completions or chat")
-	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it)")
+	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it; with --bench, the command's own --ignore-eos)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on one request, from send to the end of its stream")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", time.Minute, "bound on the wait for the next chunk once a stream has begun")
 	fl.StringVar(&f.slo, "slo", "", "service-level objectives, e.g. ttft_p99=2s,tpot_p99=100ms,error_rate=1%")
@@ -135,6 +135,11 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if rd.Bench != nil && !cmd.Flags().Changed("output") {
 		f.output = "bench"
+	}
+	if rd.Bench != nil && !cmd.Flags().Changed("ignore-eos") {
+		// The command's own choice: without --ignore-eos bench lets the
+		// server end a reply at its end-of-sequence token.
+		f.ignoreEOS = rd.Bench.IgnoreEOS
 	}
 	plotFormat := ""
 	if f.plot != "" {
@@ -232,6 +237,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	res.Describe(spec)
 	if note := workload.LogNote(stream); note != "" {
 		res.Notes = append(res.Notes, note)
+	}
+	if rd.Bench != nil {
+		res.Notes = append(res.Notes, rd.Bench.Notices...)
 	}
 	if pred != nil {
 		if err := pred.Run(ctx, spec, res); err != nil {

@@ -220,6 +220,12 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if err != nil {
 		return simError(env, err)
 	}
+	if rd.Bench != nil {
+		out.Notes = append(out.Notes, rd.Bench.Notices...)
+		if !rd.Bench.IgnoreEOS {
+			out.Notes = append(out.Notes, "the bench command has no --ignore-eos: a real server may end a reply before max_tokens; simulated replies run to max_tokens")
+		}
+	}
 	if f.plot != "" {
 		if err := plotSeries(f.plot, out.Report); err != nil {
 			return err
