@@ -192,3 +192,12 @@ func TestSimulateBenchNotes(t *testing.T) {
 		t.Errorf("--ignore-eos given: notes %v", r.Notes)
 	}
 }
+
+// --profile and a dataset both give lengths: refused in one line.
+func TestSimulateProfileAndDataset(t *testing.T) {
+	code, _, errs := run(t, offline, "simulate", "--model", "Qwen/Qwen3-14B", "--gpu", "A100-80GB", "--rate", "1",
+		"--dataset-name", "sharegpt", "--dataset-path", shareGPTFile, "--profile", "p.json")
+	if code != ExitBadInput || errs != "headroom: --profile and --dataset-name sharegpt both give the requests' lengths: give one\n" {
+		t.Errorf("exit %d: %q", code, errs)
+	}
+}

@@ -136,6 +136,9 @@ func openFile(cmd *cobra.Command) report.Files {
 // flags leave at their defaults, and its pools.
 func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string) (workload.Spec, workload.Read, []traffic.Pool, error) {
 	fl := cmd.Flags()
+	if v, _ := fl.GetString("dataset-name"); profile != "" && v != workload.DatasetRandom {
+		return workload.Spec{}, workload.Read{}, nil, badInput("--profile and --dataset-name %s both give the requests' lengths: give one", v)
+	}
 	if profile != "" && !fl.Changed("bench") {
 		for _, name := range []string{"prompt-tokens", "output-tokens"} {
 			if !fl.Changed(name) {
