@@ -755,7 +755,7 @@ func (s *sloWindows) close(i int) {
 	a := s.open[i]
 	delete(s.open, i)
 	s.on(float64(i)*s.w, &Report{Requests: a.requests, Rejected: a.rejected,
-		TTFT: latency(&a.ttft), TPOT: latency(&a.tpot), E2E: latency(&a.e2e)})
+		TTFT: latency(&a.ttft, nil), TPOT: latency(&a.tpot, nil), E2E: latency(&a.e2e, nil)})
 }
 
 // flush closes the windows left at the end (a run stopped at the backlog

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"headroom.dev/headroom/gpu"
@@ -70,11 +71,12 @@ func TestFleetOfOneIsRun(t *testing.T) {
 		}
 		r := got.Replicas[0]
 		if r.Requests != want.Requests || r.Steps != want.Steps || r.Preemptions != want.Preemptions || r.DurationS != want.DurationS ||
-			r.TTFT != want.TTFT || r.TPOT != want.TPOT || r.ITL != want.ITL || r.E2E != want.E2E || r.MaxKVUsage != want.MaxKVUsage {
+			!reflect.DeepEqual([]Latency{r.TTFT, r.TPOT, r.ITL, r.E2E}, []Latency{want.TTFT, want.TPOT, want.ITL, want.E2E}) || r.MaxKVUsage != want.MaxKVUsage {
 			t.Errorf("%s: replica\n%+v\nwant\n%+v", router, r, want)
 		}
 		f := got.Fleet
-		if f.Requests != want.Requests || f.TTFT != want.TTFT || f.TPOT != want.TPOT || f.ITL != want.ITL || f.Preemptions != want.Preemptions || f.DurationS != want.DurationS {
+		if f.Requests != want.Requests || !reflect.DeepEqual([]Latency{f.TTFT, f.TPOT, f.ITL}, []Latency{want.TTFT, want.TPOT, want.ITL}) ||
+			f.Preemptions != want.Preemptions || f.DurationS != want.DurationS {
 			t.Errorf("%s: fleet\n%+v\nwant\n%+v", router, f, want)
 		}
 		if math.Abs(got.ReplicaSeconds-want.DurationS) > 1e-3 || got.PeakReplicas != 1 {
