@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/vllm"
@@ -59,6 +60,28 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	if capacity == 0 {
 		o.Miss = round3(miss)
 		return o, e.Evidence.Spec.ID, nil
+	}
+	// max-num-seqs: the one the traffic favours at the SLO capacity
+	// (simulate --compare's search, at that rate), kept when one replica
+	// then carries more within the SLO.
+	if n, err := c.chooseSeqs(ctx, capacity); err != nil {
+		return o, "", err
+	} else if n != e.Config.MaxNumSeqs {
+		set := e.Budget.Settings
+		set.MaxNumSeqs = n
+		if e2, err := e.At(set); err == nil && e2.Budget.Fits {
+			c2 := &sizer{e: e2, files: files, req: req, tr: tr}
+			c.progress("%s: one replica's SLO capacity at max-num-seqs %d", dev, n)
+			cap2, _, err := c2.sloCapacity(ctx)
+			if err != nil {
+				return o, "", err
+			}
+			if cap2 > capacity {
+				o.Notes = append(o.Notes, fmt.Sprintf("max-num-seqs %d, chosen by simulation: one replica carries %.3g req/s within the SLO, against %.3g at %d", n, cap2, capacity, e.Config.MaxNumSeqs))
+				c, e, capacity = c2, e2, cap2
+				o.Settings = e.Settings()
+			}
+		}
 	}
 	o.SLOCapacityPerS = capacity
 	o.CapacityProbe = CapacityProbe(req.Workload, capacity).Describe()
@@ -164,6 +187,48 @@ func (c *sizer) sloCapacity(ctx context.Context) (float64, float64, error) {
 		}
 	}
 	return round3(lo), 0, nil
+}
+
+// chooseSeqs is the max-num-seqs the capacity probe at rate favours
+// (sim.ChooseMaxNumSeqs over the usual candidates and the planner's rule).
+func (c *sizer) chooseSeqs(ctx context.Context, rate float64) (int, error) {
+	top := c.e.Config.MaxNumSeqs
+	rec, err := memory.Recommend(c.e.Input, memory.Options{})
+	if err != nil {
+		return top, nil
+	}
+	probe := CapacityProbe(c.req.Workload, rate)
+	engines := map[int]*Engine{top: c.e}
+	choice, err := sim.ChooseMaxNumSeqs(ctx, sim.SeqsSearch{
+		Candidates: sim.SeqsCandidates(top, rec.MaxNumSeqs),
+		Config: func(n int) (sim.Config, bool, error) {
+			e, ok := engines[n]
+			if !ok {
+				set := c.e.Budget.Settings
+				set.MaxNumSeqs = n
+				var err error
+				if e, err = c.e.At(set); err != nil {
+					return sim.Config{}, false, err
+				}
+				engines[n] = e
+			}
+			return e.Config, e.Budget.Fits, nil
+		},
+		Open: func() (sim.Source, func(), error) {
+			st, closer, err := probe.Open(c.files.open)
+			if err != nil {
+				return nil, nil, err
+			}
+			return sim.FromWorkload(st), func() { closer.Close() }, nil
+		},
+		Run:       sim.RunOptions{FrontEnd: c.e.FrontEnd},
+		Reference: top,
+		Parallel:  runtime.GOMAXPROCS(0),
+	})
+	if err != nil {
+		return top, err
+	}
+	return choice.MaxNumSeqs, nil
 }
 
 // fleet replays a window (after its warm-up) through n replicas.
