@@ -83,9 +83,13 @@ type capacityBody struct {
 	CoolDownS    float64            `json:"cool_down_s"`
 }
 
-// Bounds of a capacity request: the requests of a simulation, as many GPU
-// options as a page compares, and windows of at least a minute.
+// Bounds of a capacity request: a quarter of a simulation's requests (a
+// capacity request replays them several times: the bisection, each
+// window's fleets, the autoscaler and the static fleet), as many GPU
+// options as a page compares, and windows of at least a minute, so the
+// answer comes within the server's write timeout.
 const (
+	maxCapacityRequests = maxSimRequests / 4
 	maxCapacityGPUs     = 4
 	maxCapacityReplicas = 32
 	minCapacityWindowS  = 60
@@ -218,8 +222,8 @@ func decodeCapacity(body []byte) (report.CapacityRequest, error) {
 		return report.CapacityRequest{}, fmt.Errorf("gpus: give 1 to %d GPU options", maxCapacityGPUs)
 	case !(b.Rate > 0) || math.IsInf(peak, 0) || !(b.DurationS > 0) || b.DurationS > maxCapacityDuration:
 		return report.CapacityRequest{}, fmt.Errorf("rate must be positive and duration_s between 0 and %d seconds", maxCapacityDuration)
-	case peak*b.DurationS > maxSimRequests:
-		return report.CapacityRequest{}, fmt.Errorf("the peak rate × duration_s is %.0f requests: at most %d here (run `headroom capacity` for more)", peak*b.DurationS, maxSimRequests)
+	case peak*b.DurationS > maxCapacityRequests:
+		return report.CapacityRequest{}, fmt.Errorf("the peak rate × duration_s is %.0f requests: at most %d here (run `headroom capacity` for more)", peak*b.DurationS, maxCapacityRequests)
 	case b.PromptTokens <= 0 || b.OutputTokens <= 0 || b.PromptTokens > maxSimTokens || b.OutputTokens > maxSimTokens:
 		return report.CapacityRequest{}, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
 	case b.WindowS != 0 && (b.WindowS < minCapacityWindowS || b.WindowS > b.DurationS):

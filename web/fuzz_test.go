@@ -48,7 +48,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		if c, err := decodeCapacity(body); err == nil {
 			w := c.Workload
-			if len(c.GPUs) == 0 || len(c.GPUs) > maxCapacityGPUs || len(c.SLO) == 0 || max(w.Rate, w.PeakRate)*w.Duration > maxSimRequests ||
+			if len(c.GPUs) == 0 || len(c.GPUs) > maxCapacityGPUs || len(c.SLO) == 0 || max(w.Rate, w.PeakRate)*w.Duration > maxCapacityRequests ||
 				c.MaxReplicas > maxCapacityReplicas || w.Validate() != nil {
 				t.Errorf("accepted a capacity request out of bounds: %+v", c)
 			}
