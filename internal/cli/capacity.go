@@ -150,7 +150,7 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	plan.GPU, plan.AllGPUs = "", false
 	req := report.CapacityRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
 		GPUs: gpus, Workload: spec, SLO: bounds, WindowS: f.window.Seconds(), Router: f.router, Prices: prices,
-		StartupS: f.startup.Seconds(), CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas}
+		StartupS: f.startup.Seconds(), CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas, Policy: f.plan.policy}
 	var status atomic.Value
 	status.Store("starting")
 	req.Progress = func(s string) { status.Store(s) }

@@ -53,6 +53,10 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 			fmt.Fprintf(tw, "%s\t%d\t-\tdoes not fit\t\t\t\t\t\t\t\t\n", o.GPU, o.GPUsPerReplica)
 			continue
 		}
+		if o.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\tnot simulated (see below)\t\t\t\t\t\t\t\t\n", o.GPU)
+			continue
+		}
 		capy := "never met"
 		if o.SLOCapacityPerS > 0 {
 			capy = fmt.Sprintf("%.3g req/s", o.SLOCapacityPerS)
@@ -96,6 +100,11 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		}
 	}
 	seen := map[string]bool{}
+	for _, o := range r.Options {
+		if o.Error != "" {
+			fmt.Fprintf(w, "%s not simulated: %s\n", o.GPU, o.Error)
+		}
+	}
 	for _, o := range r.Options {
 		for _, n := range o.Notes {
 			if !seen[n] {

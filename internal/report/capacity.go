@@ -35,6 +35,9 @@ type CapacityRequest struct {
 	StartupS, CoolDownS, IntervalS float64
 	// MaxReplicas bounds a window's fleet (default 100).
 	MaxReplicas int
+	// Policy is the utilization policy of the recommended settings an
+	// option falls back to when the given ones do not fit.
+	Policy string
 	// Progress, when not nil, hears what is being simulated.
 	Progress func(string)
 }
@@ -100,8 +103,10 @@ type CapacityOption struct {
 	// Miss is, when not Met, how far the closest run came: the largest
 	// SLO value over its limit (1.5: 50% over).
 	Miss float64 `json:"miss,omitempty"`
-	// NoFit: the model does not start on this GPU (Notes say why).
+	// NoFit: the model does not start on this GPU (Notes say why). Error:
+	// the option could not be simulated.
 	NoFit bool     `json:"no_fit,omitempty"`
+	Error string   `json:"error,omitempty"`
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -233,18 +238,35 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 	for _, b := range req.SLO {
 		out.SLO = append(out.SLO, sloString(b))
 	}
+	var firstErr error
 	for _, name := range req.GPUs {
 		opt, model, err := sizeOption(ctx, env, files, req, tr, name, prices)
-		if err != nil {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		out.Model = model
+		if err != nil {
+			// An option that cannot be simulated (a GPU without datasheet
+			// throughput) is said, and the others sized; when none can be,
+			// the first error is the answer.
+			if firstErr == nil {
+				firstErr = err
+			}
+			opt = CapacityOption{GPU: name, Error: err.Error()}
+		} else {
+			out.Model = model
+		}
 		out.Options = append(out.Options, opt)
+	}
+	if out.Model == "" && firstErr != nil {
+		return nil, firstErr
 	}
 	sort.SliceStable(out.Options, func(i, j int) bool {
 		a, b := out.Options[i], out.Options[j]
 		if a.Met != b.Met {
 			return a.Met
+		}
+		if (a.Error != "") != (b.Error != "") {
+			return b.Error != ""
 		}
 		if a.NoFit != b.NoFit {
 			return b.NoFit

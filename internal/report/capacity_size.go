@@ -37,15 +37,35 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	er.Plan.GPU = name
 	e, err := NewEngine(ctx, env, files, er)
 	var nf *NoFitError
+	var fitNote string
 	if errors.As(err, &nf) {
-		return CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true,
-			Notes: []string{nf.Error()}}, e.Evidence.Spec.ID, nil
+		// The given settings do not start here: the planner's recommended
+		// ones (a shorter max-model-len, another utilization) may.
+		rec, rerr := memory.Recommend(e.Input, memory.Options{Policy: req.Policy})
+		if rerr != nil || rec.MaxModelLen <= 0 {
+			return CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true,
+				Notes: []string{nf.Error()}}, e.Evidence.Spec.ID, nil
+		}
+		set := e.Budget.Settings
+		set.GPUMemoryUtilization, set.MaxModelLen, set.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
+		set.NumGPUBlocksOverride = 0
+		e2, aerr := e.At(set)
+		if aerr != nil || !e2.Budget.Fits {
+			return CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true,
+				Notes: []string{nf.Error()}}, e.Evidence.Spec.ID, nil
+		}
+		e, err = e2, nil
+		fitNote = fmt.Sprintf("%s: the given settings do not fit, so the recommended ones: --max-model-len %d --gpu-memory-utilization %.2f --max-num-seqs %d",
+			e.Evidence.Sel.Device.Name, rec.MaxModelLen, rec.GPUMemoryUtilization, rec.MaxNumSeqs)
 	}
 	if err != nil {
 		return CapacityOption{}, "", err
 	}
 	dev := e.Evidence.Sel.Device.Name
 	o := CapacityOption{GPU: dev, GPUsPerReplica: e.Budget.Count, Settings: e.Settings(), Notes: e.Notes}
+	if fitNote != "" {
+		o.Notes = append(append([]string(nil), o.Notes...), fitNote)
+	}
 	if p, ok := prices[dev]; ok {
 		o.USDPerGPUHour, o.PriceSource = p.USDPerGPUHour, p.Source
 	} else {
