@@ -344,7 +344,7 @@ func (e *Engine) schedule(res *StepResult) {
 		}
 		if !e.allocate(r, n) {
 			// Cannot happen after the check above; stay safe.
-			e.freeBlocks(r)
+			e.freeBlocks(r, false)
 			r.computed = 0
 			break
 		}
@@ -463,23 +463,47 @@ func (e *Engine) grow(r *req, total int) bool {
 
 // freeBlocks returns r's blocks to the pool, last block first, so the
 // tail of a request is evicted before its prefix (vLLM frees in reverse).
-func (e *Engine) freeBlocks(r *req) {
+// A request that is gone (finished, aborted) leaves no hash of its own
+// behind: nobody can find those blocks again (see pool.forget).
+func (e *Engine) freeBlocks(r *req, gone bool) {
 	for g := range r.blocks {
 		blocks := r.blocks[g]
 		for i := len(blocks) - 1; i >= 0; i-- {
 			if blocks[i] >= 0 {
+				if gone {
+					e.pool.forget(blocks[i])
+				}
 				e.pool.release(blocks[i])
 			}
 		}
 		r.blocks[g] = blocks[:0]
 	}
+	if gone {
+		e.dropFreed(r)
+	}
+}
+
+// dropFreed makes anonymous the blocks an earlier preemption of r freed
+// that r did not take back and that still hold r's own hashes: r is gone,
+// or about to list the blocks it frees anew, so nobody finds them again.
+func (e *Engine) dropFreed(r *req) {
+	if !e.caching {
+		return
+	}
+	for i, b := range r.freed {
+		if k := e.pool.key[b]; e.pool.ref[b] == 0 && k&sharedKey == 0 && k == e.key(r, i) {
+			e.pool.anonymize(b)
+		}
+	}
+	r.freed = r.freed[:0]
 }
 
 func (e *Engine) preempt(v *req, res *StepResult) {
 	if e.caching {
-		v.freed = append(v.freed[:0], v.blocks[0]...)
+		e.dropFreed(v)
+		v.freed = append(v.freed, v.blocks[0]...)
 	}
-	e.freeBlocks(v)
+	e.freeBlocks(v, false)
 	v.computed = 0
 	v.preemptions++
 	e.gauges.Preemptions++
@@ -565,7 +589,7 @@ func (e *Engine) finishStep(res *StepResult) {
 	kept := e.running[:0]
 	for _, r := range e.running {
 		if r.generated >= r.OutputTokens {
-			e.freeBlocks(r)
+			e.freeBlocks(r, true)
 			e.gauges.Finished++
 			e.free = append(e.free, r)
 			continue
@@ -598,7 +622,7 @@ func (e *Engine) Abort(handle uint64) bool {
 }
 
 func (e *Engine) drop(r *req) {
-	e.freeBlocks(r)
+	e.freeBlocks(r, true)
 	e.gauges.Aborted++
 	e.free = append(e.free, r)
 }

@@ -235,8 +235,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 		return err
 	}
 	if (out.SLOMet != nil && !*out.SLOMet) || out.FellBehind != nil {
-		if out.FellBehind != nil {
-			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehind)
+		if out.FellBehind != nil && (format == "json" || format == "yaml") {
+			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehindLine)
 		}
 		return errNoFit
 	}

@@ -43,6 +43,9 @@ func msUnit(v float64) string {
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 
 func writeSimulateTable(w io.Writer, r *report.SimReport) error {
+	if r.FellBehindLine != "" {
+		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
+	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
 	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
@@ -120,6 +123,9 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 // to two decimals), so a measured and a predicted result read side by
 // side, line by line.
 func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
+	if r.FellBehindLine != "" {
+		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
+	}
 	fmt.Fprintf(w, "headroom simulate: the predicted result of %s\n%s\nstep time: %s\n", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
 	line := func(label string, v any) {
 		switch x := v.(type) {
