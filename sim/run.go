@@ -93,6 +93,8 @@ type Backlog struct {
 func (b *Backlog) Say(who string) string {
 	var msg string
 	switch {
+	case b.ArrivalsPerS > 0 && b.ServedPerS == 0:
+		msg = fmt.Sprintf("%s answers no request of this traffic by t=%.1f s, while %s req/s arrive; the queue grows without bound", who, b.AtS, rate(b.ArrivalsPerS))
 	case b.ArrivalsPerS > 0:
 		msg = fmt.Sprintf("%s serves about %s req/s of this traffic; %s arrive; the queue grows without bound", who, rate(b.ServedPerS), rate(b.ArrivalsPerS))
 		if b.Replicas > 1 {
@@ -383,13 +385,15 @@ func Run(ctx context.Context, e *Engine, src Source, opt RunOptions) (*Report, e
 	if r.st.rep.FellBehind == nil && r.opt.Concurrency <= 0 {
 		r.st.rep.FellBehind = r.flow.behind()
 	}
-	for r.have {
-		// What is left is due past the horizon (the source is in
+	for r.beyond {
+		// What is left is due past the horizon too (the source is in
 		// arrival order): counted, not held.
-		r.st.rep.BeyondHorizon++
-		if err := r.read(); err != nil {
+		if _, err := r.src.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
 			return nil, err
 		}
+		r.st.rep.BeyondHorizon++
 		if r.st.rep.BeyondHorizon%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -513,6 +517,8 @@ type runner struct {
 	sent     int64
 	rejected int64
 	flow     flow
+	// beyond is set once a request is due past the Horizon.
+	beyond bool
 }
 
 func (r *runner) read() error {
@@ -524,7 +530,7 @@ func (r *runner) read() error {
 	}
 	if r.have && !(r.next.Arrival <= Horizon) {
 		// Due past the horizon (or never): Run counts it and the rest.
-		r.have = false
+		r.have, r.beyond = false, true
 		r.st.rep.BeyondHorizon++
 		return nil
 	}

@@ -64,16 +64,21 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
-	for _, l := range []struct {
-		name string
-		v    sim.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if r.Requests == 0 {
+		// No latency was measured: zeros would read as instant answers.
+		fmt.Fprintln(w, "no request finished: no latencies")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		for _, l := range []struct {
+			name string
+			v    sim.Latency
+		}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -153,6 +158,14 @@ func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
 	line("Request throughput (req/s):", r.RequestsPerS)
 	line("Output token throughput (tok/s):", r.OutputTokensPerS)
 	line("Total Token throughput (tok/s):", r.TotalTokensPerS)
+	if r.Requests == 0 {
+		head("", "=")
+		fmt.Fprintln(w, "no request finished: no latencies")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		return nil
+	}
 	for _, l := range []struct {
 		title, name string
 		v           sim.Latency

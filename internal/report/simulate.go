@@ -200,7 +200,7 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		out.SLO = CheckSLO(req.SLO, rep)
 		out.SLOMet = met(out.SLO)
 	}
-	if rep.Requests == 0 && rep.Rejected == 0 {
+	if rep.Requests == 0 && rep.Rejected == 0 && rep.FellBehind == nil {
 		return nil, NoRequests(req.Workload, rep)
 	}
 	if b := rep.FellBehind; b != nil {
