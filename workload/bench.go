@@ -113,7 +113,7 @@ func ParseBench(cmd string) (Bench, error) {
 		}
 		return f, nil
 	}
-	count := func(name string, def int, min int) (int, error) {
+	count := func(name string, def, min, most int) (int, error) {
 		f, err := num(name, float64(def))
 		if err != nil {
 			return 0, err
@@ -121,26 +121,26 @@ func ParseBench(cmd string) (Bench, error) {
 		if _, given := vals[name]; !given {
 			return def, nil
 		}
-		if f != math.Trunc(f) || f < float64(min) || f > maxTokens {
-			return 0, fmt.Errorf("--bench: --%s %s: want a whole number from %d", name, vals[name], min)
+		if f != math.Trunc(f) || f < float64(min) || f > float64(most) {
+			return 0, fmt.Errorf("--bench: --%s %s: want a whole number from %d to %d", name, vals[name], min, most)
 		}
 		return int(f), nil
 	}
 	s := Spec{Arrival: Poisson, Speedup: 1}
 	var in, out, prefix int
-	if s.NumRequests, err = count("num-prompts", DefaultNumRequests, 1); err != nil {
+	if s.NumRequests, err = count("num-prompts", DefaultNumRequests, 1, MaxRequests); err != nil {
 		return Bench{}, err
 	}
-	if in, err = count("random-input-len", 1024, 1); err != nil {
+	if in, err = count("random-input-len", 1024, 1, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if out, err = count("random-output-len", 128, 1); err != nil {
+	if out, err = count("random-output-len", 128, 1, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if prefix, err = count("random-prefix-len", 0, 0); err != nil {
+	if prefix, err = count("random-prefix-len", 0, 0, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if s.Concurrency, err = count("max-concurrency", 0, 1); err != nil {
+	if s.Concurrency, err = count("max-concurrency", 0, 1, MaxRequests); err != nil {
 		return Bench{}, err
 	}
 	if s.Rate, err = num("request-rate", math.Inf(1)); err != nil {

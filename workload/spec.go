@@ -266,6 +266,7 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 		f.Close()
 		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
 	}
+	rp.name = s.Log
 	if s.Rate > 0 || s.Concurrency > 0 {
 		// The log's sizes, at the Spec's arrivals.
 		rp.untimed = arrivals

@@ -313,7 +313,7 @@ func tuneMaxNumSeqs(ctx context.Context, files Files, req SimRequest, given *Eng
 			return e.Config, true, nil
 		},
 		Open: func() (sim.Source, func(), error) {
-			st, closer, err := req.Workload.Open(files.open)
+			st, closer, err := req.Workload.Open(files.within(ctx))
 			if err != nil {
 				return nil, nil, err
 			}
