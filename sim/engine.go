@@ -36,6 +36,12 @@ const (
 	RejectNeverFits = "never_fits"
 	// RejectEmptyPrompt: a prompt of no tokens.
 	RejectEmptyPrompt = "empty_prompt"
+	// RejectExceedsContext: prompt + output (max_tokens) past
+	// max-model-len, which vLLM's OpenAI server answers with 400 ("This
+	// model's maximum context length is N tokens. However, you requested
+	// M tokens ..."; serving_engine.py _validate_input) instead of cutting
+	// the output short.
+	RejectExceedsContext = "exceeds_max_model_len"
 )
 
 // Rejection is the error Add returns for a request the engine refuses.
@@ -181,7 +187,11 @@ func (e *Engine) Add(r Request) (uint64, error) {
 	if r.PromptTokens >= e.cfg.MaxModelLen {
 		return reject(RejectPromptTooLong, fmt.Sprintf("%d prompt tokens leave no room for output within max-model-len %d", r.PromptTokens, e.cfg.MaxModelLen))
 	}
-	r.OutputTokens = min(max(r.OutputTokens, 1), e.cfg.MaxModelLen-r.PromptTokens)
+	r.OutputTokens = max(r.OutputTokens, 1)
+	if r.OutputTokens > e.cfg.MaxModelLen-r.PromptTokens {
+		return reject(RejectExceedsContext, fmt.Sprintf("max-model-len is %d tokens; %d prompt + %d output tokens ask for %d (vLLM answers 400)",
+			e.cfg.MaxModelLen, r.PromptTokens, r.OutputTokens, r.PromptTokens+r.OutputTokens))
+	}
 	r.PrefixTokens = min(max(r.PrefixTokens, 0), r.PromptTokens)
 	if need := e.cfg.peakBlocks(r.PromptTokens + r.OutputTokens - 1); need > e.pool.n {
 		return reject(RejectNeverFits, fmt.Sprintf("%d tokens need %d KV blocks, the pool has %d", r.PromptTokens+r.OutputTokens, need, e.pool.n))

@@ -36,10 +36,11 @@ type ReadOptions struct {
 //   - gzip may expand at most MaxGzipRatio-fold past its first
 //     GzipFreeBytes of text: a log compresses 5 to 30-fold, a decompression
 //     bomb a thousandfold (3 MB of gzip to 3 GB of empty lines), and is
-//     refused after reading GzipFreeBytes instead of for minutes;
+//     refused after GzipFreeBytes of text (a second or so of reading)
+//     instead of after minutes;
 //   - text with a NUL byte in its first SniffBytes is binary, not a log.
 const (
-	GzipFreeBytes = 256 << 20
+	GzipFreeBytes = 16 << 20
 	MaxGzipRatio  = 100
 	SniffBytes    = 64 << 10
 )
@@ -135,8 +136,12 @@ func NoRecords(name string, lines int64, extra string) error {
 	if lines == 0 {
 		err = fmt.Errorf("%w: it is empty (no line but blank ones)", ErrNoRecords)
 	} else {
-		err = fmt.Errorf("%w in %d lines: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object%s, or vLLM's \"Received request\" lines",
-			ErrNoRecords, lines, extra)
+		unit := "lines"
+		if lines == 1 {
+			unit = "line"
+		}
+		err = fmt.Errorf("%w in %d %s: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object%s, or vLLM's \"Received request\" lines",
+			ErrNoRecords, lines, unit, extra)
 	}
 	if name != "" {
 		err = fmt.Errorf("%s: %w", name, err)

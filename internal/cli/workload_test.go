@@ -144,10 +144,21 @@ func TestSimulateBench(t *testing.T) {
 // the parent can read its peak memory.
 const childEnv = "HEADROOM_TEST_CHILD_ARGS"
 
+// childASEnv, when set, is the child's address-space limit in bytes.
+const childASEnv = "HEADROOM_TEST_CHILD_AS"
+
 func TestChildMain(t *testing.T) {
 	args := os.Getenv(childEnv)
 	if args == "" {
-		t.Skip("runs as the child of TestSimulateMemoryBounded")
+		t.Skip("runs as the child of TestSimulateMemoryBounded and the bounds tests")
+	}
+	if as, _ := strconv.ParseUint(os.Getenv(childASEnv), 10, 64); as > 0 {
+		// The address-space limit (ulimit -v) the parent asked for: an
+		// allocation past it fails here as it would on a small machine.
+		lim := syscall.Rlimit{Cur: as, Max: as}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
 	}
 	os.Exit(Main(context.Background(), strings.Split(args, "\x1f"), Env{Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: func(k string) string { return offline[k] }}))

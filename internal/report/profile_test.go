@@ -95,7 +95,7 @@ func TestProfileBadInput(t *testing.T) {
 		req  ProfileRequest
 		want string
 	}{
-		{profileRequest(empty), "no request records in " + empty + ": lines need input_tokens="},
+		{profileRequest(empty), empty + ": no request records in 1 line: lines need input_tokens="},
 		{profileRequest(empty + ".missing"), empty + ".missing: no such file or directory"},
 		{ProfileRequest{Files: []string{empty}, Options: traffic.Options{Bounds: []int64{9, 3}}}, ""},
 	} {
