@@ -233,7 +233,7 @@ func (p *replay) readLine() ([]byte, error) {
 		case err == nil || errors.Is(err, io.EOF):
 			return p.buf, err
 		default:
-			return nil, fmt.Errorf("reading the request log: %v", err)
+			return nil, fmt.Errorf("reading the request log: %w", err)
 		}
 	}
 }

@@ -268,7 +268,7 @@ func simError(env Env, err error) error {
 	case errors.Is(err, report.ErrNoKV):
 		return badInput("the plan leaves no KV cache: nothing to simulate")
 	case errors.Is(err, context.Canceled):
-		return err
+		return usageError{errors.New("interrupted: no report (the run, or the reading of its requests, was stopped)")}
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
