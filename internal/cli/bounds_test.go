@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +27,7 @@ const boundsAS = 3 << 30
 func child(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string, rss int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildMain$")
-	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\x1f"), childASEnv+"=3221225472", "MALLOC_ARENA_MAX=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\x1f"), childASEnv+"="+strconv.Itoa(boundsAS), "MALLOC_ARENA_MAX=1")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {
