@@ -181,6 +181,9 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 	if !ok {
 		return line{}, false, nil
 	}
+	if rec.Input > maxTokens || rec.Output > maxTokens {
+		return line{}, false, fmt.Errorf("line %d: %d prompt and %d output tokens: more than the %d tokens a request may have", p.lineNo, rec.Input, rec.Output, maxTokens)
+	}
 	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0}
 	if rec.HasTime {
 		l.t = float64(rec.Unix) + float64(rec.Nano)/1e9
