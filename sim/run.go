@@ -70,9 +70,9 @@ const Horizon = 100 * 365.25 * 24 * 3600
 
 // Backlog says that requests arrive faster than the engine serves them:
 // from SinceS to AtS, the second half of the time requests were sent, the
-// requests in flight grew by at least a tenth of the arrivals in each of
-// its two quarters (ArrivalsPerS against ServedPerS). Or the run stopped
-// at InFlightBound requests in flight (RunOptions.MaxBacklog).
+// queue never emptied and the requests in flight grew past the arrivals'
+// own noise (flow.behind), ArrivalsPerS against ServedPerS. Or the run
+// stopped at InFlightBound requests in flight (RunOptions.MaxBacklog).
 type Backlog struct {
 	// Waiting is the requests queued (in the API server and the engine's
 	// waiting queue) at AtS.
