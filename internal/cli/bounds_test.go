@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // boundsAS is the address space a child may reserve: the 4 GB limit the
@@ -199,5 +201,38 @@ func TestSimulateRefusesPastContext(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &m); err != nil || code != 0 || m.Requests != 1 || m.RejectedBy["exceeds_max_model_len"] != 1 {
 		t.Errorf("exit %d %v: %+v %s", code, err, m, errs)
+	}
+}
+
+// plan --profile on a log of 10 requests a second of 2,000-token prompts,
+// which one L40S serves about 5 of: every max-num-seqs candidate falls
+// behind, so the verdict says the traffic is not met (exit 1), not FITS
+// with a number. profile's long pool (6,000-token prompts at 5 a second,
+// about 2 served) says the same; its short pool keeps up.
+func TestPlanProfileSaysOverload(t *testing.T) {
+	var log strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&log, `{"arrival_s":%.1f,"prompt_tokens":2000,"output_tokens":128}`+"\n", float64(i)/10)
+	}
+	name := writeFile(t, "over.jsonl", log.String())
+	code, out, errs := run(t, offline, "plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "L40S", "--profile", name)
+	if code != ExitNoFit || !strings.Contains(out, "Verdict    DOES NOT MEET THE TRAFFIC: no max-num-seqs meets this traffic: one L40S serves about ") || strings.Contains(out, "Verdict    FITS") {
+		t.Errorf("plan --profile: exit %d (%s)\n%s", code, errs, out)
+	}
+	log.Reset()
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 4000 {
+		in := 300
+		if i%2 == 1 {
+			in = 6000
+		}
+		fmt.Fprintf(&log, "%s input_tokens=%d output_tokens=200\n", t0.Add(time.Duration(i)*100*time.Millisecond).Format("2006-01-02T15:04:05.000"), in)
+	}
+	name = writeFile(t, "pools.log", log.String())
+	code, out, errs = run(t, offline, "profile", name, "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "L40S")
+	first, _, _ := strings.Cut(out, "\n")
+	if code != ExitNoFit || !strings.HasPrefix(first, "DOES NOT MEET THE TRAFFIC: long pool: no max-num-seqs meets this traffic: one L40S serves about ") ||
+		strings.Contains(out, "DOES NOT MEET THE TRAFFIC: short pool") {
+		t.Errorf("profile: exit %d (%s)\n%s", code, errs, out)
 	}
 }
