@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,5 +235,18 @@ func TestPlanProfileSaysOverload(t *testing.T) {
 	if code != ExitNoFit || !strings.HasPrefix(first, "DOES NOT MEET THE TRAFFIC: long pool: no max-num-seqs meets this traffic: one L40S serves about ") ||
 		strings.Contains(out, "DOES NOT MEET THE TRAFFIC: short pool") {
 		t.Errorf("profile: exit %d (%s)\n%s", code, errs, out)
+	}
+}
+
+// An interrupt while the requests are read (a log too long to wait for)
+// ends simulate with one line that says so, not a report of what was read.
+func TestSimulateInterruptedSaysSo(t *testing.T) {
+	name := writeFile(t, "long.jsonl", strings.Repeat("\n", 1<<20)+`{"arrival_s":0,"prompt_tokens":10,"output_tokens":2}`+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Main(ctx, append(simBase, "--requests", name), Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return offline[k] }})
+	if code != ExitBadInput || errb.String() != "headroom: interrupted: no report (the run, or the reading of its requests, was stopped)\n" || out.Len() > 0 {
+		t.Errorf("exit %d, stderr %q, stdout %.200q", code, errb.String(), out.String())
 	}
 }
