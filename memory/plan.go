@@ -158,6 +158,7 @@ type Budget struct {
 	Origins Origins `json:"origins"`
 
 	layout kvLayout
+	run    profileRun
 }
 
 // Plan computes the budget.
@@ -198,7 +199,8 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		return Budget{}, err
 	}
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
-	lean := vllm.LeanActivationProfile(set.Version)
+	run := profileRunFor(s, set, in.Device)
+	b.run = run
 	moe := moeScratchFor(s, set, in.Device, in.Env, set.MaxNumBatchedTokens, b.DtypeBytes)
 
 	b.MaxModelLen = set.MaxModelLen
@@ -227,7 +229,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0)
-		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean, moe)
+		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run, moe)
 		p.NonTorch = nonTorchBytes(s, tp, pp)
 		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
 		b.Origins = measure(&p, in.Measured)
