@@ -35,6 +35,19 @@ var (
 	hybridGDNGraphTransientSince = Version{0, 26, 0, ""}
 )
 
+// ProfileBoundaries are the releases where the profile run's peak changes
+// for a model (moe: with routed experts): the sampler path's boundaries,
+// Model Runner V2's steps for dense models, and for MoE models the
+// persistent fused-MoE workspace (PersistentMoEWorkspace). Two releases
+// with none of them in between profile alike.
+func ProfileBoundaries(moe bool) []Version {
+	b := []Version{flashInferSamplerOptInSince, tritonSamplerSince, flashInferSamplerAgainSince}
+	if moe {
+		return append(b, moeWorkspaceSince)
+	}
+	return append(b, runnerV2Qwen3Since, runnerV2LlamaSince, runnerV2DenseSince)
+}
+
 // SamplerPath is the top-k/top-p implementation the dummy sampler of the
 // profile run takes. The dummy batch asks for temperature 0.5, top-p 0.9
 // and top-k = vocabulary − 1, so the implementation decides how many bytes
