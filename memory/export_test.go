@@ -31,3 +31,6 @@ const (
 	SamplerFixedBytes = samplerFixedBytes
 	HiddenBuffers     = hiddenBuffers
 )
+
+// KVResidualErr is the band's calibrated half-width in GiB.
+const KVResidualErr = kvResidualErr

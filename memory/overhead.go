@@ -165,7 +165,9 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 		return best, found
 	}
 	era, _ := nearest(func(tpPoint) bool { return true })
-	sameEra := func(p tpPoint) bool { return p.release.Minor == era.release.Minor && p.release.Major == era.release.Major }
+	sameEra := func(p tpPoint) bool {
+		return p.release.Minor == era.release.Minor && p.release.Major == era.release.Major
+	}
 	var g float64
 	var whys []string
 	pt, ok := nearest(func(p tpPoint) bool { return sameEra(p) && p.link == link })
