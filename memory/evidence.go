@@ -221,7 +221,7 @@ func (b *Budget) kvBand(terms []Term) Band {
 		}
 		if t.Class == EvidenceExtrapolated && t.UncertaintyBytes > 0 {
 			unc += t.UncertaintyBytes
-			parts = append(parts, fmt.Sprintf("%s extrapolated ± %s", strings.TrimSuffix(t.Term, "_bytes"), GiB(t.UncertaintyBytes)))
+			parts = append(parts, fmt.Sprintf("%s extrapolated ± %s", strings.ReplaceAll(strings.TrimSuffix(t.Term, "_bytes"), "_", "-"), GiB(t.UncertaintyBytes)))
 		}
 	}
 	kv := b.PerGPU.KVCache
