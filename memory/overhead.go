@@ -142,10 +142,17 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 		if pp > 1 {
 			g, e = 0.07, nonTorchTPErr
 		}
-		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: "vLLM 0.19.0, H100-80GB, one GPU and PP 2–4"}
-		est.calibrated = v.Major == 0 && v.Minor == 19
+		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"}
+		var whys []string
+		if v.Major != 0 || v.Minor != 19 {
+			whys = append(whys, fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; the 0.19.0 figure is used", v.Major, v.Minor))
+		}
+		if dev.Name != "H100-80GB" {
+			whys = append(whys, fmt.Sprintf("no single-GPU start-up on %s; the H100-80GB figure is used", dev.Name))
+		}
+		est.calibrated = len(whys) == 0
 		if !est.calibrated {
-			est.why = fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; the 0.19.0 figure is used", v.Major, v.Minor)
+			est.why = strings.Join(whys, "; ")
 			est.uncertainty = gibs(nonTorchFloorErr)
 		}
 		return est

@@ -1,6 +1,9 @@
 package vllm
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestDummySampler walks every boundary of the profile run's sampler path
 // on both sides (memory notes §2.7): FlashInfer when installed up to
@@ -105,4 +108,44 @@ func TestImageInstall(t *testing.T) {
 			t.Errorf("ImageInstall(%q) = %q, %v, %t; want %q, %v, %t", tt.image, inst, ver, official, tt.inst, want, tt.official)
 		}
 	}
+}
+
+// FuzzImageInstall: any image reference gives an install and a version
+// without panicking; a version read from a tag parses back to itself.
+func FuzzImageInstall(f *testing.F) {
+	for _, s := range []string{"vllm/vllm-openai:v0.10.1.1", "docker.io/vllm/vllm-openai:0.8.5-cu128", "vllm/vllm-openai@sha256:ab",
+		"ghcr.io/x/y:1", "", ":", "vllm/vllm-openai:", "/vllm/vllm-openai:v", "a:b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, image string) {
+		inst, v, official := ImageInstall(image)
+		if inst != InstallImage && inst != InstallPip {
+			t.Fatalf("ImageInstall(%q) install %q", image, inst)
+		}
+		if !official && (inst != InstallPip || !v.IsZero()) {
+			t.Fatalf("ImageInstall(%q): not official but %q, %v", image, inst, v)
+		}
+		if !v.IsZero() {
+			if back, err := ParseVersion(v.String()); err != nil || back.Compare(v) != 0 {
+				t.Fatalf("ImageInstall(%q) version %v does not parse back: %v", image, v, err)
+			}
+		}
+	})
+}
+
+// FuzzParseInstall: every input is one of the two installs or an error
+// that names the flag.
+func FuzzParseInstall(f *testing.F) {
+	for _, s := range []string{"", "image", "pip", "PIP ", "conda", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		inst, err := ParseInstall(s)
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "--vllm-install"):
+			t.Fatalf("ParseInstall(%q): %v", s, err)
+		case err == nil && inst != InstallImage && inst != InstallPip:
+			t.Fatalf("ParseInstall(%q) = %q", s, inst)
+		}
+	})
 }

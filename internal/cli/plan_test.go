@@ -43,12 +43,12 @@ func TestPlanJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"model":       {"name", "params", "weights_bytes", "kv_bytes_per_token", "max_position_embeddings"},
-		"gpu":         {"name", "count", "total_bytes"},
-		"settings":    {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "dtype", "kv_cache_dtype", "block_size", "vllm_version", "vllm_install", "sampler_path", "model_runner_v2"},
+		"model":                {"name", "params", "weights_bytes", "kv_bytes_per_token", "max_position_embeddings"},
+		"gpu":                  {"name", "count", "total_bytes"},
+		"settings":             {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "dtype", "kv_cache_dtype", "block_size", "vllm_version", "vllm_install", "sampler_path", "model_runner_v2"},
 		"kv_cache_tokens_band": {"low", "high", "basis"},
-		"per_gpu":     {"total_gib", "requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "cudagraph_in_budget", "kv_cache_gib"},
-		"recommended": {"gpu_memory_utilization", "max_model_len", "max_num_seqs"},
+		"per_gpu":              {"total_gib", "requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "cudagraph_in_budget", "kv_cache_gib"},
+		"recommended":          {"gpu_memory_utilization", "max_model_len", "max_num_seqs"},
 	}
 	for obj, keys := range want {
 		sub, ok := m[obj].(map[string]any)
