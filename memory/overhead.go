@@ -122,7 +122,9 @@ const (
 // buffers), per GPU, with how sure it is:
 //
 //   - one GPU: 0.25 GiB (vLLM 0.19.0 on H100: 0.24–0.26 for all but
-//     Granite); with pipeline parallelism alone 0.07 GiB per worker;
+//     Granite); with pipeline parallelism alone 0.07 GiB per worker; for a
+//     release nearer another point, at most that point's TP 2 figure on
+//     one node (which holds the one-GPU part too);
 //   - tensor parallel: the calibrated point of the nearest release (by
 //     minor version) with the same link, at this TP size and width. Where
 //     the link has no point in that release's era, the era's NVLink point
@@ -142,35 +144,32 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 		if pp > 1 {
 			g, e = 0.07, nonTorchTPErr
 		}
-		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"}
 		var whys []string
+		from := "H100-80GB"
 		if v.Major != 0 || v.Minor != 19 {
-			whys = append(whys, fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; the 0.19.0 figure is used", v.Major, v.Minor))
+			// A TP group's non-torch memory holds the one-GPU part and the
+			// all-reduce buffers, so the nearest release's TP 2 point on
+			// one node bounds the one-GPU figure from above.
+			why := fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; the 0.19.0 figure is used", v.Major, v.Minor)
+			if p, ok := nearestTPPoint(v, func(p tpPoint) bool { return p.link == linkNVLink }); ok && p.atTP2 < g {
+				g, e, from = p.atTP2, p.atTP2, p.device
+				why = fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; at most what %s logged at TP 2 on one node (%.2f GiB, all-reduce buffers included)", v.Major, v.Minor, p.source, p.atTP2)
+			}
+			whys = append(whys, why)
 		}
-		if dev.Name != "H100-80GB" {
-			whys = append(whys, fmt.Sprintf("no single-GPU start-up on %s; the H100-80GB figure is used", dev.Name))
+		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"}
+		if dev.Name != from {
+			whys = append(whys, fmt.Sprintf("no single-GPU start-up on %s; the %s figure is used", dev.Name, from))
 		}
 		est.calibrated = len(whys) == 0
 		if !est.calibrated {
 			est.why = strings.Join(whys, "; ")
-			est.uncertainty = gibs(nonTorchFloorErr)
+			est.uncertainty = max(est.uncertainty, gibs(min(nonTorchFloorErr, g)))
 		}
 		return est
 	}
 	link := linkOf(dev, tp, gpusPerNode)
-	nearest := func(ok func(tpPoint) bool) (tpPoint, bool) {
-		var best tpPoint
-		found := false
-		for _, p := range tpPoints {
-			if !ok(p) {
-				continue
-			}
-			if !found || minorDistance(p.release, v) < minorDistance(best.release, v) {
-				best, found = p, true
-			}
-		}
-		return best, found
-	}
+	nearest := func(ok func(tpPoint) bool) (tpPoint, bool) { return nearestTPPoint(v, ok) }
 	era, _ := nearest(func(tpPoint) bool { return true })
 	sameEra := func(p tpPoint) bool {
 		return p.release.Minor == era.release.Minor && p.release.Major == era.release.Major
@@ -216,6 +215,22 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 	}
 	est.uncertainty = gibs(spread)
 	return est
+}
+
+// nearestTPPoint is the point of the release nearest to v among those ok
+// accepts.
+func nearestTPPoint(v vllm.Version, ok func(tpPoint) bool) (tpPoint, bool) {
+	var best tpPoint
+	found := false
+	for _, p := range tpPoints {
+		if !ok(p) {
+			continue
+		}
+		if !found || minorDistance(p.release, v) < minorDistance(best.release, v) {
+			best, found = p, true
+		}
+	}
+	return best, found
 }
 
 // crossNodeExtra is what NCCL over the network added to a TP 2 group at

@@ -241,3 +241,20 @@ func TestKVResidual(t *testing.T) {
 		t.Errorf("largest KV miss %.3f GiB, the band's constant is %.2f", worst, memory.KVResidualErr)
 	}
 }
+
+// TestOneGPUNonTorchBound: a TP 2 group's non-torch memory holds the
+// one-GPU part and the all-reduce buffers, so the 0.10.1 start-ups' 0.11
+// GiB at TP 2 on one node bounds a 0.10 single-GPU plan (0.19.0 logs 0.25
+// GiB on one GPU, which the 0.10.1 rows rule out for their era).
+func TestOneGPUNonTorchBound(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    float64
+	}{{"0.10.1", 0.11}, {"0.12.0", 0.11}, {"0.16.0", 0.25}, {"0.19.0", 0.25}} {
+		b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "A100-80GB"),
+			Settings: vllm.Settings{MaxModelLen: 8192, Version: vllm.MustVersion(c.version)}})
+		if g := float64(b.PerGPU.NonTorch) / gib; math.Abs(g-c.want) > 0.001 {
+			t.Errorf("vLLM %s one GPU: non-torch %.3f GiB, want %.2f", c.version, g, c.want)
+		}
+	}
+}
