@@ -331,7 +331,7 @@ func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
 	if err != nil {
 		return user, err
 	}
-	s.Model, s.Env, s.Version = user.Model, user.Env, user.Version
+	s.Model, s.Env, s.Version, s.Install = user.Model, user.Env, user.Version, user.Install
 	return s, nil
 }
 
