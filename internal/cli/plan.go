@@ -67,7 +67,7 @@ With --profile FILE (a 'headroom profile -o json' output or a request log),
 --max-num-seqs is chosen by simulating that traffic (up to 20,000 requests per
 candidate) instead of the quarter-of-max-model-len rule.
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic), 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
 		},
@@ -189,6 +189,11 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return err
 	}
 	if !rep.Fits {
+		return errNoFit
+	}
+	if t := rep.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		// The memory fits; the traffic does not: no setting of this one
+		// deployment serves it.
 		return errNoFit
 	}
 	return nil
