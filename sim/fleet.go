@@ -194,6 +194,11 @@ type fleet struct {
 	// at the scrapes of the last minute.
 	completed int64
 	marks     []scrapeMark
+	// rejected counts requests the engines refused; flow samples the
+	// sends, as Run's, to judge a fleet that falls behind.
+	rejected int64
+	flow     flow
+	beyond   bool
 }
 
 type scrapeMark struct {
@@ -204,8 +209,10 @@ type scrapeMark struct {
 // RunFleet serves src's requests with opt.Replicas replicas of cfg behind
 // opt.Router, in one discrete-event run: each replica is an Engine with
 // its own API server (FrontEnd), as one vLLM pod, and the clients are
-// Run's (open or closed loop). It stops as Run does, with the backlog
-// bound over the whole fleet. Memory is bounded: requests are forgotten
+// Run's (open or closed loop). It stops as Run does, with the bound on
+// requests in flight over the whole fleet, and judges a fleet that falls
+// behind as Run judges one engine (the requests in flight grow while the
+// queues never empty). Memory is bounded: requests are forgotten
 // when answered, and every replica keeps Run's bounded statistics.
 func RunFleet(ctx context.Context, cfg Config, src Source, opt FleetOptions) (*FleetReport, error) {
 	if opt.Replicas < 1 {
@@ -257,6 +264,23 @@ func RunFleet(ctx context.Context, cfg Config, src Source, opt FleetOptions) (*F
 	}
 	if err := f.loop(ctx); err != nil {
 		return nil, err
+	}
+	if f.st.rep.FellBehind == nil && opt.Concurrency <= 0 {
+		f.st.rep.FellBehind = f.flow.behind()
+	}
+	for f.beyond {
+		// What is left is due past the horizon too: counted, not held.
+		if _, err := f.src.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		f.st.rep.BeyondHorizon++
+		if f.st.rep.BeyondHorizon%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return f.report(), nil
 }
@@ -326,6 +350,12 @@ func (f *fleet) read() error {
 	f.have = err == nil
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
+	}
+	if f.have && !(f.next.Arrival <= Horizon) {
+		// Due past the horizon (or never): counted with the rest, as Run.
+		f.have, f.beyond = false, true
+		f.st.rep.BeyondHorizon++
+		return nil
 	}
 	if f.have {
 		if f.next.Arrival < f.lastDue {
@@ -495,19 +525,24 @@ func (f *fleet) send(at float64) error {
 	if f.win != nil {
 		f.win.sent(at)
 	}
-	if err := f.read(); err != nil {
-		return err
-	}
-	p.plan()
 	waiting := 0
 	for _, q := range f.reps {
 		if q.state != repStopped {
 			waiting += len(q.fe.jobs) + q.e.waiting.len()
 		}
 	}
-	if waiting > f.opt.MaxBacklog {
-		f.st.rep.FellBehind = &Backlog{Waiting: waiting, AtS: at,
-			ArrivalsPerS: float64(f.sent) / max(at, 1e-9), ServedPerS: float64(f.st.rep.Requests) / max(at, 1e-9)}
+	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, waiting: waiting, queued: waiting - 1})
+	if err := f.read(); err != nil {
+		return err
+	}
+	p.plan()
+	if f.inFlight > f.opt.MaxBacklog {
+		b := f.flow.behind()
+		if b == nil {
+			b = f.flow.backlog(f.flow.samples[0], f.flow.last)
+		}
+		b.InFlightBound = f.opt.MaxBacklog
+		f.st.rep.FellBehind = b
 	}
 	return nil
 }
@@ -529,6 +564,7 @@ func (f *fleet) complete(p *replica) error {
 			return err
 		}
 		p.st.rep.RejectedBy[rej.Reason]++
+		f.rejected++
 		f.inFlight--
 		p.outstanding--
 		if q.Sent >= f.opt.JudgeFrom {

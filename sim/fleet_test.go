@@ -79,6 +79,9 @@ func TestFleetOfOneIsRun(t *testing.T) {
 			f.Preemptions != want.Preemptions || f.DurationS != want.DurationS {
 			t.Errorf("%s: fleet\n%+v\nwant\n%+v", router, f, want)
 		}
+		if (f.FellBehind == nil) != (want.FellBehind == nil) {
+			t.Errorf("%s: fell behind %+v, Run %+v", router, f.FellBehind, want.FellBehind)
+		}
 		if math.Abs(got.ReplicaSeconds-want.DurationS) > 1e-3 || got.PeakReplicas != 1 {
 			t.Errorf("%s: %.3f replica-seconds, peak %d; want %.3f, 1", router, got.ReplicaSeconds, got.PeakReplicas, want.DurationS)
 		}
@@ -201,7 +204,7 @@ func TestFleetFallsBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := got.Fleet.FellBehind; b == nil || b.Waiting <= 500 || b.AtS > 1 {
+	if b := got.Fleet.FellBehind; b == nil || b.InFlightBound != 500 || b.InFlight != 501 || b.AtS > 1 {
 		t.Fatalf("fell behind: %+v", got.Fleet.FellBehind)
 	}
 }
