@@ -25,7 +25,7 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--price", "H100-80GB=x"}, 2, "GPU=USD_PER_HOUR"},
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s"}, 2, "needs --slo"},
 		{[]string{"--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 2, "give the GPU options"},
-		{[]string{"--gpu", "H100-80GB", "--requests", empty, "--slo", "ttft_p99=1s"}, 2, "no requests"},
+		{[]string{"--gpu", "H100-80GB", "--requests", empty, "--slo", "ttft_p99=1s"}, 2, "no request records"},
 		{[]string{"--gpu", "H100-80GB", "--rate", "0.001", "--duration", "10s", "--slo", "ttft_p99=1s"}, 2, "no requests"},
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--router", "random"}, 2, "--router"},
 		{[]string{"--gpu", "H100-80GB,L40S", "--rate", "5", "--duration", "60s", "--prompt-tokens", "2000", "--output-tokens", "100", "--slo", "ttft_p99=5ms"}, 1, "the closest is H100-80GB"},
