@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -15,6 +16,11 @@ type ScaleTarget struct {
 	// Prometheus is the server KEDA queries.
 	Prometheus string
 }
+
+// labelValue is a valid Kubernetes label value (apimachinery's
+// IsValidLabelValue: at most 63 characters, alphanumerics at both ends,
+// '-', '_' and '.' between).
+var labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
 
 // promName is a vLLM metric's name as a Prometheus adapter exposes it to
 // the external metrics API, where a colon is not allowed.
@@ -86,7 +92,9 @@ func HPAObject(a *Autoscaler, t ScaleTarget) map[string]any {
 	metric := func(name string, target float64) map[string]any {
 		m := map[string]any{"name": promName(name)}
 		labels := map[string]any{"namespace": t.Namespace}
-		if t.Model != "" {
+		// A selector's values are Kubernetes label values: a model id
+		// with a slash cannot be one, and the namespace then selects.
+		if labelValue.MatchString(t.Model) {
 			labels["model_name"] = t.Model
 		}
 		m["selector"] = map[string]any{"matchLabels": labels}

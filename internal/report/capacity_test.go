@@ -189,3 +189,32 @@ func spearman(ws []CapacityWindow) float64 {
 	}
 	return sab / math.Sqrt(saa*sbb)
 }
+
+// The HPA selects vLLM's metrics by model_name only where the model id is
+// a Kubernetes label value (no slash); the KEDA query always can.
+func TestAutoscalerManifests(t *testing.T) {
+	a := &Autoscaler{TargetRatePerS: 14.166, TargetWaiting: 2, TargetKV: 0.094, CoolDownS: 300, IntervalS: 15, MinReplicas: 1, MaxReplicas: 6,
+		WaitingMetric: "vllm:num_requests_waiting", KVMetric: "vllm:kv_cache_usage_perc", RateMetric: "vllm:e2e_request_latency_seconds_count"}
+	for _, c := range []struct {
+		model string
+		label bool
+	}{{"meta-llama/Llama-3.1-8B-Instruct", false}, {"llama-8b", true}} {
+		hpa := HPAObject(a, ScaleTarget{Name: "x", Namespace: "llm", Model: c.model})
+		m := hpa["spec"].(map[string]any)["metrics"].([]any)
+		ext := m[2].(map[string]any)["external"].(map[string]any)
+		labels := ext["metric"].(map[string]any)["selector"].(map[string]any)["matchLabels"].(map[string]any)
+		if _, ok := labels["model_name"]; ok != c.label || ext["target"].(map[string]any)["averageValue"] != "94m" {
+			t.Errorf("%s: %v %v", c.model, labels, ext["target"])
+		}
+		if name := m[0].(map[string]any)["external"].(map[string]any)["metric"].(map[string]any)["name"]; name != "vllm_e2e_request_latency_seconds" {
+			t.Errorf("rate metric %v", name)
+		}
+		keda := KEDAScaledObject(a, ScaleTarget{Name: "x", Namespace: "llm", Model: c.model, Prometheus: "http://p:9090"})
+		trig := keda["spec"].(map[string]any)["triggers"].([]any)
+		q := trig[0].(map[string]any)["metadata"].(map[string]any)["query"]
+		want := `sum(rate(vllm:e2e_request_latency_seconds_count{namespace="llm",model_name="` + c.model + `"}[1m]))`
+		if q != want || trig[0].(map[string]any)["metadata"].(map[string]any)["threshold"] != "14.166" {
+			t.Errorf("KEDA query %v, want %s", q, want)
+		}
+	}
+}
