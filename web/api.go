@@ -2,12 +2,14 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/model/catalog"
 )
@@ -16,9 +18,35 @@ type api struct {
 	opt Options
 	// cluster is nil unless Options.Audit is set.
 	cluster *clusterAudit
+	// sims admits simulations, work the plans and the doctor (see
+	// Budget).
+	sims, work *graceful.Gate
+}
+
+// enter admits a request through g before its body is read; it answers
+// the request itself when it cannot.
+func (a *api) enter(w http.ResponseWriter, r *http.Request, g *graceful.Gate) (func(), bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
+		return nil, false
+	}
+	release, err := g.Enter(r.Context())
+	if err != nil {
+		code := graceful.Status(err)
+		w.Header().Set("Retry-After", "5")
+		a.fail(w, r, code, err)
+		return nil, false
+	}
+	return release, true
 }
 
 func (a *api) plan(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.work)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxPlanBody)
 	if !ok {
 		return
@@ -48,6 +76,11 @@ func (a *api) plan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) doctor(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.work)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxDoctorBody)
 	if !ok {
 		return
@@ -94,6 +127,11 @@ func (a *api) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.sims)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxPlanBody)
 	if !ok {
 		return
@@ -104,13 +142,29 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
-	out, err := report.Simulate(r.Context(), a.opt.Env, report.NoFiles, req)
-	if err != nil {
+	req.Engine.MaxKVBlocks = maxSimBlocks
+	// The simulation checks its context as it steps: the deadline stops
+	// it, not only the socket's write timeout, which would let it run on
+	// for as long as the client waits.
+	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
+	defer cancel()
+	out, err := report.Simulate(ctx, a.opt.Env, report.NoFiles, req)
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
+		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf("the simulation ran past this server's limit of %s a request: lower rate or duration_s, or run `headroom simulate`", a.opt.simTime()))
+		return
+	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
+		a.fail(w, r, http.StatusUnprocessableEntity, err)
+		return
+	case err != nil:
 		a.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// errSimTime ends a simulation at Options.SimulationTime.
+var errSimTime = errors.New("simulation time limit")
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	msg := oneLine(err.Error())
@@ -121,14 +175,18 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) 
 }
 
 // readBody takes a POST body of at most limit bytes; it answers the
-// request itself when it cannot.
+// request itself when it cannot. With a Content-Length the buffer is
+// sized once, the body's bytes and bytes.MinRead to spare, where growing
+// by doubling would hold up to twice the body.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
 		return nil, false
 	}
 	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {

@@ -74,6 +74,10 @@ const (
 	maxBursts      = 16
 	// maxBurstRequests bounds one burst's requests.
 	maxBurstRequests = 10_000
+	// maxSimBlocks bounds one simulation's KV pool: a 20-byte-a-block
+	// pool of a million blocks is 20 MB, and a real plan has fewer (an
+	// H100 serving Llama-3.1-8B holds about 30,000 blocks of 16 tokens).
+	maxSimBlocks = 1_000_000
 )
 
 type planCall struct {
