@@ -232,3 +232,24 @@ func TestLoadtestPrediction(t *testing.T) {
 		t.Errorf("%s was written from a stand-in (%v)", calOut, err)
 	}
 }
+
+// Absurd loads are refused with the bound named, exit 2, before anything
+// is sent: --concurrency 1000000000 started a billion goroutines and
+// ignored SIGTERM; --rate 1e-300 sat at "sent 0" for ever.
+func TestLoadtestBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "1000000000"}, "--concurrency 1000000000: at most 4096 requests in flight"},
+		{[]string{"--rate", "1e-300"}, "--rate 1e-300 is one request every 1e+300 s: at least one a week"},
+		{[]string{"--rate", "0.001", "--num-requests", "1000"}, "at most 604800 s (7 days) of sending"},
+		{[]string{"--rate", "0.5", "--duration", "1s"}, "fewer than one would be sent"},
+	} {
+		args := append([]string{"loadtest", "--url", "http://127.0.0.1:1", "--prompt-tokens", "10", "--output-tokens", "2"}, tc.args...)
+		code, _, errs := run(t, nil, args...)
+		if code != ExitBadInput || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
