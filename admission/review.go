@@ -46,7 +46,8 @@ type Deps struct {
 }
 
 // The webhook's memory budget is the chart's limit, 256 MiB, with
-// GOMEMLIMIT at 230 MiB. A review holds its body (at most 4 MiB), the
+// GOMEMLIMIT at 200 MiB: the runtime lets the heap grow to that soft limit
+// under load (GOGC=400), and the rest is the binary, stacks and buffers. A review holds its body (at most 4 MiB), the
 // decoded object and its checks' findings: about 45 MiB of heap for the
 // largest one (a 2 MB Deployment of 10,000 containers, of which the first
 // maxContainers are checked), so DefaultReviews of them at once stay

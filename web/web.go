@@ -44,8 +44,8 @@ type Options struct {
 }
 
 // The server's memory budget is 256 MiB (the chart's limit for the
-// cluster page, with GOMEMLIMIT at 230 MiB), kept by admitting work within
-// it; docs/serve.md gives the arithmetic. Beyond a gate's queue a request
+// cluster page, with GOMEMLIMIT at 200 MiB), kept by admitting work within
+// it; docs/servers.md gives the arithmetic. Beyond a gate's queue a request
 // gets 429 at once; one that waits past QueueWait gets 503; both carry
 // Retry-After. A simulation runs at most SimulationTime (422 past it).
 const (
@@ -54,10 +54,11 @@ const (
 	DefaultSimulations = 2
 	// DefaultPlans are plans and doctor reports at once: a doctor holds
 	// its pasted text (up to 4 MiB) and what it parses from it.
-	DefaultPlans = 4
+	DefaultPlans = 2
 	// QueueFactor is how many wait per slot.
 	QueueFactor = 4
-	// QueueWait is the longest a request waits for a slot.
+	// QueueWait is the longest a request waits for a slot; a simulation
+	// waits at most its SimulationTime if that is shorter.
 	QueueWait = 20 * time.Second
 	// DefaultSimulationTime bounds one simulation's compute: with
 	// QueueWait it stays under the write timeout (60 s).
@@ -97,7 +98,7 @@ func Handler(opt Options) http.Handler {
 	if plans <= 0 {
 		plans = DefaultPlans
 	}
-	a.sims = graceful.NewGate("simulations", sims, QueueFactor*sims, QueueWait)
+	a.sims = graceful.NewGate("simulations", sims, QueueFactor*sims, min(QueueWait, opt.simTime()))
 	a.work = graceful.NewGate("plans and doctor reports", plans, QueueFactor*plans, QueueWait)
 	if opt.Audit != nil {
 		a.cluster = &clusterAudit{run: opt.Audit, every: opt.AuditEvery, now: opt.Now}

@@ -209,7 +209,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
 		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed,
 		OnWarmup: prog.warmup,
-		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
+		Scraper:  &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()
 			trace.Write(workload.Trace{ID: it.ID, Due: &due, Arrival: sent, FirstToken: sent + o.TTFT.Seconds(), Finish: sent + o.E2E.Seconds(),
