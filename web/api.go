@@ -53,7 +53,7 @@ func (a *api) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := decodePlan(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxPlanBody, err)
 		return
 	}
 	p.req.Offline = p.req.Offline || a.opt.Offline
@@ -87,7 +87,7 @@ func (a *api) doctor(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := decodeDoctor(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxDoctorBody, err)
 		return
 	}
 	d.req.Offline = d.req.Offline || a.opt.Offline
@@ -138,7 +138,7 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := decodeSimulate(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxPlanBody, err)
 		return
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
@@ -174,30 +174,24 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) 
 	writeError(w, code, msg)
 }
 
-// readBody takes a POST body of at most limit bytes; it answers the
-// request itself when it cannot. With a Content-Length the buffer is
-// sized once, the body's bytes and bytes.MinRead to spare, where growing
-// by doubling would hold up to twice the body.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// readBody is a POST body of at most limit bytes, to be decoded as it
+// is read; a Content-Length past the limit is answered 413 at once.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, bool) {
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
 		return nil, false
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
+	return http.MaxBytesReader(w, r.Body, limit), true
+}
+
+// decodeFailed answers a body that did not decode: 413 past its bound,
+// else 400.
+func (a *api) decodeFailed(w http.ResponseWriter, r *http.Request, limit int64, err error) {
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
-		return nil, false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "request body unreadable: "+oneLine(err.Error()))
-		return nil, false
+		return
 	}
-	return buf.Bytes(), true
+	a.fail(w, r, http.StatusBadRequest, err)
 }
 
 func isGet(w http.ResponseWriter, r *http.Request) bool {

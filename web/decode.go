@@ -1,11 +1,12 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -94,7 +95,7 @@ type doctorCall struct {
 // maxFlags bounds the flags of one request; vLLM has about a hundred.
 const maxFlags = 64
 
-func decodePlan(body []byte) (planCall, error) {
+func decodePlan(body io.Reader) (planCall, error) {
 	var b planBody
 	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
@@ -114,7 +115,7 @@ func decodePlan(body []byte) (planCall, error) {
 	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}}, nil
 }
 
-func decodeDoctor(body []byte) (doctorCall, error) {
+func decodeDoctor(body io.Reader) (doctorCall, error) {
 	var b doctorBody
 	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
@@ -126,7 +127,7 @@ func decodeDoctor(body []byte) (doctorCall, error) {
 // decodeSimulate reads POST /api/simulate into the same request the CLI
 // builds from its flags: the plan, and the traffic in the workload
 // language (Poisson at rate over duration_s, fixed lengths, bursts).
-func decodeSimulate(body []byte) (report.SimRequest, error) {
+func decodeSimulate(body io.Reader) (report.SimRequest, error) {
 	var b simulateBody
 	if err := decodeStrict(body, &b); err != nil {
 		return report.SimRequest{}, err
@@ -168,22 +169,31 @@ func decodeSimulate(body []byte) (report.SimRequest, error) {
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a
-// misspelt field is an error instead of a silent default.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
+// misspelt field is an error instead of a silent default. It decodes from
+// the request's stream: the decoder's buffer is the one copy of the JSON
+// (a body read first and decoded after was two). A body past its bound is
+// the *http.MaxBytesError, for a 413.
+func decodeStrict(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return tooBig
+		}
 		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
 	}
 	if dec.More() {
 		return errors.New("request has more than one JSON value: send one object")
+	}
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(dec.Decode(new(json.RawMessage)), &tooBig) {
+		return tooBig
 	}
 	return nil
 }
 
 // decodeFields decodes body into v, whose common part is f, and turns f
 // into a request and a policy.
-func decodeFields(body []byte, v any, f *fields) (report.Request, string, error) {
+func decodeFields(body io.Reader, v any, f *fields) (report.Request, string, error) {
 	if err := decodeStrict(body, v); err != nil {
 		return report.Request{}, "", err
 	}

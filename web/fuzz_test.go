@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -31,7 +32,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if p, err := decodePlan(body); err == nil {
+		if p, err := decodePlan(bytes.NewReader(body)); err == nil {
 			if p.req.GPUCount < 0 || p.opt.TypicalContext < 0 || p.opt.Policy == "" {
 				t.Errorf("accepted %+v", p)
 			}
@@ -41,10 +42,10 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		if d, err := decodeDoctor(body); err == nil && d.policy == "" {
+		if d, err := decodeDoctor(bytes.NewReader(body)); err == nil && d.policy == "" {
 			t.Errorf("accepted a doctor request without a policy: %+v", d)
 		}
-		if s, err := decodeSimulate(body); err == nil {
+		if s, err := decodeSimulate(bytes.NewReader(body)); err == nil {
 			w := s.Workload
 			if w.Duration <= 0 || w.Duration > maxSimSeconds || w.Rate*w.Duration > maxSimRequests || w.Validate() != nil {
 				t.Errorf("accepted a simulation out of bounds: %+v", w)
