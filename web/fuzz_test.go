@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"headroom.dev/headroom/internal/report"
 )
@@ -55,15 +56,18 @@ func FuzzDecode(f *testing.F) {
 }
 
 // FuzzHandler: the whole API answers any body with JSON and never with a
-// 5xx.
+// 5xx. Simulations are held to a second each (Options.SimulationTime), so
+// that /api/simulate is fuzzed too.
 func FuzzHandler(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add("/api/plan", []byte(s))
 		f.Add("/api/doctor", []byte(s))
+		f.Add("/api/simulate", []byte(s))
 	}
-	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true})
+	f.Add("/api/simulate", []byte(`{"plan":{"model":"meta-llama/Llama-3.1-8B-Instruct","gpu":"H100-80GB","flags":{"num-gpu-blocks-override":"400000000"}},"rate":1,"duration_s":10,"prompt_tokens":100,"output_tokens":10}`))
+	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true, SimulationTime: time.Second})
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
-		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") || path == "/api/simulate" {
+		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") {
 			return
 		}
 		req, err := http.NewRequest(http.MethodPost, "http://x"+path, strings.NewReader(string(body)))

@@ -268,13 +268,16 @@ func decodeRequest(body io.Reader, chat bool, model string, maxLen int) (parsed,
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	// The body is decoded under the parse gate: a 32 MiB prompt is held
-	// by at most that many requests at once.
-	release, err := s.parse.Enter(r.Context())
-	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		apiError(w, graceful.Status(err), "ServiceUnavailableError", err.Error())
-		return
+	// A large body is decoded under the parse gate: a 32 MiB prompt is
+	// held by at most Parsers requests at once.
+	release := func() {}
+	if r.ContentLength < 0 || r.ContentLength > SmallBody {
+		var err error
+		if release, err = s.parse.Enter(r.Context()); err != nil {
+			w.Header().Set("Retry-After", "1")
+			apiError(w, graceful.Status(err), "ServiceUnavailableError", err.Error())
+			return
+		}
 	}
 	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, maxBody), chat, s.opt.Model, s.e.Config().MaxModelLen)
 	release()

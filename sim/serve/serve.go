@@ -75,13 +75,18 @@ type Options struct {
 // The server's memory budget is 512 MiB. A request in flight holds its
 // stream, its engine state and its connection (about 30 KiB), so
 // DefaultMaxRequests of them take about 120 MiB; a body (at most 32 MiB)
-// is decoded by at most Parsers requests at once, each holding the
-// decoder's copy of the JSON and the prompt's text once (under 100 MiB);
-// the engine's KV pool is what its plan gives.
+// over SmallBody (or of unknown length) is decoded by at most Parsers
+// requests at once, each holding the decoder's copy of the JSON and the
+// prompt's text once (under 100 MiB for 32 MiB); the engine's KV pool is
+// what its plan gives.
 const (
 	DefaultMaxRequests = 4096
-	// Parsers decode bodies at once; 64 more wait, at most 10 s.
+	// Parsers decode large bodies at once; 64 more wait, at most 10 s.
 	Parsers = 2
+	// SmallBody is decoded without the gate: a prompt of 10,000 tokens is
+	// about 50 KiB, and queueing every request's decode behind two slots
+	// delayed a closed loop's first tokens by tens of milliseconds.
+	SmallBody = 64 << 10
 )
 
 // errFull is a request past MaxRequests.
