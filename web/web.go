@@ -2,6 +2,12 @@
 // page: one binary, the page's files embedded, nothing fetched from
 // elsewhere. Its JSON API under /api/ answers with the same bytes as the
 // CLI's -o json for the same input, because both call package report.
+//
+// The server keeps a memory budget of 256 MiB by admitting work within it
+// (see the constants below and docs/servers.md): simulations and reports
+// through gates that refuse past their queues (429, 503), bodies decoded
+// from the stream, a simulation bounded in KV blocks, requests and time
+// (422 naming the bound), a panic answered 500.
 package web
 
 import (

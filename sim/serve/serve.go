@@ -21,6 +21,11 @@
 //     started, times TimeScale. Tokens of a step reach the client when the
 //     real clock passes the step's end. /metrics latencies are in the
 //     engine's (simulated) seconds: equal to real seconds at TimeScale 1.
+//   - Budget: 512 MiB besides the KV pool. At most MaxRequests requests are
+//     in flight (503 past them), a body over SmallBody is decoded by at
+//     most Parsers requests at once, bodies are at most 32 MiB (413), and a
+//     prompt is counted as it is decoded, never split into a slice of
+//     words. docs/servers.md has the numbers.
 package serve
 
 import (
