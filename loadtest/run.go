@@ -196,8 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	stopWatch()
 	wwg.Wait()
 	// A last reading after the drain: the counters' final values; an
-	// interrupted run gives it a second at most.
-	last, stopLast := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	// interrupted run gives it 250 ms, so that the whole run ends within
+	// a second of the signal.
+	last, stopLast := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
 	if ctx.Err() == nil {
 		last, stopLast = context.WithCancel(context.WithoutCancel(ctx))
 	}
