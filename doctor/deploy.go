@@ -253,7 +253,7 @@ func byTotal(total int64) gpu.Device {
 func (d *Deployment) measure(ev *Evidence) {
 	for _, l := range ev.Logs {
 		r := l.Report
-		if r.WeightsBytes == 0 && r.AvailableKVBytes == 0 {
+		if r.WeightsBytes == 0 && r.AvailableKVBytes == 0 && r.NumGPUBlocks == 0 {
 			continue
 		}
 		if l.Model != "" && d.Settings.Model != "" && l.Model != d.Settings.Model {
@@ -269,9 +269,26 @@ func (d *Deployment) measure(ev *Evidence) {
 			// one it logged, else its flags', else its release's default.
 			d.measured.AvailableKV, d.measured.KVTokens, d.measured.Utilization = r.AvailableKVBytes, r.KVTokens, logUtilization(l)
 		}
+		if r.AvailableKVBytes == 0 && r.KVTokens == 0 && r.NumGPUBlocks > 0 && (!l.HasSettings || l.Settings.KVCacheMemoryBytes <= 0) {
+			// V0 logs its KV cache as blocks only: tokens are blocks of
+			// the block size it ran with.
+			d.measured.KVTokens, d.measured.Utilization = r.NumGPUBlocks*int64(logBlockSize(l, d.Settings)), logUtilization(l)
+		}
 		d.Measured = l.Source
-		d.measuredKVTokens = r.KVTokens
+		d.measuredKVTokens = d.measured.KVTokens
 	}
+}
+
+// logBlockSize is the --block-size a log ran with: its flags', else the
+// deployment's, else vLLM's default.
+func logBlockSize(l *LogFacts, s vllm.Settings) int {
+	switch {
+	case l.HasSettings && l.Settings.BlockSize > 0:
+		return l.Settings.BlockSize
+	case s.BlockSize > 0:
+		return s.BlockSize
+	}
+	return vllm.DefaultBlockSize(s.Version)
 }
 
 // logUtilization is the --gpu-memory-utilization a start-up log ran at.

@@ -320,6 +320,9 @@ func (g *diag) settingLine(logKey, flag string) Line {
 	}
 	for _, c := range g.ev.K8s.Containers {
 		if c.HasSettings && c.Settings.Set[flag] {
+			if l, ok := c.FlagLines[flag]; ok {
+				return l
+			}
 			return c.ArgsLine
 		}
 	}
@@ -394,7 +397,7 @@ func (g *diag) trafficRules() {
 		seqs := g.base.Settings.MaxNumSeqs
 		need := int64(seqs) * int64(g.typical)
 		if need > g.base.KVTokens {
-			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need), vllm.Thousands(g.base.KVTokens)), at)
+			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need), vllm.Thousands(g.base.KVTokens)), g.settingLine("max_num_seqs", vllm.FlagMaxNumSeqs), at)
 		}
 		if mx := p.Total().Max(); mx > int64(g.base.MaxModelLen) && g.base.MaxModelLen > 0 {
 			g.signal(CodeMaxModelLen, wWeak, fmt.Sprintf("the longest request (%s tokens) is longer than --max-model-len %d: vLLM refuses it", vllm.Thousands(mx), g.base.MaxModelLen), at)

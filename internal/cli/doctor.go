@@ -43,16 +43,16 @@ Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 	addDeploymentFlags(fl, &f, "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id",
 		"GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile",
 		"the vLLM version in use (default: what the evidence shows, else the newest known)")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, json, markdown")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table (also text), json, yaml, markdown")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
 	return cmd
 }
 
 func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	switch f.output {
-	case "text", "table", "json", "markdown", "md":
+	case "text", "table", "json", "yaml", "markdown", "md":
 	default:
-		return badInput("unknown output format %q: use text, json or markdown", f.output)
+		return badInput("unknown output format %q: use table, json, yaml or markdown", f.output)
 	}
 	if err := checkPolicy(f.policy); err != nil {
 		return err
@@ -89,6 +89,12 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 		fmt.Fprintln(w, "headroom doctor: nothing wrong found in the evidence")
 	} else {
 		fmt.Fprintf(w, "headroom doctor: %d finding(s), most likely first\n", len(d.Findings))
+	}
+	for _, x := range d.Disagreements {
+		fmt.Fprintf(w, "warning: %s\n", x.Message)
+		for _, l := range x.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	for i, f := range d.Findings {
 		fmt.Fprintf(w, "\n%d. %s: %s\n   confidence %.2f (%s)\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
@@ -136,11 +142,14 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			indent, o.Line.Source, gibText(n.Tried), gibText(n.Total), gibText(n.Free), gibText(n.ProcessInUse), gibText(n.Allocated),
 			gibText(n.ReservedUnallocated), orUnknown(o.Phase))
 	}
-	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0) {
+	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0 || s.NumGPUBlocks > 0) {
 		tokens := "tokens not logged"
 		switch m.StartupKVTokensFrom {
 		case doctor.SourceLog:
 			tokens = humanInt(m.StartupKVTokens) + " tokens"
+			if s.KVTokens == 0 && s.NumGPUBlocks > 0 {
+				tokens = fmt.Sprintf("%s GPU blocks = %s tokens", humanInt(s.NumGPUBlocks), humanInt(m.StartupKVTokens))
+			}
 		case doctor.SourceDerived:
 			tokens = humanInt(m.StartupKVTokens) + " tokens, derived from the GiB and the page size"
 		}
