@@ -148,6 +148,9 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 			notes = append(notes, fmt.Sprintf("model %q: %v; findings come without planner numbers", d.Settings.Model, err))
 		} else {
 			d.spec, d.hasSpec = spec, true
+			// A catalog alias is named by its id in the commands to
+			// paste: vLLM loads the id.
+			d.Settings.Model = model.Canonical(d.Settings.Model, spec)
 		}
 		d.Model = d.Settings.Model
 	case d.Settings.Model != "":

@@ -313,8 +313,10 @@ func TestRecommend(t *testing.T) {
 	}
 	// Without a typical context (the traffic), max-num-seqs stays vLLM's
 	// 1024 on an H100: the quarter rule's KV tokens / 32768 = 14 made chat
-	// traffic queue. The reason says what the cache holds.
-	if r.MaxNumSeqs != 1024 || !strings.Contains(strings.Join(r.Why, "\n"), fmt.Sprintf("holds %d requests of 32768 tokens", r.Budget.KVTokens/32768)) {
+	// traffic queue. The reason says what the cache holds, at which
+	// utilization, and names the one rule.
+	if r.MaxNumSeqs != 1024 || !strings.Contains(strings.Join(r.Why, "\n"), fmt.Sprintf("the KV cache holds %s tokens at --gpu-memory-utilization %.2f", vllm.Thousands(r.Budget.KVTokens), r.GPUMemoryUtilization)) ||
+		!strings.Contains(strings.Join(r.Why, "\n"), memory.MaxNumSeqsRule) {
 		t.Errorf("max-num-seqs %d, want vLLM's 1024; why %q", r.MaxNumSeqs, r.Why)
 	}
 	in.Settings.Version = vllm.MustVersion("0.21.0")
@@ -325,14 +327,26 @@ func TestRecommend(t *testing.T) {
 	if r21.GPUMemoryUtilization <= r.GPUMemoryUtilization {
 		t.Errorf("graphs inside the budget should allow a higher utilization: 0.21.0 %.2f vs 0.19.0 %.2f", r21.GPUMemoryUtilization, r.GPUMemoryUtilization)
 	}
-	// A user's max-model-len that fits is kept.
+	// A user's max-model-len that fits is kept, and called theirs.
 	in.Settings.MaxModelLen = 32768
+	in.Settings.Set = map[string]bool{vllm.FlagMaxModelLen: true}
 	r32, err := memory.Recommend(in, memory.Options{TypicalContext: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r32.MaxModelLen != 32768 || r32.TypicalContext != 2000 {
-		t.Errorf("kept %d with typical %d, want 32768 and 2000", r32.MaxModelLen, r32.TypicalContext)
+	if r32.MaxModelLen != 32768 || r32.TypicalContext != 2000 || !strings.Contains(strings.Join(r32.Why, "\n"), "max-model-len 32768: yours") {
+		t.Errorf("kept %d with typical %d, want 32768 and 2000; why %q", r32.MaxModelLen, r32.TypicalContext, r32.Why)
+	}
+	// A length the user did not set (an alternative's shorter context,
+	// chosen at another utilization) is not "yours": the recommendation
+	// is the longest that fits at its own utilization, 131072 here.
+	in.Settings.Set = nil
+	rAlt, err := memory.Recommend(in, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rAlt.MaxModelLen != 131072 || strings.Contains(strings.Join(rAlt.Why, "\n"), "yours") {
+		t.Errorf("an alternative's 32768: recommended %d, why %q; want 131072 and not called yours", rAlt.MaxModelLen, rAlt.Why)
 	}
 }
 

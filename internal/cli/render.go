@@ -116,7 +116,12 @@ func bar(parts []float64, glyphs []rune, total float64) string {
 
 func writeTable(w io.Writer, r report.Report) error {
 	p := r.PerGPU
-	fmt.Fprintf(w, "%s on %d × %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, r.GPU.Count, r.GPU.Name, p.TotalGiB, r.Settings.VLLMVersion)
+	fmt.Fprintln(w, r.Answer)
+	if r.Layout != "" {
+		fmt.Fprintf(w, "  %s\n", r.Layout)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s on %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), p.TotalGiB, r.Settings.VLLMVersion)
 	fmt.Fprintf(w, "  %s params, %d layers (%s), %.2f GiB of weights (%s)\n\n",
 		humanCount(r.Model.Params), r.Model.Layers, r.Model.Attention, float64(r.Model.WeightsBytes)/(1<<30), r.Model.WeightsSource)
 
@@ -135,8 +140,8 @@ func writeTable(w io.Writer, r report.Report) error {
 	fmt.Fprintf(w, "  budget %.2f GiB = %.2f × %.2f GiB; non-torch includes the CUDA context (%.2f GiB, outside the budget); CUDA graphs %s\n\n",
 		p.RequestedGiB, r.Settings.GPUMemoryUtilization, p.TotalGiB, p.ContextGiB, inside)
 
-	fmt.Fprintf(w, "KV cache   %s tokens in %d blocks of %d; %.2f requests of %d tokens at once\n",
-		humanInt(r.KVCacheTokens), r.NumGPUBlocks, r.Settings.BlockSize, r.MaxConcurrency, r.Settings.MaxModelLen)
+	fmt.Fprintf(w, "KV cache   %s tokens in %s blocks of %d at --gpu-memory-utilization %.2f; %.2f requests of %s tokens at once\n",
+		humanInt(r.KVCacheTokens), humanInt(r.NumGPUBlocks), r.Settings.BlockSize, r.Settings.GPUMemoryUtilization, r.MaxConcurrency, humanInt(int64(r.Settings.MaxModelLen)))
 	fmt.Fprintf(w, "Settings   tp %d, pp %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, dtype %s, kv-cache-dtype %s\n\n",
 		r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize, r.Settings.MaxModelLen, r.Settings.MaxNumSeqs,
 		r.Settings.MaxNumBatchedTokens, r.Settings.Dtype, r.Settings.KVCacheDtype)
@@ -161,7 +166,7 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "  with the first alternative: %s\n", r.Alternatives[0].Message)
 	}
 	if rec.MaxModelLen > 0 {
-		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
+		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d (KV cache %s tokens at --gpu-memory-utilization %.2f)\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs, humanInt(rec.KVCacheTokens), rec.GPUMemoryUtilization)
 	} else {
 		fmt.Fprintf(w, "  no settings make this model fit on this GPU\n")
 	}

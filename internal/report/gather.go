@@ -75,6 +75,9 @@ type Evidence struct {
 	Measured *memory.Measured
 	// GPUsPerNode is the node size the alternatives shard past.
 	GPUsPerNode int
+	// LayoutWhy says which tensor-parallel size was chosen for the GPUs
+	// given, and why (ChooseTensorParallel); "" when the user set it.
+	LayoutWhy string
 }
 
 // Settings merges the pasted command and the overriding flags into vLLM
@@ -129,6 +132,12 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 	default:
 		if e.Spec, err = ResolveModel(ctx, env, e.Settings.Model, req.Offline); err != nil {
 			return e, err
+		}
+		if id := model.Canonical(e.Settings.Model, e.Spec); id != e.Settings.Model {
+			// vLLM loads the Hub id, not the catalog's alias: every
+			// command printed names the id.
+			e.Notes = append(e.Notes, fmt.Sprintf("%s is %s; the commands name it so, as vLLM loads it", e.Settings.Model, id))
+			e.Settings.Model = id
 		}
 	}
 	if !req.AllGPUs {
@@ -206,6 +215,7 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 
 // Build plans the evidence and renders the report.
 func Build(e Evidence, opt memory.Options) (Report, error) {
+	e = withLayout(e)
 	_, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
@@ -249,6 +259,61 @@ func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, re
 		}
 	}
 	return
+}
+
+// withLayout is the evidence with the tensor-parallel size
+// ChooseTensorParallel picks for the GPUs given, when it picks one.
+func withLayout(e Evidence) Evidence {
+	if e.AutoCount {
+		return e
+	}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
+	if tp, why := ChooseTensorParallel(in); tp > 0 {
+		e.Settings.TensorParallelSize, e.LayoutWhy = tp, why
+	}
+	return e
+}
+
+// ChooseTensorParallel plans several GPUs given with no parallelism set
+// on the GPUs given: the smallest tensor-parallel size (dividing the
+// heads, within a node, dividing the count) that fits, else the largest
+// such size. It returns 0 when the user set the parallelism or gave one
+// GPU; why says what was chosen, for the report's first line.
+func ChooseTensorParallel(in memory.Input) (tp int, why string) {
+	set := in.Settings.Set
+	if in.Count <= 1 || set[vllm.FlagTensorParallelSize] || set[vllm.FlagPipelineParallelSize] || set[vllm.FlagDataParallelSize] {
+		return 0, ""
+	}
+	perNode := in.GPUsPerNode
+	if perNode <= 0 {
+		perNode = memory.DefaultGPUsPerNode
+	}
+	last := 0
+	for n := 1; n <= min(in.Count, perNode); n++ {
+		if in.Count%n != 0 || in.Model.Heads <= 0 || in.Model.Heads%n != 0 {
+			continue
+		}
+		c := in
+		c.Settings.TensorParallelSize = n
+		if n != max(in.Settings.TensorParallelSize, 1) {
+			c.Measured = nil
+		}
+		b, err := memory.Plan(c)
+		if err != nil {
+			continue
+		}
+		last = n
+		if b.Fits {
+			if n == 1 {
+				return 1, fmt.Sprintf("--tensor-parallel-size 1: one of the %d × %s given holds the model", in.Count, in.Device.Name)
+			}
+			return n, fmt.Sprintf("--tensor-parallel-size %d: the smallest that fits on the %d × %s given", n, in.Count, in.Device.Name)
+		}
+	}
+	if last == 0 {
+		return 0, ""
+	}
+	return last, fmt.Sprintf("--tensor-parallel-size %d: the most of the %d × %s given a model replica can use, and it does not fit", last, in.Count, in.Device.Name)
 }
 
 // buildNotes are the plan's notes: the evidence's, and what the GPUs
