@@ -259,8 +259,10 @@ func (g *diag) utilizationRules() {
 	at := g.settingLine("gpu_memory_utilization", "gpu-memory-utilization")
 	oomAtRun := g.oomIn(PhaseServing, PhaseCapture, PhaseSampler, PhaseKVAlloc, "")
 	if g.base != nil {
+		// memory.UtilizationEdge is the planner's, and so the webhook's,
+		// thin-margin rule: doctor flags what the webhook warns about.
 		safe, _ := memory.Utilization(*g.base, g.opt.Policy)
-		if u > safe+0.005 {
+		if memory.UtilizationEdge(*g.base) || (g.opt.Policy != memory.PolicyHeadroom && u > safe+0.005) {
 			w := wSupporting
 			if oomAtRun {
 				w = wStrong
