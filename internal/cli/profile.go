@@ -64,7 +64,7 @@ Percentiles are read from log-linear histograms: exact below 256 tokens, within
 	addDeploymentFlags(fl, &f.plan, "model, for the KV concurrency and the pool split", "GPU, for the KV concurrency and the pool split",
 		"the vLLM version whose rules apply (default: the newest known)")
 	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
+	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml")
 	return cmd
 }
 
@@ -73,9 +73,9 @@ type ProfileReport = report.ProfileReport
 
 func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) error {
 	switch f.plan.output {
-	case "table", "text", "json":
+	case "table", "text", "json", "yaml":
 	default:
-		return badInput("unknown output format %q: use table or json", f.plan.output)
+		return badInput("unknown output format %q: use table, json or yaml", f.plan.output)
 	}
 	if err := checkPolicy(f.plan.policy); err != nil {
 		return err
@@ -101,10 +101,7 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	if f.plan.output == "json" {
-		return writeJSON(cmd.OutOrStdout(), rep)
-	}
-	return writeProfileTable(cmd.OutOrStdout(), rep)
+	return writeAs(cmd.OutOrStdout(), f.plan.output, rep, formats[ProfileReport]{"": writeProfileTable})
 }
 
 // readingProgress shows how far the reading of each log is.

@@ -34,7 +34,7 @@ type watchFlags struct {
 func newWatchCmd(env Env) *cobra.Command {
 	f := watchFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "watch --metrics-url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
+		Use:   "watch --url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
 		Short: "Watch a vLLM server's KV cache, queue, preemptions, TTFT and GPU memory together",
 		Long: `Scrapes a vLLM server's /metrics (the metric names of old and new releases) and,
 with --snapshot, reads GPU memory, then prints one live line per reading: GPU
@@ -55,14 +55,17 @@ num_requests_running, num_requests_waiting, num_preemptions_total,
 preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
 gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
 alerts it raised; values not known are null.`,
-		Example: `  headroom watch --metrics-url http://localhost:8000/metrics
-  headroom watch --metrics-url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
-  headroom watch --metrics-url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
-  headroom watch --metrics-url localhost:8000 --count 30 -o json > readings.jsonl`,
+		Example: `  headroom watch --url http://localhost:8000/metrics
+  headroom watch --url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
+  headroom watch --url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
+  headroom watch --url localhost:8000 --count 30 -o json > readings.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag loadtest names the same)")
+	// The old name stays, deprecated: scripts written for it keep working.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "")
+	_ = fl.MarkDeprecated("metrics-url", "use --url")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
@@ -136,7 +139,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 		return badInput("--kv-readings must be 1 or more")
 	}
 	if f.metricsURL == "" {
-		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+		return badInput("no --url: give the vLLM server's, e.g. http://localhost:8000/metrics")
 	}
 	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
 	if err != nil {

@@ -24,7 +24,7 @@ type Report struct {
 	Answer string `json:"answer"`
 	// Layout says which tensor-parallel size was chosen for the GPUs
 	// given (ChooseTensorParallel); absent when the user set it.
-	Layout string `json:"layout_chosen,omitempty"`
+	Layout         string               `json:"layout_chosen,omitempty"`
 	Model          ModelReport          `json:"model"`
 	GPU            GPUReport            `json:"gpu"`
 	Settings       SettingsReport       `json:"settings"`

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The deployments of testdata/deployments, each a manifest whose GPU is
+// named by the headroom.dev/gpu annotation and whose image names the vLLM
+// release. Each is fed to the webhook (check), plan (its flags after --),
+// and doctor (the manifest); they must give the same verdict and the same
+// first change to make.
+var deployments = []struct {
+	file, gpu, version string
+	args               []string
+	fits               bool
+}{
+	{"too-long.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"}, false},
+	{"edge.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192", "--gpu-memory-utilization=0.95"}, false},
+	{"fits.yaml", "H100-80GB", "0.11.0", []string{"Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"}, true},
+}
+
+var flagValueRe = regexp.MustCompile(`(--[a-z-]+)[ =]([^ ]+)`)
+
+// TestCommandsAgree: plan, doctor and the webhook (headroom check) on the
+// same deployment.
+func TestCommandsAgree(t *testing.T) {
+	for _, d := range deployments {
+		t.Run(d.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "deployments", d.file)
+
+			code, out, errs := run(t, offline, "check", path, "-o", "json")
+			var checked []CheckResult
+			if err := json.Unmarshal([]byte(out), &checked); err != nil || len(checked) != 1 {
+				t.Fatalf("check: exit %d, %v: %s %s", code, err, out, errs)
+			}
+			c := checked[0]
+
+			code2, out2, errs2 := run(t, offline, append([]string{"plan", "--gpu", d.gpu, "--vllm-version", d.version, "-o", "json", "--", "vllm", "serve"}, d.args...)...)
+			var plan struct {
+				Fits         bool `json:"fits"`
+				Alternatives []struct {
+					Args []string `json:"args"`
+				} `json:"alternatives"`
+				Command string `json:"vllm_command"`
+			}
+			if err := json.Unmarshal([]byte(out2), &plan); err != nil {
+				t.Fatalf("plan: exit %d, %v: %s", code2, err, errs2)
+			}
+
+			code3, out3, errs3 := run(t, offline, "doctor", path, "--gpu", d.gpu, "-o", "json")
+			var doc struct {
+				Findings []struct {
+					Code     string `json:"code"`
+					Remedies []struct {
+						Args []string `json:"args"`
+					} `json:"remedies"`
+				} `json:"findings"`
+				Command string `json:"suggested_command"`
+			}
+			if err := json.Unmarshal([]byte(out3), &doc); err != nil {
+				t.Fatalf("doctor: exit %d, %v: %s", code3, err, errs3)
+			}
+
+			// The same verdict: admitted, fits and healthy; or denied,
+			// does not fit and findings (exit 1 from all three).
+			if d.fits {
+				if c.Verdict == "denied" || code != 0 || !plan.Fits || code2 != 0 || len(doc.Findings) != 0 || code3 != 0 {
+					t.Fatalf("want all to agree it fits: check %s (exit %d), plan fits=%t (exit %d), doctor %d findings (exit %d)",
+						c.Verdict, code, plan.Fits, code2, len(doc.Findings), code3)
+				}
+				return
+			}
+			if c.Verdict != "denied" || code != 1 || plan.Fits || code2 != 1 || len(doc.Findings) == 0 || code3 != 1 {
+				t.Fatalf("want all to agree it does not fit: check %s (exit %d), plan fits=%t (exit %d), doctor %d findings (exit %d)",
+					c.Verdict, code, plan.Fits, code2, len(doc.Findings), code3)
+			}
+			// The same first change: the webhook's fix is plan's first
+			// alternative (the least change that fits).
+			if c.Fix == nil || len(plan.Alternatives) == 0 || strings.Join(c.Fix.Args, " ") != strings.Join(plan.Alternatives[0].Args, " ") {
+				t.Fatalf("check's fix %+v, plan's first alternative %+v", c.Fix, plan.Alternatives)
+			}
+			// The same recommended values: every flag doctor's suggested
+			// command sets has the value of plan's recommended command.
+			flags := func(cmd string) map[string]string {
+				m := map[string]string{}
+				for _, x := range flagValueRe.FindAllStringSubmatch(cmd, -1) {
+					m[x[1]] = x[2]
+				}
+				return m
+			}
+			want, got := flags(plan.Command), flags(doc.Command)
+			if len(got) == 0 {
+				t.Fatalf("doctor suggests no command")
+			}
+			for f, v := range got {
+				if want[f] != v {
+					t.Errorf("doctor sets %s %s, plan recommends %q: %q vs %q", f, v, want[f], doc.Command, plan.Command)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckPatchPasses: the patch check prints, applied to the manifest,
+// gives one the webhook admits.
+func TestCheckPatchPasses(t *testing.T) {
+	for _, name := range []string{"too-long.yaml", "edge.yaml"} {
+		path := filepath.Join("testdata", "deployments", name)
+		code, out, errs := run(t, offline, "check", path, "-o", "json")
+		var rs []CheckResult
+		if err := json.Unmarshal([]byte(out), &rs); err != nil || code != 1 || len(rs) != 1 || len(rs[0].Patch) == 0 {
+			t.Fatalf("%s: exit %d, %v, %s %s", name, code, err, out, errs)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		for i := len(rs[0].Patch) - 1; i >= 0; i-- {
+			p := rs[0].Patch[i]
+			if p.Old == "" {
+				lines = append(lines[:p.Line-1], append([]string{p.New}, lines[p.Line-1:]...)...)
+				continue
+			}
+			if lines[p.Line-1] != p.Old {
+				t.Fatalf("%s:%d is %q, the patch says %q", name, p.Line, lines[p.Line-1], p.Old)
+			}
+			lines[p.Line-1] = p.New
+		}
+		fixed := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(fixed, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs = run(t, offline, "check", fixed)
+		if code != 0 || !strings.HasPrefix(out, "ADMITTED") {
+			t.Errorf("%s patched: exit %d: %s %s", name, code, out, errs)
+		}
+	}
+}
+
+// TestOutputStyle: -o yaml where -o exists (doctor lacked it), and one
+// flag name for an endpoint (watch's --url; --metrics-url kept, deprecated).
+func TestOutputStyle(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", filepath.Join("testdata", "deployments", "fits.yaml"), "--gpu", "H100-80GB", "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "findings: []") || !strings.Contains(out, "disagreements: []") {
+		t.Errorf("doctor -o yaml: exit %d: %s %s", code, out, errs)
+	}
+	code, _, errs = run(t, offline, "watch")
+	if code != 2 || !strings.Contains(errs, "no --url") {
+		t.Errorf("watch without --url: exit %d: %s", code, errs)
+	}
+	code, _, errs = run(t, offline, "watch", "--metrics-url", "")
+	if code != 2 || strings.Contains(errs, "unknown flag") {
+		t.Errorf("watch --metrics-url: exit %d: %s", code, errs)
+	}
+}
