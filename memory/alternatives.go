@@ -73,7 +73,7 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 // is part of the change. They are ranked by cost, the sum over what
 // changes: a flag the user left at its default 1, one they set 2 (they
 // meant it), more of the same GPU 2, another GPU 3. The ranking is by how
-// little changes: the flags alone first, then more of the same GPU, then
+// little changes: the GPU in use (with flags, or more of it) before
 // another GPU (hardwareTier); within a tier by cost; ties keep the user's
 // explicit flags, then the order of altOrder (utilization before a
 // shorter context, sharding, and the fp8 KV cache and weights).
@@ -289,14 +289,11 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 }
 
 // hardwareTier is the first key of the one ordering of alternatives (plan,
-// doctor, the webhook's denials): the flags alone (0) before more of the
-// same GPU (1) before another GPU (2), whatever the flags each adds, so a
+// doctor, the webhook's denials): the GPU in use, with flags or more of
+// it (0), before another GPU (1), whatever the flags each adds, so a
 // bigger card never ranks above sharding over more of the card in use.
 func hardwareTier(a Alternative, in Input) int {
-	switch {
-	case a.GPU != "" && a.GPU != in.Device.Name:
-		return 2
-	case a.GPU != "":
+	if a.GPU != "" && a.GPU != in.Device.Name {
 		return 1
 	}
 	return 0

@@ -40,9 +40,9 @@ func checkAlternatives(t *testing.T, in memory.Input, want []alt) {
 }
 
 // Llama-3.1-8B with --tensor-parallel-size 8 on one H100 fails on the GPU
-// count alone. What answers it: tp 1 on the one given (a flag the user
-// set, cost 2), or 8 GPUs (cost 2: more of the same GPU). Flags alone rank
-// before more GPUs, whatever the cost (hardwareTier). Not offered: 16 GPUs at tp 16, fp8, a bigger GPU: none of
+// count alone. What answers it: 8 GPUs (cost 2: more of the same GPU), or
+// tp 1 on the one given (cost 2: a flag the user set). The tie keeps the
+// user's flag. Not offered: 16 GPUs at tp 16, fp8, a bigger GPU: none of
 // them gives the 8 GPUs tp 8 needs, or they change what did not fail.
 func TestAlternativesGPUCount(t *testing.T) {
 	set, err := vllm.ParseFlags([]string{"--tensor-parallel-size", "8"})
@@ -55,8 +55,8 @@ func TestAlternativesGPUCount(t *testing.T) {
 		t.Fatalf("want only %s, got %v", memory.CodeNotEnoughGPUs, b.Problems)
 	}
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltTensorShards, args: "--tensor-parallel-size 1", cost: 2},
 		{code: memory.AltGPUCount, gpu: "H100-80GB", count: 8, cost: 2},
+		{code: memory.AltTensorShards, args: "--tensor-parallel-size 1", cost: 2},
 	})
 }
 
@@ -66,9 +66,9 @@ func TestAlternativesGPUCount(t *testing.T) {
 // ~2 GiB of non-torch memory and the activation, over the 0.90 budget).
 // Sixteen do, on two nodes of eight (the default node size): tensor
 // parallel 8 inside a node, pipeline parallel 2 across them (Layout), 8.2
-// GiB of weights a GPU. What fits, the least change first: more of the
-// same GPU before another GPU, whatever the flags it adds (hardwareTier);
-// the costs are
+// GiB of weights a GPU. What fits, the least change first: the GPU in use
+// (more of it) before another GPU, whatever the flags it adds
+// (hardwareTier); the costs are
 //
 //	16 × A10G at tp 8 × pp 2: tp (default) 1 + pp (default) 1 + more of
 //	  the same GPU 2 + --gpu-memory-utilization 0.85 (default) 1 = 5

@@ -155,7 +155,7 @@ func TestOutputStyle(t *testing.T) {
 		t.Errorf("watch without --url: exit %d: %s", code, errs)
 	}
 	code, _, errs = run(t, offline, "watch", "--metrics-url", "")
-	if code != 2 || strings.Contains(errs, "unknown flag") {
+	if code != 2 || !strings.Contains(errs, "--metrics-url is deprecated; use --url") {
 		t.Errorf("watch --metrics-url: exit %d: %s", code, errs)
 	}
 }

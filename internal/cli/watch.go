@@ -63,9 +63,10 @@ alerts it raised; values not known are null.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag loadtest names the same)")
-	// The old name stays, deprecated: scripts written for it keep working.
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "")
-	_ = fl.MarkDeprecated("metrics-url", "use --url")
+	// The old name stays, hidden and deprecated: scripts written for it
+	// keep working, and a note on stderr names the new one.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "deprecated: use --url")
+	_ = fl.MarkHidden("metrics-url")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
@@ -123,6 +124,9 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 
 func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	ctx := cmd.Context()
+	if cmd.Flags().Changed("metrics-url") {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note: --metrics-url is deprecated; use --url")
+	}
 	if f.output != "text" && f.output != "json" {
 		return badInput("unknown output format %q: use text or json", f.output)
 	}

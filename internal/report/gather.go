@@ -261,59 +261,60 @@ func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, re
 	return
 }
 
-// withLayout is the evidence with the tensor-parallel size
-// ChooseTensorParallel picks for the GPUs given, when it picks one.
+// withLayout is the evidence with the parallel layout ChooseLayout picks
+// for the GPUs given, when it picks one.
 func withLayout(e Evidence) Evidence {
 	if e.AutoCount {
 		return e
 	}
 	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
-	if tp, why := ChooseTensorParallel(in); tp > 0 {
-		e.Settings.TensorParallelSize, e.LayoutWhy = tp, why
+	if tp, pp, why := ChooseLayout(in); tp > 0 {
+		e.Settings.TensorParallelSize, e.Settings.PipelineParallelSize, e.LayoutWhy = tp, pp, why
 	}
 	return e
 }
 
-// ChooseTensorParallel plans several GPUs given with no parallelism set
-// on the GPUs given: the smallest tensor-parallel size (dividing the
-// heads, within a node, dividing the count) that fits, else the largest
-// such size. It returns 0 when the user set the parallelism or gave one
-// GPU; why says what was chosen, for the report's first line.
-func ChooseTensorParallel(in memory.Input) (tp int, why string) {
+// ChooseLayout plans several GPUs given with no parallelism set on the
+// GPUs given: the fewest GPUs (a divisor of the count) whose layout by the
+// multi-node rule (memory.Layout: tensor parallel inside a node, pipeline
+// parallel across nodes) fits, else the layout of all of them. It returns
+// tp 0 when the user set the parallelism or gave one GPU; why says what
+// was chosen, for the report's first lines.
+func ChooseLayout(in memory.Input) (tp, pp int, why string) {
 	set := in.Settings.Set
 	if in.Count <= 1 || set[vllm.FlagTensorParallelSize] || set[vllm.FlagPipelineParallelSize] || set[vllm.FlagDataParallelSize] {
-		return 0, ""
+		return 0, 0, ""
 	}
-	perNode := in.GPUsPerNode
-	if perNode <= 0 {
-		perNode = memory.DefaultGPUsPerNode
-	}
-	last := 0
-	for n := 1; n <= min(in.Count, perNode); n++ {
-		if in.Count%n != 0 || in.Model.Heads <= 0 || in.Model.Heads%n != 0 {
+	lastTP, lastPP := 0, 0
+	for n := 1; n <= in.Count; n++ {
+		if in.Count%n != 0 {
+			continue
+		}
+		t, p, ok := memory.Layout(n, in.GPUsPerNode, in.Model.Heads)
+		if !ok {
 			continue
 		}
 		c := in
-		c.Settings.TensorParallelSize = n
-		if n != max(in.Settings.TensorParallelSize, 1) {
-			c.Measured = nil
+		c.Settings.TensorParallelSize, c.Settings.PipelineParallelSize = t, p
+		if t != max(in.Settings.TensorParallelSize, 1) || p != max(in.Settings.PipelineParallelSize, 1) {
+			c.Measured = nil // measured at another layout
 		}
 		b, err := memory.Plan(c)
 		if err != nil {
 			continue
 		}
-		last = n
+		lastTP, lastPP = t, p
 		if b.Fits {
 			if n == 1 {
-				return 1, fmt.Sprintf("--tensor-parallel-size 1: one of the %d × %s given holds the model", in.Count, in.Device.Name)
+				return 1, 1, fmt.Sprintf("one of the %s given holds the model", GPUCount(in.Count, in.Device.Name))
 			}
-			return n, fmt.Sprintf("--tensor-parallel-size %d: the smallest that fits on the %d × %s given", n, in.Count, in.Device.Name)
+			return t, p, fmt.Sprintf("%s: the fewest of the %s given that fit", memory.LayoutFlags(t, p), GPUCount(in.Count, in.Device.Name))
 		}
 	}
-	if last == 0 {
-		return 0, ""
+	if lastTP == 0 {
+		return 0, 0, ""
 	}
-	return last, fmt.Sprintf("--tensor-parallel-size %d: the most of the %d × %s given a model replica can use, and it does not fit", last, in.Count, in.Device.Name)
+	return lastTP, lastPP, fmt.Sprintf("%s: all of the %s given, and it does not fit", memory.LayoutFlags(lastTP, lastPP), GPUCount(in.Count, in.Device.Name))
 }
 
 // buildNotes are the plan's notes: the evidence's, and what the GPUs
