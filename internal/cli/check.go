@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 )
 
@@ -344,7 +345,7 @@ func writeCheckTable(w io.Writer, rs []CheckResult) error {
 					fmt.Fprintf(w, "  +%s\n", p.New)
 				}
 			} else if r.Fix.GPU != "" {
-				fmt.Fprintf(w, "  (a change of GPUs: %s in the pod's resources or node selection)\n", fmt.Sprintf("%d × %s", max(r.Fix.Count, 1), r.Fix.GPU))
+				fmt.Fprintf(w, "  (a change of GPUs: %s in the pod's resources or node selection)\n", report.GPUCount(max(r.Fix.Count, 1), r.Fix.GPU))
 			}
 		}
 	}

@@ -159,3 +159,37 @@ func TestOutputStyle(t *testing.T) {
 		t.Errorf("watch --metrics-url: exit %d: %s", code, errs)
 	}
 }
+
+// TestSimulateStyle: a column headed ms holds milliseconds only (13,700,
+// not 13.7s); the step time's fit is behind -v; --profile sets the lengths
+// (or is refused where something else sets them).
+func TestSimulateStyle(t *testing.T) {
+	if got := ms(13700); got != "13,700" {
+		t.Errorf("ms(13700) = %q, want 13,700 in a column headed ms", got)
+	}
+	if got := msUnit(13700); got != "13.7s" {
+		t.Errorf("msUnit(13700) = %q", got)
+	}
+	code, prof, errs := run(t, offline, "profile", writeLog(t, false), "-o", "json")
+	if code != 0 {
+		t.Fatalf("profile: exit %d: %s", code, errs)
+	}
+	profile := writeFile(t, "profile.json", prof)
+	base := append(append([]string{}, simBase...), "--rate", "2", "--num-requests", "20", "--step-time", "fixed:10ms", "--profile", profile)
+	code, out, errs := run(t, offline, base...)
+	if code != 0 || !strings.Contains(out, "prompts "+profile+" input_tokens, outputs "+profile+" output_tokens") {
+		t.Errorf("simulate --profile: exit %d: want the profile's lengths:\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, offline, append(append([]string{}, simBase...), "--rate", "2", "--num-requests", "20")...)
+	if code != 0 || !strings.Contains(out, "step time: roofline (-v or -o json for how it was fitted)") {
+		t.Errorf("simulate: exit %d: want the step time's fit behind -v:\n%s", code, out)
+	}
+	code, out, _ = run(t, offline, append(append([]string{}, simBase...), "--rate", "2", "--num-requests", "20", "-v")...)
+	if code != 0 || !strings.Contains(out, "step time: roofline (fitted on") {
+		t.Errorf("simulate -v: exit %d: want the step time's fit:\n%s", code, out)
+	}
+	code, _, errs = run(t, offline, append(base, "--prompt-tokens", "100", "--output-tokens", "10")...)
+	if code != 2 || !strings.Contains(errs, "--profile sets the prompt and output lengths") {
+		t.Errorf("--profile with both lengths: exit %d: %s", code, errs)
+	}
+}

@@ -174,7 +174,7 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "  - %s\n", why)
 	}
 	if t := rec.FromTraffic; t != nil {
-		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, t.StepTime)
+		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, provenance(t.StepTime, "-o json"))
 		for _, c := range t.Candidates {
 			fmt.Fprintf(w, "      max-num-seqs %4d: E2E p99 %s, TTFT p99 %s, %d preemptions, %d rejected, peak KV %s\n",
 				c.MaxNumSeqs, msUnit(c.E2EP99MS), msUnit(c.TTFTP99MS), c.Preemptions, c.Rejected, pct(c.MaxKVUsage))
@@ -212,7 +212,7 @@ func humanCount(n int64) string {
 
 // writeKAITO prints the KAITO inference ConfigMap of the recommended flags.
 func writeKAITO(w io.Writer, r report.Report) error {
-	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits), r.VLLMArgs)
+	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %s: fits=%t", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), r.Recommended.Fits), r.VLLMArgs)
 	if err != nil {
 		return err
 	}

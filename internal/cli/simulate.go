@@ -30,6 +30,7 @@ type simulateFlags struct {
 	window           time.Duration
 	trace, plot, slo string
 	compare          bool
+	verbose          bool
 	serve            bool
 	listen           string
 	timeScale        float64
@@ -66,7 +67,9 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 			if f.serve {
 				return runSimulateServe(cmd, env, f, args)
 			}
-			return runSimulate(cmd, env, f, args)
+			// The flags' own struct: --profile sets the length flags
+			// through the flag set, which writes into it, not a copy.
+			return runSimulate(cmd, env, &f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -75,6 +78,7 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 	f.traffic.Register(fl)
 	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml, bench (vllm bench serve's layout; the default with --bench)")
 	fl.StringVar(&f.profile, "profile", "", "a 'profile -o json' file: token lengths for the synthetic traffic and, with --compare, its pool split")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also print how the step time model was fitted (always in -o json)")
 	fl.StringVar(&f.stepTime, "step-time", "roofline", "step time model: roofline, or fixed:DURATION (e.g. fixed:10ms; no API server then)")
 	fl.StringVar(&f.calibration, "calibration", "", "JSON lines of step-time calibrations (sim/README.md); the last for the GPU wins")
 	fl.DurationVar(&f.window, "window", 10*time.Second, "time-series window (windows double past 720)")
@@ -132,6 +136,12 @@ func openFile(cmd *cobra.Command) report.Files {
 // flags leave at their defaults, and its pools.
 func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string) (workload.Spec, workload.Read, []traffic.Pool, error) {
 	fl := cmd.Flags()
+	// --profile gives the lengths, or its pools to --compare: a profile
+	// that would do neither is refused rather than ignored.
+	if profile != "" && !fl.Changed("compare") && (fl.Changed("bench") || (fl.Changed("prompt-tokens") && fl.Changed("output-tokens"))) {
+		return workload.Spec{}, workload.Read{}, nil, badInput("--profile sets the prompt and output lengths, and %s sets them too: give one (or add --compare to split the traffic into the profile's pools)",
+			map[bool]string{true: "--bench", false: "--prompt-tokens with --output-tokens"}[fl.Changed("bench")])
+	}
 	if profile != "" && !fl.Changed("bench") {
 		for _, name := range []string{"prompt-tokens", "output-tokens"} {
 			if !fl.Changed(name) {
@@ -156,7 +166,7 @@ func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string
 	return spec, rd, p.Pools, nil
 }
 
-func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) error {
+func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) error {
 	spec, rd, pools, err := trafficSpec(cmd, env, &f.traffic, f.profile)
 	if err != nil {
 		return err
@@ -229,7 +239,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	case "bench":
 		err = writeBench(stdout, out, spec)
 	default:
-		err = writeSimulateTable(stdout, out)
+		err = writeSimulateTable(stdout, out, f.verbose)
 	}
 	if err != nil {
 		return err
