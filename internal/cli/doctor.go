@@ -88,6 +88,16 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 	if d.Healthy() {
 		fmt.Fprintln(w, "headroom doctor: nothing wrong found in the evidence")
 	} else {
+		// The answer first: the likeliest cause and the first change.
+		f := d.Findings[0]
+		line := fmt.Sprintf("%s (%s confidence): %s", f.Code, f.Level, f.Title)
+		for _, r := range f.Remedies {
+			if t := r.Paste(); t != "" {
+				line += "; first remedy: " + t
+				break
+			}
+		}
+		fmt.Fprintln(w, line)
 		fmt.Fprintf(w, "headroom doctor: %d finding(s), most likely first\n", len(d.Findings))
 	}
 	for _, x := range d.Disagreements {

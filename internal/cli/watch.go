@@ -72,7 +72,7 @@ alerts it raised; values not known are null.`,
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
 	fl.DurationVar(&f.window, "window", telemetry.DefaultWindow, "span of the preemption rate and the TTFT p99")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text (a live line) or json (one object per reading)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table (a live line; also text), json (one object per line) or yaml (one document per reading)")
 	fl.StringVar(&f.alerts, "alerts", "", "append alerts to this JSON-lines file")
 	fl.Float64Var(&f.kvThreshold, "kv-threshold", telemetry.DefaultKVThreshold, "KV-cache usage (0..1) that counts as pressure")
 	fl.IntVar(&f.kvReadings, "kv-readings", telemetry.DefaultKVReadings, "readings in a row above --kv-threshold before the alert")
@@ -127,8 +127,11 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	if cmd.Flags().Changed("metrics-url") {
 		fmt.Fprintln(cmd.ErrOrStderr(), "note: --metrics-url is deprecated; use --url")
 	}
-	if f.output != "text" && f.output != "json" {
-		return badInput("unknown output format %q: use text or json", f.output)
+	if f.output == "table" {
+		f.output = "text"
+	}
+	if f.output != "text" && f.output != "json" && f.output != "yaml" {
+		return badInput("unknown output format %q: use table, json or yaml", f.output)
 	}
 	switch {
 	case f.count < 0:
@@ -212,13 +215,19 @@ func emitWatch(env Env, format string, line *progress.Line, r telemetry.Reading,
 		line.Clear()
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
-	if format == "json" {
+	switch format {
+	case "json":
 		b, err := json.Marshal(r.Record(alerts, readErr))
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
+	case "yaml":
+		if _, err := fmt.Fprintln(env.Stdout, "---"); err != nil {
+			return err
+		}
+		return writeYAML(env.Stdout, r.Record(alerts, readErr))
 	}
 	if line.Live() {
 		line.Set(watchLine(r, readErr))

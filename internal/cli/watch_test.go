@@ -188,7 +188,7 @@ func TestWatchBadInput(t *testing.T) {
 		{[]string{"watch", "--url", "ftp://x"}, "http or https"},
 		{[]string{"watch", "--url", closed.URL}, "cannot scrape"},
 		{[]string{"watch", "--url", "x:1", "--kv-threshold", "1.5"}, "--kv-threshold"},
-		{[]string{"watch", "--url", "x:1", "-o", "yaml"}, "unknown output format"},
+		{[]string{"watch", "--url", "x:1", "-o", "xml"}, "unknown output format"},
 		{[]string{"watch", "--url", "x:1", "stray"}, "unexpected argument"},
 	}
 	for _, tt := range tests {
@@ -196,5 +196,14 @@ func TestWatchBadInput(t *testing.T) {
 		if code != ExitBadInput || out != "" || !strings.Contains(errs, tt.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out, errs)
 		}
+	}
+}
+
+// -o yaml: one YAML document per reading, the fields of the JSON.
+func TestWatchYAML(t *testing.T) {
+	srv := telemetryVLLM(t, "vllm-0.6.3-v0.txt")
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "yaml")
+	if code != 0 || strings.Count(out, "---\n") != 2 || strings.Count(out, "\nkv_cache_usage: ") != 2 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
 }
