@@ -1,13 +1,52 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"headroom.dev/headroom/audit"
+	"headroom.dev/headroom/internal/kubetest"
 )
+
+// auditListKinds are the resources an audit lists, for the fake client.
+var auditListKinds = map[schema.GroupVersionResource]string{
+	{Group: "apps", Version: "v1", Resource: "deployments"}:                          "DeploymentList",
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}:                         "StatefulSetList",
+	{Version: "v1", Resource: "pods"}:                                                "PodList",
+	{Version: "v1", Resource: "nodes"}:                                               "NodeList",
+	{Version: "v1", Resource: "configmaps"}:                                          "ConfigMapList",
+	{Group: "kaito.sh", Version: "v1beta1", Resource: "workspaces"}:                  "WorkspaceList",
+	{Group: "kaito.sh", Version: "v1alpha1", Resource: "workspaces"}:                 "WorkspaceList",
+	{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}: "LeaderWorkerSetList",
+	{Group: "serving.kserve.io", Version: "v1beta1", Resource: "inferenceservices"}:  "InferenceServiceList",
+	{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}:      "HorizontalPodAutoscalerList",
+}
+
+// auditOf audits a cluster that holds only the manifest's objects (in the
+// namespace "default"), through a fake API server.
+func auditOf(t *testing.T, path string) audit.Report {
+	t.Helper()
+	var objs []runtime.Object
+	for _, o := range kubetest.ReadObjects(t, path) {
+		o.SetNamespace("default")
+		objs = append(objs, o)
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), auditListKinds, objs...)
+	r, err := audit.Run(context.Background(), client, audit.Options{AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 // The deployments of testdata/deployments, each a manifest whose GPU is
 // named by the headroom.dev/gpu annotation and whose image names the vLLM
@@ -46,7 +85,10 @@ func TestCommandsAgree(t *testing.T) {
 				Alternatives []struct {
 					Args []string `json:"args"`
 				} `json:"alternatives"`
-				Command string `json:"vllm_command"`
+				Command     string `json:"vllm_command"`
+				Recommended struct {
+					MaxNumSeqs int `json:"max_num_seqs"`
+				} `json:"recommended"`
 			}
 			if err := json.Unmarshal([]byte(out2), &plan); err != nil {
 				t.Fatalf("plan: exit %d, %v: %s", code2, err, errs2)
@@ -66,8 +108,29 @@ func TestCommandsAgree(t *testing.T) {
 				t.Fatalf("doctor: exit %d, %v: %s", code3, err, errs3)
 			}
 
-			// The same verdict: admitted, fits and healthy; or denied,
-			// does not fit and findings (exit 1 from all three).
+			a := auditOf(t, path)
+			if len(a.Workloads) != 1 {
+				t.Fatalf("audit: %+v", a.Workloads)
+			}
+			w := a.Workloads[0]
+
+			// The same verdict: admitted, fits, healthy and ok; or denied,
+			// does not fit, findings (exit 1 from the three commands) and
+			// will not start.
+			if d.fits != (w.Status != audit.LevelWillNotStart) {
+				t.Errorf("audit status %s, want fits=%t; findings %+v", w.Status, d.fits, w.Findings)
+			}
+			// One max-num-seqs rule: without traffic the value in use is
+			// kept by plan, the webhook and audit alike (audit says what the
+			// cache holds, at most as information, and names no other value).
+			if len(w.Engines) != 1 || w.Engines[0].MaxNumSeqs != plan.Recommended.MaxNumSeqs {
+				t.Errorf("audit engines %+v, plan recommends max-num-seqs %d", w.Engines, plan.Recommended.MaxNumSeqs)
+			}
+			for _, f := range w.Findings {
+				if strings.Contains(f.Message, "set --max-num-seqs") || (f.Code == audit.CodeSeqsBeyondCache && f.Level != audit.LevelInfo) {
+					t.Errorf("audit finding %+v contradicts plan's max-num-seqs %d", f, plan.Recommended.MaxNumSeqs)
+				}
+			}
 			if d.fits {
 				if c.Verdict == "denied" || code != 0 || !plan.Fits || code2 != 0 || len(doc.Findings) != 0 || code3 != 0 {
 					t.Fatalf("want all to agree it fits: check %s (exit %d), plan fits=%t (exit %d), doctor %d findings (exit %d)",
