@@ -135,6 +135,13 @@ func (d doc) flagLine(from int, flag string) (Line, bool) {
 		if j := strings.Index(l, "--"+flag); j >= 0 {
 			rest := l[j+2+len(flag):]
 			if rest == "" || strings.ContainsAny(rest[:1], "= \"',") {
+				// A flag alone as a list item has its value on the next
+				// item: that is the line with the value.
+				if t := strings.Trim(strings.TrimSpace(rest), `"'`); t == "" && i+1 < len(d.lines) {
+					if next := strings.TrimSpace(d.lines[i+1]); strings.HasPrefix(next, "- ") && !strings.HasPrefix(strings.Trim(next[2:], `"' `), "-") {
+						return newLine(d.src, d.first+i+1, d.lines[i+1]), true
+					}
+				}
 				return newLine(d.src, d.first+i, l), true
 			}
 		}

@@ -201,28 +201,40 @@ func (g *diag) planRules() {
 	b := g.base
 	why := fmt.Sprintf("the planner (%s on %s, vLLM %s)", g.dep.Model, g.dep.GPU, b.Settings.Version)
 	cmd := g.commandLine()
+	// at cites the line that sets the offending value where the evidence
+	// has one (a manifest's "- --max-model-len=...", the logged args),
+	// else the command as a whole.
+	at := func(logKey, flag string) Line {
+		if l := g.settingLine(logKey, flag); !l.zero() {
+			return l
+		}
+		return cmd
+	}
+	maxLen := at("max_model_len", vllm.FlagMaxModelLen)
+	util := at("gpu_memory_utilization", vllm.FlagGPUMemoryUtilization)
+	tp := at("tensor_parallel_size", vllm.FlagTensorParallelSize)
 	for _, p := range b.Problems {
 		switch p.Code {
 		case memory.CodeWeightsDontFit, memory.CodeNoCacheMemory:
 			g.signal(CodeWeightsTooLarge, wStrong, why+": "+p.Message, cmd)
 		case memory.CodeRequestDoesntFit, memory.CodeMaxLenTooLong:
-			g.signal(CodeMaxModelLen, wStrong, why+": "+p.Message, cmd)
+			g.signal(CodeMaxModelLen, wStrong, why+": "+p.Message, maxLen)
 		case memory.CodeGraphsOverflow:
-			g.signal(CodeOutsideBudget, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeOutsideBudget, wMeasured, why+": "+p.Message, util)
 		case memory.CodeHeadsNotDivisible:
-			g.signal(CodeTensorParallel, wNamed, why+": "+p.Message, cmd)
+			g.signal(CodeTensorParallel, wNamed, why+": "+p.Message, tp)
 		case memory.CodeNotEnoughGPUs:
-			g.signal(CodeTensorParallel, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeTensorParallel, wMeasured, why+": "+p.Message, tp)
 		case memory.CodeFreeMemory:
-			g.signal(CodeUtilizationEdge, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeUtilizationEdge, wMeasured, why+": "+p.Message, util)
 		}
 	}
 	for _, w := range b.Warnings {
 		switch w.Code {
 		case memory.CodeThinMargin:
-			g.signal(CodeUtilizationEdge, wSupporting, why+": "+w.Message, cmd)
+			g.signal(CodeUtilizationEdge, wSupporting, why+": "+w.Message, util)
 		case memory.CodeLowConcurrency:
-			g.signal(CodeMaxModelLen, wWeak, why+": "+w.Message, cmd)
+			g.signal(CodeMaxModelLen, wWeak, why+": "+w.Message, maxLen)
 		}
 	}
 	if s := b.Model; s.MLA == nil && s.KVHeads > 0 && b.Settings.TensorParallelSize > s.KVHeads {

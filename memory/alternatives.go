@@ -269,7 +269,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		l := base.FitLen()
 		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
 			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
-			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l)},
+			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)},
 			func(c *Input) { c.Settings.MaxModelLen = l })
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -256,3 +256,37 @@ func TestSimulateStyle(t *testing.T) {
 		t.Errorf("--profile with both lengths: exit %d: %s", code, errs)
 	}
 }
+
+// TestDoctorCitesTheValue: a finding about a flag's value cites the
+// manifest line that holds the value (too-long.yaml:24 is "131072", the
+// item after "- --max-model-len"; edge.yaml:25 sets the utilization).
+func TestDoctorCitesTheValue(t *testing.T) {
+	for _, tt := range []struct {
+		file, code string
+		line       int
+	}{{"too-long.yaml", "max_model_len_too_large", 24}, {"edge.yaml", "utilization_edge", 25}} {
+		path := filepath.Join("testdata", "deployments", tt.file)
+		_, out, errs := run(t, offline, "doctor", path, "--gpu", "L4", "-o", "json")
+		var d struct {
+			Findings []struct {
+				Code     string `json:"code"`
+				Evidence []struct {
+					Source string `json:"source"`
+					Line   int    `json:"line"`
+				} `json:"evidence"`
+			} `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%s: %v: %s", tt.file, err, errs)
+		}
+		cited := false
+		for _, f := range d.Findings {
+			for _, e := range f.Evidence {
+				cited = cited || (f.Code == tt.code && e.Source == path && e.Line == tt.line)
+			}
+		}
+		if !cited {
+			t.Errorf("%s: want %s cited at line %d: %s", tt.file, tt.code, tt.line, out)
+		}
+	}
+}
