@@ -86,7 +86,8 @@ func (b *Budget) check(dp int) {
 	if len(b.Problems) == 0 {
 		margin := b.Unused()
 		if margin < ReserveBytes(p.Total) || UtilizationEdge(*b) {
-			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory", GiB(margin), outsideTerm(b))
+			safe, _ := Utilization(*b, PolicyHeadroom)
+			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory (--gpu-memory-utilization %.2f is the most that leaves them room)", GiB(margin), outsideTerm(b), safe)
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
 			warn(CodeLowConcurrency, "the KV cache holds %d tokens: %.2f requests of %d tokens at once; longer queues and preemption under load", b.KVTokens, b.MaxConcurrency, b.MaxModelLen)

@@ -56,11 +56,12 @@ func auditOf(t *testing.T, path string) audit.Report {
 var deployments = []struct {
 	file, gpu, version string
 	args               []string
-	fits               bool
+	fits, thin         bool
 }{
-	{"too-long.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"}, false},
-	{"edge.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192", "--gpu-memory-utilization=0.95"}, false},
-	{"fits.yaml", "H100-80GB", "0.11.0", []string{"Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"}, true},
+	{"too-long.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"}, false, false},
+	{"edge.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192", "--gpu-memory-utilization=0.95"}, false, false},
+	{"thin.yaml", "L4", "0.11.0", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192", "--gpu-memory-utilization=0.91"}, true, true},
+	{"fits.yaml", "H100-80GB", "0.11.0", []string{"Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"}, true, false},
 }
 
 var flagValueRe = regexp.MustCompile(`(--[a-z-]+)[ =]([^ ]+)`)
@@ -81,7 +82,10 @@ func TestCommandsAgree(t *testing.T) {
 
 			code2, out2, errs2 := run(t, offline, append([]string{"plan", "--gpu", d.gpu, "--vllm-version", d.version, "-o", "json", "--", "vllm", "serve"}, d.args...)...)
 			var plan struct {
-				Fits         bool `json:"fits"`
+				Fits     bool `json:"fits"`
+				Warnings []struct {
+					Code string `json:"code"`
+				} `json:"warnings"`
 				Alternatives []struct {
 					Args []string `json:"args"`
 				} `json:"alternatives"`
@@ -130,6 +134,24 @@ func TestCommandsAgree(t *testing.T) {
 				if strings.Contains(f.Message, "set --max-num-seqs") || (f.Code == audit.CodeSeqsBeyondCache && f.Level != audit.LevelInfo) {
 					t.Errorf("audit finding %+v contradicts plan's max-num-seqs %d", f, plan.Recommended.MaxNumSeqs)
 				}
+			}
+			if d.thin {
+				// It starts, with too thin a margin: the webhook warns (it
+				// admitted this silently while doctor flagged it), plan
+				// fits with thin_margin, doctor finds utilization_edge
+				// (exit 1: a finding), audit ranks it at risk; and all
+				// three name the same utilization to set.
+				if c.Verdict != "warned" || code != 0 || !plan.Fits || code2 != 0 || len(plan.Warnings) == 0 || plan.Warnings[0].Code != "thin_margin" ||
+					len(doc.Findings) == 0 || doc.Findings[0].Code != "utilization_edge" || code3 != 1 || w.Status != audit.LevelRisk {
+					t.Fatalf("want all to agree the margin is thin: check %s (exit %d), plan fits=%t %+v (exit %d), doctor %+v (exit %d), audit %s",
+						c.Verdict, code, plan.Fits, plan.Warnings, code2, doc.Findings, code3, w.Status)
+				}
+				r := doc.Findings[0].Remedies
+				want := regexp.MustCompile(`--gpu-memory-utilization (\d\.\d\d) is the most`).FindStringSubmatch(strings.Join(c.Warnings, " "))
+				if len(r) == 0 || len(r[0].Args) != 2 || want == nil || r[0].Args[1] != want[1] || !strings.Contains(plan.Command, "--gpu-memory-utilization "+want[1]) {
+					t.Errorf("doctor's remedy %+v, the webhook's warning %q, plan's command %q: want one utilization", r, c.Warnings, plan.Command)
+				}
+				return
 			}
 			if d.fits {
 				if c.Verdict == "denied" || code != 0 || !plan.Fits || code2 != 0 || len(doc.Findings) != 0 || code3 != 0 {
@@ -259,12 +281,12 @@ func TestSimulateStyle(t *testing.T) {
 
 // TestDoctorCitesTheValue: a finding about a flag's value cites the
 // manifest line that holds the value (too-long.yaml:24 is "131072", the
-// item after "- --max-model-len"; edge.yaml:25 sets the utilization).
+// item after "- --max-model-len"; edge.yaml:27 sets the utilization).
 func TestDoctorCitesTheValue(t *testing.T) {
 	for _, tt := range []struct {
 		file, code string
 		line       int
-	}{{"too-long.yaml", "max_model_len_too_large", 24}, {"edge.yaml", "utilization_edge", 25}} {
+	}{{"too-long.yaml", "max_model_len_too_large", 24}, {"edge.yaml", "utilization_edge", 27}} {
 		path := filepath.Join("testdata", "deployments", tt.file)
 		_, out, errs := run(t, offline, "doctor", path, "--gpu", "L4", "-o", "json")
 		var d struct {
