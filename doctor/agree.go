@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
@@ -119,6 +120,12 @@ func (g *diag) disagreements() []Disagreement {
 	gpuFrom := dep.GPUSource
 	for _, gf := range g.ev.GPUs {
 		for _, x := range gf.GPUs {
+			// By name, where both name a catalog device: an A100 and an
+			// H100 both have 80 GB.
+			if sel, err := gpu.Resolve(x.Name); err == nil && !planned.Estimated && planned.MIG == "" && sel.Device.Name != planned.Name && sel.Device.Parent == "" && g.opt.HasGPU {
+				add(DisagreeGPU, fmt.Sprintf("%s shows %s, but the plan is for %s (from %s)", gf.Line.Source, x.Name, planned.Name, gpuFrom), gf.Line)
+				break
+			}
 			if off(x.TotalBytes) {
 				add(DisagreeGPU, fmt.Sprintf("%s shows %s with %s, but the plan is for %s (%s, from %s)",
 					gf.Line.Source, orName(x.Name), gib(x.TotalBytes), planned.Name, gib(planned.TotalBytes), gpuFrom), gf.Line)

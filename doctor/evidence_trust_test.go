@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +35,12 @@ func TestDoctorTrustsTheLog(t *testing.T) {
 	f, ok := finding(d, CodeKVCachePressure)
 	if !ok {
 		t.Fatalf("no %s: %v", CodeKVCachePressure, codes(d))
+	}
+	// The cause says what the dead end beside it says: the KV cache is
+	// allocated once, at start-up, and the traffic fills it (it does not
+	// "outgrow" a cache that would grow).
+	if !strings.Contains(f.Title, "allocated at start-up") || !slices.Contains(deadEndCodes(d), DeadMoreGPUs) {
+		t.Errorf("title %q, dead ends %v", f.Title, deadEndCodes(d))
 	}
 	// Counts: the log's own total, 51, not the 2 warnings it kept.
 	if !slices.Contains(f.Reasons, "vLLM preempted requests 51 times for lack of KV cache space") {
@@ -91,6 +99,15 @@ func TestDoctorTrustsTheLog(t *testing.T) {
 	if d.Memory.Plan == nil || d.Memory.Plan.Sources.KVCache != SourcePlan {
 		t.Errorf("plan %+v: want the planner's own KV cache once the log is set aside", d.Memory.Plan)
 	}
+	// nvidia-smi shows A100-SXM4-80GB cards: --gpu L40S disagrees with it,
+	// and without --gpu the screen names the GPU and nothing disagrees.
+	d = diag(Options{GPU: l40s, HasGPU: true}, "idle-gpus")
+	if len(d.Disagreements) == 0 || d.Disagreements[0].Code != DisagreeGPU || !strings.Contains(d.Disagreements[0].Message, "A100-SXM4-80GB") {
+		t.Errorf("idle-gpus with --gpu L40S: disagreements %+v", d.Disagreements)
+	}
+	if d = diag(Options{}, "idle-gpus"); len(d.Disagreements) != 0 {
+		t.Errorf("idle-gpus: disagreements %+v, want none", d.Disagreements)
+	}
 	// Another model on the command line than the log and /metrics name.
 	set, err := vllm.ParseCommand([]string{"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"})
 	if err != nil {
@@ -122,6 +139,35 @@ func TestNoSeqsRemedyWithoutCache(t *testing.T) {
 		for _, r := range f.Remedies {
 			if strings.Contains(r.Why, "fits in 0.00 GiB") || (len(r.Args) > 1 && r.Args[len(r.Args)-2] == "--max-num-seqs" && strings.Contains(r.Why, " 0.00 GiB")) {
 				t.Errorf("%s: remedy %v: %s", f.Code, r.Args, r.Why)
+			}
+		}
+	}
+}
+
+// No report both advises a change and calls it a dead end: where adding
+// GPUs without lowering max-num-seqs or max-model-len is a dead end, no
+// remedy adds shards alone; where raising the utilization is one, no
+// remedy raises it.
+func TestNoDeadEndContradictsARemedy(t *testing.T) {
+	ents, err := os.ReadDir(filepath.Join("testdata", "corpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		d := Diagnose(readCorpus(t, e.Name()), Options{ResolveModel: catalogModel})
+		dead := deadEndCodes(d)
+		for _, f := range d.Findings {
+			for _, r := range f.Remedies {
+				args := strings.Join(r.Args, " ")
+				if slices.Contains(dead, DeadMoreGPUs) && strings.Contains(args, "--tensor-parallel-size") &&
+					!strings.Contains(args, "--max-num-seqs") && !strings.Contains(args, "--max-model-len") && r.Action == ActionSetFlag {
+					t.Errorf("%s: %s remedy %q, and a dead end says adding GPUs alone will not help", e.Name(), f.Code, args)
+				}
+				if slices.Contains(dead, DeadRaiseUtilRetry) && len(r.Args) == 2 && r.Args[0] == "--gpu-memory-utilization" {
+					if u, err := strconv.ParseFloat(r.Args[1], 64); err == nil && d.Memory.Plan != nil && u > d.Memory.Plan.Utilization {
+						t.Errorf("%s: %s remedy raises the utilization to %s, and a dead end says raising it will not help", e.Name(), f.Code, r.Args[1])
+					}
+				}
 			}
 		}
 	}
