@@ -344,6 +344,8 @@ func writeCheckTable(w io.Writer, rs []CheckResult) error {
 					}
 					fmt.Fprintf(w, "  +%s\n", p.New)
 				}
+			} else if len(r.Fix.Args) > 0 {
+				fmt.Fprintf(w, "  (no args line to patch in this file: add %s to the vLLM command)\n", strings.Join(r.Fix.Args, " "))
 			} else if r.Fix.GPU != "" {
 				fmt.Fprintf(w, "  (a change of GPUs: %s in the pod's resources or node selection)\n", report.GPUCount(max(r.Fix.Count, 1), r.Fix.GPU))
 			}
