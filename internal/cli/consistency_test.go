@@ -312,3 +312,47 @@ func TestDoctorCitesTheValue(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGPUsGiven: Llama-3.1-70B on --gpu 2xA100-80GB at 32768 tokens is
+// planned on both GPUs (tp 2, said on the line after the answer): 131.45
+// GiB of weights are 65.7 GiB a GPU. One request of 32768 tokens needs
+// 32768 × 160 KiB (80 layers × 8 KV heads × 128 × 2 × 2 bytes, halved by
+// tp 2) = 5 GiB of KV cache; at the default 0.92 about 3 GiB is left, at
+// 0.96 another 3.2 GiB of the 79.15 GiB card: the utilization alone fits,
+// and is the first alternative, before an fp8 KV cache (utilization before
+// dtype), and more of the same GPU before another GPU.
+func TestPlanGPUsGiven(t *testing.T) {
+	code, out, errs := run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2xA100-80GB", "--max-model-len", "32768", "-o", "json")
+	var r struct {
+		Answer   string `json:"answer"`
+		Layout   string `json:"layout_chosen"`
+		Settings struct {
+			TP int `json:"tensor_parallel_size"`
+		} `json:"settings"`
+		Alternatives []struct {
+			Code string `json:"code"`
+			GPU  string `json:"gpu"`
+		} `json:"alternatives"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 1 {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if r.Settings.TP != 2 || !strings.Contains(r.Layout, "--tensor-parallel-size 2") || len(r.Alternatives) == 0 || r.Alternatives[0].Code != "utilization" {
+		t.Fatalf("tp %d, layout %q, alternatives %+v: want tp 2 on the GPUs given, the utilization first", r.Settings.TP, r.Layout, r.Alternatives)
+	}
+	seenOther := false
+	for _, a := range r.Alternatives {
+		if a.GPU != "" && a.GPU != "A100-80GB" {
+			seenOther = true
+		} else if seenOther {
+			t.Errorf("alternatives %+v: the GPU in use after another GPU", r.Alternatives)
+		}
+	}
+	// The table says the answer, then the layout.
+	_, out, _ = run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2xA100-80GB", "--max-model-len", "32768")
+	lines := strings.SplitN(out, "\n", 3)
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "DOES NOT FIT: meta-llama/Llama-3.1-70B-Instruct on 2 × A100-80GB, tp 2 pp 1; would fit: --gpu-memory-utilization 0.96") ||
+		!strings.Contains(lines[1], "--tensor-parallel-size 2") {
+		t.Errorf("first lines:\n%s", strings.Join(lines[:2], "\n"))
+	}
+}

@@ -33,6 +33,10 @@ utilization_edge, outside_budget, fragmentation, other_processes,
 tensor_parallel_misuse, k8s_scheduling, version_drift), most likely first, with the
 lines they rest on, a confidence, and remedies whose values come from the planner.
 Give --gpu and the vLLM command after -- when the evidence does not show them.
+Counts and capacities come from the logs where they give them; inputs that
+disagree with each other or with the flags (another model, another GPU, a KV
+cache the GPU cannot hold) are warned about before the findings. Without a
+request log --max-num-seqs keeps the value in use, as plan does.
 
 Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
