@@ -356,3 +356,33 @@ func TestPlanGPUsGiven(t *testing.T) {
 		t.Errorf("first lines:\n%s", strings.Join(lines[:2], "\n"))
 	}
 }
+
+// TestCanonicalModelAndYours: the alias typed (llama-3.1-8b-instruct, a
+// catalog name vLLM cannot load) becomes the Hub id in every command to
+// paste, and a max-model-len the user did not give is never "yours".
+func TestCanonicalModelAndYours(t *testing.T) {
+	_, out, errs := run(t, offline, "plan", "--model", "llama-3.1-8b-instruct", "--gpu", "L4", "-o", "json")
+	var r struct {
+		Command     string `json:"vllm_command"`
+		Recommended struct {
+			Why []string `json:"why"`
+		} `json:"recommended"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, errs)
+	}
+	if !strings.HasPrefix(r.Command, "vllm serve meta-llama/Llama-3.1-8B-Instruct ") {
+		t.Errorf("command %q, want the Hub id", r.Command)
+	}
+	if why := strings.Join(r.Recommended.Why, "\n"); strings.Contains(why, "yours") {
+		t.Errorf("no --max-model-len given, yet: %s", why)
+	}
+	_, out, _ = run(t, offline, "doctor", filepath.Join("..", "..", "doctor", "testdata", "corpus", "seed001-oom.txt"), "--gpu", "A100-80GB", "-o", "json",
+		"--", "vllm", "serve", "llama-3.1-8b-instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.99")
+	var d struct {
+		Command string `json:"suggested_command"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || !strings.HasPrefix(d.Command, "vllm serve meta-llama/Llama-3.1-8B-Instruct ") {
+		t.Errorf("doctor's command %q (%v), want the Hub id", d.Command, err)
+	}
+}
