@@ -113,7 +113,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 func readManifest(name string) ([]byte, error) {
 	fh, err := os.Open(name)
 	if err != nil {
-		return nil, unwrapPathError(err)
+		return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, maxManifestBytes+1))

@@ -386,3 +386,28 @@ func TestCanonicalModelAndYours(t *testing.T) {
 		t.Errorf("doctor's command %q (%v), want the Hub id", d.Command, err)
 	}
 }
+
+// TestCheckBadInput: one line, exit 2, naming the file.
+func TestCheckBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("kind: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noKind := filepath.Join(dir, "nokind.yaml")
+	if err := os.WriteFile(noKind, []byte("a: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"check"},
+		{"check", filepath.Join(dir, "missing.yaml")},
+		{"check", bad},
+		{"check", noKind},
+		{"check", filepath.Join("testdata", "deployments", "fits.yaml"), "-o", "xml"},
+	} {
+		code, out, errs := run(t, offline, args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || (len(args) > 1 && args[1] != filepath.Join("testdata", "deployments", "fits.yaml") && !strings.Contains(errs, filepath.Base(args[1]))) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
