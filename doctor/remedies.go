@@ -213,7 +213,7 @@ func (g *diag) maxLenRemedies() []Remedy {
 		b := g.base
 		fit := b.FitLen()
 		if fit > 0 && fit < b.MaxModelLen {
-			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
+			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU at --gpu-memory-utilization %.2f", b.MaxModelLen, fit, gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization)
 			switch b.Origins.KVCache {
 			case memory.OriginMeasured:
 				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", vllm.Thousands(b.KVBytesPerToken))
