@@ -411,3 +411,20 @@ func TestCheckBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestThousandsInTablesOnly: a count of tokens has separators in a table
+// and none in JSON; flag values stay as they are pasted.
+func TestThousandsInTablesOnly(t *testing.T) {
+	args := []string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "L4", "--vllm-version", "0.19.0"}
+	_, table, _ := run(t, offline, args...)
+	if m := regexp.MustCompile(`\b\d{4,} tokens`).FindString(table); m != "" {
+		t.Errorf("table writes %q without separators:\n%s", m, table)
+	}
+	if !strings.Contains(table, "one request of 131,072 tokens") || !regexp.MustCompile(`--max-model-len \d{5} `).MatchString(table) {
+		t.Errorf("want counts separated and flag values bare:\n%s", table)
+	}
+	_, js, _ := run(t, offline, append(args, "-o", "json")...)
+	if strings.Contains(js, "131,072") || !strings.Contains(js, "one request of 131072 tokens") {
+		t.Errorf("JSON has a separated count:\n%s", js)
+	}
+}

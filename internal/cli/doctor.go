@@ -113,7 +113,7 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 	for i, f := range d.Findings {
 		fmt.Fprintf(w, "\n%d. %s: %s\n   confidence %.2f (%s)\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
 		for _, r := range f.Reasons {
-			fmt.Fprintf(w, "   - %s\n", r)
+			fmt.Fprintf(w, "   - %s\n", tableCounts(r))
 		}
 		if len(f.Evidence) > 0 {
 			fmt.Fprintln(w, "   evidence:")
@@ -125,9 +125,9 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 			fmt.Fprintln(w, "   remedies:")
 			for j, r := range f.Remedies {
 				if t := r.Paste(); t != "" {
-					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, r.Why)
+					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, tableCounts(r.Why))
 				} else {
-					fmt.Fprintf(w, "     %d) %s\n", j+1, r.Why)
+					fmt.Fprintf(w, "     %d) %s\n", j+1, tableCounts(r.Why))
 				}
 			}
 		}

@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -173,13 +175,13 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintln(w, "Verdict    DOES NOT FIT")
 	}
 	for _, f := range r.Problems {
-		fmt.Fprintf(w, "  problem  %s\n", f.Message)
+		fmt.Fprintf(w, "  problem  %s\n", tableCounts(f.Message))
 	}
 	for _, f := range r.Warnings {
-		fmt.Fprintf(w, "  warning  %s\n", f.Message)
+		fmt.Fprintf(w, "  warning  %s\n", tableCounts(f.Message))
 	}
 	for _, a := range r.Alternatives {
-		fmt.Fprintf(w, "  would fit: %s\n", a.Message)
+		fmt.Fprintf(w, "  would fit: %s\n", tableCounts(a.Message))
 	}
 	rec := r.Recommended
 	fmt.Fprintf(w, "\nRecommended (%s policy)\n", rec.Policy)
@@ -192,7 +194,7 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "  no settings make this model fit on this GPU\n")
 	}
 	for _, why := range rec.Why {
-		fmt.Fprintf(w, "  - %s\n", why)
+		fmt.Fprintf(w, "  - %s\n", tableCounts(why))
 	}
 	if t := rec.FromTraffic; t != nil {
 		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, provenance(t.StepTime, "-o json"))
@@ -223,6 +225,25 @@ func termName(term string) string {
 		return "CUDA graphs"
 	}
 	return term
+}
+
+// countRe is a count of tokens written without separators in a message
+// (the messages are shared with -o json, which never has them).
+var countRe = regexp.MustCompile(`\b(\d{4,})( tokens)`)
+
+// tableCounts writes the token counts of a message as a table writes
+// every count, with thousands separators; a flag's value ("--max-model-len
+// 30064", "max-model-len 30064:") is not a count of tokens and stays as it
+// is pasted.
+func tableCounts(s string) string {
+	return countRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := countRe.FindStringSubmatch(m)
+		n, err := strconv.ParseInt(sub[1], 10, 64)
+		if err != nil {
+			return m
+		}
+		return humanInt(n) + sub[2]
+	})
 }
 
 // Helpers of the commands, from the packages that own them.
