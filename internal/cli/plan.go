@@ -75,7 +75,7 @@ Several GPUs given (--gpu 2xA100-80GB, an instance type, --gpu-count) with no
 parallelism set are planned at the fewest of them that fit, tensor parallel
 inside a node and pipeline parallel across nodes; the second line says which.
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic), 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
 		},
@@ -197,6 +197,11 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return err
 	}
 	if !rep.Fits {
+		return errNoFit
+	}
+	if t := rep.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		// The memory fits; the traffic does not: no setting of this one
+		// deployment serves it.
 		return errNoFit
 	}
 	return nil
