@@ -386,7 +386,7 @@ func (r *runner) until(t float64, idle bool) error {
 			if err := r.read(); err != nil {
 				return err
 			}
-			if waiting := len(r.fe.jobs) + r.e.waiting.len(); waiting > r.opt.MaxBacklog {
+			if waiting := r.fe.waiting() + r.e.waiting.len(); waiting > r.opt.MaxBacklog {
 				r.st.rep.FellBehind = &Backlog{Waiting: waiting, AtS: at,
 					ArrivalsPerS: float64(r.sent) / max(at, 1e-9), ServedPerS: float64(r.st.rep.Requests) / max(at, 1e-9)}
 				return nil
@@ -396,6 +396,9 @@ func (r *runner) until(t float64, idle bool) error {
 		in, out := r.fe.complete()
 		if out != nil {
 			r.st.deliver(out, r.fe.now, r.done)
+			continue
+		}
+		if in == nil {
 			continue
 		}
 		q := *in

@@ -45,8 +45,12 @@ func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
-	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
-		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
+	band := ""
+	if c := r.Confidence; c != nil {
+		band = " (" + c.Band(c.ThroughputPct) + ")"
+	}
+	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s%s\n",
+		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)), band)
 	if r.Rejected > 0 {
 		var parts []string
 		for _, k := range r.SortedReasons() {
@@ -62,15 +66,29 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+	c := r.Confidence
+	if c != nil {
+		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\tband\t")
+	} else {
+		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+	}
 	for _, l := range []struct {
 		name string
 		v    sim.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+		pct  func(sim.Confidence) float64
+	}{{"TTFT", r.TTFT, func(c sim.Confidence) float64 { return c.TTFTPct }}, {"TPOT", r.TPOT, func(c sim.Confidence) float64 { return c.TPOTPct }},
+		{"ITL", r.ITL, func(c sim.Confidence) float64 { return c.TPOTPct }}, {"E2E", r.E2E, func(c sim.Confidence) float64 { return c.E2EPct }}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+		if c != nil {
+			fmt.Fprintf(tw, "±%.0f%%\t", l.pct(*c))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if c != nil {
+		writeEvidence(w, "", *c)
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -115,6 +133,19 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	return nil
 }
 
+// writeEvidence prints what the bands stand on: "fitted", or
+// "extrapolated" and each condition outside the training rows.
+func writeEvidence(w io.Writer, indent string, c sim.Confidence) {
+	if c.Fitted() {
+		fmt.Fprintf(w, "%sevidence: fitted (GPU architecture, model family, weights path, TP and vLLM version all in the training runs); bands from %s\n", indent, c.Source)
+		return
+	}
+	fmt.Fprintf(w, "%sevidence: extrapolated; bands from %s, widened for conditions outside the training runs:\n", indent, c.Source)
+	for _, o := range c.Outside {
+		fmt.Fprintf(w, "%s  - %s\n", indent, o)
+	}
+}
+
 // writeBench prints the run in vllm bench serve's layout ("Serving
 // Benchmark Result", vllm/benchmarks/serve.py: 40-column labels, values
 // to two decimals), so a measured and a predicted result read side by
@@ -157,6 +188,10 @@ func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
 		line("P99 "+l.name+" (ms):", l.v.P99)
 	}
 	head("", "=")
+	if c := r.Confidence; c != nil {
+		fmt.Fprintf(w, "bands: throughput ±%.0f%%, TTFT ±%.0f%%, TPOT and ITL ±%.0f%%\n", c.ThroughputPct, c.TTFTPct, c.TPOTPct)
+		writeEvidence(w, "", *c)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

@@ -53,6 +53,8 @@ type SeqsEvidence struct {
 	Reason     string          `json:"reason"`
 	StepTime   string          `json:"step_time"`
 	Candidates []sim.SeqsTrial `json:"candidates"`
+	// Confidence is how sure the candidates' figures are.
+	Confidence sim.Confidence `json:"confidence"`
 }
 
 // BuildWithTraffic is Build with --max-num-seqs chosen by simulating t on
@@ -104,7 +106,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		Reference:  rec.MaxNumSeqs,
 		Open:       t.open,
 		Parallel:   runtime.GOMAXPROCS(0),
-		Run:        sim.RunOptions{FrontEnd: cal.FrontEnd, Concurrency: t.Spec.Concurrency},
+		Run:        sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget.Model), Concurrency: t.Spec.Concurrency},
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n
@@ -129,7 +131,8 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 	if c.MaxNumSeqs == rec.MaxNumSeqs {
 		c.Reason += "; the same as without traffic"
 	}
-	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
+	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials,
+		Confidence: sim.ConfidenceOf(rec.Budget)}
 	for i, w := range rec.Why {
 		if strings.HasPrefix(w, "max-num-seqs ") {
 			rec.Why[i] = c.Reason
