@@ -50,6 +50,17 @@ func (c Confidence) Label() string {
 	return s
 }
 
+// Summary is every band and the evidence in one line: "throughput ±27%,
+// TTFT ±38%, TPOT and ITL ±23%, E2E ±38% (fitted)", or with "extrapolated:"
+// and what lies outside.
+func (c Confidence) Summary() string {
+	ev := c.Evidence
+	if len(c.Outside) > 0 {
+		ev += ": " + strings.Join(c.Outside, "; ")
+	}
+	return fmt.Sprintf("throughput ±%.0f%%, TTFT ±%.0f%%, TPOT and ITL ±%.0f%%, E2E ±%.0f%% (%s)", c.ThroughputPct, c.TTFTPct, c.TPOTPct, c.E2EPct, ev)
+}
+
 // Band formats a figure's band: "±12%, fitted".
 func (c Confidence) Band(pct float64) string {
 	return fmt.Sprintf("±%.0f%%, %s", pct, c.Evidence)

@@ -52,3 +52,15 @@ func TestConfidenceOf(t *testing.T) {
 		}
 	}
 }
+
+// The one-line summary names every band and what lies outside.
+func TestConfidenceSummary(t *testing.T) {
+	c := Confidence{Evidence: "extrapolated", Outside: []string{"tensor parallel 4: the rows run 1, 2, 8"}, ThroughputPct: 32, TTFTPct: 51, TPOTPct: 36, E2EPct: 51}
+	want := "throughput ±32%, TTFT ±51%, TPOT and ITL ±36%, E2E ±51% (extrapolated: tensor parallel 4: the rows run 1, 2, 8)"
+	if got := c.Summary(); got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := c.Band(c.TPOTPct); got != "±36%, extrapolated" {
+		t.Errorf("band %q", got)
+	}
+}

@@ -149,17 +149,13 @@ func writeEvidence(w io.Writer, indent string, c sim.Confidence) {
 	}
 }
 
-// evidenceNotes are the bands and the evidence as notes, for layouts
+// evidenceNotes are the bands and the evidence as a note, for layouts
 // that print notes last (the bench layout).
 func evidenceNotes(c *sim.Confidence) []string {
 	if c == nil {
 		return nil
 	}
-	n := []string{fmt.Sprintf("bands: throughput ±%.0f%%, TTFT ±%.0f%%, TPOT and ITL ±%.0f%%, E2E ±%.0f%% (%s; from %s)", c.ThroughputPct, c.TTFTPct, c.TPOTPct, c.E2EPct, c.Evidence, c.Source)}
-	for _, o := range c.Outside {
-		n = append(n, "extrapolated: "+o)
-	}
-	return n
+	return []string{"bands from " + c.Source + ": " + c.Summary()}
 }
 
 // writeBench prints a run in vllm bench serve's layout ("Serving

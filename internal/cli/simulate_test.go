@@ -391,6 +391,10 @@ func TestSimulateConfidence(t *testing.T) {
 	if c := m.Confidence; c == nil || c.Evidence != "fitted" || len(c.Outside) != 0 || c.TPOTPct <= 0 {
 		t.Errorf("confidence: %+v in %s", m.Confidence, out)
 	}
+	code, out, _ = run(t, offline, append(simBase, "--requests", reqs, "-o", "bench")...)
+	if code != 0 || !strings.Contains(out, "note: bands from the fit's cross-validation") || !strings.Contains(out, "(extrapolated: vLLM 0.19.0: the rows run 0.10.2–0.11.0") {
+		t.Errorf("bench layout: exit %d:\n%s", code, out)
+	}
 	code, out, _ = run(t, offline, append(simBase, "--requests", reqs, "--step-time", "fixed:10ms", "-o", "json")...)
 	if code != 0 || strings.Contains(out, `"confidence"`) {
 		t.Errorf("fixed step time: exit %d, %s", code, out)
