@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
@@ -58,7 +59,8 @@ type quantPath struct {
 //   - none or another method: BF16 GEMMs.
 func quantPathOf(method string, d gpu.Device) quantPath {
 	m := strings.ToLower(method)
-	ampere := d.Vendor != "amd" && strings.HasPrefix(d.ComputeCapability, "8.") && d.ComputeCapability < "8.9"
+	major, minor := capability(d)
+	ampere := major == 8 && minor < 9
 	switch {
 	case m == "":
 		return quantPath{Name: "bf16"}
@@ -67,9 +69,9 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 			return quantPath{Name: "mxfp4 marlin (weight-only, dequantized)", Dequant: true}
 		}
 		return quantPath{Name: "mxfp4 (upcast in kernel)", Dequant: true}
-	case strings.Contains(m, "nvfp4"):
+	case strings.Contains(m, "fp4"):
 		// FP4 math needs Blackwell; before it, Marlin widens NVFP4 too
-		if d.ComputeCapability >= "10.0" {
+		if major >= 10 {
 			return quantPath{Name: "nvfp4"}
 		}
 		return quantPath{Name: "nvfp4 marlin (weight-only, dequantized)", Dequant: true}
@@ -82,6 +84,18 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 		return quantPath{Name: "marlin (weight-only, dequantized)", Dequant: true}
 	}
 	return quantPath{Name: m}
+}
+
+// capability is d's CUDA compute capability as numbers; 0, 0 for AMD and
+// unknown devices.
+func capability(d gpu.Device) (major, minor int) {
+	if d.Vendor == "amd" {
+		return 0, 0
+	}
+	a, b, _ := strings.Cut(d.ComputeCapability, ".")
+	major, _ = strconv.Atoi(a)
+	minor, _ = strconv.Atoi(b)
+	return major, minor
 }
 
 // expertQuant is the method the routed experts are stored in: the

@@ -355,6 +355,9 @@ func TestQuantPath(t *testing.T) {
 		{"mxfp4", "H100-80GB", false, true},
 		{"mxfp4", "A100-80GB", false, true},
 		{"gptq", "H100-80GB", false, true},
+		{"modelopt_fp4", "H100-80GB", false, true},
+		{"modelopt_fp4", "B200", false, false},
+		{"fp8", "A10", false, true},
 	} {
 		p := quantPathOf(c.method, dev(c.gpu))
 		if p.FP8 != c.fp8 || p.Dequant != c.deq {
