@@ -209,15 +209,15 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // inside:
 //
 //	                 fitted (n)       extrapolated (n)
-//	throughput       26.5% (7)        31.5% (17)
-//	TTFT             38.3% (21)       50.9% (51)
-//	TPOT             23.0% (21)       35.5% (51)
+//	throughput       24.7% (7)        36.7% (17)
+//	TTFT             40.9% (21)       63.6% (51)
+//	TPOT             16.0% (21)       33.0% (51)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 27, TTFT: 38, TPOT: 23, E2E: 38}
-	extrapolatedBand = errorBand{Throughput: 32, TTFT: 51, TPOT: 36, E2E: 51}
+	fittedBand       = errorBand{Throughput: 25, TTFT: 41, TPOT: 16, E2E: 41}
+	extrapolatedBand = errorBand{Throughput: 37, TTFT: 64, TPOT: 33, E2E: 64}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 

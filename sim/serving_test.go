@@ -323,17 +323,18 @@ func relErr(got, want float64) float64 { return (got - want) / want }
 var servingMisses = map[string]map[string]float64{
 	// the Jinja path's c_req is a compromise between this burst (13 ms a
 	// request) and Qwen3-235B's (about 5)
-	"gs-q14-h100-rand128": {"request throughput": 0.22, "mean TPOT": 0.15, "mean TTFT": 0.26},
+	"gs-q14-h100-rand128": {"request throughput": 0.22, "mean TTFT": 0.26},
 	// ShareGPT bursts: the stand-in's longest request decides the
-	// duration; the first tokens come a second late
-	"gs-goss20-h100-sharegpt": {"request throughput": 0.22, "mean TTFT": 0.28},
-	"gs-goss20-a100-sharegpt": {"request throughput": 0.22},
-	// a KV pool of ~300 requests: the queue's order is not reproduced
-	// (median TTFT −77%)
-	"gs-goss120-h100-tp1-sharegpt": {"mean TTFT": 0.35},
+	// duration; the first tokens come late
+	"gs-goss20-h100-sharegpt": {"request throughput": 0.20, "mean TTFT": 0.50},
+	"gs-goss20-a100-sharegpt": {"request throughput": 0.20},
+	// the plan's KV pool (111,840 tokens since memory's 0.10 profile run
+	// changed; 44,720 before) admits about 270 requests where the row's
+	// queue (median TTFT 26 s) says far fewer ran
+	"gs-goss120-h100-tp1-sharegpt": {"request throughput": 0.42, "mean TPOT": 0.70, "mean TTFT": 0.67},
 	// tensor parallelism is still priced too cheaply
-	"gs-goss120-h100-tp2-sharegpt": {"mean TPOT": 0.20, "mean TTFT": 0.28},
-	"gs-q235-h100-tp8-sharegpt":    {"request throughput": 0.22, "mean TPOT": 0.35, "mean TTFT": 0.33},
+	"gs-goss120-h100-tp2-sharegpt": {"mean TPOT": 0.20, "mean TTFT": 0.52},
+	"gs-q235-h100-tp8-sharegpt":    {"request throughput": 0.20, "mean TPOT": 0.31, "mean TTFT": 0.30},
 }
 
 // TestServingRuns replays the published runs the step time was fitted on
@@ -513,7 +514,11 @@ func TestFitServing(t *testing.T) {
 	x0 := fitStart()
 	x, l := x0, loss(x0)
 	start := l
-	for range 3 {
+	rounds := 3
+	if s := os.Getenv("HEADROOM_FIT_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	for range rounds {
 		x, l = nelderMead(loss, x, 300)
 		fmt.Printf("loss %.5f at %v\n", l, x)
 	}
