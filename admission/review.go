@@ -213,7 +213,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 				e.warn(CodeProbe, "%s", msg)
 			}
 		}
-		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, index: i, c: c, l: l, a: a})
+		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a})
 	}
 	if !e.RunsVLLM {
 		return Evaluation{Kind: w.Kind}

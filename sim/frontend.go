@@ -85,9 +85,6 @@ type pendingReq struct {
 	req   Request
 }
 
-// waiting is the requests the server holds before the engine sees them.
-func (f *frontEnd) waiting() int { return len(f.jobs) + len(f.pending) - f.pendingHead }
-
 func (f *frontEnd) sharers() int {
 	n := len(f.jobs)
 	if f.outHead < len(f.out) {

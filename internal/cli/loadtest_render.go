@@ -98,14 +98,14 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t\n", l.name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
 	}
 	if sm := r.Simulated; sm != nil {
 		for _, l := range []struct {
 			name string
 			v    loadtest.Latency
 		}{{"TTFT simulated", sm.TTFT}, {"TPOT simulated", sm.TPOT}, {"E2E simulated", sm.E2E}} {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
 		}
 	}
 	tw.Flush()
