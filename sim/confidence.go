@@ -66,9 +66,10 @@ func (c Confidence) Band(pct float64) string {
 	return fmt.Sprintf("±%.0f%%, %s", pct, c.Evidence)
 }
 
+// The evidence classes are memory's, one vocabulary for plan and simulate.
 const (
-	evidenceFitted       = "fitted"
-	evidenceExtrapolated = "extrapolated"
+	evidenceFitted       = memory.EvidenceFitted
+	evidenceExtrapolated = memory.EvidenceExtrapolated
 )
 
 // conditions are what decides whether a simulation stands on the fit.
