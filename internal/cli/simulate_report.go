@@ -14,35 +14,43 @@ import (
 
 // engineLine is a simulated engine in one line: model, GPUs, pool, limits.
 func engineLine(model string, count int, gpu string, s report.SimSettings) string {
-	return fmt.Sprintf("%s on %dx %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d",
-		model, count, gpu, s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
+	return fmt.Sprintf("%s on %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d",
+		model, report.GPUCount(count, gpu), s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
 }
 
+// ms writes milliseconds for a column headed ms: a number, never with
+// another unit (thousands separated past 999).
 func ms(v float64) string {
-	switch {
-	case v >= 10000:
-		return fmt.Sprintf("%.1fs", v/1000)
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	default:
-		return fmt.Sprintf("%.1f", v)
+	if v >= 100 {
+		return humanInt(int64(math.Round(v)))
 	}
+	return fmt.Sprintf("%.1f", v)
 }
 
-// msUnit is ms with its unit: "850ms", "2.0s".
+// msUnit is a duration with its unit, where no column names one: "850ms",
+// "2.0s".
 func msUnit(v float64) string {
-	if s := ms(v); strings.HasSuffix(s, "s") {
-		return s
-	} else if v >= 1000 {
+	if v >= 1000 {
 		return fmt.Sprintf("%.1fs", v/1000)
-	} else {
-		return s + "ms"
 	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
 }
 
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 
-func writeSimulateTable(w io.Writer, r *report.SimReport) error {
+// provenance is a model's name without how it was fitted (what follows
+// " ("), for a table that leaves the long story to -v and the JSON.
+func provenance(s, more string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return s[:i] + " (" + more + " for how it was fitted)"
+	}
+	return s
+}
+
+func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 	if r.FellBehindLine != "" {
 		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
 	}
@@ -50,9 +58,17 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	if n := len(r.Replicas); n > 0 {
 		fmt.Fprintf(w, "a fleet of %d such replicas behind %s routing; the numbers below are the whole fleet's\n", n, r.Router)
 	}
-	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
-	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
-		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
+	step := r.StepTime
+	if !verbose {
+		step = provenance(step, "-v or -o json")
+	}
+	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, step)
+	band := ""
+	if c := r.Confidence; c != nil {
+		band = " (" + c.Band(c.ThroughputPct) + ")"
+	}
+	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s%s\n",
+		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)), band)
 	if r.GoodputPerS != nil {
 		fmt.Fprintf(w, "goodput: %.2f req/s (%s of the requests meet %s)\n", *r.GoodputPerS, humanInt(*r.GoodRequests), r.Goodput)
 	}
@@ -75,16 +91,30 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 		fmt.Fprintln(w, "no request finished: no latencies")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		c := r.Confidence
+		if c != nil {
+			fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\tband\t")
+		} else {
+			fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		}
 		for _, l := range []struct {
 			name string
 			v    sim.Latency
-		}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+			pct  func(sim.Confidence) float64
+		}{{"TTFT", r.TTFT, func(c sim.Confidence) float64 { return c.TTFTPct }}, {"TPOT", r.TPOT, func(c sim.Confidence) float64 { return c.TPOTPct }},
+			{"ITL", r.ITL, func(c sim.Confidence) float64 { return c.TPOTPct }}, {"E2E", r.E2E, func(c sim.Confidence) float64 { return c.E2EPct }}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+			if c != nil {
+				fmt.Fprintf(tw, "±%.0f%%\t", l.pct(*c))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if c := r.Confidence; c != nil {
+		writeEvidence(w, "", *c)
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -106,7 +136,7 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	if len(r.Compare) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SETTINGS\tUTIL\tMAX-MODEL-LEN\tMAX-NUM-SEQS\tKV BLOCKS\tTTFT p99\tTPOT p99\tE2E p99\tPREEMPT\tREJECTED\tPEAK KV\tSLO")
+		fmt.Fprintln(tw, "SETTINGS\tUTIL\tMAX-MODEL-LEN\tMAX-NUM-SEQS\tKV BLOCKS\tTTFT p99 ms\tTPOT p99 ms\tE2E p99 ms\tPREEMPT\tREJECTED\tPEAK KV\tSLO")
 		for _, c := range r.Compare {
 			label := c.Label
 			if c.MaxTokens > 0 {
@@ -139,6 +169,28 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// writeEvidence prints what the bands stand on: "fitted", or
+// "extrapolated" and each condition outside the training rows.
+func writeEvidence(w io.Writer, indent string, c sim.Confidence) {
+	if c.Fitted() {
+		fmt.Fprintf(w, "%sevidence: fitted (GPU architecture, model family, weights path, TP and vLLM version all in the training runs); bands from %s\n", indent, c.Source)
+		return
+	}
+	fmt.Fprintf(w, "%sevidence: extrapolated; bands from %s, widened for conditions outside the training runs:\n", indent, c.Source)
+	for _, o := range c.Outside {
+		fmt.Fprintf(w, "%s  - %s\n", indent, o)
+	}
+}
+
+// evidenceNotes are the bands and the evidence as a note, for layouts
+// that print notes last (the bench layout).
+func evidenceNotes(c *sim.Confidence) []string {
+	if c == nil {
+		return nil
+	}
+	return []string{"bands from " + c.Source + ": " + c.Summary()}
 }
 
 // writeBench prints a run in vllm bench serve's layout ("Serving

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,14 @@ type EngineRequest struct {
 	// "" reads the one loadtest writes for the GPU, when there is one, and
 	// says so in a note.
 	Calibration string
+	// MaxKVBlocks, when > 0, refuses an engine whose KV pool has more
+	// blocks (ErrTooManyBlocks): a server's bound on what one request's
+	// simulation may hold.
+	MaxKVBlocks int
 }
+
+// ErrTooManyBlocks is an engine past EngineRequest.MaxKVBlocks.
+var ErrTooManyBlocks = errors.New("too many KV blocks")
 
 // Engine is a planned deployment ready to simulate.
 type Engine struct {
@@ -124,6 +132,9 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 		}
 		return e, &NoFitError{Problems: msgs}
 	}
+	if req.MaxKVBlocks > 0 && e.Config.NumGPUBlocks > req.MaxKVBlocks {
+		return nil, fmt.Errorf("%w: the KV pool has %d blocks, at most %d here (lower num-gpu-blocks-override, or run `headroom simulate`)", ErrTooManyBlocks, e.Config.NumGPUBlocks, req.MaxKVBlocks)
+	}
 	if set.NumGPUBlocksOverride > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
 	}
@@ -154,7 +165,7 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 		if len(e.cal.samples) > 0 {
 			e.Calibration = sim.Fit(*m, e.cal.Calibration, e.cal.samples)
 		}
-		e.FrontEnd = e.Calibration.FrontEnd
+		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget.Model)
 	}
 	e.Config = sim.ConfigFor(b, e.Timer)
 	s := b.Settings
@@ -328,8 +339,11 @@ const maxCalibrationFile = 16 << 20
 // when it names none, wins, over the device's own calibration) and
 // measured steps {"gpu", "batch": {...}, "seconds"} (sim.Sample), which
 // sim.Fit turns into a correction on top.
+//
+// A kernel table written by bench/gpu-kernels (sim.KernelTable) is read as
+// the device's calibration instead.
 func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, error) {
-	base, _ := sim.CalibrationFor(dev)
+	base, fitted := sim.CalibrationFor(dev)
 	cal := calibration{Calibration: base, file: name}
 	f, err := files.open(name)
 	if err != nil {
@@ -339,6 +353,14 @@ func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, err
 	data, err := io.ReadAll(io.LimitReader(f, maxCalibrationFile+1))
 	if err != nil || len(data) > maxCalibrationFile {
 		return cal, fmt.Errorf("--calibration %s: unreadable or over %d MiB", name, maxCalibrationFile>>20)
+	}
+	if sim.IsKernelTable(data) {
+		t, err := sim.ReadKernelTable(bytes.NewReader(data))
+		if err != nil {
+			return cal, fmt.Errorf("--calibration %s: %v", name, err)
+		}
+		cal.Calibration = t.Calibration(dev, base, fitted)
+		return cal, nil
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if strings.TrimSpace(line) == "" {

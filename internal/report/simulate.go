@@ -70,7 +70,10 @@ type SimReport struct {
 	// numbers above are then the whole fleet's.
 	Router   string        `json:"router,omitempty"`
 	Replicas []*sim.Report `json:"replicas,omitempty"`
-	Notes    []string      `json:"notes,omitempty"`
+	// Confidence is how sure the figures are (sim.ConfidenceOf); absent
+	// with a fixed step time, which no fit stands behind.
+	Confidence *sim.Confidence `json:"confidence,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
 	// FellBehindLine says FellBehind in words, the table's first line.
 	FellBehindLine string `json:"fell_behind_line,omitempty"`
 }
@@ -245,6 +248,10 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
 	if fr != nil {
 		out.Router, out.Replicas = fr.Router, fr.Replicas
+	}
+	if _, ok := e.Timer.(*sim.Roofline); ok {
+		c := sim.ConfidenceOf(e.Budget)
+		out.Confidence = &c
 	}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
