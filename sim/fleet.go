@@ -556,6 +556,11 @@ func (f *fleet) complete(p *replica) error {
 		p.st.deliver(out, p.fe.now, func(ev Event) { f.done(p, ev) })
 		return nil
 	}
+	if in == nil {
+		// A request past the API server's fixed latency entered its
+		// shared CPU.
+		return nil
+	}
 	q := *in
 	q.Arrival = p.fe.now
 	if _, err := p.e.Add(q); err != nil {

@@ -195,8 +195,13 @@ func (c *sizer) sloCapacity(ctx context.Context) (float64, float64, error) {
 			return 0, miss, nil
 		}
 	}
+	// Rates are tried at the report's resolution (0.001 req/s), so the
+	// capacity reported is a rate that was run and met, probe for probe.
 	for hi/lo > 1.02 {
-		mid := math.Sqrt(lo * hi)
+		mid := round3(math.Sqrt(lo * hi))
+		if mid <= lo || mid >= hi {
+			break
+		}
 		if ok, _, err = c.oneReplica(ctx, mid); err != nil {
 			return 0, 0, err
 		}
@@ -206,7 +211,7 @@ func (c *sizer) sloCapacity(ctx context.Context) (float64, float64, error) {
 			hi = mid
 		}
 	}
-	return round3(lo), 0, nil
+	return lo, 0, nil
 }
 
 // chooseSeqs is the max-num-seqs the capacity probe at rate favours

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,7 +41,11 @@ func TestCapacityAgreesWithSimulate(t *testing.T) {
 		rate float64
 		met  bool
 	}{{o.SLOCapacityPerS, true}, {1.1 * o.SLOCapacityPerS, false}} {
-		sr, err := Simulate(context.Background(), offlineEnv(), nil, SimRequest{Engine: engineFor(req, "H100-80GB"), Workload: CapacityProbe(spec, k.rate), SLO: req.SLO})
+		// The option's replica: its max-num-seqs may be the one the
+		// simulation chose.
+		eng := engineFor(req, "H100-80GB")
+		eng.Plan.Flags = append(eng.Plan.Flags, "--max-num-seqs", strconv.Itoa(o.Settings.MaxNumSeqs))
+		sr, err := Simulate(context.Background(), offlineEnv(), nil, SimRequest{Engine: eng, Workload: CapacityProbe(spec, k.rate), SLO: req.SLO})
 		if err != nil {
 			t.Fatal(err)
 		}
