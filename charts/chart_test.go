@@ -234,7 +234,7 @@ func TestDryRunApply(t *testing.T) {
 // for a Deployment in the namespace llm.
 func capacityManifest(t *testing.T, render func(*report.Autoscaler, report.ScaleTarget) map[string]any) []byte {
 	t.Helper()
-	a := &report.Autoscaler{TargetRatePerS: 14.166, TargetWaiting: 2, TargetKV: 0.094, CoolDownS: 300, IntervalS: 15, MinReplicas: 1, MaxReplicas: 6,
+	a := &report.Autoscaler{TargetRatePerS: 15.3, TargetWaiting: 24, TargetKV: 0.124, CoolDownS: 300, IntervalS: 15, MinReplicas: 1, MaxReplicas: 6,
 		WaitingMetric: "vllm:num_requests_waiting", KVMetric: "vllm:kv_cache_usage_perc", RateMetric: "vllm:e2e_request_latency_seconds_count"}
 	out, err := yaml.Marshal(render(a, report.ScaleTarget{Name: "llama-8b", Namespace: "llm", Model: "meta-llama/Llama-3.1-8B-Instruct",
 		Prometheus: "http://prometheus-operated.monitoring.svc:9090"}))
