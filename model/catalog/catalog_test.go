@@ -14,9 +14,10 @@ import (
 	"headroom.dev/headroom/model"
 )
 
-// sharedModels holds the project's verbatim Hugging Face config.json files,
-// relative to this package's directory.
-const sharedModels = "../../../shared/data/models"
+// hfConfigs holds reference copies of Hugging Face config.json files, byte
+// for byte as their model repositories publish them (testdata/hf-configs/
+// README.md names each file's repository).
+const hfConfigs = "testdata/hf-configs"
 
 func TestCatalogChecksClean(t *testing.T) {
 	if err := Check(); err != nil {
@@ -83,12 +84,12 @@ func TestEntriesAreCopies(t *testing.T) {
 	}
 }
 
-// TestVerbatimConfigsMatchSharedData: the shared data's config.json files
-// are verbatim Hugging Face copies and the catalog must carry them unchanged.
-func TestVerbatimConfigsMatchSharedData(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(sharedModels, "*--*.json"))
-	if len(paths) == 0 {
-		t.Skipf("no shared model configs at %s", sharedModels)
+// TestVerbatimConfigsMatchHF: the catalog carries these Hugging Face
+// config.json files unchanged, byte for byte.
+func TestVerbatimConfigsMatchHF(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(hfConfigs, "*--*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no reference configs in %s (%v)", hfConfigs, err)
 	}
 	for _, p := range paths {
 		want, err := os.ReadFile(p)
