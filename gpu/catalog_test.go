@@ -17,7 +17,7 @@ func TestH100MatchesCalibrationLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := sel.Device.TotalBytes
-	// data/calibration/vllm-0.19.0-h100.csv: 52 start-ups log gpu_total_gib
+	// memory/testdata/vllm-0.19.0-h100.csv: 52 start-ups log gpu_total_gib
 	// 79.19 and requested_gib 75.23 at gpu_memory_utilization 0.95, where
 	// vLLM computes requested = ceil(total × 0.95).
 	if got := gib2(total); got != "79.19" {

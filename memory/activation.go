@@ -8,7 +8,7 @@ import (
 
 // The coefficients below model vLLM's profile run (vllm-memory.md §2.3). They
 // were read off 57 vLLM 0.19.0 start-ups on H100-80GB
-// (shared data: calibration/vllm-0.19.0-h100.csv) and are checked by the
+// (testdata/vllm-0.19.0-h100.csv) and are checked by the
 // calibration benchmark in this package; each names the rows that pin it.
 const (
 	// hiddenBuffers is how many hidden-sized tensors per token are alive at

@@ -68,7 +68,8 @@ func (c Calibration) String() string {
 // Check reports a calibration that cannot price a step.
 func (c Calibration) Check() error { return c.check() }
 
-// The constants below were fitted on ../shared/data/serving/train.csv
+// The constants below were fitted on testdata/serving/train.csv, copied from
+// gpustack/gpustack@47277d79 docs/performance-lab/qwen3-14b/{a100,h100}.md
 // (sim/README.md: the rows, the fit, and how well it reproduces them):
 // three `vllm bench serve` runs of Qwen3-14B on vLLM 0.11.0, one on an
 // A100 SXM, two on an H100 SXM. TestServingRuns replays them.
@@ -85,9 +86,9 @@ var (
 	// A100; sm_90: H100, H200, GH200).
 	fittedByCapability = map[string]Calibration{
 		"8.0": {FLOPsEfficiency: 0.545, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.849,
-			Source: "fitted on vllm bench serve of Qwen3-14B on A100-SXM, vLLM 0.11.0 (data/serving/train.csv gs-q14-a100-rand4k)"},
+			Source: "fitted on vllm bench serve of Qwen3-14B on A100-SXM, vLLM 0.11.0 (gpustack/gpustack@47277d79 docs/performance-lab/qwen3-14b/a100.md)"},
 		"9.0": {FLOPsEfficiency: 0.374, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.420,
-			Source: "fitted on vllm bench serve of Qwen3-14B on H100-SXM, vLLM 0.11.0 (data/serving/train.csv gs-q14-h100-*)"},
+			Source: "fitted on vllm bench serve of Qwen3-14B on H100-SXM, vLLM 0.11.0 (gpustack/gpustack@47277d79 docs/performance-lab/qwen3-14b/h100.md)"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.11.0's engine core and API
 	// server (with the bench client), fitted on the same rows. The fit

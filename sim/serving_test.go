@@ -17,7 +17,8 @@ import (
 )
 
 // servingRun is one published `vllm bench serve` run with its setup
-// (testdata/serving/train.csv, copied from ../shared/data/serving).
+// (testdata/serving/train.csv, copied from gpustack/gpustack@47277d79
+// docs/performance-lab/qwen3-14b/a100.md and h100.md).
 type servingRun struct {
 	id, model, gpu, version             string
 	input, output, prompts, concurrency int

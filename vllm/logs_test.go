@@ -90,7 +90,7 @@ func TestParseLogLine(t *testing.T) {
 				Message: "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (20272). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."}},
 		{"no cache memory", "ERROR 01-02 03:04:05 [core.py:1] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
 			LogEvent{Kind: LogErrNoCacheMemory, Device: -1, Message: "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."}},
-		// Verbatim from data/calibration/vllm-0.19.0-h100.csv (Kimi-Dev-72B, TP 4).
+		// Verbatim from memory/testdata/vllm-0.19.0-h100.csv (Kimi-Dev-72B, TP 4).
 		{"free memory error", "ValueError: Free memory on device cuda:1 (60.85/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
 			LogEvent{Kind: LogErrFreeMemory, Memory: MemoryFigures{Free: g(60.85), Total: g(79.19), Requested: g(75.23)}, Utilization: 0.95, Device: 1,
 				Message: "ValueError: Free memory on device cuda:1 (60.85/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."}},

@@ -300,8 +300,8 @@ var publishedParams = map[string]float64{
 	"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B":     7.61e9,
 	// Hugging Face's safetensors parameter count for Qwen2.5-VL-7B-Instruct: 8.29B.
 	"Qwen/Qwen2.5-VL-7B-Instruct": 8.29e9,
-	// Measured: vLLM 0.19 loaded 4.74 GiB of bf16 weights (shared calibration
-	// data): 4.74 * 2^30 / 2 = 2.545e9 parameters.
+	// Measured: vLLM 0.19 loaded 4.74 GiB of bf16 weights
+	// (memory/testdata/vllm-0.19.0-h100.csv): 4.74 * 2^30 / 2 = 2.545e9 parameters.
 	"ibm-granite/granite-3.1-2b-instruct": 2.545e9,
 	// Measured: 5.54 GiB of bf16 weights: 5.54 * 2^30 / 2 = 2.974e9.
 	"ibm-granite/granite-vision-3.3-2b": 2.974e9,
