@@ -42,7 +42,7 @@ func TestLoggedTotals(t *testing.T) {
 		{"A40", "44.35"},
 		{"L40S", "44.39"},
 		{"A100-40GB", "39.39"},
-		{"A100-80GB", "79.15"}, // seeds/001: "GPU 0 has a total capacity of 79.15 GiB"
+		{"A100-80GB", "79.15"}, // doctor/testdata/corpus/seed001-oom.txt: "GPU 0 has a total capacity of 79.15 GiB"
 		{"H100-94GB", "93.10"},
 		{"H200", "139.81"},
 		{"B200", "178.40"},
