@@ -169,7 +169,7 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
+		return fmt.Errorf("request is not the JSON object expected (%v): web/README.md has the request bodies", err)
 	}
 	if dec.More() {
 		return errors.New("request has more than one JSON value: send one object")
