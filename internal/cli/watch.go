@@ -17,6 +17,7 @@ import (
 )
 
 type watchFlags struct {
+	url         string
 	metricsURL  string
 	snapshot    bool
 	nvidiaSMI   string
@@ -34,7 +35,7 @@ type watchFlags struct {
 func newWatchCmd(env Env) *cobra.Command {
 	f := watchFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "watch --metrics-url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
+		Use:   "watch --url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
 		Short: "Watch a vLLM server's KV cache, queue, preemptions, TTFT and GPU memory together",
 		Long: `Scrapes a vLLM server's /metrics (the metric names of old and new releases) and,
 with --snapshot, reads GPU memory, then prints one live line per reading: GPU
@@ -55,14 +56,15 @@ num_requests_running, num_requests_waiting, num_preemptions_total,
 preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
 gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
 alerts it raised; values not known are null.`,
-		Example: `  headroom watch --metrics-url http://localhost:8000/metrics
-  headroom watch --metrics-url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
-  headroom watch --metrics-url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
-  headroom watch --metrics-url localhost:8000 --count 30 -o json > readings.jsonl`,
+		Example: `  headroom watch --url http://localhost:8000
+  headroom watch --url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
+  headroom watch --url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
+  headroom watch --url localhost:8000 --count 30 -o json > readings.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.url, "url", "", "the vLLM server, e.g. http://localhost:8000 (its /metrics is read), as loadtest's --url")
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL instead, e.g. http://localhost:8000/metrics")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
@@ -135,12 +137,9 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	case f.kvReadings < 1:
 		return badInput("--kv-readings must be 1 or more")
 	}
-	if f.metricsURL == "" {
-		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
-	}
-	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
+	url, err := serverMetricsURL(f.url, f.metricsURL)
 	if err != nil {
-		return badInput("%v", err)
+		return err
 	}
 
 	var reader telemetry.GPUReader
@@ -254,4 +253,23 @@ func watchLine(r telemetry.Reading, readErr error) string {
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}
 	return b.String()
+}
+
+// serverMetricsURL is the metrics URL of watch's and exporter's --url (the
+// server, as loadtest's --url names it) or --metrics-url (its metrics URL):
+// one of the two, normalized.
+func serverMetricsURL(url, metricsURL string) (string, error) {
+	switch {
+	case url != "" && metricsURL != "":
+		return "", badInput("give --url (the server) or --metrics-url (its metrics URL), not both")
+	case url == "" && metricsURL == "":
+		return "", badInput("no --url: give the vLLM server, e.g. http://localhost:8000 (its /metrics is read)")
+	case url == "":
+		url = metricsURL
+	}
+	u, err := telemetry.NormalizeMetricsURL(url)
+	if err != nil {
+		return "", badInput("%v", err)
+	}
+	return u, nil
 }

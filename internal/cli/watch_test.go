@@ -184,7 +184,8 @@ func TestWatchBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"watch"}, "no --metrics-url"},
+		{[]string{"watch"}, "no --url"},
+		{[]string{"watch", "--url", "ftp://x"}, "http or https"},
 		{[]string{"watch", "--metrics-url", "ftp://x"}, "http or https"},
 		{[]string{"watch", "--metrics-url", closed.URL}, "cannot scrape"},
 		{[]string{"watch", "--metrics-url", "x:1", "--kv-threshold", "1.5"}, "--kv-threshold"},
@@ -195,6 +196,36 @@ func TestWatchBadInput(t *testing.T) {
 		code, out, errs := run(t, offline, tt.args...)
 		if code != ExitBadInput || out != "" || !strings.Contains(errs, tt.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out, errs)
+		}
+	}
+}
+
+// --url names the server as loadtest's --url does: watch reads its
+// /metrics, the same readings --metrics-url gives; both at once, or
+// neither, is bad input.
+func TestWatchURLIsLoadtestsURL(t *testing.T) {
+	srv := telemetryVLLM(t, "vllm-0.6.3-v0.txt")
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "1", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rec); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rec["num_requests_running"] != 12.0 {
+		t.Errorf("--url %s read %v running, want the page's 12", srv.URL, rec["num_requests_running"])
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"watch"}, "no --url"},
+		{[]string{"watch", "--url", srv.URL, "--metrics-url", srv.URL + "/metrics"}, "not both"},
+	} {
+		code, _, errs := run(t, nil, tt.args...)
+		if code != ExitBadInput || !strings.Contains(errs, tt.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want one line with %q", tt.args, code, errs, tt.want)
 		}
 	}
 }
