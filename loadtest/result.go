@@ -6,6 +6,7 @@ import (
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/workload"
 )
 
 // Result is a run's report; its JSON form is `headroom loadtest -o json`
@@ -29,10 +30,18 @@ type Result struct {
 	ITL        Latency    `json:"itl_ms"`
 	E2E        Latency    `json:"e2e_ms"`
 	Throughput Throughput `json:"throughput"`
-	// Good is the number of requests meeting every per-request SLO.
-	Good         int64           `json:"good_requests"`
-	PromptTokens TokenStats      `json:"prompt_tokens"`
-	OutputTokens traffic.Summary `json:"output_tokens"`
+	// Good is the number of requests meeting every per-request SLO, or,
+	// with Goodput (vllm bench serve's --goodput), every one of its
+	// targets; Throughput.GoodputPerS is them per second.
+	Good         int64            `json:"good_requests"`
+	Goodput      workload.Goodput `json:"goodput,omitempty"`
+	PromptTokens TokenStats       `json:"prompt_tokens"`
+	// TotalPromptTokens sums the prompt tokens asked for, and
+	// TotalOutputTokens the tokens generated, of the requests that
+	// succeeded (vllm bench serve's total input and generated tokens).
+	TotalPromptTokens int64           `json:"total_prompt_tokens"`
+	TotalOutputTokens int64           `json:"total_output_tokens"`
+	OutputTokens      traffic.Summary `json:"output_tokens"`
 	// WithoutUsage counts successful streams that carried no usage: their
 	// output tokens are their content chunks.
 	WithoutUsage int64 `json:"without_usage,omitempty"`

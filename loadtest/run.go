@@ -32,6 +32,11 @@ type Config struct {
 	Warmup bool
 	SLOs   []slo.Bound
 	Seed   uint64
+	// Goodput, when set, counts good requests by vllm bench serve's
+	// --goodput targets (else by the per-request bounds of SLOs);
+	// Percentiles (0–100) are given too in every latency.
+	Goodput     workload.Goodput
+	Percentiles []float64
 
 	// Scraper reads /metrics (nil: none); GPUs reads local GPUs (nil:
 	// none); Interval is the time between readings (0: 1 s).
@@ -73,6 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	stats := NewStats(cfg.SLOs)
+	stats.goodput, stats.percentiles = cfg.Goodput, cfg.Percentiles
 	interval := cfg.Interval
 	if interval <= 0 {
 		interval = time.Second

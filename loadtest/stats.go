@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/workload"
 )
 
 // Stats collects outcomes in bounded memory: latencies go into
@@ -28,6 +30,14 @@ type Stats struct {
 	firstSent, lastSent       time.Duration
 	lastDone                  time.Duration
 	noUsage                   int64
+	// promptDone sums the prompt tokens asked for of the requests that
+	// succeeded (vllm bench serve's "Total input tokens").
+	promptDone int64
+	// goodput, when set, judges a good request by vllm bench serve's
+	// --goodput targets instead of the per-request SLO bounds;
+	// percentiles are the extra percentiles each Latency gives.
+	goodput     workload.Goodput
+	percentiles []float64
 }
 
 // NewStats returns empty stats that count goodput under slos.
@@ -64,6 +74,7 @@ func (s *Stats) Add(o *Outcome, end time.Duration) {
 		return
 	}
 	s.done++
+	s.promptDone += o.Prompt
 	s.ttft.Add(micros(o.TTFT))
 	s.e2e.Add(micros(o.E2E))
 	for _, g := range o.ITL {
@@ -78,7 +89,12 @@ func (s *Stats) Add(o *Outcome, end time.Duration) {
 		s.noUsage++
 	}
 	s.outputTok.Add(o.OutputTokens())
-	if meets(s.slos, o) {
+	if len(s.goodput) > 0 {
+		tpot, _ := o.TPOT()
+		if s.goodput.Meets(msOf(o.TTFT), msOf(tpot), msOf(o.E2E)) {
+			s.good++
+		}
+	} else if meets(s.slos, o) {
 		s.good++
 	}
 }
@@ -115,16 +131,24 @@ type Latency struct {
 	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
+	// Percentiles are those Config.Percentiles asked for.
+	Percentiles []sim.Percentile `json:"percentiles,omitempty"`
 }
 
 func ms(us float64) float64 { return math.Round(us) / 1000 }
 
-func latency(h *traffic.Histogram) Latency {
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func latency(h *traffic.Histogram, percentiles []float64) Latency {
 	if h.Count() == 0 {
 		return Latency{}
 	}
 	q := func(p float64) float64 { return ms(float64(h.Quantile(p))) }
-	return Latency{Count: h.Count(), Mean: ms(h.Mean()), P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), Max: ms(float64(h.Max()))}
+	l := Latency{Count: h.Count(), Mean: ms(h.Mean()), P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), Max: ms(float64(h.Max()))}
+	for _, p := range percentiles {
+		l.Percentiles = append(l.Percentiles, sim.Percentile{P: p, Value: q(p / 100)})
+	}
+	return l
 }
 
 // summarize fills the request part of r.
@@ -144,10 +168,13 @@ func (s *Stats) summarize(r *Result) {
 	for _, k := range kinds {
 		r.ErrorExamples = append(r.ErrorExamples, ErrorExample{Kind: k, Message: s.errText[k]})
 	}
-	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft), latency(&s.tpot), latency(&s.itl), latency(&s.e2e)
-	r.SendLag = latency(&s.lag)
+	p := s.percentiles
+	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft, p), latency(&s.tpot, p), latency(&s.itl, p), latency(&s.e2e, p)
+	r.SendLag = latency(&s.lag, nil)
+	r.Goodput = s.goodput
 	r.PromptTokens = TokenStats{Requested: s.requested.Summary(), Served: s.promptTok.Summary()}
 	r.OutputTokens = s.outputTok.Summary()
+	r.TotalPromptTokens, r.TotalOutputTokens = s.promptDone, int64(s.outputTok.Sum())
 	r.WithoutUsage = s.noUsage
 
 	r.DurationS = round3(s.lastDone.Seconds())

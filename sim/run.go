@@ -43,6 +43,9 @@ type RunOptions struct {
 	// a backlog that only grows has its answer, and memory stays bounded.
 	// 0 means DefaultMaxBacklog(max-num-seqs).
 	MaxBacklog int
+	// Percentiles (0–100) are given too in every Latency's Percentiles,
+	// for vllm bench serve's --metric-percentiles.
+	Percentiles []float64
 }
 
 // DefaultMaxBacklog is the backlog Run allows before it calls the engine
@@ -74,6 +77,14 @@ type Latency struct {
 	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
 	Max  float64 `json:"max"`
+	// Percentiles are those RunOptions.Percentiles asked for.
+	Percentiles []Percentile `json:"percentiles,omitempty"`
+}
+
+// Percentile is one percentile (0–100) of a latency, in milliseconds.
+type Percentile struct {
+	P     float64 `json:"p"`
+	Value float64 `json:"value"`
 }
 
 // Window is one window of the time series.
@@ -128,6 +139,7 @@ type stats struct {
 	ttft, tpot, itl, e2e traffic.Histogram
 	rep                  Report
 	maxWindows           int
+	percentiles          []float64
 	// firstAt is the delivery time of the first token of each request in
 	// flight that has one; lastOut the last delivery.
 	firstAt map[uint64]float64
@@ -136,7 +148,7 @@ type stats struct {
 }
 
 func newStats(opt RunOptions) *stats {
-	s := &stats{maxWindows: opt.MaxWindows, firstAt: map[uint64]float64{}}
+	s := &stats{maxWindows: opt.MaxWindows, firstAt: map[uint64]float64{}, percentiles: opt.Percentiles}
 	s.rep.WindowS = opt.Window
 	if s.rep.WindowS <= 0 {
 		s.rep.WindowS = 10
@@ -186,13 +198,24 @@ func (s *stats) finish(ev Event) {
 	if ev.Preemptions > 0 {
 		s.rep.PreemptedRequests++
 	}
-	s.ttft.Add(micros(ev.FirstToken - ev.Arrival))
-	s.e2e.Add(micros(ev.Finish - ev.Arrival))
-	// TPOT as vllm bench serve defines it: (e2e − ttft) / (output − 1),
-	// for requests of more than one output token.
+	ttft, tpot, e2e := ev.Latencies()
+	s.ttft.Add(micros(ttft))
+	s.e2e.Add(micros(e2e))
 	if ev.Output > 1 {
-		s.tpot.Add(micros((ev.Finish - ev.FirstToken) / float64(ev.Output-1)))
+		s.tpot.Add(micros(tpot))
 	}
+}
+
+// Latencies are a finished request's TTFT, TPOT and E2E in seconds, as
+// vllm bench serve defines them: TPOT is (E2E − TTFT) / (output − 1), and
+// 0 for a request of one output token (which bench leaves out of its TPOT
+// statistics and counts as meeting a --goodput TPOT target).
+func (ev Event) Latencies() (ttft, tpot, e2e float64) {
+	ttft, e2e = ev.FirstToken-ev.Arrival, ev.Finish-ev.Arrival
+	if ev.Output > 1 {
+		tpot = (ev.Finish - ev.FirstToken) / float64(ev.Output-1)
+	}
+	return ttft, tpot, e2e
 }
 
 // window returns the series entry for time t, merging windows when the
@@ -246,12 +269,12 @@ func (s *stats) step(res *StepResult, g Gauges) {
 	s.rep.MaxWaiting = max(s.rep.MaxWaiting, g.Waiting)
 }
 
-func latency(h *traffic.Histogram) Latency {
+func latency(h *traffic.Histogram, percentiles []float64) Latency {
 	if h.Count() == 0 {
 		return Latency{}
 	}
 	ms := func(v int64) float64 { return math.Round(float64(v)/10) / 100 }
-	return Latency{
+	l := Latency{
 		Mean: math.Round(h.Mean()/10) / 100,
 		P50:  ms(h.Quantile(0.50)),
 		P90:  ms(h.Quantile(0.90)),
@@ -259,6 +282,10 @@ func latency(h *traffic.Histogram) Latency {
 		P99:  ms(h.Quantile(0.99)),
 		Max:  ms(h.Max()),
 	}
+	for _, p := range percentiles {
+		l.Percentiles = append(l.Percentiles, Percentile{P: p, Value: ms(h.Quantile(p / 100))})
+	}
+	return l
 }
 
 // Run sends src's requests to e through the API server (opt.FrontEnd) and
@@ -434,7 +461,8 @@ func (s *stats) report(e *Engine) *Report {
 	if len(r.RejectedBy) == 0 {
 		r.RejectedBy = nil
 	}
-	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft), latency(&s.tpot), latency(&s.itl), latency(&s.e2e)
+	p := s.percentiles
+	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft, p), latency(&s.tpot, p), latency(&s.itl, p), latency(&s.e2e, p)
 	if r.DurationS > 0 {
 		r.RequestsPerS = math.Round(float64(r.Requests)/r.DurationS*1000) / 1000
 		r.OutputTokensPerS = math.Round(float64(r.OutputTokens)/r.DurationS*10) / 10

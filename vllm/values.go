@@ -98,6 +98,13 @@ func humanInt(raw string) (int64, bool) {
 	return int64(f * mult), true // vLLM truncates: int(float(number) * mult)
 }
 
+// HumanInt is humanInt for the other readers of token counts (the
+// workload's lengths), so that "2k" means one thing in every flag.
+func HumanInt(raw string) (int64, bool) { return humanInt(raw) }
+
+// HumanIntHelp says how HumanInt reads a suffix, for error messages.
+const HumanIntHelp = humanIntHelp
+
 var decimalNumber = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
 const humanIntHelp = "(k = 1000, K = 1024, so 8k = 8000 and 8K = 8192)"

@@ -8,10 +8,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 )
 
 // Dist is a distribution of token counts.
@@ -103,7 +103,18 @@ const maxTokens = 10_000_000
 
 var errDist = errors.New("want N, fixed:N, uniform:A-B or a 'headroom profile -o json' file")
 
-// ParseDist reads N, fixed:N or uniform:A-B.
+// ParseTokens reads a token count as vLLM reads --max-model-len
+// (vllm.HumanInt: 2k = 2000, 2K = 2048), from 0 to the workload's bound.
+func ParseTokens(s string) (int, bool) {
+	n, ok := vllm.HumanInt(s)
+	if !ok || n < 0 || n > maxTokens {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// ParseDist reads N, fixed:N or uniform:A-B, each count as ParseTokens
+// reads it ("2k").
 func ParseDist(s string) (Dist, error) {
 	kind, arg, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
@@ -111,16 +122,16 @@ func ParseDist(s string) (Dist, error) {
 	}
 	switch kind {
 	case "fixed":
-		n, err := strconv.Atoi(arg)
-		if err != nil || n < 0 || n > maxTokens {
-			return nil, fmt.Errorf("token length %q: %w (N from 0 to %d)", s, errDist, maxTokens)
+		n, ok := ParseTokens(arg)
+		if !ok {
+			return nil, fmt.Errorf("token length %q: %w (N from 0 to %d; %s)", s, errDist, maxTokens, vllm.HumanIntHelp)
 		}
 		return Fixed(n), nil
 	case "uniform":
 		a, b, ok := strings.Cut(arg, "-")
-		lo, err1 := strconv.Atoi(a)
-		hi, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || lo < 0 || hi < lo || hi > maxTokens {
+		lo, ok1 := ParseTokens(a)
+		hi, ok2 := ParseTokens(b)
+		if !ok || !ok1 || !ok2 || hi < lo {
 			return nil, fmt.Errorf("token length %q: want uniform:A-B with 0 <= A <= B <= %d", s, maxTokens)
 		}
 		return Uniform{lo, hi}, nil

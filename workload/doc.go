@@ -10,7 +10,10 @@
 // all at once, a closed loop of N in flight, a request log's own times,
 // bursts), lengths (fixed, uniform, a range around a length as vllm bench
 // serve's random dataset draws it, a profile's distributions, a log's own
-// sizes) and a bound (a number of requests, a duration). The package
-// generates and reads requests lazily: memory does not grow with their
-// number.
+// sizes, a ShareGPT or custom dataset sampled as vllm bench serve samples
+// it, with CPython's Mersenne Twister for its seeded shuffle) and a bound
+// (a number of requests, a duration). A pasted bench command also says
+// what its result prints (BenchOutput: --goodput and the percentile
+// flags). The package generates and reads requests lazily: memory does
+// not grow with their number (a dataset keeps two lengths per entry).
 package workload

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"headroom.dev/headroom/vllm"
 )
 
 // Flags are the workload's flags, the same in every command that takes
@@ -15,13 +17,19 @@ import (
 type Flags struct {
 	rate, burstiness, speedup, rangeRatio float64
 	arrival                               string
-	concurrency, numRequests, prefix      int
+	concurrency, numRequests              int
 	duration                              time.Duration
 	requests                              string
-	prompt, output                        string
+	prompt, output, prefix                string
 	bursts                                []string
 	seed                                  uint64
 	bench                                 string
+	// a dataset file, as vllm bench serve samples it
+	datasetName, datasetPath       string
+	shareGPTOutput, customOutput   string
+	disableShuffle, noOversample   bool
+	goodput                        []string
+	percentileMetrics, percentiles string
 	// deprecated spellings, hidden: they print a notice and set the new flag.
 	inputTokens string
 }
@@ -46,10 +54,19 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.prompt, "prompt-tokens", DefaultPrompt, "prompt lengths: N, fixed:N, uniform:A-B, or a 'profile -o json' file")
 	fs.StringVar(&f.output, "output-tokens", DefaultOutput, "output lengths (max_tokens, generated in full): N, fixed:N, uniform:A-B, or a 'profile -o json' file")
 	fs.Float64Var(&f.rangeRatio, "range-ratio", 0, "draw fixed lengths N uniformly from N×(1-r) to N×(1+r) (vllm bench serve's --random-range-ratio)")
-	fs.IntVar(&f.prefix, "prefix-tokens", 0, "a prefix of this many tokens shared by every prompt, put in front of it (vllm bench serve's --random-prefix-len)")
+	fs.StringVar(&f.prefix, "prefix-tokens", "0", "a prefix of this many tokens shared by every prompt, put in front of it (vllm bench serve's --random-prefix-len)")
+	fs.StringVar(&f.datasetName, "dataset-name", DatasetRandom, "the requests' sizes: random (the length flags), or sampled from --dataset-path as vllm bench serve samples it: sharegpt (a ShareGPT JSON file) or custom (JSON lines {prompt, output_tokens}); lengths estimated at 4 bytes of text per token")
+	fs.StringVar(&f.datasetPath, "dataset-path", "", "the dataset file of --dataset-name sharegpt or custom (gzip too; read as a stream, at most 4 GiB of text and 10 million entries)")
+	fs.StringVar(&f.shareGPTOutput, "sharegpt-output-len", "", "--dataset-name sharegpt: every request's output tokens, instead of its reply's")
+	fs.StringVar(&f.customOutput, "custom-output-len", "", "--dataset-name custom: output tokens of a line without output_tokens (default 256)")
+	fs.BoolVar(&f.disableShuffle, "disable-shuffle", false, "take a dataset's entries in file order (vllm bench serve's --disable-shuffle)")
+	fs.BoolVar(&f.noOversample, "no-oversample", false, "send only the dataset's entries that pass, even if fewer than --num-requests")
+	fs.StringSliceVar(&f.goodput, "goodput", nil, "vllm bench serve's goodput targets in ms, e.g. 'ttft:2000 tpot:50 e2el:10000': requests/s meeting every one")
+	fs.StringVar(&f.percentileMetrics, "percentile-metrics", "ttft,tpot,itl", "-o bench: the latencies printed, of ttft, tpot, itl and e2el")
+	fs.StringVar(&f.percentiles, "metric-percentiles", "99", "-o bench: the percentiles printed of each, e.g. 50,90,99")
 	fs.StringSliceVar(&f.bursts, "burst", nil, "add COUNT prompts of TOKENS at TIME, e.g. 50x30000@60s (repeatable, or comma-separated)")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the arrival times and lengths")
-	fs.StringVar(&f.bench, "bench", "", "the traffic of a 'vllm bench serve ...' command (random dataset), quoted")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the arrival times and lengths (a dataset's shuffle takes vllm bench serve's default, 0, unless given)")
+	fs.StringVar(&f.bench, "bench", "", "the traffic of a 'vllm bench serve ...' command (random, sharegpt or custom dataset), quoted")
 	fs.StringVar(&f.inputTokens, "input-tokens", "", "old spelling of --prompt-tokens")
 	_ = fs.MarkHidden("input-tokens")
 	// vllm bench serve's own names of the same flags are read as ours, so
@@ -74,7 +91,12 @@ var benchNames = map[string]string{
 type Read struct {
 	// Bench is the pasted vllm bench serve command, when --bench was given.
 	Bench *Bench
+	// Output is what a result in bench's layout prints: the bench
+	// command's --goodput and percentile flags, or the flags' own.
+	Output BenchOutput
 	// Notices are one-line messages for the user (an old flag spelling).
+	// A bench command's own (flags read and ignored) are in Bench.Notices,
+	// for the report's notes.
 	Notices []string
 }
 
@@ -90,10 +112,19 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		f.prompt = f.inputTokens
 		rd.Notices = append(rd.Notices, "--input-tokens is now --prompt-tokens; the old spelling goes in the next release")
 	}
+	var err error
+	if rd.Output, err = f.benchOutput(); err != nil {
+		return Spec{}, rd, err
+	}
 	s := Spec{Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness, Concurrency: f.concurrency, NumRequests: f.numRequests,
-		Duration: f.duration.Seconds(), Log: f.requests, Speedup: f.speedup, PrefixTokens: f.prefix, Seed: f.seed}
+		Duration: f.duration.Seconds(), Log: f.requests, Speedup: f.speedup, Seed: f.seed}
+	var ok bool
+	if s.PrefixTokens, ok = ParseTokens(f.prefix); !ok {
+		return Spec{}, rd, fmt.Errorf("--prefix-tokens %q: want a number of tokens (%s)", f.prefix, vllm.HumanIntHelp)
+	}
 	if f.bench != "" {
-		for _, name := range []string{"rate", "arrival", "burstiness", "concurrency", "num-requests", "prompt-tokens", "output-tokens", "range-ratio", "prefix-tokens", "requests", "burst"} {
+		for _, name := range []string{"rate", "arrival", "burstiness", "concurrency", "num-requests", "prompt-tokens", "output-tokens", "range-ratio", "prefix-tokens", "requests", "burst",
+			"dataset-name", "dataset-path", "sharegpt-output-len", "custom-output-len", "disable-shuffle", "no-oversample"} {
 			if changed(name) {
 				return Spec{}, rd, fmt.Errorf("--%s and --bench both describe the traffic: give one (the bench command's own flags set it)", name)
 			}
@@ -106,13 +137,37 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		if changed("seed") || b.Seed == nil {
 			b.Spec.Seed = f.seed
 		}
+		if changed("seed") {
+			b.Spec.Dataset.Seed = f.seed
+		}
+		// The output flags given beside --bench win over the command's.
+		for _, name := range []string{"goodput", "percentile-metrics", "metric-percentiles"} {
+			if changed(name) {
+				switch name {
+				case "goodput":
+					b.Output.Goodput = rd.Output.Goodput
+				case "percentile-metrics":
+					b.Output.Metrics = rd.Output.Metrics
+				default:
+					b.Output.Percentiles = rd.Output.Percentiles
+				}
+			}
+		}
+		rd.Output = b.Output
 		rd.Bench = &b
 		return b.Spec, rd, b.Spec.Validate()
 	}
 	if s.Concurrency == 0 && changed("concurrency") {
 		return Spec{}, rd, fmt.Errorf("--concurrency must be 1 or more")
 	}
-	var err error
+	if f.datasetName != "" && f.datasetName != DatasetRandom {
+		return f.dataset(fs, s, rd)
+	}
+	for _, name := range []string{"dataset-path", "sharegpt-output-len", "custom-output-len", "disable-shuffle", "no-oversample"} {
+		if changed(name) {
+			return Spec{}, rd, fmt.Errorf("--%s reads a dataset: give --dataset-name sharegpt or custom", name)
+		}
+	}
 	if s.Prompt, s.Output, err = lengths(f.prompt, f.output, open); err != nil {
 		return Spec{}, rd, err
 	}
@@ -141,6 +196,49 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		return Spec{}, rd, fmt.Errorf("--burst needs an open loop (--rate): a closed loop sends when a request ends")
 	}
 	return s, rd, s.Validate()
+}
+
+// dataset is the Spec of --dataset-name sharegpt or custom: the sizes
+// come from the file, the arrivals and count from the other flags.
+func (f *Flags) dataset(fs *pflag.FlagSet, s Spec, rd Read) (Spec, Read, error) {
+	for _, name := range []string{"prompt-tokens", "output-tokens", "range-ratio", "prefix-tokens", "burst", "requests"} {
+		if fs.Changed(name) {
+			return Spec{}, rd, fmt.Errorf("--%s and --dataset-name %s both give the requests' sizes: give one (--sharegpt-output-len or --custom-output-len fixes the outputs)", name, f.datasetName)
+		}
+	}
+	d := Dataset{Name: f.datasetName, Path: f.datasetPath, NoShuffle: f.disableShuffle, NoOversample: f.noOversample}
+	if fs.Changed("seed") {
+		d.Seed = f.seed
+	}
+	out, flag := f.shareGPTOutput, "sharegpt-output-len"
+	if d.Name == DatasetCustom {
+		out, flag = f.customOutput, "custom-output-len"
+	}
+	if out != "" {
+		n, ok := ParseTokens(out)
+		if !ok || n < 1 {
+			return Spec{}, rd, fmt.Errorf("--%s %q: want a number of tokens from 1 (%s)", flag, out, vllm.HumanIntHelp)
+		}
+		d.OutputLen = n
+	}
+	s.Dataset = d
+	return s, rd, s.Validate()
+}
+
+// benchOutput reads the bench output flags.
+func (f *Flags) benchOutput() (BenchOutput, error) {
+	o := DefaultBenchOutput()
+	var err error
+	if o.Goodput, err = ParseGoodput(f.goodput); err != nil {
+		return o, err
+	}
+	if o.Metrics, err = ParsePercentileMetrics(f.percentileMetrics); err != nil {
+		return o, err
+	}
+	if o.Percentiles, err = ParseMetricPercentiles(f.percentiles); err != nil {
+		return o, err
+	}
+	return o, nil
 }
 
 // lengths reads the two length flags: a distribution each, or a profile

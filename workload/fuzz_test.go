@@ -42,7 +42,10 @@ func FuzzReplay(f *testing.F) {
 // return either a usable value or an error.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"fixed:7", "uniform:1-9", "12", "50x30000@60s", "x@", "vllm bench serve --random-input-len 10 --num-prompts 2",
-		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'"} {
+		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'",
+		"--dataset-name sharegpt --dataset-path f.json --sharegpt-output-len 2k --disable-shuffle --no-oversample",
+		"--goodput ttft:2000 tpot:50 e2el:1e4 --percentile-metrics ttft,e2el --metric-percentiles 25,99.9 --metadata a=1 b=2",
+		"--dataset-name custom --dataset-path x.jsonl --custom-output-len 7 --ramp-up-strategy linear"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -55,6 +58,40 @@ func FuzzParse(f *testing.F) {
 		if b, err := ParseBench(s); err == nil {
 			if err := b.Spec.Validate(); err != nil {
 				t.Fatalf("%q: a parsed bench command does not validate: %v", s, err)
+			}
+		}
+	})
+}
+
+// FuzzDataset: any bytes read as a ShareGPT or custom file give entries of
+// bounded, non-negative lengths, or one error, without panicking.
+func FuzzDataset(f *testing.F) {
+	f.Add([]byte(`[{"conversations": [{"from": "human", "value": "Hi th\u00e9re, how are you?"}, {"from": "gpt", "value": "Fine."}]}, {"id": 1}]`))
+	f.Add([]byte(`[{"conversations": [{"value": 3}, {"value": null}, []]}, [], "x", 1e5, true]`))
+	f.Add([]byte("{\"prompt\": \"abc\", \"output_tokens\": 12}\n{\"prompt\": \"\\ud83d\"}\n"))
+	f.Add([]byte(`[[[[{"conversations": {"value": "a"}}]]]]`))
+	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{DatasetShareGPT, DatasetCustom} {
+			entries, err := readDataset(bytes.NewReader(b), Dataset{Name: name})
+			if err != nil {
+				continue
+			}
+			// gzip may hold more text than its bytes.
+			bound := int64(len(b))
+			if len(b) > 1 && b[0] == 0x1f && b[1] == 0x8b {
+				bound = maxDatasetBytes
+			}
+			if int64(len(entries)) > bound {
+				t.Fatalf("%s: %d entries from %d bytes", name, len(entries), len(b))
+			}
+			for _, e := range entries {
+				if e.prompt < 0 || e.output < 0 || int64(e.prompt) > EstimateTokens(bound) {
+					t.Fatalf("%s: entry %+v from %d bytes", name, e, len(b))
+				}
+			}
+			if _, _, err := sampleDataset(entries, Dataset{Name: name, Path: "f"}, 7); err == nil && len(entries) == 0 {
+				t.Fatalf("%s: a sample of nothing", name)
 			}
 		}
 	})

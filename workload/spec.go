@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"headroom.dev/headroom/vllm"
 )
 
 // Request is one request of a workload.
@@ -64,6 +66,10 @@ type Spec struct {
 	// sizes. Its lines without a size take Prompt's and Output's.
 	Log     string
 	Speedup float64
+	// Dataset, when its Name is set, is a dataset file sampled as vllm
+	// bench serve samples it: its requests' sizes, at the Spec's arrivals,
+	// NumRequests of them (default DefaultNumRequests).
+	Dataset Dataset
 	// Prompt and Output are the lengths of synthetic requests.
 	Prompt, Output Dist
 	// PrefixTokens, when > 0, puts a prefix of that many tokens shared by
@@ -108,16 +114,16 @@ func ParseBurst(s string) (Burst, error) {
 		return Burst{}, bad
 	}
 	count, err1 := strconv.Atoi(c)
-	tokens, err2 := strconv.Atoi(t)
+	tokens, ok := vllm.HumanInt(t)
 	d, err3 := time.ParseDuration(at)
-	if err1 != nil || err2 != nil || err3 != nil || count <= 0 || tokens <= 0 || d < 0 {
+	if err1 != nil || !ok || err3 != nil || count <= 0 || tokens <= 0 || d < 0 {
 		return Burst{}, bad
 	}
 	// Far beyond any real burst, and a typo away from a run that never ends.
 	if count > 1_000_000 || tokens > maxTokens {
 		return Burst{}, fmt.Errorf("burst %q: at most 1000000 requests of at most %d tokens", s, maxTokens)
 	}
-	return Burst{Count: count, Tokens: tokens, At: d.Seconds()}, nil
+	return Burst{Count: count, Tokens: int(tokens), At: d.Seconds()}, nil
 }
 
 // Validate reports a Spec that cannot run, in one line naming the flag.
@@ -139,8 +145,16 @@ func (s Spec) Validate() error {
 		return errors.New("--burstiness must be positive (1 is Poisson)")
 	case s.PrefixTokens < 0 || s.PrefixTokens > maxTokens:
 		return fmt.Errorf("--prefix-tokens must be between 0 and %d", maxTokens)
+	case s.Dataset.Name != "" && s.Log != "":
+		return errors.New("--dataset-name and --requests both give the requests' sizes: give one")
 	case s.Log == "" && s.Rate == 0 && s.Concurrency == 0 && len(s.Bursts) == 0:
 		return errors.New("no traffic: give --rate R, --concurrency N, --burst or --requests FILE")
+	case s.Dataset.Name != "" && len(s.Bursts) > 0:
+		return errors.New("--burst adds synthetic requests: not with --dataset-name (replay the dataset alone)")
+	case s.Dataset.Name != "":
+		if err := s.Dataset.Validate(); err != nil {
+			return err
+		}
 	case s.Log == "" && (s.Prompt == nil || s.Output == nil):
 		return errors.New("no request lengths: give --prompt-tokens and --output-tokens")
 	}
@@ -161,6 +175,9 @@ func (s Spec) synthCount() float64 {
 	}
 	if s.Rate == 0 && s.Concurrency == 0 {
 		return n
+	}
+	if s.Dataset.Name != "" {
+		return n + float64(s.datasetCount())
 	}
 	switch {
 	case s.NumRequests > 0:
@@ -209,7 +226,9 @@ func (s Spec) Describe() string {
 	if s.Concurrency > 0 {
 		parts = append(parts, fmt.Sprintf("closed loop of %d", s.Concurrency))
 	}
-	if s.Log == "" && (s.Rate > 0 || s.Concurrency > 0) {
+	if s.Dataset.Name != "" {
+		parts = append(parts, s.Dataset.String())
+	} else if s.Log == "" && (s.Rate > 0 || s.Concurrency > 0) {
 		parts = append(parts, fmt.Sprintf("prompts %s, outputs %s", s.Prompt, s.Output))
 	}
 	if s.PrefixTokens > 0 {
@@ -250,6 +269,13 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 	}
 	n, d := s.bound()
 	arrivals := s.arrivals()
+	if s.Dataset.Name != "" {
+		st, err := s.openDataset(open, arrivals)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &bounded{src: st, n: n, d: d}, io.NopCloser(nil), nil
+	}
 	if s.Log == "" {
 		return &bounded{src: &synthetic{spec: s, arrivals: arrivals, lengths: newRand(s.Seed, 2)}, n: n, d: d}, io.NopCloser(nil), nil
 	}
@@ -277,6 +303,39 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
 	}
 	return &bounded{src: rp, n: n, d: d}, f, nil
+}
+
+// datasetCount is the number of requests a dataset is sampled for:
+// NumRequests, else vllm bench serve's --num-prompts default.
+func (s Spec) datasetCount() int {
+	if s.NumRequests > 0 {
+		return s.NumRequests
+	}
+	return DefaultNumRequests
+}
+
+// openDataset reads and samples the Spec's dataset; the file is closed
+// when it returns (only the sampled lengths are kept).
+func (s Spec) openDataset(open func(name string) (io.ReadCloser, error), arrivals *arrivalTimes) (*datasetStream, error) {
+	d := s.Dataset
+	f, err := open(d.Path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("--dataset-path %s: %v", d.Path, err)
+	}
+	defer f.Close()
+	entries, err := readDataset(f, d)
+	if err != nil {
+		return nil, fmt.Errorf("--dataset-path %s: %v", d.Path, err)
+	}
+	reqs, info, err := sampleDataset(entries, d, s.datasetCount())
+	if err != nil {
+		return nil, err
+	}
+	return &datasetStream{d: d, reqs: reqs, info: info, arrivals: arrivals}, nil
 }
 
 // arrivals is the Spec's arrival process without bursts.
@@ -409,8 +468,14 @@ type LogCounts interface {
 	LogCounts() (skipped, outOfOrder int64)
 }
 
-// LogNote says what LogCounts counted, "" when nothing.
+// LogNote says what LogCounts counted, or how a dataset was sampled (and
+// that its lengths are estimated); "" when nothing.
 func LogNote(st Stream) string {
+	if b, ok := st.(*bounded); ok {
+		if d, ok := b.src.(*datasetStream); ok {
+			return d.Note()
+		}
+	}
 	c, ok := st.(LogCounts)
 	if !ok {
 		return ""

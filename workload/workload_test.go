@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -361,14 +362,20 @@ func TestParseBench(t *testing.T) {
 		t.Errorf("%+v %v", b.Spec, err)
 	}
 	for in, want := range map[string]string{
-		"vllm bench serve --dataset-name sharegpt --dataset-path x.json": "only the random dataset",
-		"vllm bench serve --use-beam-search --frobnicate 3":              "--frobnicate, --use-beam-search not known",
-		"vllm bench serve --random-range-ratio -0.1":                     "--random-range-ratio -0.1",
-		"vllm bench serve --num-prompts 0":                               "--num-prompts 0",
-		"vllm bench serve --request-rate fast":                           "not a number",
-		"vllm serve m":                                                   "want a 'vllm bench serve",
-		"vllm bench serve --model 'unterminated":                         "--bench",
-		"vllm bench serve --max-concurrency 0":                           "--max-concurrency 0",
+		"vllm bench serve --dataset-name sonnet --dataset-path x.txt": "--dataset-name sonnet: headroom replays the random, sharegpt or custom datasets",
+		"vllm bench serve --dataset-name sharegpt":                    "--dataset-name sharegpt needs --dataset-path FILE",
+		"vllm bench serve --frobnicate 3 --zap":                       "--frobnicate, --zap not known",
+		"vllm bench serve --use-beam-search":                          "--use-beam-search (beam search): traffic headroom does not send",
+		"vllm bench serve --goodput ttft:2000 itl:5":                  `--goodput "itl:5": the targets are ttft, tpot and e2el`,
+		"vllm bench serve --goodput":                                  "--goodput needs a value",
+		"vllm bench serve --metric-percentiles 50,101":                "--metric-percentiles",
+		"vllm bench serve --percentile-metrics ttft,e2e":              "--percentile-metrics",
+		"vllm bench serve --random-range-ratio -0.1":                  "--random-range-ratio -0.1",
+		"vllm bench serve --num-prompts 0":                            "--num-prompts 0",
+		"vllm bench serve --request-rate fast":                        "not a number",
+		"vllm serve m":                                                "want a 'vllm bench serve",
+		"vllm bench serve --model 'unterminated":                      "--bench",
+		"vllm bench serve --max-concurrency 0":                        "--max-concurrency 0",
 	} {
 		if _, err := ParseBench(in); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want %q", in, err, want)
@@ -394,5 +401,70 @@ func TestTraceReplays(t *testing.T) {
 	got := take(t, open(t, Spec{Log: name, Speedup: 1}), 10)
 	if len(got) != 2 || got[0].ID != "a" || got[0].At != 0.25 || got[0].Prompt != 100 || got[1].At != 0.75 || got[1].Output != 20 {
 		t.Errorf("replayed %+v", got)
+	}
+}
+
+// Token counts read the k suffix as --max-model-len does (vLLM's
+// human_readable_int: k = 1000, K = 1024): --prompt-tokens 2k is 2000.
+func TestTokenSuffix(t *testing.T) {
+	s, _, err := flags(t, "--rate", "1", "--prompt-tokens", "2k", "--output-tokens", "uniform:1k-2K", "--prefix-tokens", "1.5k", "--burst", "5x30k@1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Prompt != Fixed(2000) || s.Output != (Uniform{1000, 2048}) || s.PrefixTokens != 1500 || s.Bursts[0].Tokens != 30000 {
+		t.Errorf("%v %v %d %+v", s.Prompt, s.Output, s.PrefixTokens, s.Bursts)
+	}
+	b, err := ParseBench("vllm bench serve --random-input-len 4k --random-output-len 200")
+	if err != nil || b.Spec.Prompt != Fixed(4000) {
+		t.Errorf("bench: %v %v", b.Spec.Prompt, err)
+	}
+	for _, bad := range []string{"2x", "k", "-1k", "20000000k"} {
+		if _, err := ParseDist(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// The command issue 30 pasted, refused before: --goodput's space-separated
+// targets, the percentile flags and output flags that change no request.
+func TestBenchOutputFlags(t *testing.T) {
+	b, err := ParseBench(`vllm bench serve --model Qwen/Qwen3-8B --dataset-name random --random-input-len 2000 --num-prompts 200 \
+  --goodput ttft:2000 tpot:50 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99.9 --save-result --result-dir /tmp \
+  --temperature 0 --metadata a=1 b=2 --lora-modules x y --ready-check-timeout-sec 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := b.Output
+	if o.Goodput.String() != "ttft:2000 tpot:50" || strings.Join(o.Metrics, ",") != "ttft,tpot,itl,e2el" || len(o.Percentiles) != 3 || o.Percentiles[2] != 99.9 {
+		t.Errorf("%+v", o)
+	}
+	if len(b.Notices) != 1 || !strings.Contains(b.Notices[0], "--lora-modules") {
+		t.Errorf("notices %v", b.Notices)
+	}
+	if d := DefaultBenchOutput(); strings.Join(d.Metrics, ",") != "ttft,tpot,itl" || len(d.Percentiles) != 1 || d.Percentiles[0] != 99 || d.Goodput != nil {
+		t.Errorf("defaults %+v", d)
+	}
+	// As flags of simulate and loadtest, and beside --bench (where they win).
+	_, rd, err := flags(t, "--rate", "1", "--goodput", "ttft:2000,e2el:9000", "--metric-percentiles", "25,75")
+	if err != nil || rd.Output.Goodput.String() != "ttft:2000 e2el:9000" || rd.Output.Percentiles[1] != 75 {
+		t.Errorf("%+v %v", rd.Output, err)
+	}
+	_, rd, err = flags(t, "--bench", "--goodput ttft:1 --metric-percentiles 10", "--metric-percentiles", "20")
+	if err != nil || rd.Output.Goodput.String() != "ttft:1" || rd.Output.Percentiles[0] != 20 {
+		t.Errorf("%+v %v", rd.Output, err)
+	}
+	// A request meets goodput when every target holds; TPOT 0 (one output
+	// token) meets any.
+	g := Goodput{{"ttft", 2000}, {"tpot", 50}}
+	if !g.Meets(2000, 0, 1e9) || g.Meets(2000.1, 10, 0) || g.Meets(10, 51, 0) {
+		t.Error("Meets")
+	}
+	if PercentileLabel(99) != "P99" || PercentileLabel(99.9) != "P99.9" {
+		t.Error("labels")
+	}
+	// A summary has p50, p90, p95, p99 and the max: only others are asked
+	// of a run.
+	if e := (BenchOutput{Percentiles: []float64{25, 50, 99.9, 100, 25}}).Extra(); fmt.Sprint(e) != "[25 99.9]" || DefaultBenchOutput().Extra() != nil {
+		t.Errorf("extra %v", e)
 	}
 }

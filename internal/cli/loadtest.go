@@ -45,15 +45,19 @@ func newLoadtestCmd(env Env) *cobra.Command {
 definitions: TTFT (sent -> first content chunk), TPOT ((E2E - TTFT) / (output
 tokens - 1)), ITL (gaps between content chunks), E2E (sent -> last content chunk),
 request and token throughput, goodput (requests within every per-request --slo
-bound, per second), and errors by kind (http_<status>, timeout, broken_stream,
-bad_response, stream_error, no_content, connect, canceled).
+bound, or every --goodput target as vllm bench serve counts them, per second),
+and errors by kind (http_<status>, timeout, broken_stream, bad_response,
+stream_error, no_content, connect, canceled).
 
 Traffic (the same flags as simulate): an open loop sends each request at its due
 time whatever the earlier ones do (--rate R, Poisson or --arrival constant, --burst
 50x30000@60s), a closed loop keeps at most --concurrency N in flight; --requests
 FILE replays a request log with its own times and sizes; --bench 'vllm bench serve
-...' sends that command's traffic. Lengths: --prompt-tokens and --output-tokens
-(N, uniform:A-B, a profile), --range-ratio. Bounds: --num-requests (default 1000)
+...' sends that command's traffic and prints its result in bench's layout (-o
+bench); --dataset-name sharegpt|custom --dataset-path FILE takes the sizes of a
+dataset's prompts, sampled as bench samples it (the prompts sent are random words
+of those lengths). Lengths: --prompt-tokens and --output-tokens (N, 2k,
+uniform:A-B, a profile), --range-ratio. Bounds: --num-requests (default 1000)
 or --duration.
 
 Prompts of a requested token length are made of random words: two short warm-up
@@ -87,7 +91,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.StringVar(&f.model, "model", "", "the served model name (default: the first of /v1/models)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
 	fl.StringVar(&f.endpoint, "endpoint", loadtest.EndpointCompletions, "completions or chat")
-	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it)")
+	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it; with --bench, the command's own --ignore-eos)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on one request, from send to the end of its stream")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", time.Minute, "bound on the wait for the next chunk once a stream has begun")
 	fl.StringVar(&f.slo, "slo", "", "service-level objectives, e.g. ttft_p99=2s,tpot_p99=100ms,error_rate=1%")
@@ -95,7 +99,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between metric readings")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read local GPU memory even when --url is not on this machine")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, bench (vllm bench serve's layout; the default with --bench)")
 	fl.StringVar(&f.plot, "plot", "", "draw the time series to FILE.svg or FILE.png")
 	fl.StringVar(&f.trace, "trace", "", "write one JSON line per request to FILE, as simulate --trace does (with due_s and error)")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the two warm-up requests (prompt lengths then start at 0.75 words per token)")
@@ -115,8 +119,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		return badInput("unexpected argument %q (a vLLM command goes after -- with --gpu)", args[0])
 	}
 	switch {
-	case f.output != "table" && f.output != "json" && f.output != "yaml":
-		return badInput("unknown output format %q: use table, json or yaml", f.output)
+	case f.output != "table" && f.output != "json" && f.output != "yaml" && f.output != "bench":
+		return badInput("unknown output format %q: use table, json, yaml or bench", f.output)
 	case f.endpoint != loadtest.EndpointCompletions && f.endpoint != loadtest.EndpointChat:
 		return badInput("--endpoint %q: use completions or chat", f.endpoint)
 	case f.timeout <= 0 || f.stallTimeout <= 0 || f.interval <= 0:
@@ -128,6 +132,14 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if rd.Bench != nil && rd.Bench.Backend == "openai-chat" && !cmd.Flags().Changed("endpoint") {
 		f.endpoint = loadtest.EndpointChat
+	}
+	if rd.Bench != nil && !cmd.Flags().Changed("output") {
+		f.output = "bench"
+	}
+	if rd.Bench != nil && !cmd.Flags().Changed("ignore-eos") {
+		// The command's own choice: without --ignore-eos bench lets the
+		// server end a reply at its end-of-sequence token.
+		f.ignoreEOS = rd.Bench.IgnoreEOS
 	}
 	plotFormat := ""
 	if f.plot != "" {
@@ -203,7 +215,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	prog := newLoadtestProgress(env.Stderr)
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
-		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed,
+		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed, Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra(),
 		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()
@@ -226,6 +238,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if note := workload.LogNote(stream); note != "" {
 		res.Notes = append(res.Notes, note)
 	}
+	if rd.Bench != nil {
+		res.Notes = append(res.Notes, rd.Bench.Notices...)
+	}
 	if pred != nil {
 		if err := pred.Run(ctx, spec, res); err != nil {
 			return usageError{err}
@@ -241,6 +256,13 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		err = writeJSON(env.Stdout, res)
 	case "yaml":
 		err = writeYAML(env.Stdout, res)
+	case "bench":
+		header := fmt.Sprintf("headroom loadtest: the measured result of %s\nserver: %s (%s, %s)", res.Load.Source, res.Target.URL, res.Target.Model, res.Target.Endpoint)
+		notes := res.Notes
+		if res.Simulated != nil {
+			notes = append(notes, "the prediction of --gpu is printed by -o table and -o json")
+		}
+		err = writeBench(env.Stdout, header, report.BenchOfLoadtest(res, spec, rd.Output), notes)
 	default:
 		err = writeLoadtestTable(env.Stdout, res)
 	}

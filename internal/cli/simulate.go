@@ -43,6 +43,7 @@ func newSimulateCmd(env Env) *cobra.Command {
 		Short: "Simulate vLLM's scheduler and paged KV cache under a traffic: latencies, KV usage, preemptions",
 		Example: `  headroom simulate --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB --rate 10 --duration 10m
   headroom simulate --gpu H100-80GB --bench 'vllm bench serve --model Qwen/Qwen3-14B --dataset-name random --random-input-len 4000 --random-output-len 200 --num-prompts 500'
+  headroom simulate --gpu H100-80GB --bench 'vllm bench serve --model Qwen/Qwen3-8B --dataset-name sharegpt --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --request-rate 8 --goodput ttft:2000 tpot:50'
   headroom simulate --gpu L4 --requests requests.jsonl --slo ttft_p99=2s,tpot_p99=100ms -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384
   headroom simulate --model Qwen/Qwen3-8B --gpu A100-80GB --concurrency 32 --num-requests 500 --prompt-tokens 2000 --range-ratio 0.2
   headroom simulate --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB --rate 5 --profile profile.json --compare
@@ -56,9 +57,12 @@ A step lasts what its kernels take on the GPU's datasheet peaks at the shares
 fitted on published vllm bench serve runs (sim/README.md), or a fixed time.
 
 Traffic (the same flags as loadtest): --rate, --concurrency, --num-requests,
---duration, --prompt-tokens, --output-tokens, --range-ratio, --burst, --requests
-FILE, or a pasted --bench 'vllm bench serve ...' whose result is printed in
-vllm bench serve's own layout.
+--duration, --prompt-tokens, --output-tokens (token counts take 2k = 2000, 2K =
+2048), --range-ratio, --burst, --requests FILE, --dataset-name sharegpt|custom
+--dataset-path FILE (sampled as vllm bench serve samples it, with its seed; token
+lengths estimated at 4 bytes of text per token), or a pasted --bench 'vllm bench
+serve ...' whose result is printed in vllm bench serve's own layout, with its
+--goodput, --percentile-metrics and --metric-percentiles.
 
 Exit codes: 0 done (and every --slo met), 1 an --slo missed, the engine fell
 behind its arrivals, or the plan does not fit, 2 bad input.`,
@@ -132,6 +136,9 @@ func openFile(cmd *cobra.Command) report.Files {
 // flags leave at their defaults, and its pools.
 func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string) (workload.Spec, workload.Read, []traffic.Pool, error) {
 	fl := cmd.Flags()
+	if v, _ := fl.GetString("dataset-name"); profile != "" && v != workload.DatasetRandom {
+		return workload.Spec{}, workload.Read{}, nil, badInput("--profile and --dataset-name %s both give the requests' lengths: give one", v)
+	}
 	if profile != "" && !fl.Changed("bench") {
 		for _, name := range []string{"prompt-tokens", "output-tokens"} {
 			if !fl.Changed(name) {
@@ -188,7 +195,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 		plan.Model = rd.Bench.Model
 	}
 	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
-		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy}
+		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy,
+		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra()}
 	if f.compare {
 		req.Pools = pools
 	}
@@ -215,6 +223,12 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	if err != nil {
 		return simError(env, err)
 	}
+	if rd.Bench != nil {
+		out.Notes = append(out.Notes, rd.Bench.Notices...)
+		if !rd.Bench.IgnoreEOS {
+			out.Notes = append(out.Notes, "the bench command has no --ignore-eos: a real server may end a reply before max_tokens; simulated replies run to max_tokens")
+		}
+	}
 	if f.plot != "" {
 		if err := plotSeries(f.plot, out.Report); err != nil {
 			return err
@@ -227,7 +241,7 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	case "yaml":
 		err = writeYAML(stdout, out)
 	case "bench":
-		err = writeBench(stdout, out, spec)
+		err = writeBench(stdout, simBenchHeader(out), report.BenchOfSim(out, spec, rd.Output), out.Notes)
 	default:
 		err = writeSimulateTable(stdout, out)
 	}

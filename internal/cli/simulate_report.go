@@ -47,6 +47,9 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
 	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
 		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
+	if r.GoodputPerS != nil {
+		fmt.Fprintf(w, "goodput: %.2f req/s (%s of the requests meet %s)\n", *r.GoodputPerS, humanInt(*r.GoodRequests), r.Goodput)
+	}
 	if r.Rejected > 0 {
 		var parts []string
 		for _, k := range r.SortedReasons() {
@@ -115,12 +118,14 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	return nil
 }
 
-// writeBench prints the run in vllm bench serve's layout ("Serving
+// writeBench prints a run in vllm bench serve's layout ("Serving
 // Benchmark Result", vllm/benchmarks/serve.py: 40-column labels, values
-// to two decimals), so a measured and a predicted result read side by
-// side, line by line.
-func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
-	fmt.Fprintf(w, "headroom simulate: the predicted result of %s\n%s\nstep time: %s\n", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
+// to two decimals; the latencies of --percentile-metrics with the mean,
+// the median and each of --metric-percentiles), after a header saying
+// what it is, so a measured and a predicted result read side by side,
+// line by line. simulate and loadtest both print through it.
+func writeBench(w io.Writer, header string, b report.BenchResult, notes []string) error {
+	fmt.Fprintln(w, header)
 	line := func(label string, v any) {
 		switch x := v.(type) {
 		case float64:
@@ -134,31 +139,44 @@ func writeBench(w io.Writer, r *report.SimReport, spec workload.Spec) error {
 		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat(fill, pad/2), title, strings.Repeat(fill, pad-pad/2))
 	}
 	head(" Serving Benchmark Result ", "=")
-	line("Successful requests:", r.Requests)
-	if r.Rejected > 0 {
-		line("Failed requests:", r.Rejected)
+	line("Successful requests:", b.Completed)
+	if b.Failed > 0 {
+		line("Failed requests:", b.Failed)
 	}
-	if spec.Concurrency > 0 {
-		line("Maximum request concurrency:", spec.Concurrency)
+	if b.MaxConcurrency > 0 {
+		line("Maximum request concurrency:", b.MaxConcurrency)
 	}
-	line("Benchmark duration (s):", r.DurationS)
-	line("Total input tokens:", r.InputTokens)
-	line("Total generated tokens:", r.OutputTokens)
-	line("Request throughput (req/s):", r.RequestsPerS)
-	line("Output token throughput (tok/s):", r.OutputTokensPerS)
-	line("Total Token throughput (tok/s):", r.TotalTokensPerS)
-	for _, l := range []struct {
-		title, name string
-		v           sim.Latency
-	}{{"Time to First Token", "TTFT", r.TTFT}, {"Time per Output Token (excl. 1st token)", "TPOT", r.TPOT}, {"Inter-token Latency", "ITL", r.ITL}} {
-		head(l.title, "-")
-		line("Mean "+l.name+" (ms):", l.v.Mean)
-		line("Median "+l.name+" (ms):", l.v.P50)
-		line("P99 "+l.name+" (ms):", l.v.P99)
+	line("Benchmark duration (s):", b.DurationS)
+	line("Total input tokens:", b.InputTokens)
+	line("Total generated tokens:", b.OutputTokens)
+	line("Request throughput (req/s):", b.RequestsPerS)
+	if b.GoodputPerS != nil {
+		line("Request goodput (req/s):", *b.GoodputPerS)
+	}
+	line("Output token throughput (tok/s):", b.OutputTokensPerS)
+	line("Total Token throughput (tok/s):", b.TotalTokensPerS)
+	for _, m := range []struct{ metric, title, name string }{
+		{"ttft", "Time to First Token", "TTFT"}, {"tpot", "Time per Output Token (excl. 1st token)", "TPOT"},
+		{"itl", "Inter-token Latency", "ITL"}, {"e2el", "End-to-end Latency", "E2EL"}} {
+		if !b.Output.Shows(m.metric) {
+			continue
+		}
+		l := b.Latency(m.metric)
+		head(m.title, "-")
+		line("Mean "+m.name+" (ms):", l.Mean)
+		line("Median "+m.name+" (ms):", l.P50)
+		for _, p := range b.Output.Percentiles {
+			line(workload.PercentileLabel(p)+" "+m.name+" (ms):", report.PercentileOf(l, p))
+		}
 	}
 	head("", "=")
-	for _, n := range r.Notes {
+	for _, n := range notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// simBenchHeader says what a simulated bench result is.
+func simBenchHeader(r *report.SimReport) string {
+	return fmt.Sprintf("headroom simulate: the predicted result of %s\n%s\nstep time: %s", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
 }

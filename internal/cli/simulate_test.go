@@ -103,7 +103,7 @@ func TestSimulateBadInput(t *testing.T) {
 		"absurd":    {[]string{"--rate", "1e12", "--duration", "1s"}, "at most 10000000"},
 		"conc 0":    {[]string{"--concurrency", "0"}, "--concurrency must be 1 or more"},
 		"ratio":     {[]string{"--rate", "1", "--prompt-tokens", "100", "--range-ratio", "-0.5"}, "--range-ratio"},
-		"bench":     {[]string{"--bench", "vllm bench serve --dataset-name sharegpt --dataset-path x.json"}, "only the random dataset"},
+		"bench":     {[]string{"--bench", "vllm bench serve --dataset-name sharegpt --dataset-path x.json"}, "--dataset-path x.json: no such file"},
 		"bench+":    {[]string{"--bench", "vllm bench serve --random-input-len 10", "--rate", "3"}, "give one"},
 		"step time": {[]string{"--rate", "1", "--step-time", "slow"}, "--step-time"},
 		"slo":       {[]string{"--rate", "1", "--slo", "ttft=2s"}, "--slo"},

@@ -44,8 +44,18 @@ func readTrace(t *testing.T, name string) map[string]workload.Trace {
 // compared request by request: simulate's arrival_s is when its client
 // sent each request (in an open loop, when it was due); loadtest's due_s is
 // the same time, and its arrival_s is later by its send lag only.
+// A ShareGPT replay (its prompts' sizes, outputs fixed short to keep the
+// live run brief) is one description too.
 func TestOneWorkloadTwoCommands(t *testing.T) {
-	traffic := []string{"--rate", "20", "--num-requests", "30", "--prompt-tokens", "uniform:50-200", "--output-tokens", "uniform:2-8", "--seed", "7"}
+	for _, traffic := range [][]string{
+		{"--rate", "20", "--num-requests", "30", "--prompt-tokens", "uniform:50-200", "--output-tokens", "uniform:2-8", "--seed", "7"},
+		{"--rate", "20", "--num-requests", "30", "--dataset-name", "sharegpt", "--dataset-path", shareGPTFile, "--sharegpt-output-len", "4", "--seed", "7"},
+	} {
+		oneWorkloadTwoCommands(t, traffic)
+	}
+}
+
+func oneWorkloadTwoCommands(t *testing.T, traffic []string) {
 	plan := []string{"--model", "Qwen/Qwen3-0.6B", "--gpu", "H100-80GB"}
 	dir := t.TempDir()
 	simTrace, loadTrace := filepath.Join(dir, "sim.jsonl"), filepath.Join(dir, "load.jsonl")

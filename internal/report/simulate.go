@@ -30,6 +30,10 @@ type SimRequest struct {
 	// OnFinish sees every finished request of the main run (a trace, a
 	// progress line).
 	OnFinish func(sim.Event)
+	// Goodput is vllm bench serve's --goodput (none when empty);
+	// Percentiles the extra percentiles (0–100) each latency gives.
+	Goodput     workload.Goodput
+	Percentiles []float64
 }
 
 // SimReport is `headroom simulate -o json`: the run's numbers at the top
@@ -44,11 +48,17 @@ type SimReport struct {
 	Traffic  string      `json:"traffic"`
 	// TotalTokensPerS is prompt and output tokens per second, as vllm bench
 	// serve's "Total Token throughput".
-	TotalTokensPerS float64      `json:"total_tokens_per_s"`
-	SLO             []SLOResult  `json:"slo,omitempty"`
-	SLOMet          *bool        `json:"slo_met,omitempty"`
-	Compare         []CompareRow `json:"compare,omitempty"`
-	Notes           []string     `json:"notes,omitempty"`
+	TotalTokensPerS float64 `json:"total_tokens_per_s"`
+	// Goodput are vllm bench serve's --goodput targets; GoodRequests the
+	// finished requests meeting every one, GoodputPerS them per second of
+	// the run (bench's "Request goodput").
+	Goodput      workload.Goodput `json:"goodput,omitempty"`
+	GoodRequests *int64           `json:"good_requests,omitempty"`
+	GoodputPerS  *float64         `json:"goodput_per_s,omitempty"`
+	SLO          []SLOResult      `json:"slo,omitempty"`
+	SLOMet       *bool            `json:"slo_met,omitempty"`
+	Compare      []CompareRow     `json:"compare,omitempty"`
+	Notes        []string         `json:"notes,omitempty"`
 }
 
 // SimSettings are the simulated engine's settings.
@@ -162,7 +172,19 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if err != nil {
 		return nil, err
 	}
-	opt := sim.RunOptions{Window: req.Window, OnFinish: req.OnFinish}
+	opt := sim.RunOptions{Window: req.Window, OnFinish: req.OnFinish, Percentiles: req.Percentiles}
+	var good int64
+	if len(req.Goodput) > 0 {
+		opt.OnFinish = func(ev sim.Event) {
+			ttft, tpot, e2e := ev.Latencies()
+			if req.Goodput.Meets(ttft*1000, tpot*1000, e2e*1000) {
+				good++
+			}
+			if req.OnFinish != nil {
+				req.OnFinish(ev)
+			}
+		}
+	}
 	rep, log, err := e.Run(ctx, files, req.Workload, opt)
 	if err != nil {
 		return nil, err
@@ -174,6 +196,13 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
+	}
+	if len(req.Goodput) > 0 {
+		rate := 0.0
+		if rep.DurationS > 0 {
+			rate = math.Round(float64(good)/rep.DurationS*1000) / 1000
+		}
+		out.Goodput, out.GoodRequests, out.GoodputPerS = req.Goodput, &good, &rate
 	}
 	if len(req.SLO) > 0 {
 		out.SLO = CheckSLO(req.SLO, rep)
