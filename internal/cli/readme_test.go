@@ -101,3 +101,24 @@ func TestMissingLines(t *testing.T) {
 		t.Errorf("out of order: missing %q", m)
 	}
 }
+
+// TestREADMEFirstScreen: the first 40 lines say how to install headroom,
+// show the first command with its output and a map from task to command,
+// and give the test command; the whole README stays under 350 lines (the
+// details live in docs/ and the package READMEs).
+func TestREADMEFirstScreen(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(body), "\n"), "\n")
+	if len(lines) >= 350 {
+		t.Errorf("README.md has %d lines: move reference details to docs/ or a package README", len(lines))
+	}
+	first := strings.Join(lines[:min(40, len(lines))], "\n")
+	for _, want := range []string{"go install ./cmd/headroom", "docker build", "```console\n$ headroom plan", "| I have | run |", "go test ./..."} {
+		if !strings.Contains(first, want) {
+			t.Errorf("README.md's first 40 lines lack %q", want)
+		}
+	}
+}
