@@ -165,7 +165,7 @@ func TestLayout(t *testing.T) {
 //
 //	fp8 KV cache (kv-cache-dtype at its default): 1
 //	fp8 weights (quantization at its default): 1 — after KV, by kind
-//	the longest context that fits, 33,776 (a flag the user set): 2
+//	the longest context that fits, 33,424 (a flag the user set): 2
 //	a bigger GPU, RTX-5090 (31.36 GiB): 3
 //	2 × L4 at tp 2 and utilization 0.85: 1 + 2 + 1 = 4
 func TestAlternativesContext(t *testing.T) {
@@ -178,7 +178,7 @@ func TestAlternativesContext(t *testing.T) {
 	checkAlternatives(t, in, []alt{
 		{code: memory.AltKVCacheFP8, args: "--kv-cache-dtype fp8", cost: 1},
 		{code: memory.AltQuantizeFP8, args: "--quantization fp8", cost: 1},
-		{code: memory.AltShorter, args: "--max-model-len 33776", cost: 2},
+		{code: memory.AltShorter, args: "--max-model-len 33424", cost: 2},
 		{code: memory.AltBiggerGPU, gpu: "RTX-5090", count: 1, cost: 3},
 		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "L4", count: 2, cost: 4},
 	})

@@ -101,8 +101,7 @@ func (r calibrationRow) input(t testing.TB) memory.Input {
 
 // TestCalibrationAccuracy replays every successful start-up through the
 // planner and reports the mean and max absolute % error of KV tokens and of
-// each budget part. Targets (the plan issue): KV tokens within 2% mean and
-// 8% max. For scale: the llm-d capacity planner's study of the same kind
+// each budget part. Targets: KV tokens within 0.3% mean and 3% max. For scale: the llm-d capacity planner's study of the same kind
 // of runs reports 21.6% mean and 287% max.
 func TestCalibrationAccuracy(t *testing.T) {
 	rows := readCalibration(t)
@@ -162,12 +161,15 @@ func TestCalibrationAccuracy(t *testing.T) {
 		s := stats[k]
 		t.Logf("%-11s mean |err| %6.2f%%   max |err| %6.2f%%   worst: %s", s.name, s.sum/float64(s.n), s.maxE, s.worst)
 	}
+	// The version issue's bar: the start-ups reproduce as before the
+	// profile run was modelled by release (0.27% mean, 3.96% max then;
+	// 0.21% and 2.75% with the sampler mechanism).
 	kv := stats["kv_tokens"]
-	if mean := kv.sum / float64(kv.n); mean > 2 {
-		t.Errorf("KV tokens mean error %.2f%% exceeds 2%%", mean)
+	if mean := kv.sum / float64(kv.n); mean > 0.3 {
+		t.Errorf("KV tokens mean error %.2f%% exceeds 0.3%%", mean)
 	}
-	if kv.maxE > 8 {
-		t.Errorf("KV tokens max error %.2f%% exceeds 8%% (%s)", kv.maxE, kv.worst)
+	if kv.maxE > 3 {
+		t.Errorf("KV tokens max error %.2f%% exceeds 3%% (%s)", kv.maxE, kv.worst)
 	}
 }
 

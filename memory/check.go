@@ -2,7 +2,9 @@ package memory
 
 import (
 	"fmt"
+	"math"
 
+	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -20,6 +22,8 @@ const (
 	CodeLowConcurrency    = "low_concurrency"
 	CodeFixedKVMemory     = "fixed_kv_cache_memory"
 	CodeAutoUnsupported   = "max_model_len_auto_unsupported"
+	CodeRunnerV2NoGraphs  = "runner_v2_reserves_no_cudagraphs"
+	CodeGDNGraphTransient = "hybrid_gdn_graph_transient"
 )
 
 // GiB renders bytes as GiB (2^30) with two decimals, as vLLM logs them.
@@ -72,6 +76,12 @@ func (b *Budget) check(dp int) {
 	}
 	if !b.CUDAGraphInBudget && p.CUDAGraph > 0 && b.Footprint > p.Total && len(b.Problems) == 0 {
 		problem(CodeGraphsOverflow, "CUDA graphs (~%s) are captured outside the %s budget (vLLM %s) and the CUDA context holds %s: %s does not fit in %s, so capture runs out of memory (lower --gpu-memory-utilization or use --enforce-eager)", GiB(p.CUDAGraph), GiB(p.Requested), set.Version, GiB(p.Context), GiB(b.Footprint), GiB(p.Total))
+	}
+	if b.CUDAGraphEstimateZero && p.CUDAGraph > 0 {
+		warn(CodeRunnerV2NoGraphs, "Model Runner V2 runs this model and reserves no CUDA-graph memory inside the budget before vLLM 0.29 (issues #49224, #50159): the ~%s of graphs are captured on top of it, and the KV cache leaves no runtime headroom; lower --gpu-memory-utilization by %.2f or use vLLM 0.29+", GiB(p.CUDAGraph), math.Ceil(float64(p.CUDAGraph)/float64(p.Total)*100)/100)
+	}
+	if b.CUDAGraphInBudget && vllm.HybridGDNGraphTransient(set.Version) && s.CountKind()[model.Linear] > 0 {
+		warn(CodeGDNGraphTransient, "vLLM %s counts a transient that grows with --max-num-batched-tokens as CUDA-graph memory for hybrid linear-attention models (issue #50780): such models logged an 18–24%% smaller KV cache than this plan's; the size is not modelled", set.Version)
 	}
 	if len(b.Problems) == 0 {
 		margin := b.Unused()

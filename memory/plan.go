@@ -157,7 +157,27 @@ type Budget struct {
 	// Origins say which numbers were measured, derived or predicted.
 	Origins Origins `json:"origins"`
 
+	// SamplerPath is the top-k/top-p path the profile run's dummy sampler
+	// takes in this release and install (vllm.DummySampler); Install the
+	// install it assumed; ModelRunnerV2 whether Model Runner V2 runs the
+	// model.
+	SamplerPath   vllm.SamplerPath `json:"sampler_path"`
+	Install       vllm.Install     `json:"vllm_install"`
+	ModelRunnerV2 bool             `json:"model_runner_v2"`
+	// CUDAGraphEstimateZero is true when the release would take graphs
+	// into the budget but Model Runner V2's estimate is zero (before
+	// 0.29): nothing is reserved, and the graphs land outside.
+	CUDAGraphEstimateZero bool `json:"cudagraph_estimate_zero,omitempty"`
+	// Evidence says, per planned part of the per-GPU worker, how sure it
+	// is; KVTokensBand is the KV tokens those uncertainties allow.
+	Evidence     []Term `json:"evidence"`
+	KVTokensBand Band   `json:"kv_cache_tokens_band"`
+
 	layout kvLayout
+	run    profileRun
+	// activationForwardBound: the forward pass, not the sampler, sets the
+	// last stage's profile peak.
+	activationForwardBound bool
 }
 
 // Plan computes the budget.
@@ -197,8 +217,13 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	if err != nil {
 		return Budget{}, err
 	}
+	run := profileRunFor(s, set, in.Device)
+	b.run, b.SamplerPath, b.ModelRunnerV2, b.Install = run, run.sampler, run.runnerV2, set.Install.OrDefault()
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
-	lean := vllm.LeanActivationProfile(set.Version)
+	if b.CUDAGraphInBudget && vllm.CUDAGraphEstimateIsZero(set.Version, run.runnerV2) {
+		b.CUDAGraphInBudget, b.CUDAGraphEstimateZero = false, true
+	}
+	nt := nonTorchFor(s, set, in.Device, in.GPUsPerNode)
 	moe := moeScratchFor(s, set, in.Device, in.Env, set.MaxNumBatchedTokens, b.DtypeBytes)
 
 	b.MaxModelLen = set.MaxModelLen
@@ -227,8 +252,12 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0)
-		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, lean, moe)
-		p.NonTorch = nonTorchBytes(s, tp, pp)
+		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run, moe)
+		if st.isLast {
+			fwd, _ := forwardPeakBytes(s, st, tp, set.MaxNumBatchedTokens, b.DtypeBytes, moe)
+			b.activationForwardBound = fwd >= samplerPeakBytes(s, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run)
+		}
+		p.NonTorch = nt.bytes
 		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
 		b.Origins = measure(&p, in.Measured)
 		avail := requested - p.Weights - p.Activation - p.NonTorch
@@ -290,6 +319,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	if !b.CUDAGraphInBudget {
 		b.Footprint += b.PerGPU.CUDAGraph
 	}
+	b.evidence(run, nt, in.GPUsPerNode)
 	b.check(dp)
 	return b, nil
 }

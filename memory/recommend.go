@@ -86,7 +86,7 @@ func Utilization(b Budget, policy string) (float64, string) {
 		u = math.Min(0.95, u)
 		return u, fmt.Sprintf("KAITO's curve: min(0.95, floor((1 − 1.5 GiB / %s) × 100) / 100) = %.2f", GiB(mem), u)
 	}
-	sampler := samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes)
+	sampler := samplerPeakBytes(b.Model, b.Settings.MaxNumBatchedTokens, b.Settings.MaxNumSeqs, b.DtypeBytes, b.run)
 	outside := p.Context + ReserveBytes(p.Total) + sampler
 	graphs := ""
 	if !b.CUDAGraphInBudget {

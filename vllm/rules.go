@@ -19,15 +19,14 @@ var (
 	v1DefaultSince            = Version{0, 8, 0, ""}
 	captureTwiceSeqsSince     = Version{0, 10, 0, ""}
 	v0RemovedIn               = Version{0, 11, 0, ""}
-	kvCacheMemoryFlagSince    = Version{0, 11, 0, ""}
+	kvCacheMemoryFlagSince    = Version{0, 10, 2, ""}
 	cudagraphEstimateSince    = Version{0, 13, 0, ""}
 	autoMaxModelLenSince      = Version{0, 14, 0, ""}
 	asyncSchedulingSince      = Version{0, 14, 0, ""}
-	leanActivationSince       = Version{0, 17, 0, ""}
 	moeWorkspaceSince         = Version{0, 19, 0, ""}
 	cudagraphInBudgetSince    = Version{0, 21, 0, ""}
-	utilizationDefault92Since = Version{0, 25, 0, ""}
-	newestKnown               = Version{0, 32, 0, ""}
+	utilizationDefault92Since = Version{0, 21, 0, ""}
+	newestKnown               = Version{0, 33, 0, ""}
 )
 
 // Sizes the rules below use; each is explained at its rule.
@@ -49,9 +48,11 @@ const (
 	EnvFusedMoEChunkSize = "VLLM_FUSED_MOE_CHUNK_SIZE"
 )
 
-// Newest is the newest vLLM release these rules know: v0.32.0, the newest
-// release seen when docs/peers.md was written ("v0.32.0" docs). Newer
-// releases are assumed to follow the same rules.
+// Newest is the newest vLLM release these rules know: v0.33.0, which moved
+// KV-cache planning into vllm/v1/core/kv_cache_planning.py
+// (KVCacheConfigBuilder, PR #42309) and tagged draft KV specs (PR #53558)
+// without changing a size (docs/vllm-profile.md). Newer releases are
+// assumed to follow the same rules.
 func Newest() Version { return newestKnown }
 
 func orNewest(v Version) Version {
@@ -61,14 +62,10 @@ func orNewest(v Version) Version {
 	return v
 }
 
-// DefaultGPUMemoryUtilization is --gpu-memory-utilization when not given.
-//
-// vllm-memory.md §1: "Default: 0.9 for most of vLLM's history (v0.2 … at
-// least v0.11, Field(default=0.9, gt=0, le=1)); recent releases use 0.92
-// (docs for v0.25.0 and v0.27.1 show default=0.92). Exact release of the
-// change (unverified)." We put the boundary at 0.25.0, the oldest release
-// seen with 0.92: a release between 0.12 and 0.24 keeps the long-standing
-// 0.9 until shown otherwise.
+// DefaultGPUMemoryUtilization is --gpu-memory-utilization when not given:
+// 0.9 for most of vLLM's history, 0.92 from 0.21.0, where PR #38284 put the
+// CUDA-graph estimate inside the budget by default and raised the default
+// utilization to compensate (the docs of 0.25.0 and 0.27.1 show 0.92).
 func DefaultGPUMemoryUtilization(v Version) float64 {
 	if orNewest(v).AtLeast(utilizationDefault92Since) {
 		return 0.92
@@ -171,13 +168,6 @@ func CUDAGraphsInBudget(v Version, env map[string]string) bool {
 	return v.AtLeast(cudagraphInBudgetSince)
 }
 
-// LeanActivationProfile reports whether the release has the smaller
-// activation profile: vllm-memory.md §2.5: "vLLM v0.17.0 cut reported
-// activation by ~60% vs v0.16.0 (Qwen3-14B: 5.64 → 2.23 GiB)".
-func LeanActivationProfile(v Version) bool {
-	return orNewest(v).AtLeast(leanActivationSince)
-}
-
 // PersistentMoEWorkspace reports whether the fused-MoE kernels take their
 // scratch (the expert intermediates, the output) from vLLM's process-wide
 // workspace manager (vllm/v1/worker/workspace.py), which grows to the
@@ -232,12 +222,12 @@ func SupportsAutoMaxModelLen(v Version) bool {
 // `--max-model-len auto`, for messages that name it.
 func AutoMaxModelLenSince() Version { return autoMaxModelLenSince }
 
-// SupportsKVCacheMemory reports whether --kv-cache-memory-bytes exists.
-// vllm-memory.md §4: "(PR #21489 "Allow users to specify kv cache memory
-// size", merged mid-2025; in releases after v0.10.1 (unverified exact))".
-// The releases after v0.10.1 are 0.10.1.1, 0.10.2 and 0.11.0; we assume
-// 0.11.0 (unverified), the conservative choice: if it is wrong, a user of
-// 0.10.2 is offered --gpu-memory-utilization instead of this flag.
+// SupportsKVCacheMemory reports whether --kv-cache-memory-bytes exists:
+// PR #21489 ("Allow users to specify kv cache memory size", merged 2025-07).
+// The memory notes place it in "releases after v0.10.1", the versions notes
+// "from 0.10.x": 0.10.2 is the first release both allow (0.10.1.1 is a
+// patch of 0.10.1, and these rules compare three numbers). If it came
+// earlier, a user of 0.10.1 is offered --gpu-memory-utilization instead.
 func SupportsKVCacheMemory(v Version) bool {
 	return orNewest(v).AtLeast(kvCacheMemoryFlagSince)
 }

@@ -9,8 +9,8 @@ import (
 func v(s string) Version { return MustVersion(s) }
 
 func TestNewest(t *testing.T) {
-	if got := Newest(); got != v("0.32.0") {
-		t.Errorf("Newest() = %v, want 0.32.0", got)
+	if got := Newest(); got != v("0.33.0") {
+		t.Errorf("Newest() = %v, want 0.33.0", got)
 	}
 }
 
@@ -19,8 +19,9 @@ func TestDefaultGPUMemoryUtilization(t *testing.T) {
 		ver  string
 		want float64
 	}{
-		{"0.6.4", 0.9}, {"0.11.0", 0.9}, {"0.24.1", 0.9},
-		{"0.25.0", 0.92}, {"0.27.1", 0.92}, {"0.25.0rc1", 0.92},
+		// PR #38284: 0.92 from 0.21.0, with the graph estimate in the budget.
+		{"0.6.4", 0.9}, {"0.11.0", 0.9}, {"0.20.2", 0.9},
+		{"0.21.0", 0.92}, {"0.25.0", 0.92}, {"0.27.1", 0.92}, {"0.21.0rc1", 0.92}, {"0.33.0", 0.92},
 	}
 	for _, tt := range tests {
 		if got := DefaultGPUMemoryUtilization(v(tt.ver)); got != tt.want {
@@ -44,9 +45,9 @@ func TestBooleanRules(t *testing.T) {
 		{"V0Removed", V0Removed, "0.10.2", "0.11.0"},
 		{"CUDAGraphEstimate", CUDAGraphEstimate, "0.12.0", "0.13.0"},
 		{"SupportsAutoMaxModelLen", SupportsAutoMaxModelLen, "0.13.0", "0.14.0"},
-		{"LeanActivationProfile", LeanActivationProfile, "0.16.0", "0.17.0"},
+		{"HybridGDNGraphTransient", HybridGDNGraphTransient, "0.25.1", "0.26.0"},
 		{"PersistentMoEWorkspace", PersistentMoEWorkspace, "0.18.1", "0.19.0"},
-		{"SupportsKVCacheMemory", SupportsKVCacheMemory, "0.10.2", "0.11.0"},
+		{"SupportsKVCacheMemory", SupportsKVCacheMemory, "0.10.1", "0.10.2"},
 	}
 	for _, tt := range tests {
 		if tt.fn(v(tt.before)) {
@@ -235,7 +236,7 @@ func TestWithDefaults(t *testing.T) {
 				Model: "m", TensorParallelSize: 1, PipelineParallelSize: 1, DataParallelSize: 1,
 				GPUMemoryUtilization: 0.92, MaxModelLen: AutoMaxModelLen, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048,
 				Dtype: "auto", KVCacheDtype: "auto", BlockSize: 16, MaxCudagraphCaptureSize: 512,
-				Version: v("0.32.0"), Set: set("model", "max-model-len"),
+				Version: v("0.33.0"), Set: set("model", "max-model-len"),
 			},
 		},
 		{

@@ -38,6 +38,10 @@ type Settings struct {
 
 	// Version is the vLLM version the rules are taken from.
 	Version Version `json:"vllm_version"`
+	// Install is how vLLM was installed (not a vLLM flag: headroom's
+	// --vllm-install or --vllm-image); "" is the official image. It
+	// decides whether FlashInfer's kernels are there (DummySampler).
+	Install Install `json:"vllm_install,omitempty"`
 
 	// Extra holds flags headroom does not reason about, kept verbatim so a
 	// rendered command line loses nothing.

@@ -106,6 +106,27 @@ func TestPlanSameBytesAsCLI(t *testing.T) {
 	}
 }
 
+// The install the plan assumes comes from the page as from the CLI: a pip
+// install of vLLM 0.10.1 without FlashInfer sorts in its dummy sampler, and
+// the plan shows how sure each part is and the KV band.
+func TestPlanInstallSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	_, want := runCLI(t, "plan", "--gpu", "A100-80GB", "--model", "Qwen/Qwen2.5-7B-Instruct", "--vllm-version", "0.10.1",
+		"--vllm-install", "pip", "--max-model-len", "8192", "-o", "json")
+	code, got := post(t, srv.URL+"/api/plan", `{"gpu": "A100-80GB", "model": "Qwen/Qwen2.5-7B-Instruct", "vllm_version": "0.10.1",
+		"vllm_install": "pip", "flags": {"max-model-len": "8192"}}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
+	}
+	var r report.Report
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Settings.SamplerPath != "sort" || r.Settings.VLLMInstall != "pip" || len(r.Evidence) != 4 || r.KVCacheTokensBand.Low >= r.KVCacheTokens {
+		t.Errorf("sampler %s, install %s, evidence %d, band %+v", r.Settings.SamplerPath, r.Settings.VLLMInstall, len(r.Evidence), r.KVCacheTokensBand)
+	}
+}
+
 // Flags given as fields win over the pasted command's, as headroom's own
 // flags do on the command line.
 func TestPlanFlagsSameBytesAsCLI(t *testing.T) {
@@ -281,6 +302,7 @@ func TestBadInput(t *testing.T) {
 		{"bad policy", "/api/plan", `{"gpu": "L4", "model": "x", "policy": "yolo"}`, 400, "policy"},
 		{"bad config", "/api/plan", `{"gpu": "L4", "config": "{\"hidden_size\": -4}"}`, 400, ""},
 		{"bad version", "/api/plan", `{"gpu": "L4", "model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_version": "one"}`, 400, "version"},
+		{"bad install", "/api/plan", `{"gpu": "L4", "model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_install": "conda"}`, 400, "--vllm-install"},
 		{"empty doctor", "/api/doctor", `{"text": "  "}`, 400, "no evidence"},
 		{"nothing recognised", "/api/doctor", `{"text": "hello"}`, 400, "nothing recognised"},
 		{"no such endpoint", "/api/nope", `{}`, 404, "no such API endpoint"},

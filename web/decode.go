@@ -26,6 +26,8 @@ type fields struct {
 	GPUsPerNode int               `json:"gpus_per_node"`
 	GPUMemory   string            `json:"gpu_memory"`
 	VLLMVersion string            `json:"vllm_version"`
+	VLLMInstall string            `json:"vllm_install"`
+	VLLMImage   string            `json:"vllm_image"`
 	Command     string            `json:"command"`
 	Flags       map[string]string `json:"flags"`
 	Policy      string            `json:"policy"`
@@ -194,7 +196,8 @@ func decodeFields(body []byte, v any, f *fields) (report.Request, string, error)
 func requestFrom(f fields) (report.Request, error) {
 	gpuCount, command, flags := f.GPUCount, f.Command, f.Flags
 	req := report.Request{Model: strings.TrimSpace(f.Model), GPU: strings.TrimSpace(f.GPU), GPUMemory: strings.TrimSpace(f.GPUMemory),
-		Version: strings.TrimSpace(f.VLLMVersion), GPUCount: gpuCount, GPUsPerNode: f.GPUsPerNode}
+		Version: strings.TrimSpace(f.VLLMVersion), Install: strings.TrimSpace(f.VLLMInstall), Image: strings.TrimSpace(f.VLLMImage),
+		GPUCount: gpuCount, GPUsPerNode: f.GPUsPerNode}
 	if gpuCount < 0 {
 		return req, errors.New("gpu_count must be positive")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/vllm"
 )
 
 // browser finds a Chromium binary. Without one the test skips, unless
@@ -170,6 +171,22 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if math.Abs(widths-1) > 0.01 {
 		t.Errorf("the parts fill %.3f of the bar, want the whole card", widths)
+	}
+
+	// How sure: one row a planned part, each with the API's class, and the
+	// KV band in words.
+	classes := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#evidence tbody tr")].map((tr) => tr.dataset.class)`))
+	band := run(t, ctx, chromedp.Text(chromedp.ID("band")))
+	if len(classes) != len(r.Evidence) || len(classes) != 4 {
+		t.Errorf("evidence rows %v, API has %d", classes, len(r.Evidence))
+	}
+	for i := range min(len(classes), len(r.Evidence)) {
+		if classes[i] != r.Evidence[i].Class {
+			t.Errorf("evidence row %d is %s, API %s", i, classes[i], r.Evidence[i].Class)
+		}
+	}
+	if !strings.Contains(band, "between "+vllm.Thousands(r.KVCacheTokensBand.Low)) || !strings.Contains(band, r.Settings.SamplerPath) {
+		t.Errorf("band %q, API %+v, sampler %s", band, r.KVCacheTokensBand, r.Settings.SamplerPath)
 	}
 
 	// The URL holds the plan: opening it elsewhere shows the same verdict.

@@ -107,5 +107,5 @@ func versionLine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("headroom %s%s; vLLM rules up to %s, calibrated on 0.19.0", v, rev, vllm.Newest())
+	return fmt.Sprintf("headroom %s%s; vLLM rules up to %s, calibrated on start-ups of 0.19.0 (H100) and 0.10.1 (A100, TP 2)", v, rev, vllm.Newest())
 }

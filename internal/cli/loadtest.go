@@ -13,6 +13,7 @@ import (
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/workload"
 )
 
@@ -162,7 +163,18 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
 	}
-	stream, closer, err := spec.Open(func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	// The requests are read as they are sent: an interrupt ends the
+	// reading too (a gzip bomb's text, an endless pipe).
+	stream, closer, err := spec.Open(func(name string) (io.ReadCloser, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{traffic.ContextReader(ctx, f), f}, nil
+	})
 	if err != nil {
 		return badInput("%v", err)
 	}

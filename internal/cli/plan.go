@@ -36,6 +36,7 @@ var vllmStringFlags = []struct{ name, usage string }{
 
 type planFlags struct {
 	model, gpuName, gpuMemory, version, output, policy string
+	install, image                                     string
 	gpuCount, gpusPerNode, typicalContext              int
 	enforceEager, allGPUs, offline                     bool
 	vllm                                               map[string]*string
@@ -66,7 +67,7 @@ With --profile FILE (a 'headroom profile -o json' output or a request log),
 --max-num-seqs is chosen by simulating that traffic (up to 20,000 requests per
 candidate) instead of the quarter-of-max-model-len rule.
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic), 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
 		},
@@ -91,6 +92,8 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs of one node: past it, what would fit shards with tensor parallel inside a node and pipeline parallel across nodes (default: the instance type's count, or 8)")
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
 	fl.StringVar(&f.version, "vllm-version", "", "the vLLM version whose rules apply (default: the newest known, "+vllm.Newest().String()+")")
+	fl.StringVar(&f.install, "vllm-install", "", "how vLLM is installed: image (vLLM's official image, with FlashInfer; the default) or pip (without FlashInfer), which decides the profile run's sampler in some releases")
+	fl.StringVar(&f.image, "vllm-image", "", "the container image vLLM runs from: vLLM's official image names the install, and its tag the release when --vllm-version is not given")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom (computed from the sizes) or kaito (KAITO's 1.5 GiB curve)")
 	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager (no CUDA graphs)")
 	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
@@ -104,7 +107,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 // and so win over them.
 func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount, GPUsPerNode: f.gpusPerNode,
-		Version: f.version, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
+		Version: f.version, Install: f.install, Image: f.image, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
 	for _, v := range append(vllmStringFlags, schedulerFlags...) {
 		if cmd.Flags().Changed(v.name) {
 			req.Flags = append(req.Flags, "--"+v.name, *f.vllm[v.name])
@@ -186,6 +189,11 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return err
 	}
 	if !rep.Fits {
+		return errNoFit
+	}
+	if t := rep.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		// The memory fits; the traffic does not: no setting of this one
+		// deployment serves it.
 		return errNoFit
 	}
 	return nil

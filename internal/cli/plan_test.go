@@ -43,11 +43,12 @@ func TestPlanJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"model":       {"name", "params", "weights_bytes", "kv_bytes_per_token", "max_position_embeddings"},
-		"gpu":         {"name", "count", "total_bytes"},
-		"settings":    {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "dtype", "kv_cache_dtype", "block_size", "vllm_version"},
-		"per_gpu":     {"total_gib", "requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "cudagraph_in_budget", "kv_cache_gib"},
-		"recommended": {"gpu_memory_utilization", "max_model_len", "max_num_seqs"},
+		"model":                {"name", "params", "weights_bytes", "kv_bytes_per_token", "max_position_embeddings"},
+		"gpu":                  {"name", "count", "total_bytes"},
+		"settings":             {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "dtype", "kv_cache_dtype", "block_size", "vllm_version", "vllm_install", "sampler_path", "model_runner_v2"},
+		"kv_cache_tokens_band": {"low", "high", "basis"},
+		"per_gpu":              {"total_gib", "requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "cudagraph_in_budget", "kv_cache_gib"},
+		"recommended":          {"gpu_memory_utilization", "max_model_len", "max_num_seqs"},
 	}
 	for obj, keys := range want {
 		sub, ok := m[obj].(map[string]any)
@@ -60,7 +61,7 @@ func TestPlanJSONContract(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"kv_cache_tokens", "num_gpu_blocks", "max_concurrency", "fits", "problems", "warnings", "vllm_args"} {
+	for _, k := range []string{"kv_cache_tokens", "num_gpu_blocks", "max_concurrency", "fits", "problems", "warnings", "vllm_args", "evidence"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("%s missing", k)
 		}
@@ -79,6 +80,44 @@ func TestPlanJSONContract(t *testing.T) {
 	}
 	if s := m["settings"].(map[string]any); s["vllm_version"] != "0.19.0" || s["max_num_seqs"] != float64(1024) || s["max_num_batched_tokens"] != float64(8192) {
 		t.Errorf("settings %v (vLLM's H100 defaults are 1024 seqs, 8192 batched tokens)", s)
+	}
+}
+
+// --vllm-image names the install and, without --vllm-version, the release;
+// --vllm-install overrides the install; a bad install is bad input.
+func TestPlanInstallFlags(t *testing.T) {
+	base := []string{"plan", "--gpu", "A100-80GB", "--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "-o", "json"}
+	decode := func(out string) report.Report {
+		var r report.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	code, out, errs := run(t, offline, append(base, "--vllm-image", "docker.io/vllm/vllm-openai:v0.10.1.1")...)
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	r := decode(out)
+	if r.Settings.VLLMVersion != "0.10.1.1" || r.Settings.SamplerPath != "flashinfer" || r.Settings.VLLMInstall != "image" ||
+		!strings.Contains(strings.Join(r.Notes, "\n"), "read from the image tag") || !strings.Contains(strings.Join(r.Notes, "\n"), "has FlashInfer") {
+		t.Errorf("image: version %s, sampler %s, install %s, notes %v", r.Settings.VLLMVersion, r.Settings.SamplerPath, r.Settings.VLLMInstall, r.Notes)
+	}
+	code, out, _ = run(t, offline, append(base, "--vllm-version", "0.10.1", "--vllm-install", "pip")...)
+	if r := decode(out); code != ExitFits || r.Settings.SamplerPath != "sort" {
+		t.Errorf("pip: exit %d, sampler %s", code, r.Settings.SamplerPath)
+	}
+	code, _, errs = run(t, offline, append(base, "--vllm-install", "conda")...)
+	if code != ExitBadInput || !strings.Contains(errs, "--vllm-install") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("bad install: exit %d, %q", code, errs)
+	}
+	// The table says how sure each part is.
+	_, table, _ := run(t, offline, "plan", "--gpu", "L40S", "--model", "Qwen/Qwen2.5-7B-Instruct", "--vllm-version", "0.10.1",
+		"--tensor-parallel-size", "4", "--max-model-len", "8192")
+	for _, want := range []string{"How sure", "non-torch    extrapolated", "between ", "dummy sampler's top-k/top-p: flashinfer"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
 	}
 }
 

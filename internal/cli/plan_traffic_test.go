@@ -26,9 +26,11 @@ func shortLog() string {
 var planSeqsBase = []string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--max-model-len", "32768", "-o", "json"}
 
 // The worked scenario: Llama-3.1-8B on one H100-80GB at max-model-len
-// 32768, where the KV cache holds 468,880 tokens. Without traffic the
-// plan keeps vLLM's max-num-seqs (1024 on an H100) and says what the cache
-// holds (468,880 ÷ a quarter of 32768 = 57 requests of 8,192 tokens). The
+// 32768, where the KV cache at the recommended utilization holds about
+// 488,000 tokens (vLLM 0.33.0: Llama runs on Model Runner V2, whose
+// profile run has no top-k/top-p pass). Without traffic the plan keeps
+// vLLM's max-num-seqs (1024 on an H100) and says what the cache holds
+// (488,000 ÷ a quarter of 32768 = 59 requests of 8,192 tokens). The
 // traffic (shortLog, profiled in windows of 1 minute: 600 requests in the
 // busiest, 10 req/s of about 1,200 tokens each) is replayed as 20,000
 // Poisson arrivals on every candidate: a request lives about 3 s (E2E p99),
@@ -55,7 +57,7 @@ func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 		t.Fatalf("without traffic: max-num-seqs %d (want vLLM's 1024), evidence %v", without.Recommended.MaxNumSeqs, without.Recommended.FromTraffic)
 	}
 	if why := strings.Join(without.Recommended.Why, "\n"); !strings.Contains(why, "max-num-seqs 1024: the value in use (vLLM's default unless set), kept without a traffic") ||
-		!strings.Contains(why, "holds 57 requests of 8192 tokens") {
+		!strings.Contains(why, "holds 59 requests of 8192 tokens") {
 		t.Fatalf("why: %s", why)
 	}
 
@@ -164,12 +166,12 @@ func TestPlanProfileBadInput(t *testing.T) {
 // profile with a model and GPU replays each pool's requests of the log.
 // shortLog on one H100-80GB at max-model-len 32768: every request is
 // short (under 2,048 tokens), so there is one pool, with max-model-len
-// 2048; the rule gives 468,880-odd KV tokens ÷ the pool's p90 of 1,363
-// tokens = 344. The replay shows the E2E p99 is about 3 s, so at 10 req/s
+// 2048; the rule gives 488,000-odd KV tokens ÷ the pool's p90 of 1,363
+// tokens = 358. The replay shows the E2E p99 is about 3 s, so at 10 req/s
 // about 10 × 3 = 30 requests are in flight at the worst (Little's law):
-// every cap from 64 up never binds and gives the same run (344's
+// every cap from 64 up never binds and gives the same run (358's
 // included), 8 binds and queues. Of equal runs the larger cap wins: vLLM's
-// 1024, and the reason says 344 gives the same run.
+// 1024, and the reason says 358 gives the same run.
 func TestProfilePoolsChooseMaxNumSeqs(t *testing.T) {
 	logFile := writeFile(t, "req.log", shortLog())
 	args := []string{"profile", logFile, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--max-model-len", "32768", "-o", "json"}
@@ -188,7 +190,7 @@ func TestProfilePoolsChooseMaxNumSeqs(t *testing.T) {
 	if ev == nil {
 		t.Fatalf("no evidence for the short pool: %s", out)
 	}
-	if ev.Rule != 344 || ev.MaxNumSeqs != 1024 || pool.MaxNumSeqs != 1024 || !strings.Contains(pool.Command, "--max-num-seqs 1024") {
+	if ev.Rule != 358 || ev.MaxNumSeqs != 1024 || pool.MaxNumSeqs != 1024 || !strings.Contains(pool.Command, "--max-num-seqs 1024") {
 		t.Fatalf("rule %d, chosen %d, pool %d, %s", ev.Rule, ev.MaxNumSeqs, pool.MaxNumSeqs, pool.Command)
 	}
 	var at128 float64
@@ -205,14 +207,14 @@ func TestProfilePoolsChooseMaxNumSeqs(t *testing.T) {
 			t.Errorf("max-num-seqs %d: E2E p99 %.0f ms against %.0f at 128", c.MaxNumSeqs, c.E2EP99MS, at128)
 		}
 	}
-	if !strings.HasSuffix(pool.Why[len(pool.Why)-1], "; 344 gives the same run, and the larger value leaves room for more") {
+	if !strings.HasSuffix(pool.Why[len(pool.Why)-1], "; 358 gives the same run, and the larger value leaves room for more") {
 		t.Errorf("why: %v", pool.Why)
 	}
 	// Two logs are not one timeline to replay: the rule, and a note.
 	second := writeFile(t, "req2.log", shortLog())
 	code, out, errs = run(t, offline, append([]string{"profile", logFile, second}, args[2:]...)...)
 	if code != 0 || !strings.Contains(out, "only one log file, not stdin, can be replayed") || strings.Contains(out, "pool_max_num_seqs_from_traffic") ||
-		!strings.Contains(out, `"max_num_seqs": 344`) {
+		!strings.Contains(out, `"max_num_seqs": 358`) {
 		t.Errorf("two files: exit %d %s %s", code, errs, out)
 	}
 }

@@ -53,7 +53,10 @@ vllm serve flags from the planner; a pool's --max-num-seqs is chosen by replayin
 its requests of the log (one file with times) through the simulated engine.
 
 Percentiles are read from log-linear histograms: exact below 256 tokens, within
-0.4% above.`,
+0.4% above.
+
+Exit codes: 0 done, 1 a pool's replayed traffic is more than every max-num-seqs
+of its deployment serves, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProfile(cmd, env, f, args)
 		},
@@ -102,9 +105,26 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 		return usageError{err}
 	}
 	if f.plan.output == "json" {
-		return writeJSON(cmd.OutOrStdout(), rep)
+		err = writeJSON(cmd.OutOrStdout(), rep)
+	} else {
+		err = writeProfileTable(cmd.OutOrStdout(), rep)
 	}
-	return writeProfileTable(cmd.OutOrStdout(), rep)
+	if err == nil && len(overloadedPools(rep)) > 0 {
+		return errNoFit
+	}
+	return err
+}
+
+// overloadedPools are the pools whose replayed traffic every max-num-seqs
+// fell behind, with the line that says so.
+func overloadedPools(r report.ProfileReport) []string {
+	var out []string
+	for _, p := range r.Pools {
+		if ev := r.PoolSeqs[p.Name]; ev != nil && ev.FellBehind != nil {
+			out = append(out, p.Name+" pool: "+ev.Overload)
+		}
+	}
+	return out
 }
 
 // readingProgress shows how far the reading of each log is.
@@ -121,6 +141,9 @@ func readingProgress(w io.Writer) func(name string, size int64, done *atomic.Int
 }
 
 func writeProfileTable(w io.Writer, r report.ProfileReport) error {
+	for _, o := range overloadedPools(r) {
+		fmt.Fprintf(w, "DOES NOT MEET THE TRAFFIC: %s\n", o)
+	}
 	fmt.Fprintf(w, "%s requests from %s", humanInt(r.Requests), strings.Join(r.Sources, ", "))
 	if r.SkippedLines > 0 {
 		fmt.Fprintf(w, " (%s lines without token counts skipped)", humanInt(r.SkippedLines))
@@ -189,6 +212,9 @@ func writeProfileTable(w io.Writer, r report.ProfileReport) error {
 				humanInt(p.MinTokens), humanInt(p.MaxTokens), 100*p.Share, humanInt(p.P90Tokens))
 			if !p.Fits {
 				fmt.Fprintln(w, "    does not fit on this GPU")
+			}
+			if ev := r.PoolSeqs[p.Name]; ev != nil && ev.FellBehind != nil {
+				fmt.Fprintf(w, "    does not meet its traffic: %s\n", ev.Overload)
 			}
 			fmt.Fprintf(w, "    %s\n", p.Command)
 			for _, why := range p.Why {

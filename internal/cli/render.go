@@ -137,11 +137,37 @@ func writeTable(w io.Writer, r report.Report) error {
 
 	fmt.Fprintf(w, "KV cache   %s tokens in %d blocks of %d; %.2f requests of %d tokens at once\n",
 		humanInt(r.KVCacheTokens), r.NumGPUBlocks, r.Settings.BlockSize, r.MaxConcurrency, r.Settings.MaxModelLen)
-	fmt.Fprintf(w, "Settings   tp %d, pp %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, dtype %s, kv-cache-dtype %s\n\n",
+	if band := r.KVCacheTokensBand; band.High > band.Low {
+		fmt.Fprintf(w, "           between %s and %s tokens (%s)\n", humanInt(band.Low), humanInt(band.High), band.Basis)
+	}
+	fmt.Fprintf(w, "Settings   tp %d, pp %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, dtype %s, kv-cache-dtype %s\n",
 		r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize, r.Settings.MaxModelLen, r.Settings.MaxNumSeqs,
 		r.Settings.MaxNumBatchedTokens, r.Settings.Dtype, r.Settings.KVCacheDtype)
+	runner := "V1 model runner"
+	if r.Settings.ModelRunnerV2 {
+		runner = "Model Runner V2"
+	}
+	fmt.Fprintf(w, "Profile    %s, dummy sampler's top-k/top-p: %s (vLLM %s, %s install)\n\n", runner, r.Settings.SamplerPath, r.Settings.VLLMVersion, r.Settings.VLLMInstall)
+	if len(r.Evidence) > 0 {
+		fmt.Fprintln(w, "How sure")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, e := range r.Evidence {
+			basis := e.CalibratedOn
+			if e.Class == memory.EvidenceExtrapolated {
+				basis = e.Why
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t± %.2f GiB\t%s\n", termName(e.Term), e.Class, float64(e.UncertaintyBytes)/(1<<30), basis)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 
-	if r.Fits {
+	if t := r.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		fmt.Fprintf(w, "Verdict    DOES NOT MEET THE TRAFFIC: %s\n", t.Overload)
+		if r.Fits {
+			fmt.Fprintf(w, "  memory   vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
+		}
+	} else if r.Fits {
 		fmt.Fprintf(w, "Verdict    FITS: vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
 	} else {
 		fmt.Fprintln(w, "Verdict    DOES NOT FIT")
@@ -182,6 +208,21 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "\nnote: %s\n", n)
 	}
 	return nil
+}
+
+// termName is a budget part's name in the table.
+func termName(term string) string {
+	switch term {
+	case "weights_bytes":
+		return "weights"
+	case "activation_bytes":
+		return "activation"
+	case "non_torch_bytes":
+		return "non-torch"
+	case "cudagraph_bytes":
+		return "CUDA graphs"
+	}
+	return term
 }
 
 // Helpers of the commands, from the packages that own them.

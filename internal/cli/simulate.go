@@ -249,8 +249,8 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 		return err
 	}
 	if (out.SLOMet != nil && !*out.SLOMet) || out.FellBehind != nil {
-		if out.FellBehind != nil {
-			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehind)
+		if out.FellBehind != nil && (format == "json" || format == "yaml") {
+			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehindLine)
 		}
 		return errNoFit
 	}
@@ -282,7 +282,7 @@ func simError(env Env, err error) error {
 	case errors.Is(err, report.ErrNoKV):
 		return badInput("the plan leaves no KV cache: nothing to simulate")
 	case errors.Is(err, context.Canceled):
-		return err
+		return usageError{errors.New("interrupted: no report (the run, or the reading of its requests, was stopped)")}
 	}
 	var ue usageError
 	if errors.As(err, &ue) {

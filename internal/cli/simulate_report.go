@@ -43,6 +43,9 @@ func msUnit(v float64) string {
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 
 func writeSimulateTable(w io.Writer, r *report.SimReport) error {
+	if r.FellBehindLine != "" {
+		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
+	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
 	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
@@ -64,16 +67,21 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
-	for _, l := range []struct {
-		name string
-		v    sim.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if r.Requests == 0 {
+		// No latency was measured: zeros would read as instant answers.
+		fmt.Fprintln(w, "no request finished: no latencies")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		for _, l := range []struct {
+			name string
+			v    sim.Latency
+		}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -155,6 +163,15 @@ func writeBench(w io.Writer, header string, b report.BenchResult, notes []string
 	}
 	line("Output token throughput (tok/s):", b.OutputTokensPerS)
 	line("Total Token throughput (tok/s):", b.TotalTokensPerS)
+	if b.Completed == 0 {
+		// No latency was measured: zeros would read as instant answers.
+		head("", "=")
+		fmt.Fprintln(w, "no request finished: no latencies")
+		for _, n := range notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		return nil
+	}
 	for _, m := range []struct{ metric, title, name string }{
 		{"ttft", "Time to First Token", "TTFT"}, {"tpot", "Time per Output Token (excl. 1st token)", "TPOT"},
 		{"itl", "Inter-token Latency", "ITL"}, {"e2el", "End-to-end Latency", "E2EL"}} {
@@ -178,5 +195,8 @@ func writeBench(w io.Writer, header string, b report.BenchResult, notes []string
 
 // simBenchHeader says what a simulated bench result is.
 func simBenchHeader(r *report.SimReport) string {
+	if r.FellBehindLine != "" {
+		return fmt.Sprintf("FELL BEHIND: %s\nheadroom simulate: the predicted result of %s\n%s\nstep time: %s", r.FellBehindLine, r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
+	}
 	return fmt.Sprintf("headroom simulate: the predicted result of %s\n%s\nstep time: %s", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
 }

@@ -15,6 +15,7 @@ import (
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -69,6 +70,21 @@ func (f Files) open(name string) (io.ReadCloser, error) {
 		return os.Open(name)
 	}
 	return f(name)
+}
+
+// within is f whose files stop reading when ctx ends: a long or endless
+// request log honours an interrupt while it is read.
+func (f Files) within(ctx context.Context) func(name string) (io.ReadCloser, error) {
+	return func(name string) (io.ReadCloser, error) {
+		rc, err := f.open(name)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{traffic.ContextReader(ctx, rc), rc}, nil
+	}
 }
 
 // NewEngine gathers and plans the request and builds its engine. A plan
@@ -183,7 +199,7 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 	if err != nil {
 		return nil, "", err
 	}
-	st, closer, err := spec.Open(files.open)
+	st, closer, err := spec.Open(files.within(ctx))
 	if err != nil {
 		return nil, "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"slices"
 	"testing/fstest"
 	"time"
 
@@ -51,6 +52,12 @@ type Request struct {
 	GPUsPerNode int
 	// Version is the vLLM version whose rules apply; "" is the newest.
 	Version string
+	// Install is how vLLM was installed: "image" (the official image,
+	// with FlashInfer) or "pip" (without it); "" takes it from Image, else
+	// the official image. Image is the container image vLLM runs from
+	// (--vllm-image): vLLM's official image names the install, and its tag
+	// the release when Version is not given.
+	Install, Image string
 	// Command is the pasted `vllm serve ...`, split into words.
 	Command []string
 	// Flags are vLLM flags that override the same flags of Command
@@ -73,8 +80,13 @@ type Evidence struct {
 	AutoCount bool
 	// Measured holds a matching calibration record's numbers (calibration.go).
 	Measured *memory.Measured
-	// GPUsPerNode is the node size the alternatives shard past.
+	// GPUsPerNode is the node size the alternatives shard past, and past
+	// which a tensor-parallel group spans nodes (its non-torch memory).
 	GPUsPerNode int
+
+	// request is what the user asked, for the notes that say what the
+	// plan assumed.
+	request Request
 }
 
 // Settings merges the pasted command and the overriding flags into vLLM
@@ -104,7 +116,40 @@ func Settings(req Request) (vllm.Settings, error) {
 		}
 		s.Version = v
 	}
+	if req.Image != "" {
+		inst, v, _ := vllm.ImageInstall(req.Image)
+		s.Install = inst
+		if s.Version.IsZero() {
+			s.Version = v
+		}
+	}
+	if req.Install != "" {
+		inst, err := vllm.ParseInstall(req.Install)
+		if err != nil {
+			return vllm.Settings{}, err
+		}
+		s.Install = inst
+	}
 	return s, nil
+}
+
+// installNote says which install the plan assumed, when the release's
+// profile run depends on it (FlashInfer's sampler, or a sort without it).
+func installNote(req Request, b memory.Budget) string {
+	if !vllm.SamplerUsesInstall(b.Settings.Version, b.ModelRunnerV2) {
+		return ""
+	}
+	switch {
+	case req.Install != "":
+		return fmt.Sprintf("vLLM installed as %s (--vllm-install): the profile run's sampler takes the %s path", b.Install, b.SamplerPath)
+	case req.Image != "":
+		inst, _, official := vllm.ImageInstall(req.Image)
+		if official {
+			return fmt.Sprintf("vLLM's official image (%s) has FlashInfer: the profile run's sampler takes the %s path", req.Image, b.SamplerPath)
+		}
+		return fmt.Sprintf("%s is not vLLM's official image: taken as a %s install without FlashInfer, so the profile run's sampler takes the %s path (--vllm-install image if it has FlashInfer)", req.Image, inst, b.SamplerPath)
+	}
+	return fmt.Sprintf("vLLM's official image assumed (it has FlashInfer): the profile run's sampler takes the %s path; for a pip install without FlashInfer pass --vllm-install pip", b.SamplerPath)
 }
 
 // Gather resolves a request: settings, model, GPU, version and any
@@ -151,7 +196,10 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 	if e.Settings.Version.IsZero() {
 		e.Settings.Version = vllm.Newest()
 		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.Settings.Version))
+	} else if req.Version == "" && req.Image != "" {
+		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s read from the image tag of %s", e.Settings.Version, req.Image))
 	}
+	e.request = req
 	if m, note := calibrationFor(env.Getenv, e); note != "" {
 		e.Measured = m
 		e.Notes = append(e.Notes, note)
@@ -254,7 +302,10 @@ func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, re
 // buildNotes are the plan's notes: the evidence's, and what the GPUs
 // given say.
 func buildNotes(e Evidence, b memory.Budget) []string {
-	notes := e.Notes
+	notes := slices.Clone(e.Notes)
+	if n := installNote(e.request, b); n != "" {
+		notes = append(notes, n)
+	}
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
 		hint := ""
 		if tp, pp, ok := memory.Layout(b.Count, e.GPUsPerNode, b.Model.Heads); ok {
@@ -280,7 +331,7 @@ func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
 	if err != nil {
 		return user, err
 	}
-	s.Model, s.Env, s.Version = user.Model, user.Env, user.Version
+	s.Model, s.Env, s.Version, s.Install = user.Model, user.Env, user.Version, user.Install
 	return s, nil
 }
 

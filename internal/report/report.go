@@ -18,21 +18,26 @@ import (
 // Report is `headroom plan -o json`: the output contract of docs/architecture.md.
 // Fields may be added, never renamed.
 type Report struct {
-	Model          ModelReport          `json:"model"`
-	GPU            GPUReport            `json:"gpu"`
-	Settings       SettingsReport       `json:"settings"`
-	PerGPU         PerGPUReport         `json:"per_gpu"`
-	KVCacheTokens  int64                `json:"kv_cache_tokens"`
-	NumGPUBlocks   int64                `json:"num_gpu_blocks"`
-	MaxConcurrency float64              `json:"max_concurrency"`
-	MaxFitLen      int                  `json:"max_fit_model_len"`
-	Fits           bool                 `json:"fits"`
-	Problems       []memory.Finding     `json:"problems"`
-	Warnings       []memory.Finding     `json:"warnings"`
-	Recommended    RecommendedReport    `json:"recommended"`
-	Alternatives   []memory.Alternative `json:"alternatives,omitempty"`
-	VLLMArgs       []string             `json:"vllm_args"`
-	Notes          []string             `json:"notes,omitempty"`
+	Model         ModelReport    `json:"model"`
+	GPU           GPUReport      `json:"gpu"`
+	Settings      SettingsReport `json:"settings"`
+	PerGPU        PerGPUReport   `json:"per_gpu"`
+	KVCacheTokens int64          `json:"kv_cache_tokens"`
+	// KVCacheTokensBand is the range of KV tokens the plan stands behind
+	// (memory.Budget.KVTokensBand); Evidence says, per planned part, how
+	// sure it is (calibrated, extrapolated and why, or measured).
+	KVCacheTokensBand memory.Band          `json:"kv_cache_tokens_band"`
+	Evidence          []memory.Term        `json:"evidence"`
+	NumGPUBlocks      int64                `json:"num_gpu_blocks"`
+	MaxConcurrency    float64              `json:"max_concurrency"`
+	MaxFitLen         int                  `json:"max_fit_model_len"`
+	Fits              bool                 `json:"fits"`
+	Problems          []memory.Finding     `json:"problems"`
+	Warnings          []memory.Finding     `json:"warnings"`
+	Recommended       RecommendedReport    `json:"recommended"`
+	Alternatives      []memory.Alternative `json:"alternatives,omitempty"`
+	VLLMArgs          []string             `json:"vllm_args"`
+	Notes             []string             `json:"notes,omitempty"`
 	// Frontier is the concurrency × context frontier (memory.Budget.Frontier).
 	Frontier []memory.FrontierPoint `json:"frontier"`
 
@@ -77,6 +82,14 @@ type SettingsReport struct {
 	VLLMVersion          string  `json:"vllm_version"`
 	Quantization         string  `json:"quantization,omitempty"`
 	EnforceEager         bool    `json:"enforce_eager"`
+	// VLLMInstall is the install the plan assumed (image: vLLM's official
+	// image, with FlashInfer; pip: without it); SamplerPath the top-k/top-p
+	// path of the profile run's dummy sampler in that release and install
+	// (sort, flashinfer, triton, or none on Model Runner V2);
+	// ModelRunnerV2 whether Model Runner V2 runs the model.
+	VLLMInstall   string `json:"vllm_install"`
+	SamplerPath   string `json:"sampler_path"`
+	ModelRunnerV2 bool   `json:"model_runner_v2"`
 }
 
 // PerGPUReport is one GPU's budget in GiB (2^30 bytes, as vLLM logs).
@@ -156,17 +169,20 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
 			GPUMemoryUtilization: set.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: set.MaxNumSeqs,
 			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: dtype, KVCacheDtype: set.KVCacheDtype,
-			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager},
+			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager,
+			VLLMInstall: string(b.Install), SamplerPath: string(b.SamplerPath), ModelRunnerV2: b.ModelRunnerV2},
 		PerGPU: PerGPUReport{TotalGiB: GiBs(p.Total), RequestedGiB: GiBs(p.Requested), WeightsGiB: GiBs(p.Weights),
 			ActivationGiB: GiBs(p.Activation), NonTorchGiB: GiBs(p.NonTorch), CUDAGraphGiB: GiBs(p.CUDAGraph),
 			CUDAGraphInBudget: b.CUDAGraphInBudget, KVCacheGiB: GiBs(p.KVCache), ContextGiB: GiBs(p.Context), UnusedGiB: GiBs(unused)},
-		KVCacheTokens:  b.KVTokens,
-		NumGPUBlocks:   b.NumBlocks,
-		MaxConcurrency: math.Round(b.MaxConcurrency*100) / 100,
-		MaxFitLen:      b.MaxFitLen,
-		Fits:           b.Fits,
-		Problems:       nonNil(b.Problems),
-		Warnings:       nonNil(b.Warnings),
+		KVCacheTokens:     b.KVTokens,
+		KVCacheTokensBand: b.KVTokensBand,
+		Evidence:          nonNilTerms(b.Evidence),
+		NumGPUBlocks:      b.NumBlocks,
+		MaxConcurrency:    math.Round(b.MaxConcurrency*100) / 100,
+		MaxFitLen:         b.MaxFitLen,
+		Fits:              b.Fits,
+		Problems:          nonNil(b.Problems),
+		Warnings:          nonNil(b.Warnings),
 		Recommended: RecommendedReport{GPUMemoryUtilization: rec.GPUMemoryUtilization, MaxModelLen: rec.MaxModelLen,
 			MaxNumSeqs: rec.MaxNumSeqs, Policy: rec.Policy, TypicalContext: rec.TypicalContext,
 			KVCacheTokens: rec.Budget.KVTokens, Fits: rec.Budget.Fits, Why: rec.Why},
@@ -201,6 +217,13 @@ func nonNil(f []memory.Finding) []memory.Finding {
 		return []memory.Finding{}
 	}
 	return f
+}
+
+func nonNilTerms(t []memory.Term) []memory.Term {
+	if t == nil {
+		return []memory.Term{}
+	}
+	return t
 }
 
 func nonNilStrings(s []string) []string {

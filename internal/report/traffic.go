@@ -53,6 +53,11 @@ type SeqsEvidence struct {
 	Reason     string          `json:"reason"`
 	StepTime   string          `json:"step_time"`
 	Candidates []sim.SeqsTrial `json:"candidates"`
+	// FellBehind is set when every candidate fell behind the traffic (the
+	// chosen one's rates): no max-num-seqs meets it on this deployment,
+	// and Overload says so in words.
+	FellBehind *sim.Backlog `json:"fell_behind,omitempty"`
+	Overload   string       `json:"overload,omitempty"`
 }
 
 // BuildWithTraffic is Build with --max-num-seqs chosen by simulating t on
@@ -130,6 +135,12 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		c.Reason += "; the same as without traffic"
 	}
 	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
+	if b := c.Best().Report.FellBehind; b != nil && allBehind(c.Trials) {
+		ev.FellBehind = b
+		ev.Overload = "no max-num-seqs meets this traffic: " + b.Say(EngineName(rec.Budget.Count, rec.Budget.Device.Name))
+		c.Reason = ev.Overload + "; " + c.Reason
+		ev.Reason = c.Reason
+	}
 	for i, w := range rec.Why {
 		if strings.HasPrefix(w, "max-num-seqs ") {
 			rec.Why[i] = c.Reason
@@ -142,4 +153,14 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		return nil, "", err
 	}
 	return ev, "", nil
+}
+
+// allBehind reports whether every trial fell behind its traffic.
+func allBehind(trials []sim.SeqsTrial) bool {
+	for _, t := range trials {
+		if t.Report == nil || t.Report.FellBehind == nil {
+			return false
+		}
+	}
+	return len(trials) > 0
 }

@@ -7,7 +7,9 @@
 // The plan's inputs: element id -> field of the /api/plan body. Flags are
 // vLLM flags by name; the URL keeps every one of them (config.json uploads
 // excepted: they do not fit in a link).
-const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "command": "command" };
+const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "vllm-install": "vllm_install", "command": "command" };
+// TERM_NAMES names the plan's parts as the bar does.
+const TERM_NAMES = { weights_bytes: "weights", activation_bytes: "activation", non_torch_bytes: "non-torch", cudagraph_bytes: "CUDA graphs" };
 const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
 const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at"];
 const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...SIM_IDS];
@@ -166,6 +168,18 @@ function renderPlan(r) {
     " GiB. Settings: tp " + s.tensor_parallel_size + ", pp " + s.pipeline_parallel_size + ", max-model-len " + s.max_model_len +
     ", max-num-seqs " + s.max_num_seqs + ", max-num-batched-tokens " + s.max_num_batched_tokens + ", dtype " + s.dtype +
     ", kv-cache-dtype " + s.kv_cache_dtype + ".";
+
+  const band = r.kv_cache_tokens_band;
+  $("band").textContent = (band.high > band.low
+    ? "KV cache between " + thousands(band.low) + " and " + thousands(band.high) + " tokens (" + band.basis + "). "
+    : "KV cache: " + band.basis + ". ") +
+    "Profile run: " + (s.model_runner_v2 ? "Model Runner V2" : "V1 model runner") + ", dummy sampler's top-k/top-p " +
+    s.sampler_path + " (vLLM " + s.vllm_version + ", " + s.vllm_install + " install).";
+  $("evidence").tBodies[0].replaceChildren(...r.evidence.map((e) => el("tr", { "data-class": e.class },
+    el("td", { text: TERM_NAMES[e.term] || e.term }),
+    el("td", { class: e.class, text: e.class }),
+    el("td", { text: gib(e.uncertainty_bytes / 2 ** 30) }),
+    el("td", { text: e.class === "extrapolated" ? e.why : (e.calibrated_on || e.mechanism) }))));
 
   const findings = $("problems");
   findings.replaceChildren();

@@ -1,0 +1,218 @@
+package vllm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file holds the rules that decide what vLLM's profile run does by
+// release: which model runner runs it, which top-k/top-p implementation
+// its dummy sampler uses, and whether the CUDA-graph estimate it takes is
+// real. The bytes each path costs are the memory package's arithmetic;
+// here are only the boundaries, each with its source (docs/vllm-profile.md
+// gathers them).
+
+// Version boundaries of the profile-run rules (never written).
+var (
+	// flashInferSamplerOptInSince: PR #26859 made FlashInfer's top-k/top-p
+	// sampler opt-in; the first release after it is 0.11.1.
+	flashInferSamplerOptInSince = Version{0, 11, 1, ""}
+	// tritonSamplerSince: PR #33538 replaced the sort by a Triton
+	// top-k/top-p kernel in 0.17.0; the logged activation of Qwen3-14B on
+	// an H100 fell from 5.64 GiB (0.16.0) to 2.23 GiB (0.17.0).
+	tritonSamplerSince = Version{0, 17, 0, ""}
+	// flashInferSamplerAgainSince: PR #40376 made FlashInfer's sampler the
+	// default again, for models on the V1 model runner, in 0.21.0.
+	flashInferSamplerAgainSince = Version{0, 21, 0, ""}
+	// Model Runner V2 became the default for dense models by family:
+	// Qwen3 dense from 0.22, Llama and Mistral dense from 0.23, every dense
+	// model from 0.25 (vLLM release notes, #44443).
+	runnerV2Qwen3Since  = Version{0, 22, 0, ""}
+	runnerV2LlamaSince  = Version{0, 23, 0, ""}
+	runnerV2DenseSince  = Version{0, 25, 0, ""}
+	runnerV2GraphsSince = Version{0, 29, 0, ""}
+	// hybridGDNGraphTransientSince: issue #50780, 0.26.0.
+	hybridGDNGraphTransientSince = Version{0, 26, 0, ""}
+)
+
+// ProfileBoundaries are the releases where the profile run's peak changes
+// for a model (moe: with routed experts): the sampler path's boundaries,
+// Model Runner V2's steps for dense models, and for MoE models the
+// persistent fused-MoE workspace (PersistentMoEWorkspace). Two releases
+// with none of them in between profile alike.
+func ProfileBoundaries(moe bool) []Version {
+	b := []Version{flashInferSamplerOptInSince, tritonSamplerSince, flashInferSamplerAgainSince}
+	if moe {
+		return append(b, moeWorkspaceSince)
+	}
+	return append(b, runnerV2Qwen3Since, runnerV2LlamaSince, runnerV2DenseSince)
+}
+
+// SamplerPath is the top-k/top-p implementation the dummy sampler of the
+// profile run takes. The dummy batch asks for temperature 0.5, top-p 0.9
+// and top-k = vocabulary − 1, so the implementation decides how many bytes
+// per logit are alive at the profile's peak.
+type SamplerPath string
+
+// The sampler paths.
+const (
+	// SamplerSort is PyTorch's full sort of every row (values, int64
+	// indices, an int64 reverse index, the radix sort's buffers).
+	SamplerSort SamplerPath = "sort"
+	// SamplerFlashInfer is FlashInfer's fused top-k/top-p sampling.
+	SamplerFlashInfer SamplerPath = "flashinfer"
+	// SamplerTriton is vLLM's Triton top-k/top-p kernel, in place, with a
+	// cached float32 buffer of one vocabulary row per SM.
+	SamplerTriton SamplerPath = "triton"
+	// SamplerNoTopK is Model Runner V2's dummy sampler: its dummy batch
+	// sets no sampling parameters, so no top-k/top-p runs at all.
+	SamplerNoTopK SamplerPath = "none"
+)
+
+// Install is how vLLM was installed, which decides whether optional
+// kernels (FlashInfer) are there.
+type Install string
+
+// The installs.
+const (
+	// InstallImage is vLLM's official image (vllm/vllm-openai), which
+	// ships FlashInfer. The planner assumes it when nothing says otherwise.
+	InstallImage Install = "image"
+	// InstallPip is `pip install vllm` without FlashInfer.
+	InstallPip Install = "pip"
+)
+
+// ParseInstall reads --vllm-install: "image" (the official image, with
+// FlashInfer) or "pip" (a pip install without it); "" is the image.
+func ParseInstall(s string) (Install, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "image", "docker", "container":
+		return InstallImage, nil
+	case "pip", "wheel", "pip-no-flashinfer":
+		return InstallPip, nil
+	}
+	return "", fmt.Errorf("--vllm-install %q: use image (vLLM's official image, with FlashInfer) or pip (installed without FlashInfer)", s)
+}
+
+// OrDefault is the install, or the official image when none is given.
+func (i Install) OrDefault() Install {
+	if i == "" {
+		return InstallImage
+	}
+	return i
+}
+
+// FlashInfer reports whether the install has FlashInfer.
+func (i Install) FlashInfer() bool { return i.OrDefault() == InstallImage }
+
+// officialImageRepo is vLLM's OpenAI-server image on Docker Hub.
+const officialImageRepo = "vllm/vllm-openai"
+
+// ImageInstall reads a container image reference (--vllm-image): vLLM's
+// official image from any registry or mirror is InstallImage, and its tag
+// names the release when it is one ("v0.10.1.1", "0.8.5-cu128"); any other
+// image is taken as a pip install on another base (ok false: the caller
+// says so). version is zero when the tag names none ("latest").
+func ImageInstall(image string) (inst Install, version Version, official bool) {
+	ref := strings.TrimSpace(image)
+	if at := strings.IndexByte(ref, '@'); at >= 0 {
+		ref = ref[:at]
+	}
+	repo, tag := ref, ""
+	if colon := strings.LastIndexByte(ref, ':'); colon > strings.LastIndexByte(ref, '/') {
+		repo, tag = ref[:colon], ref[colon+1:]
+	}
+	if repo != officialImageRepo && !strings.HasSuffix(repo, "/"+officialImageRepo) {
+		return InstallPip, Version{}, false
+	}
+	if cut := strings.IndexAny(tag, "-_"); cut >= 0 {
+		tag = tag[:cut]
+	}
+	v, err := ParseVersion(tag)
+	if err != nil {
+		v = Version{}
+	}
+	return InstallImage, v, true
+}
+
+// ModelRunnerV2 reports whether vLLM runs the model on Model Runner V2 by
+// default. It became the default for dense models family by family (see
+// the boundaries above): Qwen3 dense (Qwen3ForCausalLM) from 0.22.0, Llama
+// and Mistral dense (LlamaForCausalLM, MistralForCausalLM) from 0.23.0, and
+// every dense model from 0.25.0, the release whose notes (#44443) announce
+// it; models with routed experts stay on the V1 runner. docs/vllm-versions
+// names 0.25.0 only, the profile-run reading (§2.7 of the memory notes)
+// the per-family steps before it; the two agree from 0.25.0 and the steps
+// are kept because they are what the code did.
+func ModelRunnerV2(v Version, architecture string, moe bool) bool {
+	v = orNewest(v)
+	if moe {
+		return false
+	}
+	switch {
+	case v.AtLeast(runnerV2DenseSince):
+		return true
+	case v.AtLeast(runnerV2LlamaSince) && (architecture == "LlamaForCausalLM" || architecture == "MistralForCausalLM"):
+		return true
+	case v.AtLeast(runnerV2Qwen3Since) && architecture == "Qwen3ForCausalLM":
+		return true
+	}
+	return false
+}
+
+// DummySampler is the top-k/top-p path the profile run's dummy sampler
+// takes on CUDA with default settings (memory notes §2.7):
+//
+//	≤ 0.11.0 (V1)    FlashInfer when installed (the official image), else sort
+//	0.11.1 – 0.16.x  sort (FlashInfer opt-in, PR #26859)
+//	0.17.0 – 0.20.x  Triton (PR #33538)
+//	0.21.0 –         FlashInfer again on the V1 runner (PR #40376); without
+//	                 FlashInfer the Triton kernel, which these releases
+//	                 still have (unverified)
+//	Model Runner V2  none: its dummy batch sets no top-k/top-p
+func DummySampler(v Version, runnerV2 bool, inst Install) SamplerPath {
+	v = orNewest(v)
+	switch {
+	case runnerV2:
+		return SamplerNoTopK
+	case v.AtLeast(flashInferSamplerAgainSince):
+		if inst.FlashInfer() {
+			return SamplerFlashInfer
+		}
+		return SamplerTriton
+	case !v.AtLeast(flashInferSamplerOptInSince):
+		if inst.FlashInfer() {
+			return SamplerFlashInfer
+		}
+		return SamplerSort
+	case v.AtLeast(tritonSamplerSince):
+		return SamplerTriton
+	}
+	return SamplerSort
+}
+
+// SamplerUsesInstall reports whether the release's default sampler path
+// depends on FlashInfer being installed (so the plan must say which
+// install it assumed).
+func SamplerUsesInstall(v Version, runnerV2 bool) bool {
+	return DummySampler(v, runnerV2, InstallImage) != DummySampler(v, runnerV2, InstallPip)
+}
+
+// CUDAGraphEstimateIsZero reports whether the CUDA-graph estimate the
+// profile takes is zero although graphs are captured: Model Runner V2's
+// profile_cudagraph_memory() returned 0 until 0.29, so no graph memory was
+// reserved inside the budget and capture could run out of memory at
+// start-up (issues #49224, #50159; from 0.29 it profiles graph memory
+// itself, PR #57865, unverified).
+func CUDAGraphEstimateIsZero(v Version, runnerV2 bool) bool {
+	return runnerV2 && !orNewest(v).AtLeast(runnerV2GraphsSince)
+}
+
+// HybridGDNGraphTransient reports whether the CUDA-graph profiler counts a
+// transient that grows with max_num_batched_tokens as graph memory for
+// hybrid gated-delta-net models (Qwen3.5/3.6-style linear attention): from
+// 0.26.0 their KV pool came out 18–24% smaller (issue #50780, open when
+// read). The size of the transient is not known to us; the planner warns.
+func HybridGDNGraphTransient(v Version) bool {
+	return orNewest(v).AtLeast(hybridGDNGraphTransientSince)
+}
