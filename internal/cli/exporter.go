@@ -15,7 +15,6 @@ import (
 
 type exporterFlags struct {
 	listen        string
-	url           string
 	metricsURL    string
 	nvidiaSMI     string
 	noGPU         bool
@@ -68,15 +67,18 @@ headroom_oom_risk = 1 - (1 - K·(1+Q)/2)·(1 - P)·(1 - G), with
 
 Without GPU access (a sidecar with no device) only the vLLM gauges are served.
 SIGINT or SIGTERM shuts it down gracefully.`,
-		Example: `  headroom exporter --listen :9400 --url http://localhost:8000
+		Example: `  headroom exporter --listen :9400 --url http://localhost:8000/metrics
   headroom exporter --url localhost:8000 --min-free 2GiB
   headroom exporter --url localhost:8000 -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExporter(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", ":9400", "address to serve /metrics on")
-	fl.StringVar(&f.url, "url", "", "the vLLM server, e.g. http://localhost:8000 (its /metrics is read), as loadtest's --url")
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL instead, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag watch and loadtest name the same)")
+	// The old name stays, hidden: the chart and manifests written for it
+	// keep working.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "deprecated: use --url")
+	_ = fl.MarkHidden("metrics-url")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary instead of NVML")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "serve no GPU gauges")
 	fl.StringVar(&f.minFree, "min-free", "", "free memory each GPU must keep, e.g. 2GiB (default: the plan's margin when the model is given)")
@@ -87,9 +89,12 @@ SIGINT or SIGTERM shuts it down gracefully.`,
 }
 
 func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) error {
-	url, err := serverMetricsURL(f.url, f.metricsURL)
+	if f.metricsURL == "" {
+		return badInput("no --url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+	}
+	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
 	if err != nil {
-		return err
+		return badInput("%v", err)
 	}
 	if f.window <= 0 || f.scrapeTimeout <= 0 {
 		return badInput("--window and --scrape-timeout must be positive")

@@ -67,7 +67,7 @@ of its deployment serves, 2 bad input.`,
 	addDeploymentFlags(fl, &f.plan, "model, for the KV concurrency and the pool split", "GPU, for the KV concurrency and the pool split",
 		"the vLLM version whose rules apply (default: the newest known)")
 	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
+	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml")
 	return cmd
 }
 
@@ -76,9 +76,9 @@ type ProfileReport = report.ProfileReport
 
 func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) error {
 	switch f.plan.output {
-	case "table", "text", "json":
+	case "table", "text", "json", "yaml":
 	default:
-		return badInput("unknown output format %q: use table or json", f.plan.output)
+		return badInput("unknown output format %q: use table, json or yaml", f.plan.output)
 	}
 	if err := checkPolicy(f.plan.policy); err != nil {
 		return err
@@ -104,11 +104,7 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	if f.plan.output == "json" {
-		err = writeJSON(cmd.OutOrStdout(), rep)
-	} else {
-		err = writeProfileTable(cmd.OutOrStdout(), rep)
-	}
+	err = writeAs(cmd.OutOrStdout(), f.plan.output, rep, formats[ProfileReport]{"": writeProfileTable})
 	if err == nil && len(overloadedPools(rep)) > 0 {
 		return errNoFit
 	}

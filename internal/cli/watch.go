@@ -17,7 +17,6 @@ import (
 )
 
 type watchFlags struct {
-	url         string
 	metricsURL  string
 	snapshot    bool
 	nvidiaSMI   string
@@ -56,21 +55,24 @@ num_requests_running, num_requests_waiting, num_preemptions_total,
 preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
 gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
 alerts it raised; values not known are null.`,
-		Example: `  headroom watch --url http://localhost:8000
+		Example: `  headroom watch --url http://localhost:8000/metrics
   headroom watch --url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
   headroom watch --url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
   headroom watch --url localhost:8000 --count 30 -o json > readings.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "", "the vLLM server, e.g. http://localhost:8000 (its /metrics is read), as loadtest's --url")
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL instead, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag loadtest names the same)")
+	// The old name stays, hidden and deprecated: scripts written for it
+	// keep working, and a note on stderr names the new one.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "deprecated: use --url")
+	_ = fl.MarkHidden("metrics-url")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
 	fl.DurationVar(&f.window, "window", telemetry.DefaultWindow, "span of the preemption rate and the TTFT p99")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text (a live line) or json (one object per reading)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table (a live line; also text), json (one object per line) or yaml (one document per reading)")
 	fl.StringVar(&f.alerts, "alerts", "", "append alerts to this JSON-lines file")
 	fl.Float64Var(&f.kvThreshold, "kv-threshold", telemetry.DefaultKVThreshold, "KV-cache usage (0..1) that counts as pressure")
 	fl.IntVar(&f.kvReadings, "kv-readings", telemetry.DefaultKVReadings, "readings in a row above --kv-threshold before the alert")
@@ -122,8 +124,14 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 
 func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	ctx := cmd.Context()
-	if f.output != "text" && f.output != "json" {
-		return badInput("unknown output format %q: use text or json", f.output)
+	if cmd.Flags().Changed("metrics-url") {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note: --metrics-url is deprecated; use --url")
+	}
+	if f.output == "table" {
+		f.output = "text"
+	}
+	if f.output != "text" && f.output != "json" && f.output != "yaml" {
+		return badInput("unknown output format %q: use table, json or yaml", f.output)
 	}
 	switch {
 	case f.count < 0:
@@ -137,9 +145,12 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	case f.kvReadings < 1:
 		return badInput("--kv-readings must be 1 or more")
 	}
-	url, err := serverMetricsURL(f.url, f.metricsURL)
+	if f.metricsURL == "" {
+		return badInput("no --url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+	}
+	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
 	if err != nil {
-		return err
+		return badInput("%v", err)
 	}
 
 	var reader telemetry.GPUReader
@@ -204,13 +215,19 @@ func emitWatch(env Env, format string, line *progress.Line, r telemetry.Reading,
 		line.Clear()
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
-	if format == "json" {
+	switch format {
+	case "json":
 		b, err := json.Marshal(r.Record(alerts, readErr))
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
+	case "yaml":
+		if _, err := fmt.Fprintln(env.Stdout, "---"); err != nil {
+			return err
+		}
+		return writeYAML(env.Stdout, r.Record(alerts, readErr))
 	}
 	if line.Live() {
 		line.Set(watchLine(r, readErr))
@@ -253,23 +270,4 @@ func watchLine(r telemetry.Reading, readErr error) string {
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}
 	return b.String()
-}
-
-// serverMetricsURL is the metrics URL of watch's and exporter's --url (the
-// server, as loadtest's --url names it) or --metrics-url (its metrics URL):
-// one of the two, normalized.
-func serverMetricsURL(url, metricsURL string) (string, error) {
-	switch {
-	case url != "" && metricsURL != "":
-		return "", badInput("give --url (the server) or --metrics-url (its metrics URL), not both")
-	case url == "" && metricsURL == "":
-		return "", badInput("no --url: give the vLLM server, e.g. http://localhost:8000 (its /metrics is read)")
-	case url == "":
-		url = metricsURL
-	}
-	u, err := telemetry.NormalizeMetricsURL(url)
-	if err != nil {
-		return "", badInput("%v", err)
-	}
-	return u, nil
 }

@@ -32,7 +32,14 @@ type EngineRequest struct {
 	// "" reads the one loadtest writes for the GPU, when there is one, and
 	// says so in a note.
 	Calibration string
+	// MaxKVBlocks, when > 0, refuses an engine whose KV pool has more
+	// blocks (ErrTooManyBlocks): a server's bound on what one request's
+	// simulation may hold.
+	MaxKVBlocks int
 }
+
+// ErrTooManyBlocks is an engine past EngineRequest.MaxKVBlocks.
+var ErrTooManyBlocks = errors.New("too many KV blocks")
 
 // Engine is a planned deployment ready to simulate.
 type Engine struct {
@@ -123,6 +130,9 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 			msgs = append(msgs, p.Message)
 		}
 		return e, &NoFitError{Problems: msgs}
+	}
+	if req.MaxKVBlocks > 0 && e.Config.NumGPUBlocks > req.MaxKVBlocks {
+		return nil, fmt.Errorf("%w: the KV pool has %d blocks, at most %d here (lower num-gpu-blocks-override, or run `headroom simulate`)", ErrTooManyBlocks, e.Config.NumGPUBlocks, req.MaxKVBlocks)
 	}
 	if set.NumGPUBlocksOverride > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))

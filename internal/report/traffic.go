@@ -67,6 +67,7 @@ type SeqsEvidence struct {
 // steps. Where nothing is recommended, or the GPU has no datasheet
 // throughput, the rule stays and a note says why.
 func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Traffic) (Report, error) {
+	e = withLayout(e)
 	in, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
