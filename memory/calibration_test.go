@@ -17,8 +17,9 @@ import (
 )
 
 // calibrationRow is one real vLLM start-up from
-// testdata/vllm-0.19.0-h100.csv (a copy of the shared calibration data:
-// 57 vLLM 0.19.0 start-ups on H100-80GB, numbers as vLLM logged them).
+// testdata/vllm-0.19.0-h100.csv (57 vLLM 0.19.0 start-ups on H100-80GB
+// from the llm-d capacity planner's published start-up logs, numbers as
+// vLLM logged them; testdata/README.md).
 type calibrationRow struct {
 	model                                       string
 	tp, pp, dp                                  int
