@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/internal/kubetest"
+	"headroom.dev/headroom/internal/report"
 )
 
 const chart = "headroom"
@@ -199,6 +200,9 @@ func TestDryRunApply(t *testing.T) {
 		"deploy/headroom.yaml": deployYAML,
 		"every option":         helm(t, append(append([]string{"template", "headroom", chart, "-n", "headroom-system"}, everything...), fleetOptions...)...),
 		"own CA":               helm(t, append([]string{"template", "headroom", chart, "-n", "headroom-system"}, ownCA...)...),
+		// What `headroom capacity -o keda` and `-o hpa` write.
+		"capacity -o keda": capacityManifest(t, report.KEDAScaledObject),
+		"capacity -o hpa":  capacityManifest(t, report.HPAObject),
 	}
 	for name, r := range renderings {
 		n := 0
@@ -223,4 +227,19 @@ func TestDryRunApply(t *testing.T) {
 		t.Logf("%s: %d objects accepted by the API server (dry run)", name, n)
 	}
 	misspelled(t, ctx, mapper, dyn, append(objects(t, renderings["every option"]), objects(t, deployYAML)...))
+}
+
+// capacityManifest renders an autoscaler of `headroom capacity` (the
+// thresholds of its Llama-3.1-8B on H100-80GB run in docs/capacity.md)
+// for a Deployment in the namespace llm.
+func capacityManifest(t *testing.T, render func(*report.Autoscaler, report.ScaleTarget) map[string]any) []byte {
+	t.Helper()
+	a := &report.Autoscaler{TargetRatePerS: 15.3, TargetWaiting: 24, TargetKV: 0.124, CoolDownS: 300, IntervalS: 15, MinReplicas: 1, MaxReplicas: 6,
+		WaitingMetric: "vllm:num_requests_waiting", KVMetric: "vllm:kv_cache_usage_perc", RateMetric: "vllm:e2e_request_latency_seconds_count"}
+	out, err := yaml.Marshal(render(a, report.ScaleTarget{Name: "llama-8b", Namespace: "llm", Model: "meta-llama/Llama-3.1-8B-Instruct",
+		Prometheus: "http://prometheus-operated.monitoring.svc:9090"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

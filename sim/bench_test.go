@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -100,4 +102,51 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkFleet is the fleet's speed target: 10 replicas of BenchmarkRun's
+// Llama-3.1-8B on H100-80GB behind least-outstanding routing, 24 simulated
+// hours of Poisson traffic at 20 req/s (1.73 million requests, BenchmarkRun's
+// lengths). It reports simulated seconds per wall second (the target is
+// >= 1000), per CPU second, and the live heap at the end.
+//
+//	go test ./sim -run XXX -bench Fleet -benchtime 1x
+func BenchmarkFleet(b *testing.B) {
+	cfg, fe := llama8B(b, "H100-80GB")
+	b.ReportAllocs()
+	var simulated, wall, cpu float64
+	var heap uint64
+	for range b.N {
+		spec := workload.Spec{Rate: 20, Duration: benchHours * 3600, Prompt: workload.Uniform{Lo: 16, Hi: 2000}, Output: workload.Uniform{Lo: 1, Hi: 400}, Seed: 1}
+		start, cpu0 := time.Now(), cpuSeconds()
+		rep, err := RunFleet(context.Background(), cfg, source(b, spec), FleetOptions{RunOptions: RunOptions{FrontEnd: fe}, Replicas: 10, Router: LeastOutstanding})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wall += time.Since(start).Seconds()
+		cpu += cpuSeconds() - cpu0
+		simulated += rep.Fleet.DurationS
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = ms.HeapAlloc
+		runtime.KeepAlive(rep)
+		if b.N == 1 {
+			b.Logf("%d requests: %.0f simulated s in %.2f wall s; ttft p99 %.0f ms, tpot mean %.1f ms, steps %d",
+				rep.Fleet.Requests, rep.Fleet.DurationS, wall, rep.Fleet.TTFT.P99, rep.Fleet.TPOT.Mean, rep.Fleet.Steps)
+		}
+	}
+	b.ReportMetric(simulated/wall, "sim-s/wall-s")
+	b.ReportMetric(simulated/cpu, "sim-s/cpu-s")
+	b.ReportMetric(float64(heap)/(1<<20), "MiB-live-heap")
+}
+
+// benchHours is BenchmarkFleet's simulated time (a variable, so a profile
+// can take a shorter run).
+var benchHours = 24.0
+
+func init() {
+	if h := os.Getenv("HEADROOM_BENCH_HOURS"); h != "" {
+		benchHours, _ = strconv.ParseFloat(h, 64)
+	}
 }

@@ -11,7 +11,8 @@
 // real-time server can drive it; Run drives it over a stream of requests
 // in bounded memory, with the clients (open or closed loop) and vLLM's API
 // server (FrontEnd, a CPU its requests share) in front of it, and reports
-// what the clients see. A step's duration comes from a StepTimer: a fixed
+// what the clients see; RunFleet does the same for N replicas behind a
+// router, with an autoscaler (Scaler, HPA) if asked. A step's duration comes from a StepTimer: a fixed
 // time, or the Roofline model with a Calibration fitted on published
 // serving runs (CalibrationFor; README.md). The package does no I/O.
 //

@@ -160,6 +160,10 @@ type Window struct {
 	Waiting     int     `json:"waiting"`
 	Preemptions int64   `json:"preemptions"`
 	Finished    int64   `json:"finished"`
+	// Arrivals (requests sent) and Replicas (the most that held GPUs) are
+	// a fleet's (RunFleet).
+	Arrivals int64 `json:"arrivals,omitempty"`
+	Replicas int   `json:"replicas,omitempty"`
 }
 
 // Report is the outcome of a run. Latencies are what the client sees, as
@@ -313,6 +317,8 @@ func (s *stats) merge() {
 			w.Waiting = max(w.Waiting, o.Waiting)
 			w.Preemptions += o.Preemptions
 			w.Finished += o.Finished
+			w.Arrivals += o.Arrivals
+			w.Replicas = max(w.Replicas, o.Replicas)
 		}
 		merged = append(merged, w)
 	}
@@ -655,10 +661,13 @@ func (r *runner) done(ev Event) {
 	}
 }
 
-func (s *stats) report(e *Engine) *Report {
+func (s *stats) report(e *Engine) *Report { return s.reportOf(e.Gauges()) }
+
+// reportOf is the report of a run whose engine (or engines) ended with
+// the counters g, at g.Now.
+func (s *stats) reportOf(g Gauges) *Report {
 	r := s.rep
-	g := e.Gauges()
-	r.DurationS = math.Round(max(e.Now(), s.lastOut)*1e6) / 1e6
+	r.DurationS = math.Round(max(g.Now, s.lastOut)*1e6) / 1e6
 	r.Preemptions = g.Preemptions
 	r.Rejected = g.Rejected
 	if len(r.RejectedBy) == 0 {

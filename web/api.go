@@ -163,6 +163,47 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// capacity answers POST /api/capacity with what `headroom capacity -o
+// json` prints, also when no option meets the SLO (best is then empty).
+// It is admitted, bounded and timed as a simulation.
+func (a *api) capacity(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.sims)
+	if !ok {
+		return
+	}
+	defer release()
+	body, ok := readBody(w, r, maxPlanBody)
+	if !ok {
+		return
+	}
+	req, err := decodeCapacity(body)
+	if err != nil {
+		a.decodeFailed(w, r, maxPlanBody, err)
+		return
+	}
+	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
+	req.Engine.MaxKVBlocks = maxSimBlocks
+	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
+	defer cancel()
+	out, err := report.Capacity(ctx, a.opt.Env, report.NoFiles, req)
+	var ue *report.UnreachableError
+	if errors.As(err, &ue) {
+		out, err = ue.Report, nil
+	}
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
+		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf("the sizing ran past this server's limit of %s a request: lower the rates or duration_s, or run `headroom capacity`", a.opt.simTime()))
+		return
+	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
+		a.fail(w, r, http.StatusUnprocessableEntity, err)
+		return
+	case err != nil:
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // errSimTime ends a simulation at Options.SimulationTime.
 var errSimTime = errors.New("simulation time limit")
 

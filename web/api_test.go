@@ -258,6 +258,55 @@ func TestSimulateSameBytesAsCLI(t *testing.T) {
 	}
 }
 
+// The capacity form's answer is `headroom capacity -o json` for the same
+// plan, options, traffic and SLO.
+func TestCapacitySameBytesAsCLI(t *testing.T) {
+	srv := newSimServer(t)
+	_, want := runCLI(t, "capacity", "-o", "json", "--gpu", "H100-80GB,L40S", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--offline",
+		"--rate", "2", "--peak-rate", "12", "--period", "40m", "--duration", "40m", "--window", "10m", "--prompt-tokens", "fixed:1024", "--output-tokens", "fixed:128",
+		"--slo", "ttft_p99=2s,tpot_p99=100ms", "--price", "L40S=1.5")
+	code, got := post(t, srv.URL+"/api/capacity", `{"plan": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "gpus": ["H100-80GB", "L40S"],
+		"rate": 2, "peak_rate": 12, "period_s": 2400, "duration_s": 2400, "window_s": 600, "prompt_tokens": 1024, "output_tokens": 128,
+		"slo": "ttft_p99=2s,tpot_p99=100ms", "prices": {"L40S": 1.5}}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %.600s\nCLI: %.600s", code, got, want)
+	}
+	var r struct {
+		Best    string `json:"best"`
+		Options []struct {
+			Windows []struct {
+				Replicas int `json:"replicas"`
+			} `json:"windows"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Best == "" || len(r.Options) != 2 || len(r.Options[0].Windows) != 4 {
+		t.Errorf("best %q, %d options", r.Best, len(r.Options))
+	}
+}
+
+func TestCapacityBadInput(t *testing.T) {
+	srv := newSimServer(t)
+	plan := `"plan": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "prompt_tokens": 10, "output_tokens": 10`
+	cases := []struct{ name, body, says string }{
+		{"no GPU", `{` + plan + `, "rate": 1, "duration_s": 60, "slo": "ttft_p99=1s"}`, "gpus"},
+		{"unknown GPU", `{` + plan + `, "gpus": ["H1OO"], "rate": 1, "duration_s": 60, "slo": "ttft_p99=1s"}`, "H100"},
+		{"price of an unknown GPU", `{` + plan + `, "gpus": ["L4"], "rate": 1, "duration_s": 60, "slo": "ttft_p99=1s", "prices": {"H999": 1}}`, "H999"},
+		{"no SLO", `{` + plan + `, "gpus": ["L4"], "rate": 1, "duration_s": 60}`, "slo"},
+		{"too many requests", `{` + plan + `, "gpus": ["L4"], "rate": 1, "peak_rate": 100, "duration_s": 86400, "slo": "ttft_p99=1s"}`, "at most"},
+		{"no requests", `{` + plan + `, "gpus": ["L4"], "rate": 0.001, "duration_s": 60, "slo": "ttft_p99=1s"}`, "no requests"},
+		{"bad router", `{` + plan + `, "gpus": ["L4"], "rate": 1, "duration_s": 60, "slo": "ttft_p99=1s", "router": "random"}`, "router"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, got := post(t, srv.URL+"/api/capacity", c.body)
+			checkError(t, code, got, http.StatusBadRequest, c.says)
+		})
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	srv := newSimServer(t)
 	plan := `"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}`

@@ -7,11 +7,15 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
+	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -60,6 +64,40 @@ type simulateBody struct {
 	OutputTokens int        `json:"output_tokens"`
 	Bursts       []string   `json:"bursts"`
 }
+
+// capacityBody is the JSON of POST /api/capacity: a plan (its GPU left
+// out: the options are gpus), a synthetic traffic (a steady rate, or a
+// rate rising to peak_rate over period_s) and the SLO, as `headroom
+// capacity` takes them.
+type capacityBody struct {
+	Plan         planFields         `json:"plan"`
+	GPUs         []string           `json:"gpus"`
+	Rate         float64            `json:"rate"`
+	PeakRate     float64            `json:"peak_rate"`
+	PeriodS      float64            `json:"period_s"`
+	DurationS    float64            `json:"duration_s"`
+	PromptTokens int                `json:"prompt_tokens"`
+	OutputTokens int                `json:"output_tokens"`
+	SLO          string             `json:"slo"`
+	WindowS      float64            `json:"window_s"`
+	Router       string             `json:"router"`
+	Prices       map[string]float64 `json:"prices"`
+	StartupS     float64            `json:"startup_s"`
+	CoolDownS    float64            `json:"cool_down_s"`
+}
+
+// Bounds of a capacity request: a quarter of a simulation's requests (a
+// capacity request replays them several times: the bisection, each
+// window's fleets, the autoscaler and the static fleet), as many GPU
+// options as a page compares, and windows of at least a minute, so the
+// answer comes within the server's write timeout.
+const (
+	maxCapacityRequests = maxSimRequests / 4
+	maxCapacityGPUs     = 4
+	maxCapacityReplicas = 32
+	minCapacityWindowS  = 60
+	maxCapacityDuration = 7 * 24 * 3600
+)
 
 // planFields is a plan inside another body: the common fields, and the
 // config.json upload.
@@ -168,6 +206,69 @@ func decodeSimulate(body io.Reader) (report.SimRequest, error) {
 	// About 60 points for the panel's chart, a second at the finest.
 	window := math.Max(1, math.Ceil(b.DurationS/60))
 	return report.SimRequest{Engine: report.EngineRequest{Plan: req}, Workload: spec, Window: window}, nil
+}
+
+// decodeCapacity reads POST /api/capacity into the request the CLI builds
+// from its flags.
+func decodeCapacity(body io.Reader) (report.CapacityRequest, error) {
+	var b capacityBody
+	if err := decodeStrict(body, &b); err != nil {
+		return report.CapacityRequest{}, err
+	}
+	req, err := requestFrom(b.Plan.fields)
+	if err != nil {
+		return report.CapacityRequest{}, err
+	}
+	if b.Plan.Config != "" {
+		return report.CapacityRequest{}, errors.New("sizing an uploaded config.json is not supported: name a catalog or Hugging Face model")
+	}
+	req.GPU, req.GPUMemory = "", ""
+	peak := max(b.Rate, b.PeakRate)
+	switch {
+	case len(b.GPUs) == 0 || len(b.GPUs) > maxCapacityGPUs:
+		return report.CapacityRequest{}, fmt.Errorf("gpus: give 1 to %d GPU options", maxCapacityGPUs)
+	case !(b.Rate > 0) || math.IsInf(peak, 0) || !(b.DurationS > 0) || b.DurationS > maxCapacityDuration:
+		return report.CapacityRequest{}, fmt.Errorf("rate must be positive and duration_s between 0 and %d seconds", maxCapacityDuration)
+	case peak*b.DurationS > maxCapacityRequests:
+		return report.CapacityRequest{}, fmt.Errorf("the peak rate × duration_s is %.0f requests: at most %d here (run `headroom capacity` for more)", peak*b.DurationS, maxCapacityRequests)
+	case b.PromptTokens <= 0 || b.OutputTokens <= 0 || b.PromptTokens > maxSimTokens || b.OutputTokens > maxSimTokens:
+		return report.CapacityRequest{}, fmt.Errorf("prompt_tokens and output_tokens must be between 1 and %d", maxSimTokens)
+	case b.WindowS != 0 && (b.WindowS < minCapacityWindowS || b.WindowS > b.DurationS):
+		return report.CapacityRequest{}, fmt.Errorf("window_s must be between %d and duration_s", minCapacityWindowS)
+	case b.StartupS < 0 || b.CoolDownS < 0 || b.PeriodS < 0:
+		return report.CapacityRequest{}, errors.New("startup_s, cool_down_s and period_s must not be negative")
+	}
+	bounds, err := slo.Parse(b.SLO)
+	if err != nil || len(bounds) == 0 {
+		return report.CapacityRequest{}, fmt.Errorf("slo: give bounds such as ttft_p99=2s,tpot_p99=100ms (%v)", err)
+	}
+	router := b.Router
+	if router == "" {
+		router = sim.RoundRobin
+	}
+	if !slices.Contains(sim.Routers, router) {
+		return report.CapacityRequest{}, fmt.Errorf("router %q: use %s", router, strings.Join(sim.Routers, ", "))
+	}
+	prices := map[string]float64{}
+	for name, usd := range b.Prices {
+		sel, err := gpu.Resolve(name)
+		if err != nil || sel.Count != 1 || !(usd > 0) || usd > 1000 {
+			return report.CapacityRequest{}, fmt.Errorf("prices: %q must be a catalog GPU with a price between 0 and 1000 USD an hour", name)
+		}
+		prices[sel.Device.Name] = usd
+	}
+	for _, g := range b.GPUs {
+		if _, err := gpu.Resolve(g); err != nil {
+			return report.CapacityRequest{}, fmt.Errorf("gpus: %v", err)
+		}
+	}
+	spec := workload.Spec{Rate: b.Rate, PeakRate: b.PeakRate, Period: b.PeriodS, Duration: b.DurationS, Prompt: workload.Fixed(b.PromptTokens),
+		Output: workload.Fixed(b.OutputTokens), Seed: 1, Arrival: workload.Poisson, Burstiness: 1}
+	if err := spec.Validate(); err != nil {
+		return report.CapacityRequest{}, err
+	}
+	return report.CapacityRequest{Engine: report.EngineRequest{Plan: req}, GPUs: b.GPUs, Workload: spec, SLO: bounds, WindowS: b.WindowS,
+		Router: router, Prices: prices, StartupS: b.StartupS, CoolDownS: b.CoolDownS, MaxReplicas: maxCapacityReplicas}, nil
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a

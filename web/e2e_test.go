@@ -254,6 +254,20 @@ func TestPageInBrowser(t *testing.T) {
 	if points != len(sim.Series) || points < 50 {
 		t.Errorf("the chart has %d points, the API's series %d windows", points, len(sim.Series))
 	}
+	// The capacity panel draws `headroom capacity -o json`'s windows: two
+	// points a window (a step), for the model above on its default options.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("cap-hours"), "0.5"),
+		chromedp.Click(chromedp.CSS("#cap-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#cap-result svg")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	capPoints := run(t, ctx, chromedp.Evaluate[int](`document.querySelector('#cap-result polyline[data-series=replicas]').points.length`))
+	rows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#cap-table tbody tr').length`))
+	if capPoints != 2*3 || rows != 2 {
+		t.Errorf("the capacity chart has %d points (want 6: three 10-minute windows) and %d rows (want 2 options)", capPoints, rows)
+	}
 	// An uploaded config.json plans like a catalog model (the handler test
 	// checks the numbers against a logged run); the page names it.
 	cfg, err := filepath.Abs("testdata/Qwen3-8B-config.json")

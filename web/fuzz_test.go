@@ -23,6 +23,8 @@ var fuzzSeeds = []string{
 	`{"flags": {"--x": "1"}}`,
 	`{"plan": {"gpu": "L4", "model": "Qwen/Qwen2.5-7B-Instruct"}, "rate": 2, "duration_s": 60, "prompt_tokens": 1024, "output_tokens": 128, "bursts": ["20x8000@30s"]}`,
 	`{"plan": {"gpu": "L4"}, "rate": -1, "duration_s": 1e308, "bursts": ["1x1@1.5s", "x"]}`,
+	`{"plan": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "gpus": ["H100-80GB", "L40S"], "rate": 2, "peak_rate": 8, "period_s": 3600, "duration_s": 3600, "prompt_tokens": 1024, "output_tokens": 128, "slo": "ttft_p99=2s", "prices": {"L40S": 1.5}}`,
+	`{"plan": {}, "gpus": ["H999"], "rate": 1e308, "peak_rate": -1, "duration_s": 1, "slo": "ttft=1", "window_s": 1, "router": "x"}`,
 	`[1, 2]`, `null`, `{} {}`, `{"gpu_count": 1e99}`, "",
 }
 
@@ -45,6 +47,13 @@ func FuzzDecode(f *testing.F) {
 		}
 		if d, err := decodeDoctor(bytes.NewReader(body)); err == nil && d.policy == "" {
 			t.Errorf("accepted a doctor request without a policy: %+v", d)
+		}
+		if c, err := decodeCapacity(bytes.NewReader(body)); err == nil {
+			w := c.Workload
+			if len(c.GPUs) == 0 || len(c.GPUs) > maxCapacityGPUs || len(c.SLO) == 0 || max(w.Rate, w.PeakRate)*w.Duration > maxCapacityRequests ||
+				c.MaxReplicas > maxCapacityReplicas || w.Validate() != nil {
+				t.Errorf("accepted a capacity request out of bounds: %+v", c)
+			}
 		}
 		if s, err := decodeSimulate(bytes.NewReader(body)); err == nil {
 			w := s.Workload

@@ -125,9 +125,10 @@ func Handler(opt Options) http.Handler {
 	mux.HandleFunc("/api/models", a.models)
 	mux.HandleFunc("/api/doctor", a.doctor)
 	mux.HandleFunc("/api/simulate", a.simulate)
+	mux.HandleFunc("/api/capacity", a.capacity)
 	mux.HandleFunc("/api/audit", a.audit)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor, /api/simulate or /api/audit")
+		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor, /api/simulate, /api/capacity or /api/audit")
 	})
 	files := http.FileServerFS(static)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,8 @@ import (
 // traffic. Register adds them to a flag set; Spec reads them.
 type Flags struct {
 	rate, burstiness, speedup, rangeRatio float64
+	peakRate                              float64
+	period                                time.Duration
 	arrival                               string
 	concurrency, numRequests              int
 	duration                              time.Duration
@@ -44,6 +46,8 @@ const (
 // Register adds the workload's flags to fs.
 func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.rate, "rate", 0, "requests per second (inf: all at once, vllm bench serve's --request-rate)")
+	fs.Float64Var(&f.peakRate, "peak-rate", 0, "a Poisson rate over the day: --rate at the start, rising as a cosine to this at half --period and back (e.g. --rate 2 --peak-rate 40)")
+	fs.DurationVar(&f.period, "period", 24*time.Hour, "with --peak-rate, the period of the rate's cycle")
 	fs.StringVar(&f.arrival, "arrival", Poisson, "how a --rate spaces requests: poisson or constant")
 	fs.Float64Var(&f.burstiness, "burstiness", 1, "with poisson arrivals, the shape of the gaps' gamma distribution: 1 Poisson, below 1 burstier (vllm bench serve's --burstiness)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "closed loop: at most N requests in flight, the next sent when one finishes (vllm bench serve's --max-concurrency)")
@@ -117,13 +121,19 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		return Spec{}, rd, err
 	}
 	s := Spec{Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness, Concurrency: f.concurrency, NumRequests: f.numRequests,
-		Duration: f.duration.Seconds(), Log: f.requests, Speedup: f.speedup, Seed: f.seed}
+		Duration: f.duration.Seconds(), Log: f.requests, Speedup: f.speedup, Seed: f.seed, PeakRate: f.peakRate}
+	if changed("period") {
+		if f.period <= 0 {
+			return Spec{}, rd, fmt.Errorf("--period must be positive, e.g. 24h")
+		}
+		s.Period = f.period.Seconds()
+	}
 	var ok bool
 	if s.PrefixTokens, ok = ParseTokens(f.prefix); !ok {
 		return Spec{}, rd, fmt.Errorf("--prefix-tokens %q: want a number of tokens (%s)", f.prefix, vllm.HumanIntHelp)
 	}
 	if f.bench != "" {
-		for _, name := range []string{"rate", "arrival", "burstiness", "concurrency", "num-requests", "prompt-tokens", "output-tokens", "range-ratio", "prefix-tokens", "requests", "burst",
+		for _, name := range []string{"rate", "peak-rate", "period", "arrival", "burstiness", "concurrency", "num-requests", "prompt-tokens", "output-tokens", "range-ratio", "prefix-tokens", "requests", "burst",
 			"dataset-name", "dataset-path", "sharegpt-output-len", "custom-output-len", "disable-shuffle", "no-oversample"} {
 			if changed(name) {
 				return Spec{}, rd, fmt.Errorf("--%s and --bench both describe the traffic: give one (the bench command's own flags set it)", name)

@@ -51,6 +51,13 @@ type Spec struct {
 	Rate       float64
 	Arrival    string
 	Burstiness float64
+	// PeakRate, when above Rate, makes a Poisson rate follow the day:
+	// Rate at 0, rising as a cosine to PeakRate at Period/2 and back to
+	// Rate at Period (default 24 h), over and over. Arrivals are drawn at
+	// PeakRate and each kept with the share rate(t)/PeakRate (thinning: a
+	// Poisson process of rate rate(t), exactly).
+	PeakRate float64
+	Period   float64
 	// Concurrency, when > 0, is a closed loop: at most this many requests
 	// in flight, the next sent when one finishes (vllm bench serve
 	// --max-concurrency). Without a Rate every request is due at once.
@@ -143,6 +150,14 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("--arrival %q: use poisson or constant", s.Arrival)
 	case s.Burstiness < 0 || math.IsNaN(s.Burstiness):
 		return errors.New("--burstiness must be positive (1 is Poisson)")
+	case math.IsNaN(s.PeakRate) || s.PeakRate < 0 || math.IsInf(s.PeakRate, 1):
+		return errors.New("--peak-rate must be a finite number of requests per second")
+	case s.PeakRate > 0 && (s.Rate <= 0 || math.IsInf(s.Rate, 1) || s.PeakRate < s.Rate):
+		return errors.New("--peak-rate needs a finite --rate (the trough) at most the peak, e.g. --rate 2 --peak-rate 40")
+	case s.PeakRate > s.Rate && (s.Arrival == Constant || (s.Burstiness != 0 && s.Burstiness != 1) || s.Concurrency > 0):
+		return errors.New("--peak-rate is a Poisson rate over the day: it takes no --arrival constant, --burstiness or --concurrency")
+	case math.IsNaN(s.Period) || s.Period < 0:
+		return errors.New("--period must be positive, e.g. 24h")
 	case s.PrefixTokens < 0 || s.PrefixTokens > maxTokens:
 		return fmt.Errorf("--prefix-tokens must be between 0 and %d", maxTokens)
 	case s.Dataset.Name != "" && s.Log != "":
@@ -183,7 +198,7 @@ func (s Spec) synthCount() float64 {
 	case s.NumRequests > 0:
 		return n + float64(s.NumRequests)
 	case s.Duration > 0 && s.Rate > 0 && !math.IsInf(s.Rate, 1):
-		return n + s.Rate*s.Duration
+		return n + max(s.Rate, s.PeakRate)*s.Duration
 	case s.Duration > 0:
 		// All at once for a duration: a closed loop, bounded by time.
 		return n
@@ -216,6 +231,10 @@ func (s Spec) Describe() string {
 		parts = append(parts, "all at once")
 	case s.Rate > 0:
 		kind := "Poisson"
+		if s.PeakRate > s.Rate {
+			parts = append(parts, fmt.Sprintf("Poisson %g req/s rising to %g req/s at %s and back over %s", s.Rate, s.PeakRate, seconds(s.period()/2), seconds(s.period())))
+			break
+		}
 		if s.Arrival == Constant {
 			kind = "constant"
 		} else if s.Burstiness > 0 && s.Burstiness != 1 {
@@ -306,6 +325,25 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 	return &bounded{src: rp, n: n, d: d}, f, nil
 }
 
+// DefaultPeriod is the period of a rate that rises to PeakRate: a day.
+const DefaultPeriod = 24 * 3600.0
+
+func (s Spec) period() float64 {
+	if s.Period > 0 {
+		return s.Period
+	}
+	return DefaultPeriod
+}
+
+// RateAt is the Spec's arrival rate at t seconds (the trough Rate, or the
+// day's cosine up to PeakRate).
+func (s Spec) RateAt(t float64) float64 {
+	if s.PeakRate <= s.Rate {
+		return s.Rate
+	}
+	return s.Rate + (s.PeakRate-s.Rate)*(1-math.Cos(2*math.Pi*t/s.period()))/2
+}
+
 // datasetCount is the number of requests a dataset is sampled for:
 // NumRequests, else vllm bench serve's --num-prompts default.
 func (s Spec) datasetCount() int {
@@ -345,6 +383,9 @@ func (s Spec) arrivals() *arrivalTimes {
 	if a.shape == 0 {
 		a.shape = 1
 	}
+	if s.PeakRate > s.Rate {
+		a.rate, a.thin = s.PeakRate, s.RateAt
+	}
 	return a
 }
 
@@ -361,6 +402,9 @@ type arrivalTimes struct {
 	shape    float64
 	t        float64
 	started  bool
+	// thin, when set, is the rate over time: arrivals drawn at rate are
+	// kept with the share thin(t)/rate.
+	thin func(float64) float64
 }
 
 func (a *arrivalTimes) next() float64 {
@@ -372,15 +416,19 @@ func (a *arrivalTimes) next() float64 {
 		// sleeps before each request.
 		a.started = true
 	}
-	switch {
-	case a.constant:
-		a.t += 1 / a.rate
-	case a.shape == 1:
-		a.t += a.rng.ExpFloat64() / a.rate
-	default:
-		a.t += gamma(a.rng, a.shape) / (a.rate * a.shape)
+	for {
+		switch {
+		case a.constant:
+			a.t += 1 / a.rate
+		case a.shape == 1:
+			a.t += a.rng.ExpFloat64() / a.rate
+		default:
+			a.t += gamma(a.rng, a.shape) / (a.rate * a.shape)
+		}
+		if a.thin == nil || a.rng.Float64()*a.rate < a.thin(a.t) {
+			return a.t
+		}
 	}
-	return a.t
 }
 
 // gamma draws from a gamma distribution of shape k and scale 1

@@ -404,6 +404,56 @@ func TestTraceReplays(t *testing.T) {
 	}
 }
 
+// A day's rate from 2 to 40 req/s: over 24 h the mean is (2 + 40) / 2 =
+// 21 req/s, so 1,814,400 requests expected. The rate is 2 + 38 × (1 −
+// cos 2πx)/2 at x days; cos 2πx averages sin(2πh)/(2πh) over [−h, h]
+// and −sin(2πh)/(2πh) over [1/2 − h, 1/2 + h]. The hour around noon (h =
+// 1/48): 2 + 38 × (1 + 0.997147)/2 = 39.946 req/s; the first hour (the
+// mean over [0, 1/24] is that over [−1/24, 1/24]): 2 + 38 × (1 −
+// 0.988616)/2 = 2.2163 req/s.
+func TestDiurnalRate(t *testing.T) {
+	spec := Spec{Rate: 2, PeakRate: 40, Duration: 24 * 3600, Prompt: Fixed(1), Output: Fixed(1), Seed: 5}
+	st, _, err := spec.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, peak, first int
+	for {
+		r, err := st.Next()
+		if err != nil {
+			break
+		}
+		n++
+		switch {
+		case r.At < 3600:
+			first++
+		case r.At >= 11.5*3600 && r.At < 12.5*3600:
+			peak++
+		}
+	}
+	// Poisson counts: within 4 standard deviations (√N).
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"day", float64(n), 1814400}, {"peak hour", float64(peak), 39.946 * 3600}, {"first hour", float64(first), 2.2163 * 3600}} {
+		if math.Abs(c.got-c.want) > 4*math.Sqrt(c.want) {
+			t.Errorf("%s: %.0f requests, want %.0f ± %.0f", c.name, c.got, c.want, 4*math.Sqrt(c.want))
+		}
+	}
+	if got := spec.RateAt(12 * 3600); got != 40 {
+		t.Errorf("rate at noon %g, want 40", got)
+	}
+	for _, bad := range []Spec{
+		{Rate: 50, PeakRate: 40, Prompt: Fixed(1), Output: Fixed(1)},
+		{Rate: 2, PeakRate: 40, Arrival: Constant, Prompt: Fixed(1), Output: Fixed(1)},
+		{Rate: 2, PeakRate: 40, Burstiness: 0.5, Prompt: Fixed(1), Output: Fixed(1)},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}
+
 // Token counts read the k suffix as --max-model-len does (vLLM's
 // human_readable_int: k = 1000, K = 1024): --prompt-tokens 2k is 2000.
 func TestTokenSuffix(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,8 @@ type simulateFlags struct {
 	listen           string
 	timeScale        float64
 	servedModelName  string
+	replicas         int
+	router           string
 }
 
 func newSimulateCmd(env Env) *cobra.Command {
@@ -90,6 +93,8 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 	fl.StringVar(&f.plot, "plot", "", "draw KV usage, running/waiting and preemptions over time to FILE.svg or FILE.png")
 	fl.StringVar(&f.slo, "slo", "", "targets, e.g. ttft_p99=2s,tpot_p99=100ms,error_rate=1% (ttft|tpot|itl|e2e _ mean|p50|p90|p95|p99|max); exit 1 when missed")
 	fl.BoolVar(&f.compare, "compare", false, "also simulate headroom's recommended settings, the max-num-seqs the traffic favours and, with --profile, its pool split")
+	fl.IntVar(&f.replicas, "replicas", 1, "serve the traffic with N replicas of the engine behind --router, in one simulation")
+	fl.StringVar(&f.router, "router", sim.RoundRobin, "with --replicas: "+strings.Join(sim.Routers, ", "))
 	fl.BoolVar(&f.serve, "serve", false, "serve the simulated engine in real time behind an OpenAI-compatible API and vLLM's /metrics")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8000", "--serve: address to listen on")
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "--serve: simulated seconds per real second (10 = ten times faster than the GPU)")
@@ -197,6 +202,15 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	if f.window <= 0 {
 		return badInput("--window must be positive")
 	}
+	if f.replicas < 1 {
+		return badInput("--replicas %d: a fleet needs at least 1 replica", f.replicas)
+	}
+	if !validRouter(f.router) {
+		return badInput("--router %q: use %s", f.router, strings.Join(sim.Routers, ", "))
+	}
+	if f.replicas > 1 && (f.compare || format == "bench") {
+		return badInput("--replicas simulates a fleet: it takes no --compare and no -o bench")
+	}
 	if err := plotFormat(f.plot); err != nil {
 		return err
 	}
@@ -209,7 +223,7 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	}
 	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
 		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy,
-		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra()}
+		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra(), Replicas: f.replicas, Router: f.router}
 	if f.compare {
 		req.Pools = pools
 	}

@@ -55,6 +55,9 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
 	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
+	if n := len(r.Replicas); n > 0 {
+		fmt.Fprintf(w, "a fleet of %d such replicas behind %s routing; the numbers below are the whole fleet's\n", n, r.Router)
+	}
 	step := r.StepTime
 	if !verbose {
 		step = provenance(step, "-v or -o json")
@@ -145,6 +148,18 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 			}
 			fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", label, c.Settings.GPUMemoryUtilization, c.Settings.MaxModelLen,
 				c.Settings.MaxNumSeqs, humanInt(int64(c.Settings.NumGPUBlocks)), ms(c.TTFT.P99), ms(c.TPOT.P99), ms(c.E2E.P99), c.Preemptions, c.Rejected, pct(c.MaxKVUsage), slo)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Replicas) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "REPLICA\tREQUESTS\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tPREEMPT\tPEAK KV\tPEAK WAITING")
+		for i, p := range r.Replicas {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", i, humanInt(p.Requests), ms(p.TTFT.P50), ms(p.TTFT.P99), ms(p.TPOT.P50), ms(p.TPOT.P99),
+				p.Preemptions, pct(p.MaxKVUsage), p.MaxWaiting)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

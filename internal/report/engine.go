@@ -228,6 +228,26 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 	return rep, workload.LogNote(st), err
 }
 
+// RunFleet simulates spec's traffic on opt.Replicas replicas of the
+// engine behind opt.Router (sim.RunFleet).
+func (e *Engine) RunFleet(ctx context.Context, files Files, spec workload.Spec, opt sim.FleetOptions) (*sim.FleetReport, string, error) {
+	if e.Config.NumGPUBlocks < 2 {
+		return nil, "", ErrNoKV
+	}
+	st, closer, err := spec.Open(files.open)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closer.Close()
+	opt.FrontEnd = e.FrontEnd
+	opt.Concurrency = spec.Concurrency
+	if spec.Concurrency > 0 && spec.Duration > 0 {
+		opt.SendUntil = spec.Duration
+	}
+	rep, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), opt)
+	return rep, workload.LogNote(st), err
+}
+
 // stepTimer builds the step time of a plan: the roofline with the
 // calibration (its measured steps fitted), or a fixed time.
 func stepTimer(spec string, b memory.Budget, cal calibration) (sim.StepTimer, string, error) {

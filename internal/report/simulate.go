@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -31,6 +32,11 @@ type SimRequest struct {
 	// OnFinish sees every finished request of the main run (a trace, a
 	// progress line).
 	OnFinish func(sim.Event)
+	// Replicas, when more than 1, serves the traffic with that many
+	// replicas behind Router (sim.RunFleet): the report is the fleet's,
+	// with each replica's beside it.
+	Replicas int
+	Router   string
 	// Goodput is vllm bench serve's --goodput (none when empty);
 	// Percentiles the extra percentiles (0–100) each latency gives.
 	Goodput     workload.Goodput
@@ -41,8 +47,9 @@ type SimRequest struct {
 // level (sim.Report), and what was simulated.
 type SimReport struct {
 	*sim.Report
-	Model    string      `json:"model"`
-	GPU      string      `json:"gpu"`
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	// GPUCount is one replica's GPUs.
 	GPUCount int         `json:"gpu_count"`
 	Settings SimSettings `json:"settings"`
 	StepTime string      `json:"step_time"`
@@ -59,6 +66,10 @@ type SimReport struct {
 	SLO          []SLOResult      `json:"slo,omitempty"`
 	SLOMet       *bool            `json:"slo_met,omitempty"`
 	Compare      []CompareRow     `json:"compare,omitempty"`
+	// Router and Replicas are a fleet's (simulate --replicas N): the
+	// numbers above are then the whole fleet's.
+	Router   string        `json:"router,omitempty"`
+	Replicas []*sim.Report `json:"replicas,omitempty"`
 	// Confidence is how sure the figures are (sim.ConfidenceOf); absent
 	// with a fixed step time, which no fit stands behind.
 	Confidence *sim.Confidence `json:"confidence,omitempty"`
@@ -209,7 +220,24 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 			}
 		}
 	}
-	rep, log, err := e.Run(ctx, files, req.Workload, opt)
+	if req.Replicas < 0 {
+		return nil, sim.ErrNoReplicas
+	}
+	fleet := req.Replicas > 1
+	if fleet && req.Compare {
+		return nil, errors.New("--compare compares settings of one replica: drop --replicas or --compare")
+	}
+	var rep *sim.Report
+	var log string
+	var fr *sim.FleetReport
+	if fleet {
+		fr, log, err = e.RunFleet(ctx, files, req.Workload, sim.FleetOptions{RunOptions: opt, Replicas: req.Replicas, Router: req.Router})
+		if fr != nil {
+			rep = fr.Fleet
+		}
+	} else {
+		rep, log, err = e.Run(ctx, files, req.Workload, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +246,9 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
+	if fr != nil {
+		out.Router, out.Replicas = fr.Router, fr.Replicas
+	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
 		c := sim.ConfidenceOf(e.Budget)
 		out.Confidence = &c

@@ -379,12 +379,74 @@ function drawSimulation(box, r) {
   box.append(g);
 }
 
+async function capacity() {
+  saveState();
+  showError("cap-error", "");
+  const out = $("cap-result");
+  out.replaceChildren();
+  const num = (id) => Number($(id).value.trim());
+  const plan = planBody();
+  delete plan.config;
+  delete plan.gpu;
+  delete plan.gpu_memory;
+  const seconds = num("cap-hours") * 3600;
+  const body = {
+    plan: plan, gpus: $("cap-gpus").value.split(",").map((g) => g.trim()).filter((g) => g),
+    rate: num("cap-rate"), peak_rate: num("cap-peak"), period_s: seconds, duration_s: seconds, window_s: num("cap-window") * 60,
+    prompt_tokens: num("cap-prompt"), output_tokens: num("cap-output"), slo: $("cap-slo").value.trim(),
+  };
+  try {
+    drawCapacity(out, await api("/api/capacity", body));
+  } catch (e) {
+    showError("cap-error", e.message);
+  }
+}
+
+// drawCapacity shows `headroom capacity -o json`: a row per GPU option,
+// cheapest first, and the best option's replicas per window against the
+// arrival rate.
+function drawCapacity(box, r) {
+  const best = r.options[0];
+  box.append(el("p", { id: "cap-summary", text: r.best ? "Cheapest that meets the SLO: " + r.best + ", " + best.peak_replicas + " replicas at the peak, " +
+    best.gpu_hours.toFixed(1) + " GPU-hours" + (best.cost_usd ? ", $" + best.cost_usd.toFixed(2) : "") + "." : "No option meets the SLO." }));
+  const rows = r.options.map((o) => el("tr", {},
+    el("td", { text: o.gpu }), el("td", { text: o.slo_capacity_per_s ? o.slo_capacity_per_s + " req/s" : "never met" }),
+    el("td", { text: o.met ? o.peak_replicas + " / " + o.mean_replicas : "-" }), el("td", { text: o.met ? o.gpu_hours.toFixed(1) : "-" }),
+    el("td", { text: o.cost_usd ? "$" + o.cost_usd.toFixed(2) : "-" }),
+    el("td", { text: o.autoscaler ? Math.round(o.autoscaler.replay.slo_attainment * 100) + "%, " + o.autoscaler.replay.gpu_hours.toFixed(1) + " GPU-h" : "-" }),
+    el("td", { text: o.static ? Math.round(o.static.slo_attainment * 100) + "%, " + o.static.gpu_hours.toFixed(1) + " GPU-h" : "-" })));
+  box.append(el("table", { id: "cap-table" }, el("thead", {}, el("tr", {}, ...["GPU", "SLO capacity", "replicas peak / mean", "GPU-hours", "cost",
+    "autoscaled", "static for the peak"].map((h) => el("th", { text: h })))), el("tbody", {}, ...rows)));
+  const w = best.windows || [];
+  if (!w.length) return;
+  const W = Math.max(340, Math.min(720, box.clientWidth || 720)), H = 260, L = 44, R = 44, T = 14, B = 40;
+  const t1 = w[w.length - 1].start_s + r.window_s, q1 = Math.max(...w.map((p) => p.rate_per_s), 1);
+  const n1 = Math.max(...w.map((p) => p.replicas), best.autoscaler ? best.autoscaler.replay.peak_replicas : 1, 1);
+  const X = (t) => L + (W - L - R) * t / t1;
+  const Yn = (n) => T + (H - T - B) * (1 - n / n1);
+  const Yq = (q) => T + (H - T - B) * (1 - q / q1);
+  const steps = (f) => w.flatMap((p) => [X(p.start_s) + "," + f(p), X(p.start_s + r.window_s) + "," + f(p)]).join(" ");
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img",
+    "aria-label": best.gpu + ": up to " + n1 + " replicas for up to " + q1 + " requests per second" });
+  g.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  g.append(svg("line", { class: "axis", x1: W - R, y1: T, x2: W - R, y2: H - B }));
+  for (const n of [0, n1]) g.append(svg("text", { x: L - 6, y: Yn(n) + 4, "text-anchor": "end" }, String(n)));
+  for (const q of [0, q1]) g.append(svg("text", { x: W - R + 6, y: Yq(q) + 4 }, q.toFixed(1)));
+  for (let i = 0; i <= 4; i++) g.append(svg("text", { x: X(t1 * i / 4), y: H - B + 16, "text-anchor": "middle" }, (t1 * i / 4 / 3600).toFixed(1) + " h"));
+  g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, "replicas of " + best.gpu + " (green, left) and requests per second (orange, right)"));
+  g.append(svg("polyline", { class: "curve", "data-series": "replicas", points: steps((p) => Yn(p.replicas)) }));
+  g.append(svg("polyline", { class: "curve2", "data-series": "rate", points: steps((p) => Yq(p.rate_per_s)) }));
+  box.append(g);
+}
+
 // --- wiring -------------------------------------------------------------
 
 function init() {
   $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); plan(); });
   $("doctor-form").addEventListener("submit", (e) => { e.preventDefault(); diagnose(); });
   $("sim-form").addEventListener("submit", (e) => { e.preventDefault(); simulate(); });
+  $("cap-form").addEventListener("submit", (e) => { e.preventDefault(); capacity(); });
   $("copy-button").addEventListener("click", () => copyText($("rec-flags").textContent, "copy-status"));
   $("share-button").addEventListener("click", () => { saveState(); copyText(location.href, "share-status"); });
   $("config").addEventListener("change", async () => {

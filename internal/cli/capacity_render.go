@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"headroom.dev/headroom/chart"
+	"headroom.dev/headroom/internal/report"
+)
+
+// plotCapacity writes report.PlotCapacity to name, SVG or PNG by its
+// extension.
+func plotCapacity(name string, r *report.CapacityReport) error {
+	format, _ := chart.FormatOf(name)
+	var buf bytes.Buffer
+	if err := report.PlotCapacity(&buf, r, format); err != nil {
+		return fmt.Errorf("--plot %s: %v", name, err)
+	}
+	if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+		return badInput("--plot: %v", unwrapPathError(err))
+	}
+	return nil
+}
+
+func dur(s float64) string { return (time.Duration(s) * time.Second).String() }
+
+func usd(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
+	fmt.Fprintf(w, "%s, SLO %s in every %s window, router %s\ntraffic: %s\n", r.Model, strings.Join(r.SLO, ","), dur(r.WindowS), r.Router, r.Traffic)
+	best := r.Options[0]
+	if r.Best != "" {
+		fmt.Fprintf(w, "cheapest that meets the SLO: %s, %d GPU(s) a replica, %d replicas at the peak and %.1f on average: %.1f GPU-hours, %s\n",
+			best.GPU, best.GPUsPerReplica, best.PeakReplicas, best.MeanReplicas, best.GPUHours, usd(best.CostUSD))
+	} else {
+		fmt.Fprintln(w, "no option meets the SLO")
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tGPUs/replica\tmax-num-seqs\tSLO capacity\treplicas peak/mean\tGPU-hours\t$/GPU-hour\tcost\tautoscaled: SLO met\tGPU-hours\tstatic: SLO met\tGPU-hours")
+	for _, o := range r.Options {
+		if o.NoFit {
+			fmt.Fprintf(tw, "%s\t%d\t-\tdoes not fit\t\t\t\t\t\t\t\t\n", o.GPU, o.GPUsPerReplica)
+			continue
+		}
+		if o.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\tnot simulated (see below)\t\t\t\t\t\t\t\t\n", o.GPU)
+			continue
+		}
+		capy := "never met"
+		if o.SLOCapacityPerS > 0 {
+			capy = fmt.Sprintf("%.3g req/s", o.SLOCapacityPerS)
+		}
+		reps, hours := "-", "-"
+		if o.SLOCapacityPerS > 0 {
+			reps, hours = fmt.Sprintf("%d / %.1f", o.PeakReplicas, o.MeanReplicas), fmt.Sprintf("%.1f", o.GPUHours)
+			if !o.Met {
+				reps = fmt.Sprintf("over %d", o.PeakReplicas)
+			}
+		}
+		price := "-"
+		if o.USDPerGPUHour > 0 {
+			price = fmt.Sprintf("%.3g", o.USDPerGPUHour)
+		}
+		as, asH, st, stH := "-", "-", "-", "-"
+		if a := o.Autoscaler; a != nil {
+			as, asH = fmt.Sprintf("%s (%d/%d)", pct(a.Replay.SLOAttainment), a.Replay.WindowsMet, a.Replay.Windows), fmt.Sprintf("%.1f", a.Replay.GPUHours)
+		}
+		if s := o.Static; s != nil {
+			st, stH = fmt.Sprintf("%s (%d/%d)", pct(s.SLOAttainment), s.WindowsMet, s.Windows), fmt.Sprintf("%.1f", s.GPUHours)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.GPU, o.GPUsPerReplica, o.Settings.MaxNumSeqs, capy, reps, hours, price, usd(o.CostUSD), as, asH, st, stH)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if a := best.Autoscaler; a != nil {
+		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA, -o keda or -o hpa): add replicas when a replica answers more than %.3g req/s (rate of %s), or %s passes %g a replica, or %s passes %g on average\n",
+			best.GPU, a.TargetRatePerS, a.RateMetric, a.WaitingMetric, a.TargetWaiting, a.KVMetric, a.TargetKV)
+		fmt.Fprintf(w, "  %.3g req/s is the SLO capacity %.3g req/s less headroom for the rate's rise over a start-up and the HPA's 10%% tolerance; the KV target is one replica's usage at that rate, the waiting target its queue at the capacity (95th percentile)\n",
+			a.TargetRatePerS, best.SLOCapacityPerS)
+		fmt.Fprintf(w, "  start-up %s (%s), cool-down %s, %d to %d replicas\n", dur(a.StartupS), a.StartupSource, dur(a.CoolDownS), a.MinReplicas, a.MaxReplicas)
+		fmt.Fprintf(w, "  replayed: SLO met in %d of %d windows, %.1f GPU-hours, peak %d; the static fleet of %d: %d of %d, %.1f GPU-hours\n",
+			a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.PeakReplicas, best.PeakReplicas, best.Static.WindowsMet, best.Static.Windows, best.Static.GPUHours)
+	}
+	fmt.Fprintf(w, "\nSLO capacity measured on: %s\nprices: %s\n", best.CapacityProbe, r.Prices)
+	for _, o := range r.Options {
+		if o.PriceSource != "" {
+			fmt.Fprintf(w, "  %s: $%g a GPU-hour (%s)\n", o.GPU, o.USDPerGPUHour, o.PriceSource)
+		}
+	}
+	seen := map[string]bool{}
+	for _, o := range r.Options {
+		if o.Error != "" {
+			fmt.Fprintf(w, "%s not simulated: %s\n", o.GPU, o.Error)
+		}
+	}
+	for _, o := range r.Options {
+		for _, n := range o.Notes {
+			if !seen[n] {
+				seen[n] = true
+				fmt.Fprintf(w, "note: %s\n", n)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+var capBase = []string{"capacity", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--offline"}
+
+// Bad input is one line and exit 2; an SLO no GPU meets is exit 1 naming
+// the closest option.
+func TestCapacityBadInput(t *testing.T) {
+	empty := writeFile(t, "empty.jsonl", "\n")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--price", "H999=2"}, 2, "not a GPU of the catalog"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--price", "H100-80GB=x"}, 2, "GPU=USD_PER_HOUR"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s"}, 2, "needs --slo"},
+		{[]string{"--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 2, "give the GPU options"},
+		{[]string{"--gpu", "H100-80GB", "--requests", empty, "--slo", "ttft_p99=1s"}, 2, "no request records"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "0.001", "--duration", "10s", "--slo", "ttft_p99=1s"}, 2, "no requests"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--router", "random"}, 2, "--router"},
+		{[]string{"--gpu", "H100-80GB,L40S", "--rate", "5", "--duration", "60s", "--prompt-tokens", "2000", "--output-tokens", "100", "--slo", "ttft_p99=5ms"}, 1, "the closest is H100-80GB"},
+	} {
+		code, _, errs := run(t, offline, append(capBase, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		last := lines[len(lines)-1]
+		if code != c.code || !strings.Contains(last, c.want) || (c.code == 2 && len(lines) != 1) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+	code, _, errs := run(t, offline, append(simBase, "--rate", "5", "--replicas", "0")...)
+	if code != 2 || !strings.Contains(errs, "at least 1 replica") {
+		t.Errorf("--replicas 0: exit %d, %q", code, errs)
+	}
+}
+
+// Two windows of Poisson traffic at 10 req/s on one GPU: the JSON
+// contract, the KEDA and HPA manifests, the plot.
+func TestCapacityOutputs(t *testing.T) {
+	args := append(capBase, "--gpu", "H100-80GB", "--rate", "10", "--duration", "20m", "--prompt-tokens", "uniform:100-3000",
+		"--output-tokens", "uniform:20-500", "--slo", "ttft_p99=1s,tpot_p99=40ms", "--price", "H100-80GB=2.5")
+	plot := filepath.Join(t.TempDir(), "cap.svg")
+	code, out, errs := run(t, offline, append(args, "-o", "json", "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	opt := m["options"].([]any)[0].(map[string]any)
+	for _, k := range []string{"gpu", "gpus_per_replica", "settings", "slo_capacity_per_s", "windows", "peak_replicas", "mean_replicas", "gpu_hours", "usd_per_gpu_hour", "cost_usd", "autoscaler", "static"} {
+		if _, ok := opt[k]; !ok {
+			t.Errorf("%s missing from the option", k)
+		}
+	}
+	// Two windows of 2 replicas: 2 × 2 × 10 min = 0.667 GPU-hours at $2.5.
+	if m["best"] != "H100-80GB" || opt["usd_per_gpu_hour"].(float64) != 2.5 || opt["gpu_hours"].(float64) != 0.667 || opt["cost_usd"].(float64) != 1.67 {
+		t.Errorf("best %v, price %v, GPU-hours %v, cost %v", m["best"], opt["usd_per_gpu_hour"], opt["gpu_hours"], opt["cost_usd"])
+	}
+	if b, err := os.ReadFile(plot); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("plot: %v", err)
+	}
+	for _, k := range []struct{ format, kind string }{{"keda", "ScaledObject"}, {"hpa", "HorizontalPodAutoscaler"}} {
+		code, out, errs := run(t, offline, append(args, "-o", k.format, "--target", "llama", "--namespace", "llm")...)
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", k.format, code, errs)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(out), &obj); err != nil || obj["kind"] != k.kind {
+			t.Errorf("-o %s: %v %v\n%s", k.format, err, obj["kind"], out)
+		}
+	}
+}
+
+// FuzzParsePrices: --price never panics, and what it accepts is a
+// catalog GPU at a price between 0 and 1000 USD an hour.
+func FuzzParsePrices(f *testing.F) {
+	for _, s := range []string{"H100-80GB=2.49", "l40s=1.86", "A100 80GB=1.79", "H999=2", "=", "L4=-1", "L4=NaN", "L4=1e309", "p5.48xlarge=98"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parsePrices([]string{s})
+		if err != nil {
+			return
+		}
+		for name, usd := range m {
+			if name == "" || !(usd > 0) || usd > 1000 {
+				t.Errorf("%q accepted as %s=%g", s, name, usd)
+			}
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ScaleTarget is the vLLM Deployment an autoscaler manifest scales, and
+// where its metrics are.
+type ScaleTarget struct {
+	// Name and Namespace are the Deployment's; Model is the model_name
+	// label vLLM puts on its metrics (--served-model-name).
+	Name, Namespace, Model string
+	// Prometheus is the server KEDA queries.
+	Prometheus string
+}
+
+// labelValue is a valid Kubernetes label value (apimachinery's
+// IsValidLabelValue: at most 63 characters, alphanumerics at both ends,
+// '-', '_' and '.' between).
+var labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// promName is a vLLM metric's name as a Prometheus adapter exposes it to
+// the external metrics API, where a colon is not allowed.
+func promName(metric string) string { return strings.ReplaceAll(metric, ":", "_") }
+
+// selector is the PromQL label selector of the target's pods.
+func (t ScaleTarget) selector() string {
+	parts := []string{fmt.Sprintf("namespace=%q", t.Namespace)}
+	if t.Model != "" {
+		parts = append(parts, fmt.Sprintf("model_name=%q", t.Model))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// quantity writes a per-replica target as a Kubernetes quantity in
+// thousandths ("620m"), the HPA's and KEDA's resolution.
+func quantity(v float64) string {
+	m := int64(v*1000 + 0.5)
+	if m%1000 == 0 {
+		return strconv.FormatInt(m/1000, 10)
+	}
+	return strconv.FormatInt(m, 10) + "m"
+}
+
+// KEDAScaledObject is a's thresholds as a KEDA ScaledObject (keda.sh/v1alpha1,
+// KEDA 2.x): three Prometheus triggers of metricType AverageValue on sums
+// over the target's pods (answered requests per second, waiting requests,
+// KV-cache usage), so KEDA's HPA divides each by the replicas, as the
+// replay did; the cool-down as the scale-down stabilization window;
+// minimum and maximum replicas from the replay.
+func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
+	trigger := func(name, series string, target float64) map[string]any {
+		return map[string]any{"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": map[string]any{
+			"serverAddress": t.Prometheus,
+			"query":         fmt.Sprintf("sum(%s)", series),
+			"threshold":     strconv.FormatFloat(target, 'f', -1, 64),
+		}}
+	}
+	cool := int64(a.CoolDownS)
+	return map[string]any{
+		"apiVersion": "keda.sh/v1alpha1",
+		"kind":       "ScaledObject",
+		"metadata":   map[string]any{"name": t.Name, "namespace": t.Namespace, "labels": map[string]any{"app.kubernetes.io/managed-by": "headroom-capacity"}},
+		"spec": map[string]any{
+			"scaleTargetRef":  map[string]any{"name": t.Name},
+			"minReplicaCount": a.MinReplicas,
+			"maxReplicaCount": a.MaxReplicas,
+			"pollingInterval": int64(a.IntervalS),
+			"cooldownPeriod":  cool,
+			"advanced": map[string]any{"horizontalPodAutoscalerConfig": map[string]any{"behavior": map[string]any{
+				"scaleDown": map[string]any{"stabilizationWindowSeconds": cool},
+				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},
+			}}},
+			"triggers": []any{
+				trigger("vllm-request-rate", fmt.Sprintf("rate(%s%s[1m])", a.RateMetric, t.selector()), a.TargetRatePerS),
+				trigger("vllm-waiting", a.WaitingMetric+t.selector(), a.TargetWaiting),
+				trigger("vllm-kv-cache", a.KVMetric+t.selector(), a.TargetKV),
+			},
+		},
+	}
+}
+
+// HPAObject is a's thresholds as an autoscaling/v2 HorizontalPodAutoscaler
+// on external metrics (vLLM's, through a Prometheus adapter that names
+// them with underscores; the answered requests as the adapter's rate of
+// the counter, named without _count, the adapter's default rule for a
+// counter), AverageValue targets.
+func HPAObject(a *Autoscaler, t ScaleTarget) map[string]any {
+	metric := func(name string, target float64) map[string]any {
+		m := map[string]any{"name": promName(name)}
+		labels := map[string]any{"namespace": t.Namespace}
+		// A selector's values are Kubernetes label values: a model id
+		// with a slash cannot be one, and the namespace then selects.
+		if labelValue.MatchString(t.Model) {
+			labels["model_name"] = t.Model
+		}
+		m["selector"] = map[string]any{"matchLabels": labels}
+		return map[string]any{"type": "External", "external": map[string]any{
+			"metric": m,
+			"target": map[string]any{"type": "AverageValue", "averageValue": quantity(target)},
+		}}
+	}
+	cool := int64(a.CoolDownS)
+	return map[string]any{
+		"apiVersion": "autoscaling/v2",
+		"kind":       "HorizontalPodAutoscaler",
+		"metadata":   map[string]any{"name": t.Name, "namespace": t.Namespace, "labels": map[string]any{"app.kubernetes.io/managed-by": "headroom-capacity"}},
+		"spec": map[string]any{
+			"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": t.Name},
+			"minReplicas":    a.MinReplicas,
+			"maxReplicas":    a.MaxReplicas,
+			"metrics": []any{metric(strings.TrimSuffix(a.RateMetric, "_count"), a.TargetRatePerS),
+				metric(a.WaitingMetric, a.TargetWaiting), metric(a.KVMetric, a.TargetKV)},
+			"behavior": map[string]any{
+				"scaleDown": map[string]any{"stabilizationWindowSeconds": cool},
+				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},
+			},
+		},
+	}
+}

@@ -1,0 +1,812 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"headroom.dev/headroom/traffic"
+)
+
+// Routers: how a fleet's front door picks the replica of a request.
+const (
+	// RoundRobin sends each request to the next ready replica in turn
+	// (a Kubernetes Service's kube-proxy in IPVS round-robin mode).
+	RoundRobin = "round-robin"
+	// LeastOutstanding sends it to the ready replica with the fewest
+	// requests sent and not yet answered (Envoy's least_request, the
+	// Gateway API Inference Extension's queue scorer).
+	LeastOutstanding = "least-outstanding"
+	// LeastKV sends it to the ready replica with the lowest KV-cache usage
+	// as its last step left it (the Gateway API Inference Extension's and
+	// llm-d's kv-cache-utilization scorer on vllm:kv_cache_usage_perc),
+	// ties to the fewest outstanding requests.
+	LeastKV = "least-kv"
+)
+
+// Routers lists the routers RunFleet knows.
+var Routers = []string{RoundRobin, LeastOutstanding, LeastKV}
+
+// FleetOptions steer RunFleet.
+type FleetOptions struct {
+	// RunOptions are the clients', the API server's and the series'
+	// options, as for Run. MaxBacklog bounds the requests waiting in the
+	// whole fleet (0: DefaultMaxBacklog of every replica's max-num-seqs
+	// together).
+	RunOptions
+	// Replicas is how many replicas serve from the start (at least 1).
+	Replicas int
+	// Router is one of Routers ("" is RoundRobin).
+	Router string
+	// JudgeFrom, when > 0, leaves the requests sent before it out of the
+	// fleet's latencies and counts (a warm-up: they are served, and load
+	// the replicas, but are not judged).
+	JudgeFrom float64
+	// SLOWindow, with OnWindow, groups the judged requests by the window
+	// of their send time, SLOWindow seconds each, and hands each window's
+	// report to OnWindow when its last request is answered (windows may
+	// close out of order). The window reports hold requests, rejections
+	// and the TTFT, TPOT and E2E distributions.
+	SLOWindow float64
+	OnWindow  func(startS float64, r *Report)
+	// Scaler, when not nil, is asked for the replica count every
+	// ScaleInterval seconds (default 15: the HorizontalPodAutoscaler's
+	// sync period). A replica added becomes ready StartupS seconds later
+	// and holds its GPUs from the decision; one removed takes no new
+	// requests and stops when its last one is answered.
+	Scaler        Scaler
+	ScaleInterval float64
+	StartupS      float64
+	// MaxReplicas bounds what a Scaler can ask for (default 1000).
+	MaxReplicas int
+}
+
+// Scaler is an autoscaler: at each scrape it sees the fleet's metrics and
+// returns the replica count it wants.
+type Scaler interface {
+	Desired(m FleetMetrics) int
+}
+
+// FleetMetrics is what an autoscaler scrapes from the ready replicas'
+// /metrics, as vLLM exports them.
+type FleetMetrics struct {
+	Now float64
+	// Replicas counts the replicas that hold GPUs (ready or starting);
+	// Ready those that serve.
+	Replicas, Ready int
+	// Waiting and Running are vllm:num_requests_waiting and
+	// vllm:num_requests_running summed over the ready replicas; KVUsage is
+	// vllm:kv_cache_usage_perc averaged over them (0..1).
+	Waiting, Running int
+	KVUsage          float64
+	// RequestsPerS is the fleet's answered requests per second over the
+	// last minute: rate(vllm:e2e_request_latency_seconds_count[1m]) summed
+	// over the replicas (0 before a minute has passed).
+	RequestsPerS float64
+}
+
+// FleetReport is a fleet's run: the whole fleet as the clients see it, and
+// each replica. Fleet.Series holds, per window, the busiest replica's
+// peaks, the arrivals and the most replicas that held GPUs.
+type FleetReport struct {
+	Router   string    `json:"router"`
+	Fleet    *Report   `json:"fleet"`
+	Replicas []*Report `json:"replicas"`
+	// ReplicaSeconds is the time replicas held their GPUs, summed over
+	// replicas (from the decision to start one to its stop, or to the end
+	// of the run); PeakReplicas the most at once.
+	ReplicaSeconds float64 `json:"replica_seconds"`
+	PeakReplicas   int     `json:"peak_replicas"`
+}
+
+// ErrNoReplicas is a fleet of fewer than one replica.
+var ErrNoReplicas = errors.New("a fleet needs at least 1 replica")
+
+const (
+	repStopped = iota
+	repStarting
+	repReady
+	repDraining
+)
+
+// replica is one engine with its own API server, as one vLLM pod.
+type replica struct {
+	e     *Engine
+	fe    *frontEnd
+	st    *stats
+	res   StepResult
+	busy  bool // a step is under way: its results land at res.End
+	state int
+	// readyAt is when a starting replica serves; since when it took its
+	// GPUs.
+	readyAt, since float64
+	// outstanding counts requests routed here and not yet answered; kv is
+	// the KV usage the last step left.
+	outstanding int
+	kv          float64
+	// kept sums the counters of the engines this slot has run.
+	kept Gauges
+	// next is the time and kind of the replica's next event.
+	next     float64
+	nextKind int
+}
+
+// Event kinds of a replica, in the order they run at the same time: the
+// API server first (as Run finishes its sends and completions up to a
+// step's end before the step's output), a step's end, a step's start. A
+// replica that becomes ready goes before all of them, so a request held at
+// the door for it is sent to it.
+const (
+	evNone = iota
+	evReady
+	evFE
+	evStepEnd
+	evStepStart
+)
+
+func (p *replica) plan() {
+	p.next, p.nextKind = math.Inf(1), evNone
+	if p.state == repStopped {
+		return
+	}
+	if p.state == repStarting {
+		p.next, p.nextKind = p.readyAt, evReady
+		return
+	}
+	if t, ok := p.fe.next(); ok {
+		p.next, p.nextKind = t, evFE
+	}
+	if p.busy {
+		if p.res.End < p.next {
+			p.next, p.nextKind = p.res.End, evStepEnd
+		}
+		return
+	}
+	if t, ok := p.e.NextEventTime(); ok && t < p.next {
+		p.next, p.nextKind = t, evStepStart
+	}
+}
+
+// fleet is one RunFleet.
+type fleet struct {
+	cfg  Config
+	src  Source
+	opt  FleetOptions
+	reps []*replica
+	st   *stats
+	win  *sloWindows
+	// the client, as Run's
+	next     Request
+	have     bool
+	lastDue  float64
+	inFlight int
+	sent     int64
+	rr       int
+	// scaling
+	nextScrape float64
+	heldS      float64
+	held, peak int
+	lastT      float64
+	// completed counts answered requests; marks holds (time, completed)
+	// at the scrapes of the last minute.
+	completed int64
+	marks     []scrapeMark
+	// rejected counts requests the engines refused; flow samples the
+	// sends, as Run's, to judge a fleet that falls behind.
+	rejected int64
+	flow     flow
+	beyond   bool
+}
+
+type scrapeMark struct {
+	at   float64
+	done int64
+}
+
+// RunFleet serves src's requests with opt.Replicas replicas of cfg behind
+// opt.Router, in one discrete-event run: each replica is an Engine with
+// its own API server (FrontEnd), as one vLLM pod, and the clients are
+// Run's (open or closed loop). It stops as Run does, with the bound on
+// requests in flight over the whole fleet, and judges a fleet that falls
+// behind as Run judges one engine (the requests in flight grow while the
+// queues never empty). Memory is bounded: requests are forgotten
+// when answered, and every replica keeps Run's bounded statistics.
+func RunFleet(ctx context.Context, cfg Config, src Source, opt FleetOptions) (*FleetReport, error) {
+	if opt.Replicas < 1 {
+		return nil, ErrNoReplicas
+	}
+	switch opt.Router {
+	case "":
+		opt.Router = RoundRobin
+	case RoundRobin, LeastOutstanding, LeastKV:
+	default:
+		return nil, fmt.Errorf("unknown router %q: use %s", opt.Router, strings.Join(Routers, ", "))
+	}
+	if err := opt.FrontEnd.check(); err != nil {
+		return nil, err
+	}
+	if opt.MaxReplicas <= 0 {
+		opt.MaxReplicas = 1000
+	}
+	if opt.Replicas > opt.MaxReplicas {
+		return nil, fmt.Errorf("%d replicas: at most %d in one fleet", opt.Replicas, opt.MaxReplicas)
+	}
+	if opt.ScaleInterval <= 0 {
+		opt.ScaleInterval = 15
+	}
+	if opt.StartupS < 0 || math.IsNaN(opt.StartupS) {
+		return nil, errors.New("the start-up time must not be negative")
+	}
+	cfg.FirstEvents = true
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if opt.MaxBacklog <= 0 {
+		opt.MaxBacklog = DefaultMaxBacklog(cfg.MaxNumSeqs * opt.Replicas)
+	}
+	f := &fleet{cfg: cfg, src: src, opt: opt, st: newStats(opt.RunOptions), nextScrape: math.Inf(1)}
+	if opt.OnWindow != nil && opt.SLOWindow > 0 {
+		f.win = &sloWindows{w: opt.SLOWindow, on: opt.OnWindow, open: map[int]*windowAcc{}}
+	}
+	for range opt.Replicas {
+		if _, err := f.add(0, repReady); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Scaler != nil {
+		f.nextScrape = opt.ScaleInterval
+	}
+	if err := f.read(); err != nil {
+		return nil, err
+	}
+	if err := f.loop(ctx); err != nil {
+		return nil, err
+	}
+	if f.st.rep.FellBehind == nil && opt.Concurrency <= 0 {
+		f.st.rep.FellBehind = f.flow.behind()
+	}
+	for f.beyond {
+		// What is left is due past the horizon too: counted, not held.
+		if _, err := f.src.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		f.st.rep.BeyondHorizon++
+		if f.st.rep.BeyondHorizon%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f.report(), nil
+}
+
+// add starts a replica at time t (in state), reusing a stopped one's slot.
+func (f *fleet) add(t float64, state int) (*replica, error) {
+	f.account(t)
+	var p *replica
+	for _, q := range f.reps {
+		if q.state == repStopped {
+			p = q
+			break
+		}
+	}
+	e, err := New(f.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		p = &replica{st: newStats(f.opt.RunOptions)}
+		f.reps = append(f.reps, p)
+	}
+	p.e, p.fe, p.busy, p.outstanding, p.kv = e, &frontEnd{cost: f.opt.FrontEnd}, false, 0, 0
+	// A restarted slot's engine starts at t: its clock and the engine's
+	// order of arrivals begin there.
+	e.now, e.last = t, t
+	p.state, p.since, p.readyAt = state, t, t
+	if state == repStarting {
+		p.readyAt = t + f.opt.StartupS
+	}
+	p.fe.now = t
+	f.held++
+	f.peak = max(f.peak, f.held)
+	f.mark(t)
+	p.plan()
+	return p, nil
+}
+
+// mark records the replicas held at t in t's window.
+func (f *fleet) mark(t float64) {
+	if w := f.st.window(t); f.held > w.Replicas {
+		w.Replicas = f.held
+	}
+}
+
+// account adds the replica-seconds held up to t.
+func (f *fleet) account(t float64) {
+	if t > f.lastT {
+		f.heldS += float64(f.held) * (t - f.lastT)
+		f.lastT = t
+	}
+}
+
+func (f *fleet) stop(p *replica, t float64) {
+	f.account(t)
+	p.state = repStopped
+	f.held--
+	// Its engine's counters stay in its report.
+	p.keep()
+	p.e, p.fe = nil, nil
+	p.plan()
+}
+
+func (f *fleet) read() error {
+	var err error
+	f.next, err = f.src.Next()
+	f.have = err == nil
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if f.have && !(f.next.Arrival <= Horizon) {
+		// Due past the horizon (or never): counted with the rest, as Run.
+		f.have, f.beyond = false, true
+		f.st.rep.BeyondHorizon++
+		return nil
+	}
+	if f.have {
+		if f.next.Arrival < f.lastDue {
+			return fmt.Errorf("%w: request %s arrives at %.6fs, before the previous one (%.6fs)", ErrUnsorted, f.next.ID, f.next.Arrival, f.lastDue)
+		}
+		f.lastDue = f.next.Arrival
+	}
+	return nil
+}
+
+// sendTime is when the client sends its next request (+Inf: none).
+func (f *fleet) sendTime(now float64) float64 {
+	if !f.have || (f.opt.Concurrency > 0 && f.inFlight >= f.opt.Concurrency) {
+		return math.Inf(1)
+	}
+	t := max(f.next.Arrival, now)
+	if f.opt.SendUntil > 0 && t > f.opt.SendUntil {
+		f.have = false
+		return math.Inf(1)
+	}
+	return t
+}
+
+func (f *fleet) loop(ctx context.Context) error {
+	now := 0.0
+	var steps int64
+	for {
+		// The earliest event; at the same time, sends before the API
+		// servers (Run's order), the API servers before the engines, the
+		// autoscaler's scrape after the steps that end then.
+		var p *replica
+		for _, q := range f.reps {
+			if q.nextKind != evNone && (p == nil || q.next < p.next || (q.next == p.next && q.nextKind < p.nextKind)) {
+				p = q
+			}
+		}
+		tSend := f.sendTime(now)
+		tRep := math.Inf(1)
+		if p != nil {
+			tRep = p.next
+		}
+		anyWork := f.have || f.inFlight > 0
+		if math.IsInf(tSend, 1) && math.IsInf(tRep, 1) {
+			return nil
+		}
+		if f.nextScrape <= min(tSend, tRep) && anyWork && (p == nil || f.nextScrape < tRep || p.nextKind >= evStepStart) {
+			now = f.nextScrape
+			if err := f.scale(now); err != nil {
+				return err
+			}
+			f.nextScrape += f.opt.ScaleInterval
+			continue
+		}
+		if tSend < tRep || (tSend == tRep && p.nextKind >= evFE) {
+			now = tSend
+			if err := f.send(now); err != nil {
+				return err
+			}
+			if f.st.rep.FellBehind != nil {
+				return nil
+			}
+			continue
+		}
+		now = tRep
+		switch p.nextKind {
+		case evFE:
+			if err := f.complete(p); err != nil {
+				return err
+			}
+		case evReady:
+			p.state = repReady
+		case evStepEnd:
+			p.busy = false
+			p.fe.advance(p.res.End)
+			p.fe.push(&p.res, p.res.Sampled, p.res.First)
+			g := p.e.Gauges()
+			p.kv = g.KVUsage
+			p.st.step(&p.res, g)
+			f.st.step(&p.res, g)
+			f.mark(now)
+			if p.state == repDraining && p.outstanding == 0 && !p.e.Busy() {
+				f.stop(p, now)
+			}
+		case evStepStart:
+			p.fe.advance(now)
+			p.res = p.e.Step()
+			if p.res.Idle {
+				// Nothing arrived after all (cannot happen: NextEventTime
+				// said a request was queued).
+				p.plan()
+				p.nextKind = evNone
+				continue
+			}
+			p.busy = true
+			steps++
+			if steps%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+		}
+		if p.state != repStopped {
+			p.plan()
+		}
+	}
+}
+
+// route picks the ready replica of the next request.
+func (f *fleet) route() *replica {
+	n := len(f.reps)
+	var best *replica
+	for k := range n {
+		i := (f.rr + k) % n
+		q := f.reps[i]
+		if q.state != repReady {
+			continue
+		}
+		switch {
+		case best == nil:
+			best = q
+		case f.opt.Router == LeastOutstanding && q.outstanding < best.outstanding:
+			best = q
+		case f.opt.Router == LeastKV && (q.kv < best.kv || (q.kv == best.kv && q.outstanding < best.outstanding)):
+			best = q
+		}
+		if f.opt.Router == RoundRobin {
+			break
+		}
+	}
+	// The next search starts past this one: round-robin's turn, and the
+	// others' ties spread in turn.
+	for i, q := range f.reps {
+		if q == best {
+			f.rr = (i + 1) % n
+		}
+	}
+	return best
+}
+
+func (f *fleet) send(at float64) error {
+	p := f.route()
+	if p == nil {
+		// No replica ready (all starting): the request waits at the door,
+		// as behind a gateway with no endpoint, until one is.
+		t := math.Inf(1)
+		for _, q := range f.reps {
+			if q.state == repStarting {
+				t = min(t, q.readyAt)
+			}
+		}
+		if math.IsInf(t, 1) {
+			return errors.New("no replica to send to")
+		}
+		// Sent when the first replica is ready.
+		f.next.Arrival = max(f.next.Arrival, t)
+		return nil
+	}
+	p.fe.advance(at)
+	q := f.next
+	q.Sent = at
+	p.fe.submit(q)
+	p.outstanding++
+	f.inFlight++
+	f.sent++
+	f.st.window(at).Arrivals++
+	f.mark(at)
+	if f.win != nil {
+		f.win.sent(at)
+	}
+	waiting := 0
+	for _, q := range f.reps {
+		if q.state != repStopped {
+			waiting += len(q.fe.jobs) + q.e.waiting.len()
+		}
+	}
+	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, waiting: waiting, queued: waiting - 1})
+	if err := f.read(); err != nil {
+		return err
+	}
+	p.plan()
+	if f.inFlight > f.opt.MaxBacklog {
+		b := f.flow.behind()
+		if b == nil {
+			b = f.flow.backlog(f.flow.samples[0], f.flow.last)
+		}
+		b.InFlightBound = f.opt.MaxBacklog
+		f.st.rep.FellBehind = b
+	}
+	return nil
+}
+
+// complete runs p's API server's next completion: a step's output reaches
+// the clients, or a request's input processing ends and the engine gets
+// it.
+func (f *fleet) complete(p *replica) error {
+	in, out := p.fe.complete()
+	if out != nil {
+		p.st.deliver(out, p.fe.now, func(ev Event) { f.done(p, ev) })
+		return nil
+	}
+	if in == nil {
+		// A request past the API server's fixed latency entered its
+		// shared CPU.
+		return nil
+	}
+	q := *in
+	q.Arrival = p.fe.now
+	if _, err := p.e.Add(q); err != nil {
+		var rej *Rejection
+		if !errors.As(err, &rej) {
+			return err
+		}
+		p.st.rep.RejectedBy[rej.Reason]++
+		f.rejected++
+		f.inFlight--
+		p.outstanding--
+		if q.Sent >= f.opt.JudgeFrom {
+			f.st.rep.RejectedBy[rej.Reason]++
+			f.st.rep.Rejected++
+		}
+		if f.win != nil {
+			f.win.rejected(q.Sent)
+		}
+		if f.opt.OnReject != nil {
+			f.opt.OnReject(rej)
+		}
+	}
+	return nil
+}
+
+func (f *fleet) done(p *replica, ev Event) {
+	f.completed++
+	f.inFlight--
+	p.outstanding--
+	if ev.Sent >= f.opt.JudgeFrom {
+		f.st.finish(ev)
+	}
+	if f.win != nil {
+		f.win.finished(ev)
+	}
+	if f.opt.OnFinish != nil {
+		f.opt.OnFinish(ev)
+	}
+	if p.state == repDraining && p.outstanding == 0 && !p.e.Busy() && !p.busy {
+		f.stop(p, p.fe.now)
+	}
+}
+
+// scale scrapes the ready replicas and moves the fleet toward the
+// scaler's count: new replicas start (ready after the start-up time),
+// surplus ones are cancelled while starting or drained, newest first.
+func (f *fleet) scale(now float64) error {
+	m := FleetMetrics{Now: now}
+	for _, p := range f.reps {
+		switch p.state {
+		case repStarting:
+			m.Replicas++
+		case repReady:
+			m.Replicas++
+			m.Ready++
+			g := p.e.Gauges()
+			m.Waiting += g.Waiting
+			m.Running += g.Running
+			m.KVUsage += p.kv
+		}
+	}
+	if m.Ready > 0 {
+		m.KVUsage /= float64(m.Ready)
+	}
+	// The answered requests over the last minute, as Prometheus's rate()
+	// over the scrapes it holds.
+	f.marks = append(f.marks, scrapeMark{now, f.completed})
+	for len(f.marks) > 1 && f.marks[1].at <= now-60 {
+		f.marks = f.marks[1:]
+	}
+	if first := f.marks[0]; now-first.at >= 60-1e-9 {
+		m.RequestsPerS = float64(f.completed-first.done) / (now - first.at)
+	}
+	want := min(max(f.opt.Scaler.Desired(m), 1), f.opt.MaxReplicas)
+	for n := m.Replicas; n < want; n++ {
+		if _, err := f.add(now, repStarting); err != nil {
+			return err
+		}
+	}
+	for n := m.Replicas; n > want; n-- {
+		var victim *replica
+		for _, p := range f.reps {
+			if p.state == repStarting && (victim == nil || p.since >= victim.since) {
+				victim = p
+			}
+		}
+		if victim != nil {
+			f.stop(victim, now)
+			continue
+		}
+		for _, p := range f.reps {
+			if p.state == repReady && (victim == nil || p.since >= victim.since) {
+				victim = p
+			}
+		}
+		victim.state = repDraining
+		if victim.outstanding == 0 && !victim.e.Busy() && !victim.busy {
+			f.stop(victim, now)
+		} else {
+			victim.plan()
+		}
+	}
+	return nil
+}
+
+// keep folds the engine's counters into the replica's before the engine
+// goes (a stopped replica's slot takes a new engine).
+func (p *replica) keep() {
+	g := p.e.Gauges()
+	p.kept.Preemptions += g.Preemptions
+	p.kept.Rejected += g.Rejected
+	p.kept.PrefixHits += g.PrefixHits
+	p.kept.PrefixQueries += g.PrefixQueries
+	p.kept.Now = max(p.kept.Now, g.Now)
+}
+
+func (f *fleet) report() *FleetReport {
+	end := f.lastT
+	var itl traffic.Histogram
+	var g Gauges
+	out := &FleetReport{Router: f.opt.Router}
+	for _, p := range f.reps {
+		var r *Report
+		if p.e != nil {
+			p.keep()
+			end = max(end, p.e.Now())
+		}
+		end = max(end, p.st.lastOut)
+		r = p.st.reportOf(p.kept)
+		out.Replicas = append(out.Replicas, r)
+		itl.Merge(&p.st.itl)
+		g.Preemptions += p.kept.Preemptions
+		g.PrefixHits += p.kept.PrefixHits
+		g.PrefixQueries += p.kept.PrefixQueries
+		g.Now = max(g.Now, p.kept.Now, p.st.lastOut)
+	}
+	f.account(end)
+	f.st.itl = itl
+	f.st.lastOut = g.Now
+	fl := f.st.reportOf(g)
+	// Rejections were counted as they happened (judged ones only).
+	fl.Rejected = f.st.rep.Rejected
+	if len(fl.RejectedBy) == 0 {
+		fl.RejectedBy = nil
+	}
+	fl.FellBehind = f.st.rep.FellBehind
+	// A window without a send or a step kept the replicas of the one
+	// before.
+	for i := 1; i < len(fl.Series); i++ {
+		if fl.Series[i].Replicas == 0 {
+			fl.Series[i].Replicas = fl.Series[i-1].Replicas
+		}
+	}
+	out.Fleet = fl
+	out.ReplicaSeconds = math.Round(f.heldS*1000) / 1000
+	out.PeakReplicas = f.peak
+	if f.win != nil {
+		f.win.flush()
+	}
+	return out
+}
+
+// sloWindows groups judged requests by the window of their send time.
+type sloWindows struct {
+	w    float64
+	on   func(float64, *Report)
+	open map[int]*windowAcc
+	// cur is the window of the latest send: windows before it take no new
+	// requests.
+	cur int
+}
+
+type windowAcc struct {
+	ttft, tpot, e2e    traffic.Histogram
+	pending            int
+	requests, rejected int64
+}
+
+func (s *sloWindows) index(t float64) int { return int(t / s.w) }
+
+func (s *sloWindows) sent(t float64) {
+	i := s.index(t)
+	a := s.open[i]
+	if a == nil {
+		a = &windowAcc{}
+		s.open[i] = a
+	}
+	a.pending++
+	if i > s.cur {
+		old := s.cur
+		s.cur = i
+		for j, b := range s.open {
+			if j >= old && j < i && b.pending == 0 {
+				s.close(j)
+			}
+		}
+	}
+}
+
+func (s *sloWindows) settle(i int) {
+	a := s.open[i]
+	if a == nil {
+		return
+	}
+	a.pending--
+	if a.pending == 0 && i < s.cur {
+		s.close(i)
+	}
+}
+
+func (s *sloWindows) finished(ev Event) {
+	i := s.index(ev.Sent)
+	if a := s.open[i]; a != nil {
+		a.requests++
+		a.ttft.Add(micros(ev.FirstToken - ev.Arrival))
+		a.e2e.Add(micros(ev.Finish - ev.Arrival))
+		if ev.Output > 1 {
+			a.tpot.Add(micros((ev.Finish - ev.FirstToken) / float64(ev.Output-1)))
+		}
+	}
+	s.settle(i)
+}
+
+func (s *sloWindows) rejected(sent float64) {
+	i := s.index(sent)
+	if a := s.open[i]; a != nil {
+		a.rejected++
+	}
+	s.settle(i)
+}
+
+func (s *sloWindows) close(i int) {
+	a := s.open[i]
+	delete(s.open, i)
+	s.on(float64(i)*s.w, &Report{Requests: a.requests, Rejected: a.rejected,
+		TTFT: latency(&a.ttft, nil), TPOT: latency(&a.tpot, nil), E2E: latency(&a.e2e, nil)})
+}
+
+// flush closes the windows left at the end (a run stopped at the backlog
+// bound leaves requests unanswered: they count as neither).
+func (s *sloWindows) flush() {
+	for len(s.open) > 0 {
+		first := math.MaxInt
+		for i := range s.open {
+			first = min(first, i)
+		}
+		s.close(first)
+	}
+}
