@@ -44,6 +44,8 @@ type planFlags struct {
 	// simulating it (plan_traffic.go).
 	profile string
 	rate    float64
+	// upgradeTo and maxKVLoss are the upgrade preflight (plan_upgrade.go).
+	upgradeTo, maxKVLoss string
 }
 
 func newPlanCmd(env Env) *cobra.Command {
@@ -67,6 +69,12 @@ With --profile FILE (a 'headroom profile -o json' output or a request log),
 --max-num-seqs is chosen by simulating that traffic (up to 20,000 requests per
 candidate) instead of the quarter-of-max-model-len rule.
 
+With --upgrade-to B, plans the deployment on --vllm-version (or the image's
+release) and on B side by side: every planned term that changes with the release
+boundary that changes it, KV tokens and the largest context before and after, and
+the verdict. It exits 1 when B does not start the deployment or loses more KV
+cache than --max-kv-loss (default 20%).
+
 Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
@@ -79,6 +87,7 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
 	fl.StringVar(&f.profile, "profile", "", "choose --max-num-seqs by simulating this traffic: a 'headroom profile -o json' file or a request log")
 	fl.Float64Var(&f.rate, "rate", 0, "with a --profile json: simulate at R requests per second instead of its busiest window's rate")
+	addUpgradeFlags(fl, &f)
 	return cmd
 }
 
@@ -159,6 +168,9 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	e, err := gather(cmd.Context(), cmd, env, f, args)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("upgrade-to") || cmd.Flags().Changed("max-kv-loss") {
+		return runUpgrade(cmd, f, e)
 	}
 	opt := memory.Options{Policy: f.policy, TypicalContext: f.typicalContext}
 	if f.allGPUs {
