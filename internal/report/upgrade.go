@@ -2,8 +2,6 @@ package report
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
@@ -52,142 +50,24 @@ type UpgradeSide struct {
 	Problems             []memory.Finding `json:"problems"`
 }
 
-// UpgradeChange is one planned term that differs between the releases.
-type UpgradeChange struct {
-	// Term is named as in the plan report's JSON (per_gpu.cudagraph_gib,
-	// settings.gpu_memory_utilization, ...).
-	Term   string          `json:"term"`
-	From   string          `json:"from"`
-	To     string          `json:"to"`
-	Causes []vllm.Boundary `json:"causes"`
-	// Unexplained says why no boundary is named, when none is.
-	Unexplained string `json:"unexplained,omitempty"`
-}
+// UpgradeChange is one planned term that differs between the releases,
+// with its causes (memory.Change).
+type UpgradeChange = memory.Change
 
-// termRules are the version rules (vllm.Boundary.Rule) that can move each
-// term: a change of a term at a boundary is put on the boundary's rules
-// that move it, or on every rule of that boundary when none does.
-var termRules = map[string][]string{
-	"settings.gpu_memory_utilization": {"DefaultGPUMemoryUtilization", "PerInstanceBudget"},
-	"settings.max_num_seqs":           {"V1ByDefault", "UsesV1", "V0Removed"},
-	"settings.max_num_batched_tokens": {"V1ByDefault", "UsesV1", "V0Removed"},
-	"settings.sampler_path":           {"DummySampler", "ModelRunnerV2"},
-	"settings.model_runner_v2":        {"ModelRunnerV2"},
-	"per_gpu.cudagraph_in_budget":     {"CUDAGraphsInBudget", "CUDAGraphEstimate", "CUDAGraphEstimateIsZero", "ModelRunnerV2"},
-	"per_gpu.cudagraph_gib":           {"CUDAGraphEstimate", "CUDAGraphsInBudget", "CUDAGraphEstimateIsZero", "ModelRunnerV2", "WithDefaults", "HybridGDNGraphTransient"},
-	"per_gpu.activation_gib":          {"DummySampler", "PersistentMoEWorkspace", "ModelRunnerV2", "V1ByDefault", "UsesV1"},
-	"per_gpu.requested_gib":           {"DefaultGPUMemoryUtilization", "PerInstanceBudget"},
-	"per_gpu.non_torch_gib":           {"V1ByDefault", "UsesV1", "V0Removed"},
-	"per_gpu.kv_cache_gib":            nil,
-}
-
-// upgradeTerms reads the terms compared, in the order shown.
-var upgradeTerms = []struct {
-	name string
-	get  func(memory.Budget) string
-}{
-	{"settings.gpu_memory_utilization", func(b memory.Budget) string { return fmtFloat(b.Settings.GPUMemoryUtilization) }},
-	{"settings.max_num_seqs", func(b memory.Budget) string { return strconv.Itoa(b.Settings.MaxNumSeqs) }},
-	{"settings.max_num_batched_tokens", func(b memory.Budget) string { return strconv.Itoa(b.Settings.MaxNumBatchedTokens) }},
-	{"settings.model_runner_v2", func(b memory.Budget) string { return strconv.FormatBool(b.ModelRunnerV2) }},
-	{"settings.sampler_path", func(b memory.Budget) string { return string(b.SamplerPath) }},
-	{"per_gpu.cudagraph_in_budget", func(b memory.Budget) string {
-		return strconv.FormatBool(b.CUDAGraphInBudget && !b.CUDAGraphEstimateZero)
-	}},
-	{"per_gpu.cudagraph_gib", func(b memory.Budget) string { return fmtFloat(GiBs(b.PerGPU.CUDAGraph)) }},
-	{"per_gpu.activation_gib", func(b memory.Budget) string { return fmtFloat(GiBs(b.PerGPU.Activation)) }},
-	{"per_gpu.non_torch_gib", func(b memory.Budget) string { return fmtFloat(GiBs(b.PerGPU.NonTorch)) }},
-	{"per_gpu.requested_gib", func(b memory.Budget) string { return fmtFloat(GiBs(b.PerGPU.Requested)) }},
-	{"per_gpu.kv_cache_gib", func(b memory.Budget) string { return fmtFloat(GiBs(b.PerGPU.KVCache)) }},
-}
-
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// Upgrade plans the evidence's deployment on its release and on to, and
-// says what moving to `to` changes and why. Every release boundary
-// (vllm.Boundaries) between the two is planned too, so that each change is
-// put on the boundary where it happens: the rules are constant between
-// boundaries. maxLoss is the share of KV tokens the upgrade may lose.
+// Upgrade plans the evidence's deployment on its release and on to
+// (memory.PlanUpgrade) and gives the verdict: "stops" when to does not
+// start it, "loses-kv" when it loses more than maxLoss of the KV tokens.
 func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error) {
-	from := e.Settings.Version
-	if from.IsZero() {
-		from = vllm.Newest()
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, GPUsPerNode: e.GPUsPerNode}
+	if e.AutoCount {
+		in.Count = 0
 	}
-	lo, hi := from, to
-	down := to.Compare(from) < 0
-	if down {
-		lo, hi = to, from
+	u, err := memory.PlanUpgrade(in, to)
+	if err != nil {
+		return UpgradeReport{}, err
 	}
-	// The releases planned, oldest first: lo, every boundary in (lo, hi],
-	// and hi; at each, the boundaries that start there.
-	points := []vllm.Version{lo}
-	starts := [][]vllm.Boundary{nil}
-	for _, b := range vllm.Boundaries() {
-		if b.Since.Compare(lo) <= 0 || b.Since.Compare(hi) > 0 {
-			continue
-		}
-		if last := points[len(points)-1]; last.Compare(b.Since) == 0 {
-			starts[len(starts)-1] = append(starts[len(starts)-1], b)
-			continue
-		}
-		points = append(points, b.Since)
-		starts = append(starts, []vllm.Boundary{b})
-	}
-	if points[len(points)-1].Compare(hi) != 0 {
-		points = append(points, hi)
-		starts = append(starts, nil)
-	}
-	plans := make([]memory.Budget, len(points))
-	for i, v := range points {
-		ev := e
-		ev.Settings.Version = v
-		if i == 0 || i == len(points)-1 {
-			// The ends are the user's releases as written (a suffix such
-			// as rc1 kept) and take their own calibration record.
-			if (i == 0) == down {
-				ev.Settings.Version = to
-			} else {
-				ev.Settings.Version = from
-			}
-		}
-		in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: ev.Settings, GPUsPerNode: ev.GPUsPerNode}
-		if ev.AutoCount {
-			in.Count = 0
-		}
-		b, err := memory.Plan(in)
-		if err != nil {
-			return UpgradeReport{}, err
-		}
-		plans[i] = b
-	}
-	first, last := plans[0], plans[len(plans)-1]
-	before, after := first, last
-	if down {
-		before, after = last, first
-	}
-	r := UpgradeReport{From: upgradeSide(before), To: upgradeSide(after), MaxKVLoss: maxLoss, Changes: []UpgradeChange{}}
-	for _, t := range upgradeTerms {
-		a, z := t.get(before), t.get(after)
-		if a == z {
-			continue
-		}
-		c := UpgradeChange{Term: t.name, From: a, To: z, Causes: []vllm.Boundary{}}
-		for i := 1; i < len(plans); i++ {
-			bs := stepCauses(plans[i-1], plans[i], starts[i], t.name)
-			if len(bs) == 0 && t.get(plans[i-1]) != t.get(plans[i]) {
-				c.Unexplained = fmt.Sprintf("changes at %s where no rule of this term starts: the planner's calibration points differ by release (the nearer release's is taken)", points[i])
-			}
-			for _, b := range bs {
-				if !slices.Contains(c.Causes, b) {
-					c.Causes = append(c.Causes, b)
-				}
-			}
-		}
-		r.Changes = append(r.Changes, c)
-	}
-	if before.KVTokens > 0 {
-		r.KVLoss = float64(before.KVTokens-after.KVTokens) / float64(before.KVTokens)
-	}
+	before, after := u.Before, u.After
+	r := UpgradeReport{From: upgradeSide(before), To: upgradeSide(after), Changes: u.Changes, KVLoss: u.KVLoss, MaxKVLoss: maxLoss}
 	switch {
 	case !after.Fits:
 		r.Verdict = "stops"
@@ -198,7 +78,7 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 		r.Why = fmt.Sprintf("on vLLM %s the deployment does not start: %s", r.To.VLLMVersion, why)
 	case before.Fits && r.KVLoss > maxLoss:
 		r.Verdict = "loses-kv"
-		r.Why = fmt.Sprintf("vLLM %s gives %d KV-cache tokens instead of %d: %.0f%% fewer, more than the %.0f%% allowed (--max-kv-loss)",
+		r.Why = fmt.Sprintf("vLLM %s gives %d KV-cache tokens instead of %d: %.1f%% fewer, more than the %.1f%% allowed (--max-kv-loss)",
 			r.To.VLLMVersion, after.KVTokens, before.KVTokens, 100*r.KVLoss, 100*maxLoss)
 	default:
 		r.Verdict, r.OK = "ok", true
@@ -210,51 +90,10 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 	if !e.Settings.Set[vllm.FlagGPUMemoryUtilization] {
 		r.Notes = append(r.Notes, "--gpu-memory-utilization not given: each release plans with its own default")
 	}
+	if e.Measured != nil {
+		r.Notes = append(r.Notes, "the calibration record is not used here: it holds one release's numbers, and both releases are planned from the rules")
+	}
 	return r, nil
-}
-
-// stepCauses are the boundaries starting at one release (starts, between
-// plans a and z) that move a term: none when the term is the same on both
-// sides; those whose rule moves it; for a term no rule moves by itself
-// (the KV cache), the causes of every other term that moved at that step,
-// or else every boundary of the step. A term with rules of its own that
-// moves where none of them starts gets none: the caller says so.
-func stepCauses(a, z memory.Budget, starts []vllm.Boundary, term string) []vllm.Boundary {
-	var out []vllm.Boundary
-	add := func(b vllm.Boundary) {
-		if !slices.Contains(out, b) {
-			out = append(out, b)
-		}
-	}
-	for _, t := range upgradeTerms {
-		if t.name != term {
-			continue
-		}
-		if t.get(a) == t.get(z) {
-			return nil
-		}
-	}
-	for _, b := range starts {
-		if slices.Contains(termRules[term], b.Rule) {
-			add(b)
-		}
-	}
-	if len(out) == 0 && len(termRules[term]) == 0 {
-		for _, t := range upgradeTerms {
-			if len(termRules[t.name]) == 0 || t.get(a) == t.get(z) {
-				continue
-			}
-			for _, b := range starts {
-				if slices.Contains(termRules[t.name], b.Rule) {
-					add(b)
-				}
-			}
-		}
-	}
-	if len(out) == 0 && len(termRules[term]) == 0 {
-		return starts
-	}
-	return out
 }
 
 func upgradeSide(b memory.Budget) UpgradeSide {
@@ -264,7 +103,7 @@ func upgradeSide(b memory.Budget) UpgradeSide {
 		GPUMemoryUtilization: b.Settings.GPUMemoryUtilization,
 		PerGPU: PerGPUReport{TotalGiB: GiBs(p.Total), RequestedGiB: GiBs(p.Requested), WeightsGiB: GiBs(p.Weights),
 			ActivationGiB: GiBs(p.Activation), NonTorchGiB: GiBs(p.NonTorch), CUDAGraphGiB: GiBs(p.CUDAGraph),
-			CUDAGraphInBudget: b.CUDAGraphInBudget && !b.CUDAGraphEstimateZero, KVCacheGiB: GiBs(p.KVCache), ContextGiB: GiBs(p.Context), UnusedGiB: GiBs(b.Unused())},
+			CUDAGraphInBudget: b.GraphsReserved(), KVCacheGiB: GiBs(p.KVCache), ContextGiB: GiBs(p.Context), UnusedGiB: GiBs(b.Unused())},
 		SamplerPath:   string(b.SamplerPath),
 		ModelRunnerV2: b.ModelRunnerV2,
 		KVCacheTokens: b.KVTokens,
