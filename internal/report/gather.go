@@ -117,10 +117,10 @@ func Settings(req Request) (vllm.Settings, error) {
 		s.Version = v
 	}
 	if req.Image != "" {
-		inst, v, _ := vllm.ImageInstall(req.Image)
+		inst, _, _ := vllm.ImageInstall(req.Image)
 		s.Install = inst
 		if s.Version.IsZero() {
-			s.Version = v
+			s.Version = vllm.ReadImage(req.Image).Version
 		}
 	}
 	if req.Install != "" {
@@ -193,11 +193,16 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 	default:
 		e.GPUsPerNode = memory.DefaultGPUsPerNode
 	}
-	if e.Settings.Version.IsZero() {
+	img := vllm.ReadImage(req.Image)
+	switch {
+	case e.Settings.Version.IsZero() && req.Image != "" && img.VLLM:
+		e.Settings.Version = vllm.Newest()
+		e.Notes = append(e.Notes, img.Note+"; or set --vllm-version")
+	case e.Settings.Version.IsZero():
 		e.Settings.Version = vllm.Newest()
 		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.Settings.Version))
-	} else if req.Version == "" && req.Image != "" {
-		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s read from the image tag of %s", e.Settings.Version, req.Image))
+	case req.Version == "" && req.Image != "":
+		e.Notes = append(e.Notes, img.Note)
 	}
 	e.request = req
 	if m, note := calibrationFor(env.Getenv, e); note != "" {
