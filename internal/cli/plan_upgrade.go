@@ -11,12 +11,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 )
 
 func addUpgradeFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.StringVar(&f.upgradeTo, "upgrade-to", "", "upgrade preflight: plan the deployment on this vLLM release too and show what changes (exit 1 when it does not start or loses more KV cache than --max-kv-loss)")
-	fl.StringVar(&f.maxKVLoss, "max-kv-loss", "20%", "with --upgrade-to: the share of KV-cache tokens the upgrade may lose, as 20% or 0.2")
+	fl.StringVar(&f.maxKVLoss, "max-kv-loss", strconv.FormatFloat(100*memory.DefaultMaxKVLoss, 'f', -1, 64)+"%", "with --upgrade-to: the share of KV-cache tokens the upgrade may lose, as 20% or 0.2")
 }
 
 // parseShare reads a share as "20%" or "0.2".

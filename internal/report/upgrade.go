@@ -7,13 +7,6 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// DefaultMaxKVLoss is the share of KV-cache tokens an upgrade may lose
-// before the preflight fails (plan --max-kv-loss): 20%, a loss an operator
-// notices as lost concurrency but that is smaller than the release-to-
-// release steps the version rules know (the CUDA-graph estimate of 0.21.0
-// takes more on a large MoE model, issue #45178).
-const DefaultMaxKVLoss = 0.20
-
 // UpgradeReport is `headroom plan --upgrade-to B -o json`: the plan of the
 // same deployment on two vLLM releases, every planned term that differs
 // with the rule boundaries that move it, and the verdict. Fields may be
