@@ -46,6 +46,8 @@ type planFlags struct {
 	rate    float64
 	// upgradeTo and maxKVLoss are the upgrade preflight (plan_upgrade.go).
 	upgradeTo, maxKVLoss string
+	// pinKV writes -o args with a pinned KV pool (--kv-cache-memory-bytes).
+	pinKV bool
 }
 
 func newPlanCmd(env Env) *cobra.Command {
@@ -88,6 +90,7 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 	fl.StringVar(&f.profile, "profile", "", "choose --max-num-seqs by simulating this traffic: a 'headroom profile -o json' file or a request log")
 	fl.Float64Var(&f.rate, "rate", 0, "with a --profile json: simulate at R requests per second instead of its busiest window's rate")
 	addUpgradeFlags(fl, &f)
+	fl.BoolVar(&f.pinKV, "pin-kv", false, "with -o args: a pinned KV pool (--kv-cache-memory-bytes, vLLM 0.10.2+) in place of --gpu-memory-utilization")
 	return cmd
 }
 
@@ -153,6 +156,13 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 	return e, nil
 }
 
+func firstProblem(p []memory.Finding) string {
+	if len(p) == 0 {
+		return "see headroom plan"
+	}
+	return p[0].Message
+}
+
 func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	switch f.output {
 	case "table", "json", "yaml", "args", "kaito":
@@ -197,7 +207,19 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	} else if rep, err = report.Build(e, opt); err != nil {
 		return usageError{err}
 	}
-	if err := render(cmd.OutOrStdout(), f.output, rep); err != nil {
+	format := f.output
+	if f.pinKV {
+		switch {
+		case format != "args":
+			return badInput("--pin-kv writes -o args: add -o args (the table and JSON show the pinned pool anyway)")
+		case rep.PinnedKV == nil:
+			return badInput("no pinned KV pool to offer: vLLM %s has no --%s (0.10.2 and newer do), or the recommendation does not fit", rep.Settings.VLLMVersion, vllm.FlagKVCacheMemory)
+		case !rep.PinnedKV.Fits:
+			return badInput("the pinned KV pool does not fit: %s", firstProblem(rep.PinnedKV.Budget.Problems))
+		}
+		format = "args-pinned"
+	}
+	if err := render(cmd.OutOrStdout(), format, rep); err != nil {
 		return err
 	}
 	if !rep.Fits {

@@ -259,11 +259,34 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 
 // Build plans the evidence and renders the report.
 func Build(e Evidence, opt memory.Options) (Report, error) {
-	_, b, rec, alts, chosen, run, err := build(e, opt)
+	in, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
 	}
-	return newReport(e, b, rec, alts, chosen, run, buildNotes(e, b)), nil
+	r := newReport(e, b, rec, alts, chosen, run, buildNotes(e, b))
+	addPinned(&r, in, run, rec, 0, "")
+	return r, nil
+}
+
+// addPinned offers the recommendation with its KV pool pinned
+// (memory.PinPool): sized from the recommended plan, or from tokens of
+// traffic when tokens > 0.
+func addPinned(r *Report, in memory.Input, run vllm.Settings, rec memory.Recommendation, tokens int64, why string) {
+	if rec.MaxModelLen <= 0 || !rec.Budget.Fits {
+		return
+	}
+	at := in
+	at.Settings = run
+	at.Settings.GPUMemoryUtilization, at.Settings.MaxModelLen, at.Settings.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
+	p, ok := memory.PinPool(at, rec.Budget, tokens, why)
+	if !ok {
+		return
+	}
+	r.PinnedKV = &p
+	s := recommendedSettings(run, rec)
+	s.KVCacheMemoryBytes = p.Bytes
+	s.GPUMemoryUtilization = 0
+	r.PinnedArgs = nonNilStrings(s.Args())
 }
 
 // build plans the evidence and recommends for it: the input and its plan,
