@@ -70,7 +70,10 @@ func CompareKV(in Input, b Budget, got EngineCache) (KVGap, bool) {
 	g := KVGap{PredictedBlocks: b.NumBlocks, ActualBlocks: got.NumGPUBlocks,
 		PredictedTokens: b.KVTokens, ActualTokens: got.NumGPUBlocks * int64(bs)}
 	if g.PredictedTokens <= 0 {
-		g.PredictedTokens = b.NumBlocks * int64(b.Settings.BlockSize)
+		g.PredictedTokens = b.NumBlocks * int64(bs)
+	}
+	if g.PredictedTokens <= 0 || g.ActualTokens <= 0 {
+		return KVGap{}, false
 	}
 	g.Share = float64(g.ActualTokens) / float64(g.PredictedTokens)
 	g.Far = g.Share < 1-DefaultMaxKVLoss
