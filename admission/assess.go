@@ -37,6 +37,9 @@ type assessment struct {
 	// in is not to be remembered.
 	key   string
 	plans *planCache
+	// alts are the alternatives quoted in a denial, in the webhook's
+	// order (memory.AlternativesFrom); nil without one.
+	alts []memory.Alternative
 }
 
 // planned reports whether the planner ran.
@@ -108,6 +111,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		if explain {
 			alts = h.plans.alternatives(key, in, b, h.devices)
 		}
+		a.alts = alts
 		for _, alt := range alts {
 			if len(fixes) == maxAlternatives {
 				break

@@ -60,6 +60,9 @@ type Engine struct {
 	// not be planned (see the evaluation's CodeNotChecked warnings).
 	Input  memory.Input
 	Budget *memory.Budget
+	// Alternatives are what the denial quotes, first the one it names
+	// first; nil when the server is not denied.
+	Alternatives []memory.Alternative
 
 	// What the mutating webhook needs to patch the container: its index
 	// in its pod spec, or path, its JSON pointer, where it is not in one.

@@ -1,8 +1,11 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,7 @@ import (
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -171,6 +175,44 @@ func FuzzKServeArgs(f *testing.F) {
 			if v, found := strings.CutPrefix(ids[0], "--model_id="); found && v != "" && l.settings.Model != v {
 				t.Errorf("--model_id=%s read as model %q", v, l.settings.Model)
 			}
+		}
+	})
+}
+
+// FuzzEndpoint: any body posted to /validate or /mutate is answered over
+// HTTP with an AdmissionReview (200) or a one-line refusal (400, 413):
+// never a 5xx, never a panic, whatever the gate and the decoder see.
+func FuzzEndpoint(f *testing.F) {
+	for _, name := range fixtureNames(f) {
+		body, err := os.ReadFile(filepath.Join("testdata", "reviews", name+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(body, false)
+	}
+	f.Add(bigReview(100, "1000000000"), true)
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}`), true)
+	f.Add([]byte("\x00\xff"), false)
+	h := newTestHandler(f)
+	f.Fuzz(func(t *testing.T, body []byte, mutate bool) {
+		ep, path := h.ValidateHandler(), "/validate"
+		if mutate {
+			ep, path = h.MutateHandler(), "/mutate"
+		}
+		rec := httptest.NewRecorder()
+		ep.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		switch rec.Code {
+		case http.StatusOK:
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("200 without an AdmissionReview: %.300s", rec.Body.String())
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			if msg := strings.TrimSpace(rec.Body.String()); msg == "" || strings.Contains(msg, "\n") {
+				t.Fatalf("%d without a one-line reason: %q", rec.Code, msg)
+			}
+		default:
+			t.Fatalf("status %d: %.300s", rec.Code, rec.Body.String())
 		}
 	})
 }

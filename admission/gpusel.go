@@ -69,13 +69,21 @@ func readNodeConstraints(spec *corev1.PodSpec) nodeConstraints {
 	return nc
 }
 
-// resourceCount reads a whole GPU count from a quantity.
-func resourceCount(q resource.Quantity) (int, bool) {
-	n, ok := q.AsInt64()
-	if !ok || n < 0 || n > maxGPUs {
-		return 0, false
+// resourceCount reads a whole GPU count from a quantity; the error says
+// what is wrong with it in words that name the resource.
+func resourceCount(name string, q resource.Quantity) (int, error) {
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("resource %s: %s is a negative number of GPUs", name, q.String())
 	}
-	return int(n), true
+	// The size first: 1G (10⁹) is whole, but no node holds it.
+	if q.Cmp(*resource.NewQuantity(maxGPUs, resource.DecimalSI)) > 0 {
+		return 0, fmt.Errorf("resource %s: %s GPUs is more than any node holds (at most %d)", name, q.String(), maxGPUs)
+	}
+	n, ok := q.AsInt64()
+	if !ok {
+		return 0, fmt.Errorf("resource %s: %s is not a whole number of GPUs", name, q.String())
+	}
+	return int(n), nil
 }
 
 // readGPU gathers the GPU evidence for container c of a pod: the device from
@@ -102,9 +110,9 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 	mig := ""
 	for _, name := range gpuResources(res) {
 		q := res[corev1.ResourceName(name)]
-		n, ok := resourceCount(q)
-		if !ok {
-			ev.unresolved = fmt.Sprintf("resource %s: %s is not a whole number of GPUs", name, q.String())
+		n, err := resourceCount(name, q)
+		if err != nil {
+			ev.unresolved = err.Error()
 			return ev
 		}
 		ev.count += n

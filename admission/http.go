@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"headroom.dev/headroom/graceful"
 )
 
 // maxBodyBytes bounds an AdmissionReview body. The API server stores
@@ -31,6 +33,10 @@ const maxBodyBytes = 4 << 20
 // (k8s.io/apiserver endpoints/filters/warning.go); bounding them here keeps
 // a long model name from crowding out the other warnings.
 const maxWarningRunes = 1024
+
+// maxWarnings bounds the warnings of one answer; the API server passes on
+// 4096 runes of them in all, so more would only be cut.
+const maxWarnings = 32
 
 // reviewIn is what the webhook reads of an AdmissionReview: the request's
 // user and options are passed over rather than decoded and copied. An
@@ -151,7 +157,11 @@ func cleanWarnings(ws []string) []string {
 	if len(ws) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(ws))
+	more := 0
+	if len(ws) > maxWarnings {
+		ws, more = ws[:maxWarnings], len(ws)-maxWarnings
+	}
+	out := make([]string, 0, len(ws)+1)
 	for _, w := range ws {
 		w = strings.Map(func(r rune) rune {
 			if unicode.IsControl(r) {
@@ -163,6 +173,9 @@ func cleanWarnings(ws []string) []string {
 			w = string([]rune(w)[:maxWarningRunes-3]) + "..."
 		}
 		out = append(out, "headroom: "+w)
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("headroom: %d more warnings not shown (at most %d)", more, maxWarnings))
 	}
 	return out
 }
@@ -200,6 +213,15 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 			fail(http.StatusMethodNotAllowed, "use POST with an admission.k8s.io/v1 AdmissionReview")
 			return
 		}
+		// Admitted before its body is read: a review waiting for a slot
+		// holds its connection, not its body (see Deps.Reviews).
+		release, err := h.gate.Enter(r.Context())
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+			fail(graceful.Status(err), "headroom webhook: "+err.Error()+"; the object is admitted unchecked when the webhook's failurePolicy is Ignore")
+			return
+		}
+		defer release()
 		body, err := readBody(w, r)
 		if err != nil {
 			var tooBig *http.MaxBytesError

@@ -15,6 +15,7 @@ import (
 	k8sjson "sigs.k8s.io/json"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 )
@@ -38,7 +39,26 @@ type Deps struct {
 	Metrics *Metrics
 	// LookupTimeout bounds each API read; 0 means 2 s.
 	LookupTimeout time.Duration
+	// Reviews is how many reviews are read and checked at once; 0 means
+	// DefaultReviews. 16 times as many wait (at most ReviewWait); past
+	// that a review gets 429 and the failurePolicy decides.
+	Reviews int
 }
+
+// The webhook's memory budget is the chart's limit, 256 MiB, with
+// GOMEMLIMIT at 200 MiB: the runtime lets the heap grow to that soft limit
+// under load (GOGC=400), and the rest is the binary, stacks and buffers. A review holds its body (at most 4 MiB), the
+// decoded object and its checks' findings: about 45 MiB of heap for the
+// largest one (a 2 MB Deployment of 10,000 containers, of which the first
+// maxContainers are checked), so DefaultReviews of them at once stay
+// within it with the runtime's own 20-30 MiB. A review takes well under
+// a millisecond normally, so the queue rarely waits.
+const (
+	DefaultReviews = 4
+	// ReviewWait is the longest a review waits for a slot: well within
+	// the 10 s the webhook configurations give a call.
+	ReviewWait = 5 * time.Second
+)
 
 // Handler answers AdmissionReviews. Beyond its dependencies it keeps only
 // caches of catalog lookups and of plans, both of pure functions of their
@@ -54,6 +74,8 @@ type Handler struct {
 	catalog       catalogCache
 	gpus          gpuCache
 	plans         planCache
+	// gate admits reviews within the memory budget.
+	gate *graceful.Gate
 	// devices are the catalog's GPUs, which the planner searches for the
 	// smallest that fits; copied once rather than for every denial.
 	devices []gpu.Device
@@ -72,6 +94,11 @@ func NewHandler(d Deps) *Handler {
 		h.lookupTimeout = defaultLookupTimeout
 	}
 	h.devices = gpu.Devices()
+	n := d.Reviews
+	if n <= 0 {
+		n = DefaultReviews
+	}
+	h.gate = graceful.NewGate("reviews", n, 16*n, ReviewWait)
 	return h
 }
 
@@ -187,6 +214,13 @@ func (h *Handler) reviewPods(ctx context.Context, w Workload, podPath string, mu
 	return d
 }
 
+// maxContainers bounds the vLLM containers of one pod spec the webhook
+// examines. A pod runs one vLLM server, or a few with sidecars; the bound
+// keeps a review of 10,000 containers (2 MB, within what the API server
+// stores) from planning, warning about and patching each one, which took
+// the webhook past its memory limit.
+const maxContainers = 64
+
 // evaluatePods checks each vLLM container of a pod spec. checks adds what
 // only the validating webhook reports: the planner's alternatives in a
 // denial and the HPAs that scale the workload.
@@ -197,11 +231,21 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 	// The HPA warning names vLLM's metrics as the first server's release
 	// exports them.
 	var firstVersion vllm.Version
+	examined, skipped := 0, 0
 	for i, c := range w.Spec.Containers {
+		if examined == maxContainers {
+			// Past the bound a container is only counted: what the webhook
+			// holds and answers stays the size of maxContainers' reviews.
+			if _, ok, _ := readLaunch(c); ok {
+				skipped++
+			}
+			continue
+		}
 		l, ok, err := readLaunch(c)
 		if !ok {
 			continue
 		}
+		examined++
 		label := fmt.Sprintf("container %q", c.Name)
 		if !e.RunsVLLM {
 			firstVersion = l.settings.Version
@@ -231,10 +275,13 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 				e.warn(CodeProbe, "%s", msg)
 			}
 		}
-		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, index: i, c: c, l: l, a: a})
+		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a})
 	}
 	if !e.RunsVLLM {
 		return Evaluation{Kind: w.Kind}
+	}
+	if skipped > 0 {
+		e.warn(CodeNotChecked, "%d more vLLM containers not checked: the webhook examines at most %d of a pod", skipped, maxContainers)
 	}
 	if checks && (w.Kind == "Deployment" || w.Kind == "StatefulSet") {
 		for _, msg := range h.hpaWarnings(ctx, w.Namespace, w.Kind, w.Name, firstVersion) {

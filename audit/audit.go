@@ -490,7 +490,7 @@ func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admiss
 			Fits: b.Fits, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs, KVTokens: b.KVTokens, Concurrency: b.MaxConcurrency, Summary: admission.PlanSummary(*b),
 			PerGPU: b.PerGPU, UnusedBytes: b.Unused(), CUDAGraphInBudget: b.CUDAGraphInBudget})
 		if msg := seqsBeyondCache(*b); b.Fits && msg != "" {
-			w.add(LevelRisk, CodeSeqsBeyondCache, label(wl.Kind, eng.Container)+msg)
+			w.add(LevelInfo, CodeSeqsBeyondCache, label(wl.Kind, eng.Container)+msg)
 		}
 	}
 	for _, p := range pods {
@@ -515,20 +515,22 @@ func label(kind, container string) string {
 	return fmt.Sprintf("container %q: ", container)
 }
 
-// CodeSeqsBeyondCache: --max-num-seqs requests of a typical context need
-// more KV cache than there is; under full load vLLM preempts.
+// CodeSeqsBeyondCache: --max-num-seqs requests of the full --max-model-len
+// need more KV cache than there is; past what the cache holds vLLM queues
+// or preempts. It is information, not a risk: without the traffic the
+// planner keeps max-num-seqs (memory.MaxNumSeqsRule), as plan and the
+// webhook do.
 const CodeSeqsBeyondCache = "max_num_seqs_beyond_kv_cache"
 
-// seqsBeyondCache says when max-num-seqs requests of a typical context
-// (memory.DefaultTypicalContext) do not fit in the KV cache at once.
+// seqsBeyondCache says how many requests of the full context the KV cache
+// holds, when that is fewer than --max-num-seqs; it names no other value,
+// since none is recommended without traffic.
 func seqsBeyondCache(b memory.Budget) string {
-	typical := memory.DefaultTypicalContext(b.MaxModelLen)
-	seqs := memory.SeqsAt(b, typical)
-	if seqs >= b.Settings.MaxNumSeqs {
+	if b.MaxModelLen <= 0 || b.MaxConcurrency >= float64(b.Settings.MaxNumSeqs) {
 		return ""
 	}
-	return fmt.Sprintf("--max-num-seqs %d: the KV cache (%d tokens) holds only %d requests of a typical %d tokens (a quarter of --max-model-len %d) at once; under full load vLLM preempts and recomputes the rest: set --max-num-seqs %d",
-		b.Settings.MaxNumSeqs, b.KVTokens, seqs, typical, b.MaxModelLen, seqs)
+	return fmt.Sprintf("--max-num-seqs %d: the KV cache (%d tokens at --gpu-memory-utilization %.2f) holds %.2f requests of the full --max-model-len %d at once; vLLM queues or preempts past what it holds. max-num-seqs is %s",
+		b.Settings.MaxNumSeqs, b.KVTokens, b.Settings.GPUMemoryUtilization, b.MaxConcurrency, b.MaxModelLen, memory.MaxNumSeqsRule)
 }
 
 // warningLevel ranks the webhook's warnings.

@@ -148,6 +148,9 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 			notes = append(notes, fmt.Sprintf("model %q: %v; findings come without planner numbers", d.Settings.Model, err))
 		} else {
 			d.spec, d.hasSpec = spec, true
+			// A catalog alias is named by its id in the commands to
+			// paste: vLLM loads the id.
+			d.Settings.Model = model.Canonical(d.Settings.Model, spec)
 		}
 		d.Model = d.Settings.Model
 	case d.Settings.Model != "":
@@ -253,7 +256,7 @@ func byTotal(total int64) gpu.Device {
 func (d *Deployment) measure(ev *Evidence) {
 	for _, l := range ev.Logs {
 		r := l.Report
-		if r.WeightsBytes == 0 && r.AvailableKVBytes == 0 {
+		if r.WeightsBytes == 0 && r.AvailableKVBytes == 0 && r.NumGPUBlocks == 0 {
 			continue
 		}
 		if l.Model != "" && d.Settings.Model != "" && l.Model != d.Settings.Model {
@@ -269,9 +272,26 @@ func (d *Deployment) measure(ev *Evidence) {
 			// one it logged, else its flags', else its release's default.
 			d.measured.AvailableKV, d.measured.KVTokens, d.measured.Utilization = r.AvailableKVBytes, r.KVTokens, logUtilization(l)
 		}
+		if r.AvailableKVBytes == 0 && r.KVTokens == 0 && r.NumGPUBlocks > 0 && (!l.HasSettings || l.Settings.KVCacheMemoryBytes <= 0) {
+			// V0 logs its KV cache as blocks only: tokens are blocks of
+			// the block size it ran with.
+			d.measured.KVTokens, d.measured.Utilization = r.NumGPUBlocks*int64(logBlockSize(l, d.Settings)), logUtilization(l)
+		}
 		d.Measured = l.Source
-		d.measuredKVTokens = r.KVTokens
+		d.measuredKVTokens = d.measured.KVTokens
 	}
+}
+
+// logBlockSize is the --block-size a log ran with: its flags', else the
+// deployment's, else vLLM's default.
+func logBlockSize(l *LogFacts, s vllm.Settings) int {
+	switch {
+	case l.HasSettings && l.Settings.BlockSize > 0:
+		return l.Settings.BlockSize
+	case s.BlockSize > 0:
+		return s.BlockSize
+	}
+	return vllm.DefaultBlockSize(s.Version)
 }
 
 // logUtilization is the --gpu-memory-utilization a start-up log ran at.

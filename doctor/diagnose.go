@@ -45,7 +45,7 @@ var matrixOrder = []string{
 
 var titles = map[string]string{
 	CodeWeightsTooLarge: "The weights (static memory) take most of the GPU",
-	CodeKVCachePressure: "Long contexts × concurrency outgrow the KV cache",
+	CodeKVCachePressure: "Long contexts × concurrency fill the KV cache allocated at start-up",
 	CodeMaxModelLen:     "--max-model-len does not fit in the KV cache",
 	CodeUtilizationEdge: "--gpu-memory-utilization leaves too little outside vLLM's budget",
 	CodeOutsideBudget:   "CUDA-graph capture or sampler warm-up ran past the budget",
@@ -134,6 +134,10 @@ type Diagnosis struct {
 	// findings of medium or high confidence applied.
 	Command string   `json:"suggested_command,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// Disagreements are inputs that contradict each other or the flags
+	// (another model, another GPU): said before the findings, as the
+	// findings rest on them.
+	Disagreements []Disagreement `json:"disagreements"`
 }
 
 // Healthy reports whether nothing is wrong.
@@ -248,6 +252,7 @@ type diag struct {
 	findings map[string]*Finding
 	dead     []DeadEnd
 	notes    []string
+	disagree []Disagreement
 }
 
 // Diagnose turns evidence into findings, most likely first.
@@ -257,6 +262,7 @@ func Diagnose(ev *Evidence, opt Options) Diagnosis {
 	}
 	g := &diag{ev: ev, opt: opt, findings: map[string]*Finding{}}
 	g.dep, g.notes = resolve(ev, opt)
+	g.disagree = g.disagreements()
 	if ev.Traffic != nil && ev.Traffic.Requests() > 0 {
 		g.typical = int(ev.Traffic.Total().Quantile(0.90))
 	}
@@ -275,7 +281,11 @@ func Diagnose(ev *Evidence, opt Options) Diagnosis {
 	g.remedies()
 	g.deadEnds()
 
-	out := Diagnosis{Deployment: g.dep, Inputs: ev.Inputs, Notes: g.notes, DeadEnds: g.dead, Findings: []Finding{}}
+	out := Diagnosis{Deployment: g.dep, Inputs: ev.Inputs, Notes: g.notes, DeadEnds: g.dead, Findings: []Finding{},
+		Disagreements: g.disagree}
+	if out.Disagreements == nil {
+		out.Disagreements = []Disagreement{}
+	}
 	if out.DeadEnds == nil {
 		out.DeadEnds = []DeadEnd{}
 	}
@@ -362,6 +372,14 @@ func (g *diag) memory() Memory {
 		switch {
 		case s.KVTokens > 0:
 			m.StartupKVTokens, m.StartupKVTokensFrom = s.KVTokens, SourceLog
+		case s.NumGPUBlocks > 0:
+			// V0's "# GPU blocks: N", in tokens of the block size it ran with.
+			for _, l := range g.ev.Logs {
+				if l.Report.NumGPUBlocks == s.NumGPUBlocks {
+					m.StartupKVTokens, m.StartupKVTokensFrom = s.NumGPUBlocks*int64(logBlockSize(l, g.dep.Settings)), SourceLog
+					break
+				}
+			}
 		case s.AvailableKVBytes > 0 && g.base != nil && g.dep.measured != nil:
 			m.StartupKVTokens, m.StartupKVTokensFrom = g.base.TokensIn(s.AvailableKVBytes), SourceDerived
 		}

@@ -119,7 +119,10 @@ type LogFacts struct {
 	Model string `json:"model,omitempty"`
 	// Events are the recognised lines that findings cite.
 	Events []LogEventLine `json:"-"`
-	// Preemptions counts preemption warnings; PreemptionLine is the first.
+	// Preemptions counts preemption warnings, or is the engine's own
+	// cumulative count where a warning names it and it is higher;
+	// PreemptionLine is the line that gives the count (the first warning
+	// when none names one).
 	Preemptions    int  `json:"preemptions"`
 	PreemptionLine Line `json:"preemption_line,omitzero"`
 	// MaxKVUsage is the highest "GPU KV cache usage: X%" of the engine's

@@ -51,6 +51,9 @@ type ContainerFacts struct {
 	Settings    vllm.Settings `json:"settings"`
 	HasSettings bool          `json:"has_settings"`
 	ArgsLine    Line          `json:"args_line,omitzero"`
+	// FlagLines cite, per flag set (vLLM's name, no dashes), the line of
+	// the manifest that sets it, so a finding about a value points at it.
+	FlagLines map[string]Line `json:"-"`
 	// GPUResource is the extended resource (nvidia.com/gpu, a MIG
 	// profile, nvidia.com/gpu.shared) and GPUCount its limit.
 	GPUResource string `json:"gpu_resource,omitempty"`
@@ -122,6 +125,28 @@ func (d doc) find(from int, needles ...string) Line {
 		return newLine(d.src, d.first, d.lines[0])
 	}
 	return d.find(0, needles...)
+}
+
+// flagLine is the first line from from on that names --flag (as its own
+// word, or in "--flag=value").
+func (d doc) flagLine(from int, flag string) (Line, bool) {
+	for i := max(from, 0); i < len(d.lines); i++ {
+		l := d.lines[i]
+		if j := strings.Index(l, "--"+flag); j >= 0 {
+			rest := l[j+2+len(flag):]
+			if rest == "" || strings.ContainsAny(rest[:1], "= \"',") {
+				// A flag alone as a list item has its value on the next
+				// item: that is the line with the value.
+				if t := strings.Trim(strings.TrimSpace(rest), `"'`); t == "" && i+1 < len(d.lines) {
+					if next := strings.TrimSpace(d.lines[i+1]); strings.HasPrefix(next, "- ") && !strings.HasPrefix(strings.Trim(next[2:], `"' `), "-") {
+						return newLine(d.src, d.first+i+1, d.lines[i+1]), true
+					}
+				}
+				return newLine(d.src, d.first+i, l), true
+			}
+		}
+	}
+	return Line{}, false
 }
 
 func (d doc) index(l Line) int { return max(l.Line-d.first, 0) }
@@ -293,6 +318,14 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 				cf.ArgsLine = d.find(from, "args")
 			} else {
 				cf.ArgsLine = d.find(from, "command")
+			}
+			for flag := range set.Set {
+				if l, ok := d.flagLine(d.index(cf.ArgsLine), flag); ok {
+					if cf.FlagLines == nil {
+						cf.FlagLines = map[string]Line{}
+					}
+					cf.FlagLines[flag] = l
+				}
 			}
 		}
 		for _, env := range c.Env {

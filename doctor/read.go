@@ -3,7 +3,6 @@ package doctor
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +33,7 @@ const (
 func (e *Evidence) Read(ctx context.Context, name string, r io.Reader) error {
 	in := &Input{Source: name}
 	e.Inputs = append(e.Inputs, in)
-	return e.read(ctx, in, r, 0)
+	return e.read(ctx, in, traffic.ContextReader(ctx, r), 0)
 }
 
 func (e *Evidence) read(ctx context.Context, in *Input, r io.Reader, depth int) error {
@@ -47,14 +46,15 @@ func (e *Evidence) read(ctx context.Context, in *Input, r io.Reader, depth int) 
 		if depth > 2 {
 			return fmt.Errorf("%s: gzip inside gzip inside gzip: unpack it first", in.Source)
 		}
-		zr, err := gzip.NewReader(br)
+		// Within the bound every reader of logs shares (a decompression
+		// bomb is refused), and an interrupt ends the reading.
+		zr, err := traffic.Gunzip(br)
 		if err != nil {
-			return fmt.Errorf("%s: not a readable gzip file: %v", in.Source, err)
+			return fmt.Errorf("%s: %v", in.Source, err)
 		}
-		defer zr.Close()
-		return e.read(ctx, in, zr, depth+1)
+		return e.read(ctx, in, traffic.ContextReader(ctx, zr), depth+1)
 	}
-	if looksBinary(head) {
+	if traffic.LooksBinary(head) {
 		return fmt.Errorf("%s: a binary file, not text: give logs, nvidia-smi output, /metrics text, manifests or request logs", in.Source)
 	}
 	switch {
@@ -83,11 +83,6 @@ func (e *Evidence) read(ctx context.Context, in *Input, r io.Reader, depth int) 
 		return nil
 	}
 	return e.readText(ctx, in, br)
-}
-
-// looksBinary reports NUL bytes in the head: text evidence has none.
-func looksBinary(head []byte) bool {
-	return bytes.IndexByte(head, 0) >= 0
 }
 
 // looksManifest reports a YAML document with top-level apiVersion and kind

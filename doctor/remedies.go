@@ -106,14 +106,11 @@ func (g *diag) predicted() memory.Input {
 }
 
 // typicalContext is the context max-num-seqs is sized for: the traffic's
-// p90 total tokens, else the rule of memory.Recommend (a quarter of
-// max-model-len).
+// p90 total tokens. Without a request log it is 0 and max-num-seqs keeps
+// the value in use, the one rule of memory.MaxNumSeqsRule.
 func (g *diag) typicalContext() (int, string) {
 	if g.typical > 0 {
 		return g.typical, "the p90 of the request logs"
-	}
-	if g.base != nil && g.base.MaxModelLen > 0 {
-		return memory.DefaultTypicalContext(g.base.MaxModelLen), "a quarter of --max-model-len, as no request log was given"
 	}
 	return 0, ""
 }
@@ -125,16 +122,27 @@ func (g *diag) kvRemedies() []Remedy {
 	var rs []Remedy
 	b := g.base
 	cur := b.Settings.MaxNumSeqs
-	if typ, from := g.typicalContext(); typ > 0 {
-		// memory.Recommend's rule at the utilization in use: as many
-		// requests as the KV cache holds at the typical context.
-		n := memory.SeqsAt(*b, typ)
-		if n < cur {
-			kv := int64(n) * int64(typ) * b.KVBytesPerToken
-			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-num-seqs", strconv.Itoa(n)},
-				Why: fmt.Sprintf("--max-num-seqs %d -> %d: KV for %d x %s-token requests = %s, fits in %s (the KV cache per GPU at --gpu-memory-utilization %.2f; %s-token requests is %s). Fewer requests at once also shrink the runtime activation and sampler peak",
-					cur, n, n, vllm.Thousands(int64(typ)), gib(kv), gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization, vllm.Thousands(int64(typ)), from)})
+	if typ, from := g.typicalContext(); typ > 0 && g.rec != nil && g.rec.MaxModelLen > 0 {
+		// The one recommendation of the report (memory.Recommend with
+		// the traffic's typical context): its max-num-seqs holds only at
+		// its utilization, so a different one is part of the change.
+		r := g.rec
+		n, rb := r.MaxNumSeqs, r.Budget
+		need := int64(n) * int64(typ)
+		if n < cur && rb.KVTokens > 0 && need <= rb.KVTokens {
+			var args []string
+			if r.GPUMemoryUtilization != b.Settings.GPUMemoryUtilization {
+				args = append(args, "--gpu-memory-utilization", fmt.Sprintf("%.2f", r.GPUMemoryUtilization))
+			}
+			args = append(args, "--max-num-seqs", strconv.Itoa(n))
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: args,
+				Why: fmt.Sprintf("--max-num-seqs %d -> %d: %d requests of %s tokens (%s) need %s KV tokens, and the KV cache holds %s (%s per GPU at --gpu-memory-utilization %.2f). Fewer requests at once also shrink the runtime activation and sampler peak",
+					cur, n, n, vllm.Thousands(int64(typ)), from, vllm.Thousands(need), vllm.Thousands(rb.KVTokens), gib(rb.PerGPU.KVCache), r.GPUMemoryUtilization)})
 		}
+	}
+	if typ, _ := g.typicalContext(); typ == 0 {
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+			Why: fmt.Sprintf("size --max-num-seqs by the traffic: give the request log too (headroom doctor ... requests.log) or run headroom plan --profile FILE; without a traffic --max-num-seqs %d stays (the value in use, vLLM's default unless set), as plan keeps it", cur)})
 	}
 	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
 		p99 := p.Total().Quantile(0.99)
@@ -205,7 +213,7 @@ func (g *diag) maxLenRemedies() []Remedy {
 		b := g.base
 		fit := b.FitLen()
 		if fit > 0 && fit < b.MaxModelLen {
-			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU", b.MaxModelLen, fit, gib(b.PerGPU.KVCache))
+			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU at --gpu-memory-utilization %.2f", b.MaxModelLen, fit, gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization)
 			switch b.Origins.KVCache {
 			case memory.OriginMeasured:
 				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", vllm.Thousands(b.KVBytesPerToken))

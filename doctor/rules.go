@@ -201,28 +201,40 @@ func (g *diag) planRules() {
 	b := g.base
 	why := fmt.Sprintf("the planner (%s on %s, vLLM %s)", g.dep.Model, g.dep.GPU, b.Settings.Version)
 	cmd := g.commandLine()
+	// at cites the line that sets the offending value where the evidence
+	// has one (a manifest's "- --max-model-len=...", the logged args),
+	// else the command as a whole.
+	at := func(logKey, flag string) Line {
+		if l := g.settingLine(logKey, flag); !l.zero() {
+			return l
+		}
+		return cmd
+	}
+	maxLen := at("max_model_len", vllm.FlagMaxModelLen)
+	util := at("gpu_memory_utilization", vllm.FlagGPUMemoryUtilization)
+	tp := at("tensor_parallel_size", vllm.FlagTensorParallelSize)
 	for _, p := range b.Problems {
 		switch p.Code {
 		case memory.CodeWeightsDontFit, memory.CodeNoCacheMemory:
 			g.signal(CodeWeightsTooLarge, wStrong, why+": "+p.Message, cmd)
 		case memory.CodeRequestDoesntFit, memory.CodeMaxLenTooLong:
-			g.signal(CodeMaxModelLen, wStrong, why+": "+p.Message, cmd)
+			g.signal(CodeMaxModelLen, wStrong, why+": "+p.Message, maxLen)
 		case memory.CodeGraphsOverflow:
-			g.signal(CodeOutsideBudget, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeOutsideBudget, wMeasured, why+": "+p.Message, util)
 		case memory.CodeHeadsNotDivisible:
-			g.signal(CodeTensorParallel, wNamed, why+": "+p.Message, cmd)
+			g.signal(CodeTensorParallel, wNamed, why+": "+p.Message, tp)
 		case memory.CodeNotEnoughGPUs:
-			g.signal(CodeTensorParallel, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeTensorParallel, wMeasured, why+": "+p.Message, tp)
 		case memory.CodeFreeMemory:
-			g.signal(CodeUtilizationEdge, wMeasured, why+": "+p.Message, cmd)
+			g.signal(CodeUtilizationEdge, wMeasured, why+": "+p.Message, util)
 		}
 	}
 	for _, w := range b.Warnings {
 		switch w.Code {
 		case memory.CodeThinMargin:
-			g.signal(CodeUtilizationEdge, wSupporting, why+": "+w.Message, cmd)
+			g.signal(CodeUtilizationEdge, wSupporting, why+": "+w.Message, util)
 		case memory.CodeLowConcurrency:
-			g.signal(CodeMaxModelLen, wWeak, why+": "+w.Message, cmd)
+			g.signal(CodeMaxModelLen, wWeak, why+": "+w.Message, maxLen)
 		}
 	}
 	if s := b.Model; s.MLA == nil && s.KVHeads > 0 && b.Settings.TensorParallelSize > s.KVHeads {
@@ -259,8 +271,10 @@ func (g *diag) utilizationRules() {
 	at := g.settingLine("gpu_memory_utilization", "gpu-memory-utilization")
 	oomAtRun := g.oomIn(PhaseServing, PhaseCapture, PhaseSampler, PhaseKVAlloc, "")
 	if g.base != nil {
+		// memory.UtilizationEdge is the planner's, and so the webhook's,
+		// thin-margin rule: doctor flags what the webhook warns about.
 		safe, _ := memory.Utilization(*g.base, g.opt.Policy)
-		if u > safe+0.005 {
+		if memory.UtilizationEdge(*g.base) || (g.opt.Policy != memory.PolicyHeadroom && u > safe+0.005) {
 			w := wSupporting
 			if oomAtRun {
 				w = wStrong
@@ -320,6 +334,9 @@ func (g *diag) settingLine(logKey, flag string) Line {
 	}
 	for _, c := range g.ev.K8s.Containers {
 		if c.HasSettings && c.Settings.Set[flag] {
+			if l, ok := c.FlagLines[flag]; ok {
+				return l
+			}
 			return c.ArgsLine
 		}
 	}
@@ -394,7 +411,7 @@ func (g *diag) trafficRules() {
 		seqs := g.base.Settings.MaxNumSeqs
 		need := int64(seqs) * int64(g.typical)
 		if need > g.base.KVTokens {
-			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need), vllm.Thousands(g.base.KVTokens)), at)
+			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("--max-num-seqs %d requests of %s tokens (the traffic's p90) need %s KV tokens; the cache holds %s", seqs, vllm.Thousands(int64(g.typical)), vllm.Thousands(need), vllm.Thousands(g.base.KVTokens)), g.settingLine("max_num_seqs", vllm.FlagMaxNumSeqs), at)
 		}
 		if mx := p.Total().Max(); mx > int64(g.base.MaxModelLen) && g.base.MaxModelLen > 0 {
 			g.signal(CodeMaxModelLen, wWeak, fmt.Sprintf("the longest request (%s tokens) is longer than --max-model-len %d: vLLM refuses it", vllm.Thousands(mx), g.base.MaxModelLen), at)

@@ -319,9 +319,14 @@ func (s *textScanner) extra(ev vllm.LogEvent) bool {
 	case vllm.LogEngineConfig:
 		s.engineConfig(ev.Args)
 	case vllm.LogPreemption:
+		// The warnings counted, or the engine's own running total where
+		// it logs one (a log cut short keeps only the last warnings);
+		// the line cited is the one that gives the count.
 		log := s.logFacts()
 		log.Preemptions++
-		if log.PreemptionLine.zero() {
+		if n := int(min(ev.Preemptions, 1<<31-1)); n >= log.Preemptions {
+			log.Preemptions, log.PreemptionLine = n, s.here()
+		} else if log.PreemptionLine.zero() {
 			log.PreemptionLine = s.here()
 		}
 	case vllm.LogStats:

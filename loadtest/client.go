@@ -160,10 +160,11 @@ type Client struct {
 	Clock  Clock
 }
 
-// body builds the JSON request. max_tokens is the field both endpoints of
-// vLLM read (chat also takes max_completion_tokens; older servers only
-// max_tokens).
-func (c *Client) body(text string, maxTokens int64) ([]byte, error) {
+// body is the JSON request, its prompt streamed from p (our words need
+// no JSON escaping): the fields, then the prompt's text as it is
+// generated. max_tokens is the field both endpoints of vLLM read (chat
+// also takes max_completion_tokens; older servers only max_tokens).
+func (c *Client) body(p Prompt, maxTokens int64) (func() io.Reader, int64, error) {
 	req := map[string]any{
 		"model":          c.Target.Model,
 		"max_tokens":     maxTokens,
@@ -174,20 +175,38 @@ func (c *Client) body(text string, maxTokens int64) ([]byte, error) {
 	if c.Target.IgnoreEOS {
 		req["ignore_eos"] = true
 	}
-	if c.Target.Endpoint == EndpointChat {
-		req["messages"] = []map[string]string{{"role": "user", "content": text}}
-	} else {
-		req["prompt"] = text
+	head, err := json.Marshal(req)
+	if err != nil {
+		return nil, 0, err
 	}
-	return json.Marshal(req)
+	head = head[:len(head)-1] // the closing brace, which comes after the prompt
+	tail := `"}`
+	if c.Target.Endpoint == EndpointChat {
+		head = append(head, `,"messages":[{"role":"user","content":"`...)
+		tail = `"}]}`
+	} else {
+		head = append(head, `,"prompt":"`...)
+	}
+	n := int64(len(head)) + p.Len() + int64(len(tail))
+	return func() io.Reader {
+		return io.MultiReader(bytes.NewReader(head), p.Reader(), strings.NewReader(tail))
+	}, n, nil
 }
 
-// Do sends one request with prompt text and max_tokens and reads its
-// stream to the end. Its time is bounded by Target.Timeout and
-// Target.StallTimeout; ctx's end cancels it (ErrCanceled).
-func (c *Client) Do(ctx context.Context, text string, maxTokens int64) Outcome {
+// MaxExtraChunks is how many content chunks past max_tokens a stream may
+// carry before it is cut as a bad response: a server that honours
+// max_tokens sends at most one a token, and the per-request gaps kept
+// for the ITL are bounded by it (an endless stream grew without bound).
+const MaxExtraChunks = 16
+
+// Do sends one request with prompt p and max_tokens and reads its stream
+// to the end, chunk by chunk: what it keeps is the gaps between content
+// chunks, at most max_tokens + MaxExtraChunks of them. Its time is
+// bounded by Target.Timeout and Target.StallTimeout; ctx's end cancels it
+// (ErrCanceled).
+func (c *Client) Do(ctx context.Context, p Prompt, maxTokens int64) Outcome {
 	var o Outcome
-	body, err := c.body(text, maxTokens)
+	body, size, err := c.body(p, maxTokens)
 	if err != nil {
 		o.Err, o.ErrText = ErrBadResponse, err.Error()
 		return o
@@ -199,11 +218,13 @@ func (c *Client) Do(ctx context.Context, text string, maxTokens int64) Outcome {
 		rctx, stop = context.WithTimeoutCause(rctx, c.Target.Timeout, errTimeout)
 		defer stop()
 	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.Target.URL(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.Target.URL(), body())
 	if err != nil {
 		o.Err, o.ErrText = ErrConnect, err.Error()
 		return o
 	}
+	req.ContentLength = size
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	if c.Target.APIKey != "" {
@@ -289,6 +310,10 @@ func (c *Client) Do(ctx context.Context, text string, maxTokens int64) Outcome {
 		}
 		if ch.Content == "" {
 			continue
+		}
+		if int64(o.Chunks) >= max(maxTokens, 1)+MaxExtraChunks {
+			o.Err, o.ErrText = ErrBadResponse, fmt.Sprintf("the stream went on past %d content chunks for max_tokens %d: cut there", o.Chunks, maxTokens)
+			break
 		}
 		if o.Chunks == 0 {
 			o.TTFT = now.Sub(start)

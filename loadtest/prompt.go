@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -117,4 +118,68 @@ func prompt(rng *rand.Rand, n int) string {
 		b.WriteString(words[rng.IntN(len(words))])
 	}
 	return b.String()
+}
+
+// Prompt is a prompt of random words that is generated as it is sent,
+// never held: Words words drawn from a PCG seeded with (Seed, Stream),
+// the same text prompt builds from that generator. A 10M-token prompt is
+// about 50 MB of text; twenty of them in flight were a gigabyte held.
+type Prompt struct {
+	Seed, Stream uint64
+	Words        int
+}
+
+// Reader is the prompt's text.
+func (p Prompt) Reader() io.Reader {
+	return &promptReader{rng: rand.New(rand.NewPCG(p.Seed, p.Stream)), left: p.Words}
+}
+
+// Len is the text's length in bytes, generated once to count it.
+func (p Prompt) Len() int64 {
+	rng := rand.New(rand.NewPCG(p.Seed, p.Stream))
+	n := int64(max(p.Words-1, 0))
+	for range p.Words {
+		n += int64(len(words[rng.IntN(len(words))]))
+	}
+	return n
+}
+
+// String is the whole text, for the short warm-up prompts and tests.
+func (p Prompt) String() string {
+	var b strings.Builder
+	_, _ = io.Copy(&b, p.Reader())
+	return b.String()
+}
+
+type promptReader struct {
+	rng  *rand.Rand
+	left int
+	// pending is the rest of a word that did not fit the last read.
+	pending string
+	started bool
+}
+
+func (r *promptReader) Read(b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		if r.pending == "" {
+			if r.left == 0 {
+				break
+			}
+			w := words[r.rng.IntN(len(words))]
+			if r.started {
+				w = " " + w
+			}
+			r.started = true
+			r.left--
+			r.pending = w
+		}
+		c := copy(b[n:], r.pending)
+		n += c
+		r.pending = r.pending[c:]
+	}
+	if n == 0 && r.left == 0 && r.pending == "" {
+		return 0, io.EOF
+	}
+	return n, nil
 }

@@ -94,3 +94,31 @@ func TestOpenLoopDueTimes(t *testing.T) {
 		t.Errorf("achieved rate %v, want 3 gaps over 750 ms = 4/s", r.SendRate.Achieved)
 	}
 }
+
+// The streamed prompt is the text prompt builds from the same generator,
+// and Len counts its bytes; read a few bytes at a time it is the same.
+func TestPromptStreamed(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 500} {
+		p := Prompt{Seed: 3, Stream: 9, Words: n}
+		want := prompt(rand.New(rand.NewPCG(3, 9)), n)
+		if got := p.String(); got != want {
+			t.Fatalf("%d words: streamed %q, built %q", n, got, want)
+		}
+		if p.Len() != int64(len(want)) {
+			t.Errorf("%d words: Len %d, text %d bytes", n, p.Len(), len(want))
+		}
+		var b strings.Builder
+		buf := make([]byte, 3)
+		r := p.Reader()
+		for {
+			k, err := r.Read(buf)
+			b.Write(buf[:k])
+			if err != nil {
+				break
+			}
+		}
+		if b.String() != want {
+			t.Errorf("%d words in 3-byte reads: %q", n, b.String())
+		}
+	}
+}

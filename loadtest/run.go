@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -48,7 +47,31 @@ type Config struct {
 	// OnDone, when set, sees every request when it ends (a trace); it may
 	// be called from several goroutines at once.
 	OnDone func(Item, *Outcome)
+	// MaxInFlight bounds the requests in flight, and so the connections
+	// and their goroutines (0: DefaultMaxInFlight). An open loop whose
+	// requests come due past it sends them as slots free, late (the send
+	// lag says by how much, and a note says how many); a closed loop
+	// cannot ask for more.
+	MaxInFlight int
+	// WarmupTimeout bounds each warm-up request (0: DefaultWarmupTimeout);
+	// OnWarmup, when set, is told before each one is sent.
+	WarmupTimeout time.Duration
+	OnWarmup      func(i, n, words int)
 }
+
+// DefaultMaxInFlight is the most requests in flight: a streaming request
+// holds a connection, its buffers and two goroutines, about 40 KiB, so
+// 4096 of them stay near 160 MiB; a million at once (--burst
+// 1000000x1@0s) ran out of memory at 1.45 GiB.
+const DefaultMaxInFlight = 4096
+
+// DefaultWarmupTimeout bounds a warm-up request: two short prompts that
+// a server which answers at all answers well within it. The run's own
+// --timeout (minutes) is for requests under load.
+const DefaultWarmupTimeout = 30 * time.Second
+
+// ErrTooManyInFlight is a closed loop past Config.MaxInFlight.
+var ErrTooManyInFlight = errors.New("too many requests in flight")
 
 // ErrWarmup wraps a failed warm-up: the server could not be used at all.
 var ErrWarmup = errors.New("the server did not answer the first requests")
@@ -63,13 +86,33 @@ var warmupWords = [2]int{32, 256}
 // ErrWarmup when the warm-up requests fail.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	clock := cfg.Client.Clock
+	maxInFlight := cfg.MaxInFlight
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	if cfg.Concurrency > maxInFlight {
+		return nil, fmt.Errorf("%w: a closed loop of %d is past the %d requests in flight this client holds", ErrTooManyInFlight, cfg.Concurrency, maxInFlight)
+	}
 	cal := NewCalibration()
 	if cfg.Warmup {
-		rng := rand.New(rand.NewPCG(cfg.Seed, 0xca1))
-		for _, n := range warmupWords {
-			o := cfg.Client.Do(ctx, prompt(rng, n), 1)
+		wt := cfg.WarmupTimeout
+		if wt <= 0 {
+			wt = DefaultWarmupTimeout
+		}
+		for i, n := range warmupWords {
+			if cfg.OnWarmup != nil {
+				cfg.OnWarmup(i+1, len(warmupWords), n)
+			}
+			wctx, cancel := context.WithTimeout(ctx, wt)
+			wc := *cfg.Client
+			wc.Target.Timeout = wt
+			o := wc.Do(wctx, Prompt{Seed: cfg.Seed, Stream: 0xca1 + uint64(i), Words: n}, 1)
+			cancel()
+			if ctx.Err() != nil {
+				break // interrupted: the report says so, with nothing sent
+			}
 			if o.Err != "" {
-				return nil, fmt.Errorf("%w: %s (%s)", ErrWarmup, o.ErrText, o.Err)
+				return nil, fmt.Errorf("%w: %s (%s; each warm-up request has %s)", ErrWarmup, o.ErrText, o.Err, wt)
 			}
 			if o.Usage != nil {
 				cal.Observe(n, o.Usage.PromptTokens)
@@ -99,11 +142,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// sent is read where the loop releases the request, before its
 	// goroutine starts (Go starts one within microseconds): the send lag
 	// is the loop's own lateness.
-	send := func(i uint64, it Item, text string, nwords int, sent time.Duration) {
+	send := func(i uint64, it Item, p Prompt, nwords int, sent time.Duration) {
 		defer inflight.Done()
 		o := Outcome{Due: it.Due, PromptWords: nwords, Prompt: it.Prompt, Sent: sent}
 		stats.Sent(&o)
-		r := cfg.Client.Do(ctx, text, it.Output)
+		r := cfg.Client.Do(ctx, p, it.Output)
 		r.Due, r.Sent, r.PromptWords, r.Prompt = o.Due, o.Sent, o.PromptWords, o.Prompt
 		if r.Usage != nil && r.Err == "" {
 			cal.Observe(nwords, r.Usage.PromptTokens)
@@ -113,29 +156,54 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.OnDone(it, &r)
 		}
 	}
-	build := func(i uint64, it Item) (string, int) {
+	// A prompt is a seed and a length until it is sent: its text is
+	// generated into the request body as the connection takes it.
+	build := func(i uint64, it Item) (Prompt, int) {
 		n := cal.Words(it.Prompt)
-		rng := rand.New(rand.NewPCG(cfg.Seed, i))
-		return prompt(rng, n), n
+		return Prompt{Seed: cfg.Seed, Stream: i, Words: n}, n
 	}
 
 	var schedErr error
+	var late int64
 	if cfg.Concurrency <= 0 {
-		schedErr = openLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
+		slots := make(chan struct{}, maxInFlight)
+		schedErr = openLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, p Prompt, n int) bool {
+			select {
+			case slots <- struct{}{}:
+			default:
+				late++
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					return false
+				}
+			}
 			inflight.Add(1)
-			go send(i, it, text, n, clock.Now().Sub(start))
+			sent := clock.Now().Sub(start)
+			go func() {
+				defer func() { <-slots }()
+				send(i, it, p, n, sent)
+			}()
+			return true
 		})
 	} else {
-		schedErr = closedLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, text string, n int) {
+		schedErr = closedLoop(ctx, cfg, clock, start, build, func(i uint64, it Item, p Prompt, n int) {
 			inflight.Add(1)
-			send(i, it, text, n, clock.Now().Sub(start))
+			send(i, it, p, n, clock.Now().Sub(start))
 		})
 	}
 	inflight.Wait()
 	stopWatch()
 	wwg.Wait()
-	// A last reading after the drain: the counters' final values.
-	w.read(context.WithoutCancel(ctx), clock.Now().Sub(start))
+	// A last reading after the drain: the counters' final values; an
+	// interrupted run gives it 250 ms, so that the whole run ends within
+	// a second of the signal.
+	last, stopLast := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
+	if ctx.Err() == nil {
+		last, stopLast = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	w.read(last, clock.Now().Sub(start))
+	stopLast()
 
 	t := cfg.Client.Target
 	r := &Result{Target: TargetInfo{URL: t.URL(), Model: t.Model, Endpoint: t.Endpoint}}
@@ -159,6 +227,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if schedErr != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("stopped early: %v", schedErr))
+	}
+	if late > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d requests came due while %d were in flight, the most this client holds: they were sent as requests ended (see the send lag)", late, maxInFlight))
 	}
 	if ctx.Err() != nil {
 		r.Notes = append(r.Notes, "interrupted: the report covers what ran")
@@ -195,17 +266,19 @@ const maxDue = 100 * 365 * 24 * 3600.0
 // doing: the prompt is built first, then the loop sleeps to the due time
 // and hands the request to its own goroutine.
 func openLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
-	build func(uint64, Item) (string, int), fire func(uint64, Item, string, int)) error {
+	build func(uint64, Item) (Prompt, int), fire func(uint64, Item, Prompt, int) bool) error {
 	for i := uint64(0); ; i++ {
 		it, ok, err := next(cfg.Stream)
 		if err != nil || !ok {
 			return err
 		}
-		text, n := build(i, it)
+		p, n := build(i, it)
 		if clock.SleepUntil(ctx, start.Add(it.Due)) != nil {
 			return nil
 		}
-		fire(i, it, text, n)
+		if !fire(i, it, p, n) {
+			return nil
+		}
 	}
 }
 
@@ -213,7 +286,7 @@ func openLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 // the next item when its last request ends and sends it at its due time
 // (at once when it is past).
 func closedLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
-	build func(uint64, Item) (string, int), do func(uint64, Item, string, int)) error {
+	build func(uint64, Item) (Prompt, int), do func(uint64, Item, Prompt, int)) error {
 	var mu sync.Mutex
 	var n uint64
 	var schedErr error
@@ -245,13 +318,13 @@ func closedLoop(ctx context.Context, cfg Config, clock Clock, start time.Time,
 				if !ok {
 					return
 				}
-				text, words := build(i, it)
+				p, words := build(i, it)
 				if clock.SleepUntil(ctx, start.Add(it.Due)) != nil {
 					return
 				}
 				// Due, for the send lag, is when the slot let it go.
 				it.Due = max(it.Due, clock.Now().Sub(start))
-				do(i, it, text, words)
+				do(i, it, p, words)
 			}
 		}()
 	}

@@ -72,8 +72,11 @@ func Alternatives(in Input, devices []gpu.Device) []Alternative {
 // plan fits; where it fits only at the recommended utilization, that flag
 // is part of the change. They are ranked by cost, the sum over what
 // changes: a flag the user left at its default 1, one they set 2 (they
-// meant it), more of the same GPU 2, another GPU 3; ties keep the user's
-// explicit flags, then the order flags, more GPUs, another GPU.
+// meant it), more of the same GPU 2, another GPU 3. The ranking is by how
+// little changes: the GPU in use (with flags, or more of it) before
+// another GPU (hardwareTier); within a tier by cost; ties keep the user's
+// explicit flags, then the order of altOrder (utilization before a
+// shorter context, sharding, and the fp8 KV cache and weights).
 func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative {
 	if base.Fits {
 		return nil
@@ -249,7 +252,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 				Message: "store the KV cache in fp8 (--kv-cache-dtype fp8): half the bytes per token"},
 				func(c *Input) { c.Settings.KVCacheDtype = "fp8" })
 		}
-		if u, _ := Utilization(base, PolicyHeadroom); u != set.GPUMemoryUtilization && !requestLong {
+		if u, _ := Utilization(base, PolicyHeadroom); u != set.GPUMemoryUtilization {
 			arg := fmt.Sprintf("%.2f", u)
 			try(Alternative{Code: AltUtilization, Args: []string{"--gpu-memory-utilization", arg}, Cost: flagCost("gpu-memory-utilization"),
 				Changes: []string{fmt.Sprintf("--gpu-memory-utilization %.2f -> %s", set.GPUMemoryUtilization, arg)},
@@ -266,11 +269,14 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		l := base.FitLen()
 		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
 			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
-			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d", l)},
+			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)},
 			func(c *Input) { c.Settings.MaxModelLen = l })
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if ta, tb := hardwareTier(a, in), hardwareTier(b, in); ta != tb {
+			return ta < tb
+		}
 		if a.Cost != b.Cost {
 			return a.Cost < b.Cost
 		}
@@ -280,6 +286,17 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		return altRank(a.Code) < altRank(b.Code)
 	})
 	return out
+}
+
+// hardwareTier is the first key of the one ordering of alternatives (plan,
+// doctor, the webhook's denials): the GPU in use, with flags or more of
+// it (0), before another GPU (1), whatever the flags each adds, so a
+// bigger card never ranks above sharding over more of the card in use.
+func hardwareTier(a Alternative, in Input) int {
+	if a.GPU != "" && a.GPU != in.Device.Name {
+		return 1
+	}
+	return 0
 }
 
 // overrides counts the flags the user set that an alternative changes.

@@ -66,26 +66,28 @@ func TestAlternativesGPUCount(t *testing.T) {
 // ~2 GiB of non-torch memory and the activation, over the 0.90 budget).
 // Sixteen do, on two nodes of eight (the default node size): tensor
 // parallel 8 inside a node, pipeline parallel 2 across them (Layout), 8.2
-// GiB of weights a GPU. What fits, cheapest first:
+// GiB of weights a GPU. What fits, the least change first: the GPU in use
+// (more of it) before another GPU, whatever the flags it adds
+// (hardwareTier); the costs are
 //
-//	B200 (178.40 GiB), the smallest card that holds it: another GPU = 3
 //	16 × A10G at tp 8 × pp 2: tp (default) 1 + pp (default) 1 + more of
 //	  the same GPU 2 + --gpu-memory-utilization 0.85 (default) 1 = 5
 //	  (graphs stay outside vLLM 0.19.0's budget, so the card needs room
 //	  beside it)
+//	B200 (178.40 GiB), the smallest card that holds it: another GPU = 3
 func TestAlternativesMemoryBound(t *testing.T) {
 	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(t, "A10G"),
 		Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}}
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 8 --pipeline-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "A10G", count: 16, cost: 5},
+		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 	})
 	// On nodes of four A10Gs (g5.12xlarge) the same sixteen are tp 4 × pp
 	// 4, and fit at the default utilization: cost 1 + 1 + 2 = 4.
 	in.GPUsPerNode = 4
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 4 --pipeline-parallel-size 4", gpu: "A10G", count: 16, cost: 4},
+		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 	})
 }
 
@@ -166,8 +168,8 @@ func TestLayout(t *testing.T) {
 //	fp8 KV cache (kv-cache-dtype at its default): 1
 //	fp8 weights (quantization at its default): 1 — after KV, by kind
 //	the longest context that fits, 33,424 (a flag the user set): 2
-//	a bigger GPU, RTX-5090 (31.36 GiB): 3
 //	2 × L4 at tp 2 and utilization 0.85: 1 + 2 + 1 = 4
+//	a bigger GPU, RTX-5090 (31.36 GiB): 3, after more of the same GPU
 func TestAlternativesContext(t *testing.T) {
 	set, err := vllm.ParseFlags([]string{"--max-model-len", "65536"})
 	if err != nil {
@@ -179,7 +181,7 @@ func TestAlternativesContext(t *testing.T) {
 		{code: memory.AltKVCacheFP8, args: "--kv-cache-dtype fp8", cost: 1},
 		{code: memory.AltQuantizeFP8, args: "--quantization fp8", cost: 1},
 		{code: memory.AltShorter, args: "--max-model-len 33424", cost: 2},
-		{code: memory.AltBiggerGPU, gpu: "RTX-5090", count: 1, cost: 3},
 		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "L4", count: 2, cost: 4},
+		{code: memory.AltBiggerGPU, gpu: "RTX-5090", count: 1, cost: 3},
 	})
 }

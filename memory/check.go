@@ -76,7 +76,17 @@ func (b *Budget) check(dp int) {
 	case b.AutoFit && !vllm.SupportsAutoMaxModelLen(set.Version):
 		problem(CodeAutoUnsupported, "--max-model-len auto needs vLLM %s or newer; %s refuses it (give a number: %d fits)", vllm.AutoMaxModelLenSince(), set.Version, alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions))
 	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0:
-		problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, s.MaxPositions)
+		// The value to set must itself pass: the model's maximum, or
+		// the longest context whose KV fits when that is shorter.
+		most := s.MaxPositions
+		if fit := alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions); fit < most {
+			most = fit
+		}
+		if most > 0 {
+			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, most)
+		} else {
+			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it, and no context fits the KV cache here", b.MaxModelLen, s.MaxPositions)
+		}
 	case b.MaxFitLen < b.MaxModelLen:
 		need := b.layout.requestBytes(b.MaxModelLen, set.MaxNumBatchedTokens)
 		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens", b.MaxModelLen, GiB(need), GiB(p.KVCache), b.MaxFitLen)
@@ -92,14 +102,26 @@ func (b *Budget) check(dp int) {
 	}
 	if len(b.Problems) == 0 {
 		margin := b.Unused()
-		if margin < ReserveBytes(p.Total) {
-			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory", GiB(margin), outsideTerm(b))
+		if margin < ReserveBytes(p.Total) || UtilizationEdge(*b) {
+			safe, _ := Utilization(*b, PolicyHeadroom)
+			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory (--gpu-memory-utilization %.2f is the most that leaves them room)", GiB(margin), outsideTerm(b), safe)
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
 			warn(CodeLowConcurrency, "the KV cache holds %d tokens: %.2f requests of %d tokens at once; longer queues and preemption under load", b.KVTokens, b.MaxConcurrency, b.MaxModelLen)
 		}
 	}
 	b.Fits = len(b.Problems) == 0
+}
+
+// UtilizationEdge reports a --gpu-memory-utilization above the one
+// Utilization computes (headroom policy): the one edge the planner's
+// thin-margin warning, the webhook and doctor's utilization_edge share.
+func UtilizationEdge(b Budget) bool {
+	if b.PerGPU.Total <= 0 {
+		return false
+	}
+	safe, _ := Utilization(b, PolicyHeadroom)
+	return b.Settings.GPUMemoryUtilization > safe+0.005
 }
 
 func graphTerm(b *Budget) string {

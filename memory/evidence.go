@@ -132,6 +132,9 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 		return c.sampler == run.sampler && !run.runnerV2 && sameProfileRange(c.release, set.Version, b.moe()) && inFamily(c)
 	})
 	switch {
+	case ok && forwardBound:
+		a.Class, a.CalibratedOn = EvidenceCalibrated, fmt.Sprintf("%s (family %s, whose forward-bound start-ups the buffers are fitted on)", c.name, family)
+		a.UncertaintyBytes = gibs(activationErr)
 	case ok:
 		a.Class, a.CalibratedOn = EvidenceCalibrated, fmt.Sprintf("%s (family %s); the sampler run does not shrink with TP (logits are all-gathered) and depends on the GPU only through the SM count", c.name, family)
 		a.UncertaintyBytes = gibs(activationErr)
@@ -143,13 +146,13 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 		case forwardBound:
 			whys = append(whys, "the forward pass sets the peak, and its buffers are fitted on Llama and Granite start-ups of vLLM 0.19.0 only")
 		default:
-			if _, any := findSet(func(c calibrationSet) bool {
+			if _, found := findSet(func(c calibrationSet) bool {
 				return c.sampler == run.sampler && sameProfileRange(c.release, set.Version, b.moe())
-			}); !any {
+			}); !found {
 				whys = append(whys, fmt.Sprintf("no start-up of vLLM %s's sampler path (%s) in this range of releases", set.Version, run.sampler))
 			}
 		}
-		if _, any := findSet(inFamily); !any {
+		if _, found := findSet(inFamily); !found {
 			whys = append(whys, fmt.Sprintf("no start-up of the %s family", family))
 		}
 		if len(whys) == 0 {

@@ -145,7 +145,7 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 			g, e = 0.07, nonTorchTPErr
 		}
 		var whys []string
-		from := "H100-80GB"
+		from, covers := "H100-80GB", "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"
 		if v.Major != 0 || v.Minor != 19 {
 			// A TP group's non-torch memory holds the one-GPU part and the
 			// all-reduce buffers, so the nearest release's TP 2 point on
@@ -153,11 +153,12 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 			why := fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; the 0.19.0 figure is used", v.Major, v.Minor)
 			if p, ok := nearestTPPoint(v, func(p tpPoint) bool { return p.link == linkNVLink }); ok && p.atTP2 < g {
 				g, e, from = p.atTP2, p.atTP2, p.device
+				covers = fmt.Sprintf("%s (vLLM %s, %s, TP 2, one node), as an upper bound", p.source, p.release, p.device)
 				why = fmt.Sprintf("no single-GPU start-up of vLLM %d.%d in the calibration set; at most what %s logged at TP 2 on one node (%.2f GiB, all-reduce buffers included)", v.Major, v.Minor, p.source, p.atTP2)
 			}
 			whys = append(whys, why)
 		}
-		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"}
+		est := nonTorchEstimate{bytes: gibs(g), uncertainty: gibs(e), covers: covers}
 		if dev.Name != from {
 			whys = append(whys, fmt.Sprintf("no single-GPU start-up on %s; the %s figure is used", dev.Name, from))
 		}

@@ -31,7 +31,8 @@ type Measured struct {
 	// activation peak, the least certain prediction, then non-torch).
 	AvailableKV int64 `json:"available_kv_cache_bytes,omitempty"`
 	// KVTokens is the same launch's "GPU KV cache size: N tokens", which
-	// pins AvailableKV (logged to two decimals of a GiB) to whole blocks.
+	// pins AvailableKV (logged to two decimals of a GiB) to whole blocks;
+	// alone (V0 logs "# GPU blocks: N", no GiB) it gives the KV cache.
 	KVTokens    int64   `json:"kv_cache_tokens,omitempty"`
 	Utilization float64 `json:"gpu_memory_utilization,omitempty"`
 	Source      string  `json:"source,omitempty"`
@@ -265,7 +266,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 			avail -= p.CUDAGraph
 		}
 		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
-		if m := in.Measured; m != nil && m.AvailableKV > 0 && set.KVCacheMemoryBytes <= 0 {
+		if m := in.Measured; m != nil && (m.AvailableKV > 0 || m.KVTokens > 0) && set.KVCacheMemoryBytes <= 0 {
 			at := m.Utilization
 			if at <= 0 {
 				at = set.GPUMemoryUtilization
@@ -275,7 +276,12 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 			if m.KVTokens > 0 {
 				// The GiB are logged to two decimals, the tokens to the
 				// block: keep the bytes inside the blocks the tokens name.
+				// V0 logs only its blocks ("# GPU blocks: N"): their
+				// tokens alone give the bytes.
 				lo, hi := layout.bytesForTokens(m.KVTokens)
+				if kv <= 0 {
+					kv = lo
+				}
 				kv = min(max(kv, lo), hi)
 				b.Origins.KVTokens = OriginMeasured
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -320,8 +322,10 @@ func TestRecommend(t *testing.T) {
 	}
 	// Without a typical context (the traffic), max-num-seqs stays vLLM's
 	// 1024 on an H100: the quarter rule's KV tokens / 32768 = 14 made chat
-	// traffic queue. The reason says what the cache holds.
-	if r.MaxNumSeqs != 1024 || !strings.Contains(strings.Join(r.Why, "\n"), fmt.Sprintf("holds %d requests of 32768 tokens", r.Budget.KVTokens/32768)) {
+	// traffic queue. The reason says what the cache holds, at which
+	// utilization, and names the one rule.
+	if r.MaxNumSeqs != 1024 || !strings.Contains(strings.Join(r.Why, "\n"), fmt.Sprintf("the KV cache holds %s tokens at --gpu-memory-utilization %.2f", vllm.Thousands(r.Budget.KVTokens), r.GPUMemoryUtilization)) ||
+		!strings.Contains(strings.Join(r.Why, "\n"), memory.MaxNumSeqsRule) {
 		t.Errorf("max-num-seqs %d, want vLLM's 1024; why %q", r.MaxNumSeqs, r.Why)
 	}
 	in.Settings.Version = vllm.MustVersion("0.21.0")
@@ -332,14 +336,26 @@ func TestRecommend(t *testing.T) {
 	if r21.GPUMemoryUtilization <= r.GPUMemoryUtilization {
 		t.Errorf("graphs inside the budget should allow a higher utilization: 0.21.0 %.2f vs 0.19.0 %.2f", r21.GPUMemoryUtilization, r.GPUMemoryUtilization)
 	}
-	// A user's max-model-len that fits is kept.
+	// A user's max-model-len that fits is kept, and called theirs.
 	in.Settings.MaxModelLen = 32768
+	in.Settings.Set = map[string]bool{vllm.FlagMaxModelLen: true}
 	r32, err := memory.Recommend(in, memory.Options{TypicalContext: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r32.MaxModelLen != 32768 || r32.TypicalContext != 2000 {
-		t.Errorf("kept %d with typical %d, want 32768 and 2000", r32.MaxModelLen, r32.TypicalContext)
+	if r32.MaxModelLen != 32768 || r32.TypicalContext != 2000 || !strings.Contains(strings.Join(r32.Why, "\n"), "max-model-len 32768: yours") {
+		t.Errorf("kept %d with typical %d, want 32768 and 2000; why %q", r32.MaxModelLen, r32.TypicalContext, r32.Why)
+	}
+	// A length the user did not set (an alternative's shorter context,
+	// chosen at another utilization) is not "yours": the recommendation
+	// is the longest that fits at its own utilization, 131072 here.
+	in.Settings.Set = nil
+	rAlt, err := memory.Recommend(in, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rAlt.MaxModelLen != 131072 || strings.Contains(strings.Join(rAlt.Why, "\n"), "yours") {
+		t.Errorf("an alternative's 32768: recommended %d, why %q; want 131072 and not called yours", rAlt.MaxModelLen, rAlt.Why)
 	}
 }
 
@@ -584,5 +600,69 @@ func TestMeasuredTokensPinTheBlocks(t *testing.T) {
 	if b.KVTokens != 28656 || b.MaxFitLen != 28656 || b.PerGPU.KVCache != 3758096383 || b.Origins.KVTokens != memory.OriginMeasured {
 		t.Errorf("KV %d B, %d tokens, fit %d, tokens from %s; want 3758096383 B, 28656, 28656, measured",
 			b.PerGPU.KVCache, b.KVTokens, b.MaxFitLen, b.Origins.KVTokens)
+	}
+}
+
+// The length a max_model_len_too_long problem tells the user to set must
+// itself pass: Llama-3.1-8B allows 131072 tokens, but on an L4 (about 4
+// GiB of KV cache at 128 KiB a token, some 30,000 tokens) 131072 does not
+// fit either, so the value named is the longest that fits.
+func TestMaxLenTooLongNamesAFit(t *testing.T) {
+	set, err := vllm.ParseFlags([]string{"--max-model-len", "1000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = v019
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"), Settings: set}
+	b := plan(t, in)
+	if len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeMaxLenTooLong {
+		t.Fatalf("problems %v", b.Problems)
+	}
+	m := regexp.MustCompile(`set --max-model-len (\d+) or less`).FindStringSubmatch(b.Problems[0].Message)
+	if m == nil {
+		t.Fatalf("no length to set in %q", b.Problems[0].Message)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n >= 131072 || n < 20000 {
+		t.Errorf("names %d: want the longest that fits an L4, well under 131072", n)
+	}
+	in.Settings.MaxModelLen = n
+	if nb := plan(t, in); !nb.Fits {
+		t.Errorf("--max-model-len %d, as the problem says, does not fit: %v", n, nb.Problems)
+	}
+}
+
+// One edge for the planner, the webhook and doctor: a utilization above
+// what Utilization computes warns thin_margin, and the value it names does
+// not. Llama-3.1-8B on an L4 at 8192 tokens, vLLM 0.19.0, from 0.80 to
+// 0.95: each above the computed value warns, each at or below it does not.
+func TestThinMarginIsTheUtilizationRule(t *testing.T) {
+	set, err := vllm.ParseFlags([]string{"--max-model-len", "8192"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = v019
+	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"), Settings: set}
+	safe, _ := memory.Utilization(plan(t, in), memory.PolicyHeadroom)
+	warned := 0
+	for u := 0.80; u <= 0.955; u += 0.01 {
+		in.Settings.GPUMemoryUtilization = math.Round(u*100) / 100
+		b := plan(t, in)
+		if !b.Fits {
+			continue
+		}
+		thin := false
+		for _, w := range b.Warnings {
+			thin = thin || w.Code == memory.CodeThinMargin
+		}
+		if above := in.Settings.GPUMemoryUtilization > safe+0.005; thin != above {
+			t.Errorf("utilization %.2f (computed %.2f): thin_margin %t", in.Settings.GPUMemoryUtilization, safe, thin)
+		}
+		if thin {
+			warned++
+		}
+	}
+	if warned == 0 {
+		t.Errorf("no utilization from 0.80 to 0.95 above %.2f fits: the test checks nothing", safe)
 	}
 }

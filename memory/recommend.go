@@ -54,7 +54,8 @@ type Options struct {
 	// Policy is PolicyHeadroom (default) or PolicyKAITO.
 	Policy string
 	// TypicalContext is the context length (prompt + output tokens) of a
-	// typical request; 0 means a quarter of max-model-len.
+	// typical request, which sizes max-num-seqs; 0 means no traffic is
+	// known, and max-num-seqs keeps the value in use (MaxNumSeqsRule).
 	TypicalContext int
 }
 
@@ -101,6 +102,12 @@ func Utilization(b Budget, policy string) (float64, string) {
 	return u, why
 }
 
+// MaxNumSeqsRule is the one rule for --max-num-seqs without traffic, as
+// plan, its help, doctor, audit and the webhook say it: the value in use
+// is kept, and only a known traffic (a request log, a profile, a typical
+// context) sizes it.
+const MaxNumSeqsRule = "the value in use (vLLM's default unless set), kept without a traffic to size it by (plan --profile FILE or --typical-context N, or doctor with a request log, sizes it)"
+
 // Recommend picks utilization, max-model-len and max-num-seqs for the input.
 func Recommend(in Input, opt Options) (Recommendation, error) {
 	base, err := Plan(in)
@@ -127,9 +134,9 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		seqs := SeqsAt(b, r.TypicalContext)
 		r.MaxNumSeqs = seqs
 		if seqs < b.Settings.MaxNumSeqs {
-			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %d KV tokens hold %d requests of %d tokens (typical context) at once; more would queue or be preempted", seqs, b.KVTokens, seqs, r.TypicalContext))
+			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %s KV tokens at --gpu-memory-utilization %.2f hold %d requests of %s tokens (typical context) at once; more would queue or be preempted", seqs, vllm.Thousands(b.KVTokens), b.Settings.GPUMemoryUtilization, seqs, vllm.Thousands(int64(r.TypicalContext))))
 		} else {
-			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: the value in use; the KV cache holds %d requests of %d tokens", seqs, b.KVTokens/int64(r.TypicalContext), r.TypicalContext))
+			r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: the value in use; %s KV tokens at --gpu-memory-utilization %.2f hold %d requests of %s tokens", seqs, vllm.Thousands(b.KVTokens), b.Settings.GPUMemoryUtilization, b.KVTokens/int64(r.TypicalContext), vllm.Thousands(int64(r.TypicalContext))))
 		}
 	} else {
 		// Without the traffic, keep the value in use. A cap below it only
@@ -139,8 +146,7 @@ func Recommend(in Input, opt Options) (Recommendation, error) {
 		// requests of a quarter of max-model-len" cost 13x the E2E p99 on
 		// chat traffic (sim/README.md); the traffic decides (--profile).
 		r.MaxNumSeqs = max(b.Settings.MaxNumSeqs, 1)
-		quarter := DefaultTypicalContext(r.MaxModelLen)
-		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: the value in use (vLLM's default unless set), kept without a traffic to size it by (the KV cache holds %d requests of %d tokens at once, and vLLM queues or preempts beyond); plan --profile FILE chooses it by simulating your traffic", r.MaxNumSeqs, b.KVTokens/int64(quarter), quarter))
+		r.Why = append(r.Why, fmt.Sprintf("max-num-seqs %d: %s; the KV cache holds %s tokens at --gpu-memory-utilization %.2f, and vLLM queues or preempts what does not fit", r.MaxNumSeqs, MaxNumSeqsRule, vllm.Thousands(b.KVTokens), b.Settings.GPUMemoryUtilization))
 	}
 	seqs := r.MaxNumSeqs
 	at.Settings.MaxNumSeqs = seqs
@@ -184,17 +190,24 @@ func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Inpu
 		return Recommendation{}, Input{}, Budget{}, err
 	}
 	r.MaxModelLen = b.FitLen()
-	switch user := in.Settings.MaxModelLen; {
+	// Only a length the user gave is theirs: one an alternative chose
+	// (a shorter context at another utilization) is recomputed here, at
+	// the recommended utilization.
+	user := in.Settings.MaxModelLen
+	if !in.Settings.Set[vllm.FlagMaxModelLen] {
+		user = 0
+	}
+	switch {
 	case user > 0 && user <= r.MaxModelLen:
 		// The user chose a context that fits: keep it, and say how far it could go.
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would)", user, r.MaxModelLen))
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would at --gpu-memory-utilization %.2f)", user, r.MaxModelLen, u))
 		r.MaxModelLen = user
 	case r.MaxModelLen <= 0:
 		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))
 	case r.MaxModelLen >= b.Model.MaxPositions:
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %d tokens)", r.MaxModelLen, b.KVTokens))
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %s tokens at --gpu-memory-utilization %.2f)", r.MaxModelLen, vllm.Thousands(b.KVTokens), u))
 	default:
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), b.Model.MaxPositions))
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU at --gpu-memory-utilization %.2f (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), u, b.Model.MaxPositions))
 	}
 	return r, at, b, nil
 }
@@ -210,9 +223,9 @@ func SeqsAt(b Budget, typicalContext int) int {
 	return max(min(n, b.Settings.MaxNumSeqs), 1)
 }
 
-// DefaultTypicalContext is the request length max-num-seqs is sized for
-// when no traffic is known: a quarter of max-model-len, as most requests
-// are far shorter than the longest allowed.
+// DefaultTypicalContext is a quarter of max-model-len: the request length
+// the frontier and the dead ends illustrate with when no traffic is known.
+// It never sizes max-num-seqs (MaxNumSeqsRule).
 func DefaultTypicalContext(maxModelLen int) int { return max(maxModelLen/4, 1) }
 
 // FitLen is the longest --max-model-len whose KV cache fits the budget,

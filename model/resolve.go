@@ -39,6 +39,8 @@ func Resolve(ctx context.Context, ref string, opt ResolveOptions) (Spec, error) 
 		if s, ok := opt.Catalog(ref); ok {
 			if s.ID == "" {
 				s.ID = ref
+			} else if s.ID != ref {
+				s.Alias = ref
 			}
 			if err := s.Validate(); err != nil {
 				return Spec{}, fmt.Errorf("catalog entry %q is broken (%v): report it", ref, err)

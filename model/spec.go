@@ -94,10 +94,24 @@ type Vision struct {
 	RopeTableBytes int64 `json:"rope_table_bytes,omitempty"`
 }
 
+// Canonical is the model to name in a command to paste for a reference
+// that resolved to s: the catalog's id where the reference was an alias of
+// it, the reference itself otherwise (a local path, a Hub id).
+func Canonical(ref string, s Spec) string {
+	if s.Alias != "" && s.Alias == ref && s.ID != "" {
+		return s.ID
+	}
+	return ref
+}
+
 // Spec is everything the planner needs to know about a model.
 type Spec struct {
 	// ID is the Hugging Face id (or the path it was loaded from).
-	ID           string `json:"id"`
+	ID string `json:"id"`
+	// Alias is the name the user typed when the catalog knew it under
+	// another id ("llama-3.1-8b-instruct"): vLLM cannot load it, so a
+	// command to paste names ID instead (Canonical).
+	Alias        string `json:"-"`
 	Architecture string `json:"architecture"` // architectures[0], e.g. LlamaForCausalLM
 	ModelType    string `json:"model_type"`   // e.g. llama, qwen2, gemma3
 	// TextModelType is the model_type of the language model inside a

@@ -129,7 +129,7 @@ func Rules() RuleFile {
 			Annotations: map[string]string{
 				"summary":     "Requests wait at " + where + " while the KV cache is full",
 				"description": fmt.Sprintf("{{ $value }} requests waited for 2 minutes while the KV cache was at or above %.0f%%: vLLM cannot admit them until running ones finish (what `headroom watch` calls kv_pressure).", 100*KVCacheFull),
-				"runbook":     "Run `headroom watch --metrics-url <the pod's /metrics>` to follow KV usage and the queue together, then `headroom plan --profile requests.log ...` for the --max-num-seqs and --max-model-len the traffic needs; scale out (the chart's KEDA option scales on headroom_queue_depth).",
+				"runbook":     "Run `headroom watch --url <the pod's /metrics>` to follow KV usage and the queue together, then `headroom plan --profile requests.log ...` for the --max-num-seqs and --max-model-len the traffic needs; scale out (the chart's KEDA option scales on headroom_queue_depth).",
 			},
 		},
 		{

@@ -55,6 +55,8 @@ func (c *Config) validate() error {
 		return errors.New("block size must be positive")
 	case c.NumGPUBlocks < 2:
 		return fmt.Errorf("num_gpu_blocks %d: the pool needs at least 2 blocks (one is the null block)", c.NumGPUBlocks)
+	case c.NumGPUBlocks > MaxBlocks:
+		return fmt.Errorf("num_gpu_blocks %d: more than the %d blocks vLLM's int32 block tables address: give a larger --block-size or a smaller pool", c.NumGPUBlocks, MaxBlocks)
 	case c.MaxNumSeqs <= 0:
 		return errors.New("max-num-seqs must be positive")
 	case c.MaxNumBatchedTokens <= 0:

@@ -36,6 +36,12 @@ const (
 	RejectNeverFits = "never_fits"
 	// RejectEmptyPrompt: a prompt of no tokens.
 	RejectEmptyPrompt = "empty_prompt"
+	// RejectExceedsContext: prompt + output (max_tokens) past
+	// max-model-len, which vLLM's OpenAI server answers with 400 ("This
+	// model's maximum context length is N tokens. However, you requested
+	// M tokens ..."; serving_engine.py _validate_input) instead of cutting
+	// the output short.
+	RejectExceedsContext = "exceeds_max_model_len"
 )
 
 // Rejection is the error Add returns for a request the engine refuses.
@@ -181,7 +187,11 @@ func (e *Engine) Add(r Request) (uint64, error) {
 	if r.PromptTokens >= e.cfg.MaxModelLen {
 		return reject(RejectPromptTooLong, fmt.Sprintf("%d prompt tokens leave no room for output within max-model-len %d", r.PromptTokens, e.cfg.MaxModelLen))
 	}
-	r.OutputTokens = min(max(r.OutputTokens, 1), e.cfg.MaxModelLen-r.PromptTokens)
+	r.OutputTokens = max(r.OutputTokens, 1)
+	if r.OutputTokens > e.cfg.MaxModelLen-r.PromptTokens {
+		return reject(RejectExceedsContext, fmt.Sprintf("max-model-len is %d tokens; %d prompt + %d output tokens ask for %d (vLLM answers 400)",
+			e.cfg.MaxModelLen, r.PromptTokens, r.OutputTokens, r.PromptTokens+r.OutputTokens))
+	}
 	r.PrefixTokens = min(max(r.PrefixTokens, 0), r.PromptTokens)
 	if need := e.cfg.peakBlocks(r.PromptTokens + r.OutputTokens - 1); need > e.pool.n {
 		return reject(RejectNeverFits, fmt.Sprintf("%d tokens need %d KV blocks, the pool has %d", r.PromptTokens+r.OutputTokens, need, e.pool.n))
@@ -344,7 +354,7 @@ func (e *Engine) schedule(res *StepResult) {
 		}
 		if !e.allocate(r, n) {
 			// Cannot happen after the check above; stay safe.
-			e.freeBlocks(r)
+			e.freeBlocks(r, false)
 			r.computed = 0
 			break
 		}
@@ -463,23 +473,47 @@ func (e *Engine) grow(r *req, total int) bool {
 
 // freeBlocks returns r's blocks to the pool, last block first, so the
 // tail of a request is evicted before its prefix (vLLM frees in reverse).
-func (e *Engine) freeBlocks(r *req) {
+// A request that is gone (finished, aborted) leaves no hash of its own
+// behind: nobody can find those blocks again (see pool.forget).
+func (e *Engine) freeBlocks(r *req, gone bool) {
 	for g := range r.blocks {
 		blocks := r.blocks[g]
 		for i := len(blocks) - 1; i >= 0; i-- {
 			if blocks[i] >= 0 {
+				if gone {
+					e.pool.forget(blocks[i])
+				}
 				e.pool.release(blocks[i])
 			}
 		}
 		r.blocks[g] = blocks[:0]
 	}
+	if gone {
+		e.dropFreed(r)
+	}
+}
+
+// dropFreed makes anonymous the blocks an earlier preemption of r freed
+// that r did not take back and that still hold r's own hashes: r is gone,
+// or about to list the blocks it frees anew, so nobody finds them again.
+func (e *Engine) dropFreed(r *req) {
+	if !e.caching {
+		return
+	}
+	for i, b := range r.freed {
+		if k := e.pool.key[b]; e.pool.ref[b] == 0 && k&sharedKey == 0 && k == e.key(r, i) {
+			e.pool.anonymize(b)
+		}
+	}
+	r.freed = r.freed[:0]
 }
 
 func (e *Engine) preempt(v *req, res *StepResult) {
 	if e.caching {
-		v.freed = append(v.freed[:0], v.blocks[0]...)
+		e.dropFreed(v)
+		v.freed = append(v.freed, v.blocks[0]...)
 	}
-	e.freeBlocks(v)
+	e.freeBlocks(v, false)
 	v.computed = 0
 	v.preemptions++
 	e.gauges.Preemptions++
@@ -565,7 +599,7 @@ func (e *Engine) finishStep(res *StepResult) {
 	kept := e.running[:0]
 	for _, r := range e.running {
 		if r.generated >= r.OutputTokens {
-			e.freeBlocks(r)
+			e.freeBlocks(r, true)
 			e.gauges.Finished++
 			e.free = append(e.free, r)
 			continue
@@ -598,7 +632,7 @@ func (e *Engine) Abort(handle uint64) bool {
 }
 
 func (e *Engine) drop(r *req) {
-	e.freeBlocks(r)
+	e.freeBlocks(r, true)
 	e.gauges.Aborted++
 	e.free = append(e.free, r)
 }

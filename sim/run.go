@@ -38,35 +38,99 @@ type RunOptions struct {
 	// SendUntil, when > 0, sends no request after this time (a closed
 	// loop's duration: its requests are all due at once).
 	SendUntil float64
-	// MaxBacklog bounds the requests waiting (in the API server and the
-	// engine's queue). Past it the run stops and Report.FellBehind says so:
-	// a backlog that only grows has its answer, and memory stays bounded.
-	// 0 means DefaultMaxBacklog(max-num-seqs).
+	// MaxBacklog bounds the requests in flight (sent, not yet answered or
+	// refused). Past it the run stops and Report.FellBehind says so: the
+	// answer is known, and memory stays bounded. 0 means
+	// DefaultMaxBacklog(max-num-seqs).
 	MaxBacklog int
 	// Percentiles (0–100) are given too in every Latency's Percentiles,
 	// for vllm bench serve's --metric-percentiles.
 	Percentiles []float64
 }
 
-// DefaultMaxBacklog is the backlog Run allows before it calls the engine
-// fallen behind: 100 waiting requests for every one vLLM can run at once
-// (--max-num-seqs), and at least 100,000 (any all-at-once benchmark of
-// vllm bench serve fits). About 250 bytes each: 25 MB at 100,000.
-func DefaultMaxBacklog(maxNumSeqs int) int { return max(100*maxNumSeqs, 100_000) }
+// MaxBacklogBound is the most requests DefaultMaxBacklog lets a run hold
+// in flight, whatever --max-num-seqs says: about 350 bytes each (the
+// request, its KV block list, the API server's job), 354 MiB of peak RSS
+// measured at the bound.
+const MaxBacklogBound = 1_000_000
 
-// Backlog is a run stopped because requests arrive faster than the engine
-// serves them.
-type Backlog struct {
-	Waiting int     `json:"waiting"`
-	AtS     float64 `json:"at_s"`
-	// ArrivalsPerS and ServedPerS are the rates from the start to AtS.
-	ArrivalsPerS float64 `json:"arrivals_per_s"`
-	ServedPerS   float64 `json:"served_per_s"`
+// DefaultMaxBacklog is the requests in flight Run allows before it stops:
+// 100 for every one vLLM can run at once (--max-num-seqs), at least
+// 100,000 (any all-at-once benchmark of vllm bench serve fits) and at most
+// MaxBacklogBound.
+func DefaultMaxBacklog(maxNumSeqs int) int {
+	return min(max(100*min(maxNumSeqs, MaxBacklogBound), 100_000), MaxBacklogBound)
 }
 
-func (b *Backlog) String() string {
-	return fmt.Sprintf("the engine falls behind: %d requests waiting at t=%.1fs, arrivals exceed what it serves by %.1f req/s (%.1f arriving, %.1f served)",
-		b.Waiting, b.AtS, b.ArrivalsPerS-b.ServedPerS, b.ArrivalsPerS, b.ServedPerS)
+// Horizon is the latest simulated time Run sends a request at: 100 years.
+// The clock is float64 seconds, which resolve a microsecond up to about
+// 140 years; past that, steps of milliseconds vanish into the rounding
+// and every latency would read 0.
+const Horizon = 100 * 365.25 * 24 * 3600
+
+// Backlog says that requests arrive faster than the engine serves them:
+// from SinceS to AtS, the second half of the time requests were sent, the
+// queue never emptied and the requests in flight grew past the arrivals'
+// own noise (flow.behind), ArrivalsPerS against ServedPerS. Or the run
+// stopped at InFlightBound requests in flight (RunOptions.MaxBacklog).
+type Backlog struct {
+	// Waiting is the requests queued (in the API server and the engine's
+	// waiting queue) at AtS.
+	Waiting int     `json:"waiting"`
+	AtS     float64 `json:"at_s"`
+	SinceS  float64 `json:"since_s"`
+	// ArrivalsPerS and ServedPerS are the rates of requests sent and
+	// answered from SinceS to AtS; ArrivalsPerS is 0 when every request
+	// was due at once.
+	ArrivalsPerS float64 `json:"arrivals_per_s"`
+	ServedPerS   float64 `json:"served_per_s"`
+	// Replicas is a first estimate of the engines that would hold the
+	// traffic: arrivals over served, rounded up (0 when none was served).
+	Replicas int `json:"replicas_estimate,omitempty"`
+	// InFlight is the requests sent and not yet answered at AtS;
+	// InFlightBound, when set, is the bound the run stopped at.
+	InFlight      int `json:"in_flight"`
+	InFlightBound int `json:"in_flight_bound,omitempty"`
+}
+
+// Say is the backlog in one line, for an engine called who ("one L40S").
+func (b *Backlog) Say(who string) string {
+	var msg string
+	switch {
+	case b.ArrivalsPerS > 0 && b.ServedPerS == 0:
+		msg = fmt.Sprintf("%s answers no request of this traffic by t=%.1f s, while %s req/s arrive; the queue grows without bound", who, b.AtS, rate(b.ArrivalsPerS))
+	case b.ArrivalsPerS > 0:
+		msg = fmt.Sprintf("%s serves about %s req/s of this traffic; %s arrive; the queue grows without bound", who, rate(b.ServedPerS), rate(b.ArrivalsPerS))
+		if b.Replicas > 1 {
+			msg += fmt.Sprintf(" (about %d replicas would hold it: %s ÷ %s, rounded up, a first estimate)", b.Replicas, rate(b.ArrivalsPerS), rate(b.ServedPerS))
+		}
+	case b.ServedPerS > 0:
+		msg = fmt.Sprintf("%s serves about %s req/s of this traffic, and the requests arrive at once", who, rate(b.ServedPerS))
+	default:
+		msg = fmt.Sprintf("the requests arrive at once, faster than %s answers any", who)
+	}
+	if b.InFlightBound > 0 {
+		msg += fmt.Sprintf("; the run stopped at t=%.1f s with %d requests in flight, the simulator's bound of %d", b.AtS, b.InFlight, b.InFlightBound)
+	} else {
+		msg += fmt.Sprintf("; %d waiting at t=%.1f s", b.Waiting, b.AtS)
+	}
+	return msg
+}
+
+func (b *Backlog) String() string { return b.Say("the engine") }
+
+// rate renders req/s with two significant digits at least: "4.9", "20",
+// "0.013".
+func rate(v float64) string {
+	switch {
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 0.1:
+		return fmt.Sprintf("%.1f", v)
+	case v == 0:
+		return "0"
+	}
+	return fmt.Sprintf("%.2g", v)
 }
 
 // Latency is a distribution of latencies in milliseconds.
@@ -128,8 +192,11 @@ type Report struct {
 	PrefixHitRate     float64  `json:"prefix_cache_hit_rate"`
 	WindowS           float64  `json:"window_s"`
 	Series            []Window `json:"series"`
-	// FellBehind is set when the run stopped at the backlog bound.
+	// FellBehind is set when arrivals outgrew what the engine served, or
+	// the run stopped at the backlog bound.
 	FellBehind *Backlog `json:"fell_behind,omitempty"`
+	// BeyondHorizon counts requests due after Horizon, not sent.
+	BeyondHorizon int64 `json:"beyond_horizon,omitempty"`
 }
 
 // stats accumulates a run in bounded memory: latencies in microsecond
@@ -221,11 +288,11 @@ func (ev Event) Latencies() (ttft, tpot, e2e float64) {
 // window returns the series entry for time t, merging windows when the
 // series grows past its bound.
 func (s *stats) window(t float64) *Window {
-	i := int(t / s.rep.WindowS)
-	for i >= s.maxWindows {
+	// Compared as floats first: t / WindowS may pass what an int holds.
+	for t/s.rep.WindowS >= float64(s.maxWindows) {
 		s.merge()
-		i = int(t / s.rep.WindowS)
 	}
+	i := max(int(t/s.rep.WindowS), 0)
 	for len(s.rep.Series) <= i {
 		s.rep.Series = append(s.rep.Series, Window{StartS: float64(len(s.rep.Series)) * s.rep.WindowS})
 	}
@@ -343,8 +410,124 @@ func Run(ctx context.Context, e *Engine, src Source, opt RunOptions) (*Report, e
 			}
 		}
 	}
+	if r.st.rep.FellBehind == nil && r.opt.Concurrency <= 0 {
+		r.st.rep.FellBehind = r.flow.behind()
+	}
+	for r.beyond {
+		// What is left is due past the horizon too (the source is in
+		// arrival order): counted, not held.
+		if _, err := r.src.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		r.st.rep.BeyondHorizon++
+		if r.st.rep.BeyondHorizon%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return r.st.report(e), nil
 }
+
+// flow samples the requests sent and answered at sends, in bounded memory
+// (at most maxFlowSamples, every stride-th send), to tell a backlog that
+// grows from one that drains.
+type flow struct {
+	samples []flowSample
+	last    flowSample
+	stride  int64
+	n       int64
+}
+
+type flowSample struct {
+	t                    float64
+	sent, left, answered int64
+	// waiting is the requests queued in the API server and the engine;
+	// queued the same but the request just sent: 0 when the sent request
+	// finds the API server and the engine's queue empty (not saturated).
+	waiting, queued int
+}
+
+const maxFlowSamples = 2048
+
+func (f *flow) add(x flowSample) {
+	f.last = x
+	if f.stride == 0 {
+		f.stride = 1
+	}
+	if f.n%f.stride == 0 {
+		if len(f.samples) == maxFlowSamples {
+			k := 0
+			for i := 0; i < len(f.samples); i += 2 {
+				f.samples[k] = f.samples[i]
+				k++
+			}
+			f.samples = f.samples[:k]
+			f.stride *= 2
+		}
+		if f.n%f.stride == 0 {
+			f.samples = append(f.samples, x)
+		}
+	}
+	f.n++
+}
+
+// behind judges the sends over the second half of the time requests
+// were sent: the engine fell behind when its waiting queue never emptied
+// there (it served all it could) and the requests in flight grew, by more
+// than √n in each of the half's two quarters and more than 2√n over the
+// half (n arrivals, their Poisson spread). A stable engine answers as
+// many requests as arrive once its latency has passed, so its backlog
+// only wanders; one that falls behind grows by the excess of arrivals
+// over its rate all along, which a long run tells from noise however
+// small the excess.
+func (f *flow) behind() *Backlog {
+	if len(f.samples) == 0 {
+		return nil
+	}
+	all := append(f.samples, f.last)
+	t0, t1 := all[0].t, f.last.t
+	if !(t1 > t0) {
+		return nil
+	}
+	index := func(t float64) int {
+		return min(sort.Search(len(all), func(i int) bool { return all[i].t >= t }), len(all)-1)
+	}
+	ia, ib := index(t0+(t1-t0)/2), index(t0+3*(t1-t0)/4)
+	for _, x := range all[ia:] {
+		if x.queued == 0 {
+			return nil
+		}
+	}
+	a, b, c := all[ia], all[ib], f.last
+	grew := func(x, y flowSample, sigmas float64) bool {
+		arrived := y.sent - x.sent
+		return arrived >= 16 && float64(arrived-(y.left-x.left)) > sigmas*math.Sqrt(float64(arrived))
+	}
+	if !grew(a, b, 1) || !grew(b, c, 1) || !grew(a, c, 2) || !(c.t > a.t) {
+		return nil
+	}
+	return f.backlog(a, c)
+}
+
+// backlog is the rates from a to c.
+func (f *flow) backlog(a, c flowSample) *Backlog {
+	b := &Backlog{Waiting: c.waiting, InFlight: int(c.sent - c.left), AtS: round6(c.t), SinceS: round6(a.t)}
+	if span := c.t - a.t; span > 0 {
+		b.ArrivalsPerS = math.Round(float64(c.sent-a.sent)/span*1000) / 1000
+		b.ServedPerS = math.Round(float64(c.answered-a.answered)/span*1000) / 1000
+	} else if c.t > 0 {
+		b.ServedPerS = math.Round(float64(c.answered)/c.t*1000) / 1000
+	}
+	if b.ArrivalsPerS > 0 && b.ServedPerS > 0 {
+		b.Replicas = int(math.Ceil(b.ArrivalsPerS / b.ServedPerS))
+	}
+	return b
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 // runner is one Run: the client, the API server and the engine, moved
 // forward in time order.
@@ -360,6 +543,10 @@ type runner struct {
 	lastDue  float64
 	inFlight int
 	sent     int64
+	rejected int64
+	flow     flow
+	// beyond is set once a request is due past the Horizon.
+	beyond bool
 }
 
 func (r *runner) read() error {
@@ -368,6 +555,12 @@ func (r *runner) read() error {
 	r.have = err == nil
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
+	}
+	if r.have && !(r.next.Arrival <= Horizon) {
+		// Due past the horizon (or never): Run counts it and the rest.
+		r.have, r.beyond = false, true
+		r.st.rep.BeyondHorizon++
+		return nil
 	}
 	if r.have {
 		if r.next.Arrival < r.lastDue {
@@ -410,12 +603,18 @@ func (r *runner) until(t float64, idle bool) error {
 			r.fe.submit(q)
 			r.inFlight++
 			r.sent++
+			r.flow.add(flowSample{t: at, sent: r.sent, left: r.st.rep.Requests + r.rejected, answered: r.st.rep.Requests,
+				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len()})
 			if err := r.read(); err != nil {
 				return err
 			}
-			if waiting := len(r.fe.jobs) + r.e.waiting.len(); waiting > r.opt.MaxBacklog {
-				r.st.rep.FellBehind = &Backlog{Waiting: waiting, AtS: at,
-					ArrivalsPerS: float64(r.sent) / max(at, 1e-9), ServedPerS: float64(r.st.rep.Requests) / max(at, 1e-9)}
+			if r.inFlight > r.opt.MaxBacklog {
+				b := r.flow.behind()
+				if b == nil {
+					b = r.flow.backlog(r.flow.samples[0], r.flow.last)
+				}
+				b.InFlightBound = r.opt.MaxBacklog
+				r.st.rep.FellBehind = b
 				return nil
 			}
 			continue
@@ -433,6 +632,7 @@ func (r *runner) until(t float64, idle bool) error {
 				return err
 			}
 			r.inFlight--
+			r.rejected++
 			r.st.rep.RejectedBy[rej.Reason]++
 			if r.opt.OnReject != nil {
 				r.opt.OnReject(rej)

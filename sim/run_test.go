@@ -87,3 +87,105 @@ func TestSeriesBounded(t *testing.T) {
 		t.Errorf("window %v, series %+v", rep.WindowS, rep.Series)
 	}
 }
+
+// evenly is n requests of 1 prompt and out output tokens, one every gap
+// seconds from gap.
+func evenly(n int, gap float64, out int) *sliceSource {
+	s := make(sliceSource, n)
+	for i := range s {
+		s[i] = Request{ID: "r", Arrival: gap * float64(i+1), PromptTokens: 1, OutputTokens: out}
+	}
+	return &s
+}
+
+// One sequence at a time, 10 steps of 10 ms a request (the prompt's step
+// samples the first token, 9 decodes the rest): the engine serves 10
+// requests a second. 25 a second arrive: the backlog grows by 15 a
+// second, so the run is behind, at the rates of the second half of the
+// sends (8 to 16 s: 200 arrive, 79 are answered, one a tenth of a second
+// from 0.14 s: 9.9 a second), and 3 replicas would hold it (25 / 9.9,
+// rounded up). 8 a second it keeps up.
+func TestRunFellBehindFromRates(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
+	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(400, 0.04, 10), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.FellBehind
+	if b == nil || b.InFlightBound != 0 || !near(b.ArrivalsPerS, 25, 0.01) || !near(b.ServedPerS, 10, 0.02) || b.Replicas != 3 || !near(b.SinceS, 8, 0.01) || !near(b.AtS, 16, 0.001) {
+		t.Fatalf("fell behind: %+v", b)
+	}
+	// Every request is still answered: the run is whole, only judged.
+	if rep.Requests != 400 {
+		t.Errorf("%d requests answered", rep.Requests)
+	}
+	if got := b.Say("one L4"); !strings.HasPrefix(got, "one L4 serves about 9.9 req/s of this traffic; 25 arrive; the queue grows without bound (about 3 replicas would hold it: 25 ÷ 9.9, rounded up, a first estimate); ") {
+		t.Errorf("%q", got)
+	}
+	rep, err = Run(context.Background(), newEngine(t, cfg), evenly(400, 0.125, 10), RunOptions{})
+	if err != nil || rep.FellBehind != nil {
+		t.Errorf("8 req/s: %v %+v", err, rep.FellBehind)
+	}
+	// A closed loop's arrivals wait for answers: never behind.
+	rep, err = Run(context.Background(), newEngine(t, cfg), evenly(400, 0.04, 10), RunOptions{Concurrency: 4})
+	if err != nil || rep.FellBehind != nil {
+		t.Errorf("closed loop: %v %+v", err, rep.FellBehind)
+	}
+}
+
+// Requests all due at once past the in-flight bound stop the run there,
+// with the bound named and no arrival rate (they came at once).
+func TestRunInFlightBound(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
+	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(1000, 0, 10), RunOptions{MaxBacklog: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := rep.FellBehind; b == nil || b.InFlightBound != 100 || b.InFlight != 101 || b.ArrivalsPerS != 0 ||
+		b.Say("one L4") != "the requests arrive at once, faster than one L4 answers any; the run stopped at t=0.0 s with 101 requests in flight, the simulator's bound of 100" {
+		t.Errorf("%+v", b)
+	}
+	for _, c := range []struct{ seqs, want int }{{1, 100_000}, {1024, 102_400}, {100_000, 1_000_000}, {1_000_000_000, 1_000_000}} {
+		if got := DefaultMaxBacklog(c.seqs); got != c.want {
+			t.Errorf("DefaultMaxBacklog(%d) = %d, want %d", c.seqs, got, c.want)
+		}
+	}
+}
+
+// Requests due past the horizon (100 years: float64 seconds resolve a
+// microsecond up to about 140) are counted, not sent; a window of the
+// series at an absurd time merges instead of indexing out of range.
+func TestRunHorizon(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 4, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
+	src := sliceSource{{ID: "a", Arrival: 1, PromptTokens: 4, OutputTokens: 2}, {ID: "b", Arrival: 1e20, PromptTokens: 4, OutputTokens: 2},
+		{ID: "c", Arrival: 1e300, PromptTokens: 4, OutputTokens: 2}, {ID: "d", Arrival: math.Inf(1), PromptTokens: 4, OutputTokens: 2}}
+	rep, err := Run(context.Background(), newEngine(t, cfg), &src, RunOptions{})
+	if err != nil || rep.Requests != 1 || rep.BeyondHorizon != 3 {
+		t.Fatalf("%v: %d requests, %d beyond", err, rep.Requests, rep.BeyondHorizon)
+	}
+	s := newStats(RunOptions{})
+	for _, at := range []float64{1, 1e300, math.MaxFloat64} {
+		s.window(at).Finished++
+	}
+	var finished int64
+	for _, w := range s.rep.Series {
+		finished += w.Finished
+	}
+	if len(s.rep.Series) > 720 || finished != 3 {
+		t.Errorf("%d windows of %g s, first %+v", len(s.rep.Series), s.rep.WindowS, s.rep.Series[0])
+	}
+}
+
+// A request whose prompt and output pass max-model-len is refused as
+// vLLM's OpenAI server refuses it (400), not cut short.
+func TestAddExceedsContext(t *testing.T) {
+	e := newEngine(t, Config{NumGPUBlocks: 100, BlockSize: 16, MaxNumSeqs: 2, MaxNumBatchedTokens: 64, MaxModelLen: 64})
+	_, err := e.Add(Request{ID: "a", PromptTokens: 60, OutputTokens: 5})
+	var rej *Rejection
+	if !errors.As(err, &rej) || rej.Reason != RejectExceedsContext || rej.Detail != "max-model-len is 64 tokens; 60 prompt + 5 output tokens ask for 65 (vLLM answers 400)" {
+		t.Errorf("%v", err)
+	}
+	if _, err := e.Add(Request{ID: "b", PromptTokens: 60, OutputTokens: 4}); err != nil {
+		t.Errorf("60 + 4 = 64 fits: %v", err)
+	}
+}

@@ -137,7 +137,15 @@ func (pool *Pool) plan(in memory.Input, opt memory.Options, choose SeqsChooser) 
 		pool.Why = append(pool.Why, fmt.Sprintf("the longest requests (%d tokens) exceed the model's %d; the pool serves up to %d", limit, m, m))
 		limit = int64(m)
 	}
+	// The pool's length is chosen, as a user's would be: Recommend keeps
+	// it when it fits. A copy of Set, so the caller's stays as it was.
 	in.Settings.MaxModelLen = int(limit)
+	set := make(map[string]bool, len(in.Settings.Set)+1)
+	for k, v := range in.Settings.Set {
+		set[k] = v
+	}
+	set[vllm.FlagMaxModelLen] = true
+	in.Settings.Set = set
 	opt.TypicalContext = int(min(pool.P90Tokens, limit))
 	r, err := memory.Recommend(in, opt)
 	if err != nil {

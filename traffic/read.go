@@ -30,20 +30,123 @@ type ReadOptions struct {
 	Progress *atomic.Int64
 }
 
+// Limits every reader of request logs shares (simulate and loadtest's
+// --requests, profile, doctor):
+//
+//   - gzip may expand at most MaxGzipRatio-fold past its first
+//     GzipFreeBytes of text: a log compresses 5 to 30-fold, a decompression
+//     bomb a thousandfold (3 MB of gzip to 3 GB of empty lines), and is
+//     refused after GzipFreeBytes of text (a second or so of reading)
+//     instead of after minutes;
+//   - text with a NUL byte in its first SniffBytes is binary, not a log.
+const (
+	GzipFreeBytes = 16 << 20
+	MaxGzipRatio  = 100
+	SniffBytes    = 64 << 10
+)
+
 // Text is r's text, buffered: r itself, or r gunzipped when it starts with
 // gzip's magic bytes (1f 8b, RFC 1952), so every reader of request logs
-// takes a .gz as it is. bufio's Read hands large reads straight through, so
+// takes a .gz as it is. Binary data is refused (LooksBinary), gzip within
+// its bound (Gunzip). bufio's Read hands large reads straight through, so
 // the parallel reader loses nothing to the buffer.
 func Text(r io.Reader) (*bufio.Reader, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	in := &countingReader{r: r, n: new(atomic.Int64)}
+	br := bufio.NewReaderSize(in, SniffBytes)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		zr, err := gunzip(br, in.n)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %v", err)
+			return nil, err
 		}
-		return bufio.NewReaderSize(zr, 64<<10), nil
+		br = bufio.NewReaderSize(zr, SniffBytes)
+	}
+	head, _ := br.Peek(SniffBytes)
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return nil, binaryError(i)
 	}
 	return br, nil
+}
+
+// LooksBinary reports a NUL byte in head: text evidence has none.
+func LooksBinary(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }
+
+func binaryError(at int) error {
+	return fmt.Errorf("binary data, not a text log (a NUL byte at byte %d): give request logs as text or gzip", at+1)
+}
+
+// Gunzip opens gzip data within the bound every reader shares: past
+// GzipFreeBytes of text, more than MaxGzipRatio bytes of text per byte of
+// gzip read is an error.
+func Gunzip(r io.Reader) (io.Reader, error) {
+	in := &countingReader{r: r, n: new(atomic.Int64)}
+	return gunzip(bufio.NewReaderSize(in, SniffBytes), in.n)
+}
+
+func gunzip(br *bufio.Reader, compressed *atomic.Int64) (io.Reader, error) {
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("not a readable gzip file: %v", err)
+	}
+	return &boundedGzip{zr: zr, in: compressed}, nil
+}
+
+// ErrGzipBomb is gzip that expands past the shared bound.
+var ErrGzipBomb = errors.New("gzip expands past the bound")
+
+type boundedGzip struct {
+	zr  io.Reader
+	in  *atomic.Int64
+	out int64
+}
+
+func (g *boundedGzip) Read(b []byte) (int, error) {
+	n, err := g.zr.Read(b)
+	g.out += int64(n)
+	if g.out > GzipFreeBytes && g.out > MaxGzipRatio*g.in.Load() {
+		return n, fmt.Errorf("%w: %d MiB of text from %d KiB of gzip, more than %d-fold past the first %d MiB (a decompression bomb, or gunzip it first)",
+			ErrGzipBomb, g.out>>20, g.in.Load()>>10, MaxGzipRatio, GzipFreeBytes>>20)
+	}
+	return n, err
+}
+
+// ContextReader reads r until ctx ends, then fails with ctx's error: a
+// reader of a long or endless input honours an interrupt between reads.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// ErrNoRecords is a source without a single request record.
+var ErrNoRecords = errors.New("no request records")
+
+// NoRecords is the error of a source of lines (non-blank ones) none of
+// which is a request: every reader of request logs refuses it alike.
+// extra names formats beyond package traffic's own.
+func NoRecords(name string, lines int64, extra string) error {
+	var err error
+	if lines == 0 {
+		err = fmt.Errorf("%w: it is empty (no line but blank ones)", ErrNoRecords)
+	} else {
+		unit := "lines"
+		if lines == 1 {
+			unit = "line"
+		}
+		err = fmt.Errorf("%w in %d %s: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object%s, or vLLM's \"Received request\" lines",
+			ErrNoRecords, lines, unit, extra)
+	}
+	if name != "" {
+		err = fmt.Errorf("%s: %w", name, err)
+	}
+	return err
 }
 
 // Read streams r (plain text, or gzip recognised by its magic bytes) into

@@ -37,8 +37,13 @@ func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions) err
 		return fmt.Errorf("%s is a directory: give the log files", name)
 	}
 	if st.Mode().IsRegular() && st.Size() > 0 {
-		var magic [2]byte
-		if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
+		head := make([]byte, min(st.Size(), SniffBytes))
+		n, _ := f.ReadAt(head, 0)
+		head = head[:n]
+		if n < 2 || head[0] != 0x1f || head[1] != 0x8b {
+			if i := bytes.IndexByte(head, 0); i >= 0 {
+				return binaryError(i)
+			}
 			return parseSections(ctx, f, st.Size(), chunkSize, p, opt.Workers, opt.Progress)
 		}
 	}

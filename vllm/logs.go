@@ -236,6 +236,10 @@ type LogEvent struct {
 	KVUsage float64 `json:"kv_cache_usage,omitempty"`
 	Running int     `json:"running,omitempty"`
 	Waiting int     `json:"waiting,omitempty"`
+	// Preemptions is the cumulative count a preemption warning names
+	// (LogPreemption; V0's total_num_cumulative_preemption), 0 when it
+	// names none.
+	Preemptions int64 `json:"preemptions,omitempty"`
 	// Message is the message itself, from its start (for errors, from the
 	// exception name when there is one), clipped to MaxMessageLen bytes.
 	Message string `json:"message"`

@@ -11,6 +11,10 @@ var (
 	kvUsageRe = lazyRE(`KV cache usage: (\d+(?:\.\d+)?)`)
 	runningRe = lazyRE(`Running: (\d{1,9})`)
 	waitingRe = lazyRE(`(?:Waiting|Pending): (\d{1,9})`)
+	// cumulativePreemptRe is V0's running count on each preemption
+	// warning (vllm/core/scheduler.py, "total_num_cumulative_preemption=N"):
+	// a log cut to its last lines still says how many there were.
+	cumulativePreemptRe = lazyRE(`total_num_cumulative_preemption=(\d{1,12})`)
 )
 
 func parsePreemption(l string) (LogEvent, bool) {
@@ -25,7 +29,11 @@ func parsePreemption(l string) (LogEvent, bool) {
 			break
 		}
 	}
-	return event(LogPreemption, l, anchor), true
+	ev := event(LogPreemption, l, anchor)
+	if m := cumulativePreemptRe().FindStringSubmatch(l); m != nil {
+		ev.Preemptions, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	return ev, true
 }
 
 // parseStats reads the statistics line; one whose numbers do not parse

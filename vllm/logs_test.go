@@ -412,8 +412,8 @@ func TestVersionFromOutput(t *testing.T) {
 // TestLogPatternsCompile compiles every pattern that is compiled on first
 // use, so that a bad one fails here and not in a user's run.
 func TestLogPatternsCompile(t *testing.T) {
-	if len(lazyPatterns) != 54 {
-		t.Fatalf("%d lazily compiled patterns, logs.go has 54", len(lazyPatterns))
+	if len(lazyPatterns) != 55 {
+		t.Fatalf("%d lazily compiled patterns, logs.go has 55", len(lazyPatterns))
 	}
 	for _, re := range lazyPatterns {
 		if re() == nil {
@@ -445,5 +445,18 @@ func TestThousands(t *testing.T) {
 	ev, ok := ParseLogLine("(EngineCore_DP0 pid=212) INFO 11-22 10:00:42 [kv_cache_utils.py:1087] GPU KV cache size: " + Thousands(476016) + " tokens")
 	if !ok || ev.Tokens != 476016 {
 		t.Errorf("the log line with Thousands(476016) reads as %+v, %t", ev, ok)
+	}
+}
+
+// V0's preemption warning names the engine's running total; a log cut to
+// its last lines still gives it (vLLM 0.6.3 scheduler.py).
+func TestPreemptionCount(t *testing.T) {
+	ev, ok := ParseLogLine("WARNING 06-20 12:05:22 scheduler.py:1439] Sequence group chatcmpl-2c9b11d7 is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=51")
+	if !ok || ev.Kind != LogPreemption || ev.Preemptions != 51 {
+		t.Errorf("got %+v, %t; want a preemption with count 51", ev, ok)
+	}
+	ev, ok = ParseLogLine("WARNING 01-01 00:00:00 scheduler.py:100] Preempted request req-1 for lack of KV cache space")
+	if !ok || ev.Kind != LogPreemption || ev.Preemptions != 0 {
+		t.Errorf("got %+v, %t; want a preemption without a count", ev, ok)
 	}
 }

@@ -2,12 +2,14 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/model/catalog"
 )
@@ -16,16 +18,42 @@ type api struct {
 	opt Options
 	// cluster is nil unless Options.Audit is set.
 	cluster *clusterAudit
+	// sims admits simulations, work the plans and the doctor (see
+	// Budget).
+	sims, work *graceful.Gate
+}
+
+// enter admits a request through g before its body is read; it answers
+// the request itself when it cannot.
+func (a *api) enter(w http.ResponseWriter, r *http.Request, g *graceful.Gate) (func(), bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
+		return nil, false
+	}
+	release, err := g.Enter(r.Context())
+	if err != nil {
+		code := graceful.Status(err)
+		w.Header().Set("Retry-After", "5")
+		a.fail(w, r, code, err)
+		return nil, false
+	}
+	return release, true
 }
 
 func (a *api) plan(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.work)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxPlanBody)
 	if !ok {
 		return
 	}
 	p, err := decodePlan(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxPlanBody, err)
 		return
 	}
 	p.req.Offline = p.req.Offline || a.opt.Offline
@@ -48,13 +76,18 @@ func (a *api) plan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) doctor(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.work)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxDoctorBody)
 	if !ok {
 		return
 	}
 	d, err := decodeDoctor(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxDoctorBody, err)
 		return
 	}
 	d.req.Offline = d.req.Offline || a.opt.Offline
@@ -94,23 +127,44 @@ func (a *api) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
+	release, ok := a.enter(w, r, a.sims)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readBody(w, r, maxPlanBody)
 	if !ok {
 		return
 	}
 	req, err := decodeSimulate(body)
 	if err != nil {
-		a.fail(w, r, http.StatusBadRequest, err)
+		a.decodeFailed(w, r, maxPlanBody, err)
 		return
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
-	out, err := report.Simulate(r.Context(), a.opt.Env, report.NoFiles, req)
-	if err != nil {
+	req.Engine.MaxKVBlocks = maxSimBlocks
+	// The simulation checks its context as it steps: the deadline stops
+	// it, not only the socket's write timeout, which would let it run on
+	// for as long as the client waits.
+	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
+	defer cancel()
+	out, err := report.Simulate(ctx, a.opt.Env, report.NoFiles, req)
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
+		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf("the simulation ran past this server's limit of %s a request: lower rate or duration_s, or run `headroom simulate`", a.opt.simTime()))
+		return
+	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
+		a.fail(w, r, http.StatusUnprocessableEntity, err)
+		return
+	case err != nil:
 		a.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// errSimTime ends a simulation at Options.SimulationTime.
+var errSimTime = errors.New("simulation time limit")
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
 	msg := oneLine(err.Error())
@@ -120,26 +174,24 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, code int, err error) 
 	writeError(w, code, msg)
 }
 
-// readBody takes a POST body of at most limit bytes; it answers the
-// request itself when it cannot.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
-		return nil, false
-	}
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
+// readBody is a POST body of at most limit bytes, to be decoded as it
+// is read; a Content-Length past the limit is answered 413 at once.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, bool) {
+	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
 		return nil, false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "request body unreadable: "+oneLine(err.Error()))
-		return nil, false
 	}
-	return buf.Bytes(), true
+	return http.MaxBytesReader(w, r.Body, limit), true
+}
+
+// decodeFailed answers a body that did not decode: 413 past its bound,
+// else 400.
+func (a *api) decodeFailed(w http.ResponseWriter, r *http.Request, limit int64, err error) {
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
+		return
+	}
+	a.fail(w, r, http.StatusBadRequest, err)
 }
 
 func isGet(w http.ResponseWriter, r *http.Request) bool {

@@ -1,11 +1,12 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -76,6 +77,10 @@ const (
 	maxBursts      = 16
 	// maxBurstRequests bounds one burst's requests.
 	maxBurstRequests = 10_000
+	// maxSimBlocks bounds one simulation's KV pool: a 20-byte-a-block
+	// pool of a million blocks is 20 MB, and a real plan has fewer (an
+	// H100 serving Llama-3.1-8B holds about 30,000 blocks of 16 tokens).
+	maxSimBlocks = 1_000_000
 )
 
 type planCall struct {
@@ -92,7 +97,7 @@ type doctorCall struct {
 // maxFlags bounds the flags of one request; vLLM has about a hundred.
 const maxFlags = 64
 
-func decodePlan(body []byte) (planCall, error) {
+func decodePlan(body io.Reader) (planCall, error) {
 	var b planBody
 	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
@@ -112,7 +117,7 @@ func decodePlan(body []byte) (planCall, error) {
 	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}}, nil
 }
 
-func decodeDoctor(body []byte) (doctorCall, error) {
+func decodeDoctor(body io.Reader) (doctorCall, error) {
 	var b doctorBody
 	req, policy, err := decodeFields(body, &b, &b.fields)
 	if err != nil {
@@ -124,7 +129,7 @@ func decodeDoctor(body []byte) (doctorCall, error) {
 // decodeSimulate reads POST /api/simulate into the same request the CLI
 // builds from its flags: the plan, and the traffic in the workload
 // language (Poisson at rate over duration_s, fixed lengths, bursts).
-func decodeSimulate(body []byte) (report.SimRequest, error) {
+func decodeSimulate(body io.Reader) (report.SimRequest, error) {
 	var b simulateBody
 	if err := decodeStrict(body, &b); err != nil {
 		return report.SimRequest{}, err
@@ -166,22 +171,31 @@ func decodeSimulate(body []byte) (report.SimRequest, error) {
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a
-// misspelt field is an error instead of a silent default.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
+// misspelt field is an error instead of a silent default. It decodes from
+// the request's stream: the decoder's buffer is the one copy of the JSON
+// (a body read first and decoded after was two). A body past its bound is
+// the *http.MaxBytesError, for a 413.
+func decodeStrict(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return tooBig
+		}
 		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
 	}
 	if dec.More() {
 		return errors.New("request has more than one JSON value: send one object")
+	}
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(dec.Decode(new(json.RawMessage)), &tooBig) {
+		return tooBig
 	}
 	return nil
 }
 
 // decodeFields decodes body into v, whose common part is f, and turns f
 // into a request and a policy.
-func decodeFields(body []byte, v any, f *fields) (report.Request, string, error) {
+func decodeFields(body io.Reader, v any, f *fields) (report.Request, string, error) {
 	if err := decodeStrict(body, v); err != nil {
 		return report.Request{}, "", err
 	}

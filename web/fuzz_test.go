@@ -1,11 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"headroom.dev/headroom/internal/report"
 )
@@ -31,7 +33,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if p, err := decodePlan(body); err == nil {
+		if p, err := decodePlan(bytes.NewReader(body)); err == nil {
 			if p.req.GPUCount < 0 || p.opt.TypicalContext < 0 || p.opt.Policy == "" {
 				t.Errorf("accepted %+v", p)
 			}
@@ -41,10 +43,10 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		if d, err := decodeDoctor(body); err == nil && d.policy == "" {
+		if d, err := decodeDoctor(bytes.NewReader(body)); err == nil && d.policy == "" {
 			t.Errorf("accepted a doctor request without a policy: %+v", d)
 		}
-		if s, err := decodeSimulate(body); err == nil {
+		if s, err := decodeSimulate(bytes.NewReader(body)); err == nil {
 			w := s.Workload
 			if w.Duration <= 0 || w.Duration > maxSimSeconds || w.Rate*w.Duration > maxSimRequests || w.Validate() != nil {
 				t.Errorf("accepted a simulation out of bounds: %+v", w)
@@ -54,15 +56,18 @@ func FuzzDecode(f *testing.F) {
 }
 
 // FuzzHandler: the whole API answers any body with JSON and never with a
-// 5xx.
+// 5xx. Simulations are held to a second each (Options.SimulationTime), so
+// that /api/simulate is fuzzed too.
 func FuzzHandler(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add("/api/plan", []byte(s))
 		f.Add("/api/doctor", []byte(s))
+		f.Add("/api/simulate", []byte(s))
 	}
-	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true})
+	f.Add("/api/simulate", []byte(`{"plan":{"model":"meta-llama/Llama-3.1-8B-Instruct","gpu":"H100-80GB","flags":{"num-gpu-blocks-override":"400000000"}},"rate":1,"duration_s":10,"prompt_tokens":100,"output_tokens":10}`))
+	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true, SimulationTime: time.Second})
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
-		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") || path == "/api/simulate" {
+		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") {
 			return
 		}
 		req, err := http.NewRequest(http.MethodPost, "http://x"+path, strings.NewReader(string(body)))

@@ -2,6 +2,12 @@
 // page: one binary, the page's files embedded, nothing fetched from
 // elsewhere. Its JSON API under /api/ answers with the same bytes as the
 // CLI's -o json for the same input, because both call package report.
+//
+// The server keeps a memory budget of 256 MiB by admitting work within it
+// (see the constants below and docs/servers.md): simulations and reports
+// through gates that refuse past their queues (429, 503), bodies decoded
+// from the stream, a simulation bounded in KV blocks, requests and time
+// (422 naming the bound), a panic answered 500.
 package web
 
 import (
@@ -11,6 +17,7 @@ import (
 	"net/http"
 	"time"
 
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
 )
 
@@ -35,6 +42,40 @@ type Options struct {
 	Now func() time.Time
 	// Log receives one line per failed request; nil logs nothing.
 	Log *slog.Logger
+	// Simulations, Plans and SimulationTime override the budget's
+	// admission (DefaultSimulations, DefaultPlans, DefaultSimulationTime)
+	// when > 0.
+	Simulations, Plans int
+	SimulationTime     time.Duration
+}
+
+// The server's memory budget is 256 MiB (the chart's limit for the
+// cluster page, with GOMEMLIMIT at 200 MiB), kept by admitting work within
+// it; docs/servers.md gives the arithmetic. Beyond a gate's queue a request
+// gets 429 at once; one that waits past QueueWait gets 503; both carry
+// Retry-After. A simulation runs at most SimulationTime (422 past it).
+const (
+	// DefaultSimulations run at once; each holds its KV pool (at most
+	// maxSimBlocks blocks), its requests in flight and its report.
+	DefaultSimulations = 2
+	// DefaultPlans are plans and doctor reports at once: a doctor holds
+	// its pasted text (up to 4 MiB) and what it parses from it.
+	DefaultPlans = 2
+	// QueueFactor is how many wait per slot.
+	QueueFactor = 4
+	// QueueWait is the longest a request waits for a slot; a simulation
+	// waits at most its SimulationTime if that is shorter.
+	QueueWait = 20 * time.Second
+	// DefaultSimulationTime bounds one simulation's compute: with
+	// QueueWait it stays under the write timeout (60 s).
+	DefaultSimulationTime = 30 * time.Second
+)
+
+func (o Options) simTime() time.Duration {
+	if o.SimulationTime > 0 {
+		return o.SimulationTime
+	}
+	return DefaultSimulationTime
 }
 
 // Body limits: a config.json is tens of KiB; pasted logs for the doctor
@@ -56,6 +97,15 @@ func Handler(opt Options) http.Handler {
 		opt.Env.Getenv = func(string) string { return "" }
 	}
 	a := &api{opt: opt}
+	sims, plans := opt.Simulations, opt.Plans
+	if sims <= 0 {
+		sims = DefaultSimulations
+	}
+	if plans <= 0 {
+		plans = DefaultPlans
+	}
+	a.sims = graceful.NewGate("simulations", sims, QueueFactor*sims, min(QueueWait, opt.simTime()))
+	a.work = graceful.NewGate("plans and doctor reports", plans, QueueFactor*plans, QueueWait)
 	if opt.Audit != nil {
 		a.cluster = &clusterAudit{run: opt.Audit, every: opt.AuditEvery, now: opt.Now}
 		if a.cluster.every <= 0 {
@@ -87,7 +137,7 @@ func Handler(opt Options) http.Handler {
 		}
 		files.ServeHTTP(w, r)
 	})
-	return secure(mux)
+	return secure(graceful.Recover(mux, opt.Log, writeError))
 }
 
 // secure sets the headers every answer carries.

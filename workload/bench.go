@@ -181,20 +181,20 @@ func ParseBench(cmd string) (Bench, error) {
 	}
 	// count reads a whole number; token counts also take vLLM's suffixes
 	// (2k), as every token count of headroom does.
-	count := func(name string, def int, min int) (int, error) {
+	count := func(name string, def, min, most int) (int, error) {
 		v, given := vals[name]
 		if !given {
 			return def, nil
 		}
 		n, ok := ParseTokens(v)
-		if !ok || n < min {
-			return 0, fmt.Errorf("--bench: --%s %s: want a whole number from %d", name, v, min)
+		if !ok || n < min || n > most {
+			return 0, fmt.Errorf("--bench: --%s %s: want a whole number from %d to %d", name, v, min, most)
 		}
 		return n, nil
 	}
 	s := Spec{Arrival: Poisson, Speedup: 1}
 	var in, out, prefix int
-	if s.NumRequests, err = count("num-prompts", DefaultNumRequests, 1); err != nil {
+	if s.NumRequests, err = count("num-prompts", DefaultNumRequests, 1, MaxRequests); err != nil {
 		return Bench{}, err
 	}
 	// --input-len and --output-len are the general spellings of each
@@ -210,16 +210,16 @@ func ParseBench(cmd string) (Bench, error) {
 			outName = "output-len"
 		}
 	}
-	if in, err = count(inName, 1024, 1); err != nil {
+	if in, err = count(inName, 1024, 1, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if out, err = count(outName, 128, 1); err != nil {
+	if out, err = count(outName, 128, 1, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if prefix, err = count("random-prefix-len", 0, 0); err != nil {
+	if prefix, err = count("random-prefix-len", 0, 0, maxTokens); err != nil {
 		return Bench{}, err
 	}
-	if s.Concurrency, err = count("max-concurrency", 0, 1); err != nil {
+	if s.Concurrency, err = count("max-concurrency", 0, 1, MaxRequests); err != nil {
 		return Bench{}, err
 	}
 	if s.Rate, err = num("request-rate", math.Inf(1)); err != nil {
@@ -261,7 +261,7 @@ func ParseBench(cmd string) (Bench, error) {
 				own = "output-len"
 			}
 		}
-		if d.OutputLen, err = count(own, 0, 1); err != nil {
+		if d.OutputLen, err = count(own, 0, 1, maxTokens); err != nil {
 			return Bench{}, err
 		}
 		if err := d.Validate(); err != nil {

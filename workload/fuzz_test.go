@@ -2,7 +2,9 @@ package workload
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +18,11 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte("ts=1700000000 prompt_tokens=3\nts=1699999999 prompt_tokens=4\n"))
 	f.Add([]byte(`{"arrival_s":1e308,"prompt_tokens":99999999999,"output_tokens":-1}`))
 	f.Add([]byte{0x1f, 0x8b, 0, 0})
+	// The sweep's garbage: a count past the bound, a binary file, nothing.
+	f.Add([]byte(`{"arrival_s":0,"prompt_tokens":1e15,"output_tokens":2}` + "\n"))
+	f.Add([]byte(`{"arrival_s":0,"prompt_tokens":"x","output_tokens":[2]}` + "\n"))
+	f.Add([]byte{0xff, 0, 0x13, 0x37, '\n'})
+	f.Add([]byte("\n\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rp, err := newReplay(bytes.NewReader(b), 3, Fixed(1), Fixed(1), newRand(1, 3))
 		if err != nil {
@@ -25,7 +32,13 @@ func FuzzReplay(f *testing.F) {
 		for i := 0; ; i++ {
 			r, err := rp.Next()
 			if err != nil {
+				if msg := err.Error(); err != io.EOF && (msg == "" || strings.Contains(msg, "\n")) {
+					t.Fatalf("error %q: want one line", msg)
+				}
 				return
+			}
+			if r.Prompt > maxTokens || r.Output > maxTokens {
+				t.Fatalf("request %d %+v: past the %d tokens a request may have", i, r, maxTokens)
 			}
 			if i > len(b) {
 				t.Fatalf("%d requests from %d bytes", i, len(b))

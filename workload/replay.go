@@ -15,8 +15,8 @@ import (
 )
 
 // maxLogLine bounds one request-log line. vLLM's request lines carry the
-// prompt's token ids: a 128k-token prompt writes about 1 MiB; longer
-// lines are skipped and counted.
+// prompt's token ids: a 128k-token prompt writes about 1 MiB. A longer
+// line is an error that names it, never skipped: it may be a request.
 const maxLogLine = 16 << 20
 
 // maxSecondGroup bounds the lines held to spread one second's requests
@@ -68,8 +68,12 @@ type replay struct {
 	untimed        *arrivalTimes
 
 	// OutOfOrder counts lines sent with the line before them; Skipped
-	// counts lines that are no request (or too long).
+	// counts lines that are no request.
 	OutOfOrder, Skipped int64
+	// lines counts the non-blank lines read.
+	lines int64
+	// name is the log's, for errors past the first request.
+	name string
 
 	br      *bufio.Reader
 	lineNo  int
@@ -101,44 +105,84 @@ func newReplay(r io.Reader, speedup float64, prompt, output Dist, rng *rand.Rand
 }
 
 // jsonRequest is the simulator's own line format; pointers tell a
-// missing field from a zero one.
+// missing field from a zero one. Numbers are read as they are written and
+// judged by tokenCount, so 1e15 is "more than the limit", not a decoder's
+// type error.
 type jsonRequest struct {
-	ID           *string  `json:"id"`
-	Arrival      *float64 `json:"arrival_s"`
-	Prompt       *int64   `json:"prompt_tokens"`
-	Output       *int64   `json:"output_tokens"`
-	PrefixID     uint64   `json:"prefix_id"`
-	PrefixTokens int      `json:"prefix_tokens"`
+	ID           *string         `json:"id"`
+	Arrival      *float64        `json:"arrival_s"`
+	Prompt       json.RawMessage `json:"prompt_tokens"`
+	Output       json.RawMessage `json:"output_tokens"`
+	PrefixID     uint64          `json:"prefix_id"`
+	PrefixTokens json.RawMessage `json:"prefix_tokens"`
 }
 
 var arrivalKey = []byte(`"arrival_s"`)
+
+// tokenCount reads a token count of a JSON line: a whole number from 0 to
+// maxTokens, or absent (-1).
+func tokenCount(name string, raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return -1, nil
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%s %s: want a whole number of tokens", name, clip(raw))
+	case v < 0 || v != math.Trunc(v):
+		return 0, fmt.Errorf("%s %s: want a whole number of tokens, not negative", name, clip(raw))
+	case v > maxTokens:
+		return 0, fmt.Errorf("%s %s: more than the %d tokens a request may have", name, clip(raw), maxTokens)
+	}
+	return int64(v), nil
+}
+
+// clip is a value for a message: at most 40 bytes of it.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
 
 // parse reads one line; ok is false for a line that is no request.
 func (p *replay) parse(b []byte) (line, bool, error) {
 	if b[0] == '{' && bytes.Contains(b, arrivalKey) {
 		var j jsonRequest
 		if err := json.Unmarshal(b, &j); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return line{}, false, fmt.Errorf("line %d: %s must be a %s, not a JSON %s", p.lineNo, te.Field, map[bool]string{true: "string", false: "number"}[te.Field == "id"], te.Value)
+			}
 			return line{}, false, fmt.Errorf("line %d: not a JSON request: %v", p.lineNo, err)
 		}
-		if j.Arrival == nil || *j.Arrival < 0 || math.IsNaN(*j.Arrival) || math.IsInf(*j.Arrival, 0) ||
-			(j.Prompt != nil && *j.Prompt < 0) || (j.Output != nil && *j.Output < 0) || j.PrefixTokens < 0 {
-			return line{}, false, fmt.Errorf("line %d: arrival_s and token counts must be numbers, not negative", p.lineNo)
+		if j.Arrival == nil || *j.Arrival < 0 || math.IsNaN(*j.Arrival) || math.IsInf(*j.Arrival, 0) {
+			return line{}, false, fmt.Errorf("line %d: arrival_s must be a number of seconds, not negative", p.lineNo)
 		}
-		l := line{t: *j.Arrival, hasTime: true, prefixID: j.PrefixID, prefixTokens: j.PrefixTokens}
+		l := line{t: *j.Arrival, hasTime: true, prefixID: j.PrefixID}
+		var err error
+		if l.prompt, err = tokenCount("prompt_tokens", j.Prompt); err == nil {
+			if l.output, err = tokenCount("output_tokens", j.Output); err == nil {
+				var prefix int64
+				prefix, err = tokenCount("prefix_tokens", j.PrefixTokens)
+				l.prefixTokens = int(max(prefix, 0))
+			}
+		}
+		if err != nil {
+			return line{}, false, fmt.Errorf("line %d: %v", p.lineNo, err)
+		}
+		l.prompt, l.output = max(l.prompt, 0), max(l.output, 0)
 		if j.ID != nil {
 			l.id = *j.ID
-		}
-		if j.Prompt != nil {
-			l.prompt = *j.Prompt
-		}
-		if j.Output != nil {
-			l.output = *j.Output
 		}
 		return l, true, nil
 	}
 	rec, ok := traffic.ParseLine(b)
 	if !ok {
 		return line{}, false, nil
+	}
+	if rec.Input > maxTokens || rec.Output > maxTokens {
+		return line{}, false, fmt.Errorf("line %d: %d prompt and %d output tokens: more than the %d tokens a request may have", p.lineNo, rec.Input, rec.Output, maxTokens)
 	}
 	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0}
 	if rec.HasTime {
@@ -161,6 +205,7 @@ func (p *replay) record() (line, bool, error) {
 		if len(b) == 0 {
 			continue
 		}
+		p.lines++
 		l, ok, err := p.parse(b)
 		if err != nil {
 			return line{}, false, err
@@ -176,21 +221,13 @@ func (p *replay) record() (line, bool, error) {
 	return line{}, false, nil
 }
 
-// readLine returns the next line (nil for one too long, which is
-// skipped), and io.EOF with the last.
+// readLine returns the next line, and io.EOF with the last.
 func (p *replay) readLine() ([]byte, error) {
 	p.buf = p.buf[:0]
 	for {
 		frag, err := p.br.ReadSlice('\n')
 		if len(p.buf)+len(frag) > maxLogLine {
-			p.Skipped++
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = p.br.ReadSlice('\n')
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("reading the request log: %v", err)
-			}
-			return nil, err
+			return nil, fmt.Errorf("line %d: longer than the %d MiB (%d bytes) a request line may have", p.lineNo+1, maxLogLine>>20, maxLogLine)
 		}
 		p.buf = append(p.buf, frag...)
 		switch {
@@ -199,7 +236,7 @@ func (p *replay) readLine() ([]byte, error) {
 		case err == nil || errors.Is(err, io.EOF):
 			return p.buf, err
 		default:
-			return nil, fmt.Errorf("reading the request log: %v", err)
+			return nil, fmt.Errorf("reading the request log: %w", err)
 		}
 	}
 }
@@ -234,8 +271,12 @@ func (p *replay) start() (bool, error) {
 	}
 	p.started = true
 	l, ok, err := p.record()
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
+	}
+	if !ok {
+		// profile's rule: a log without one request is refused.
+		return false, traffic.NoRecords("", p.lines, ", JSON lines with arrival_s")
 	}
 	p.timed = l.hasTime && p.untimed == nil
 	if !l.hasTime && p.untimed == nil {
@@ -247,6 +288,14 @@ func (p *replay) start() (bool, error) {
 
 // Next returns the next request.
 func (p *replay) Next() (Request, error) {
+	r, err := p.next1()
+	if err != nil && err != io.EOF && p.name != "" {
+		err = fmt.Errorf("--requests %s: %w", p.name, err)
+	}
+	return r, err
+}
+
+func (p *replay) next1() (Request, error) {
 	if !p.started {
 		if ok, err := p.start(); err != nil {
 			return Request{}, err

@@ -290,8 +290,9 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 	rp, err := newReplay(f, s.Speedup, s.Prompt, s.Output, newRand(s.Seed, 3))
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
+		return nil, nil, fmt.Errorf("--requests %s: %w", s.Log, err)
 	}
+	rp.name = s.Log
 	if s.Rate > 0 || s.Concurrency > 0 {
 		// The log's sizes, at the Spec's arrivals.
 		rp.untimed = arrivals
@@ -300,7 +301,7 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 	// is one clear error here, not in the middle of a run.
 	if _, err := rp.start(); err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("--requests %s: %v", s.Log, err)
+		return nil, nil, fmt.Errorf("--requests %s: %w", s.Log, err)
 	}
 	return &bounded{src: rp, n: n, d: d}, f, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"headroom.dev/headroom/audit"
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/progress"
 )
@@ -143,7 +144,7 @@ var statusText = map[string]string{
 func engineText(w audit.Workload) string {
 	var parts []string
 	for _, e := range w.Engines {
-		parts = append(parts, fmt.Sprintf("%s on %d×%s", e.Model, e.GPUCount, e.GPU))
+		parts = append(parts, fmt.Sprintf("%s on %s", e.Model, report.GPUCount(e.GPUCount, e.GPU)))
 	}
 	if len(parts) == 0 {
 		return "-"

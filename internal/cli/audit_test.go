@@ -37,7 +37,7 @@ func TestAuditRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := tb.String()
-	for _, want := range []string{"1 will not start", "WILL NOT START  llm", "meta-llama/Llama-3.1-8B-Instruct on 1×L4", "  - [max_model_len_does_not_fit] a | b"} {
+	for _, want := range []string{"1 will not start", "WILL NOT START  llm", "meta-llama/Llama-3.1-8B-Instruct on 1 × L4", "  - [max_model_len_does_not_fit] a | b"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

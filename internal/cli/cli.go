@@ -108,6 +108,6 @@ it will start, and recommends --gpu-memory-utilization, --max-model-len and
 	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env), newVersionCmd(env),
 		newProbeCmd(env), newWebhookCmd(env), newDoctorCmd(env), newProfileCmd(env),
 		newSnapshotCmd(env), newWatchCmd(env), newExporterCmd(env), newSimulateCmd(env), newServeCmd(env),
-		newAuditCmd(env), newLoadtestCmd(env))
+		newAuditCmd(env), newLoadtestCmd(env), newCheckCmd(env))
 	return root
 }

@@ -33,6 +33,10 @@ utilization_edge, outside_budget, fragmentation, other_processes,
 tensor_parallel_misuse, k8s_scheduling, version_drift), most likely first, with the
 lines they rest on, a confidence, and remedies whose values come from the planner.
 Give --gpu and the vLLM command after -- when the evidence does not show them.
+Counts and capacities come from the logs where they give them; inputs that
+disagree with each other or with the flags (another model, another GPU, a KV
+cache the GPU cannot hold) are warned about before the findings. Without a
+request log --max-num-seqs keeps the value in use, as plan does.
 
 Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,16 +47,16 @@ Exit codes: 0 nothing wrong, 1 findings, 2 bad input.`,
 	addDeploymentFlags(fl, &f, "model, when the evidence does not name it: a catalog id, a directory or a Hugging Face id",
 		"GPU: a device (H100-80GB, L4, ...), a cloud instance type, a GFD product label, or a MIG profile",
 		"the vLLM version in use (default: what the evidence shows, else the newest known)")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, json, markdown")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table (also text), json, yaml, markdown")
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
 	return cmd
 }
 
 func runDoctor(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	switch f.output {
-	case "text", "table", "json", "markdown", "md":
+	case "text", "table", "json", "yaml", "markdown", "md":
 	default:
-		return badInput("unknown output format %q: use text, json or markdown", f.output)
+		return badInput("unknown output format %q: use table, json, yaml or markdown", f.output)
 	}
 	if err := checkPolicy(f.policy); err != nil {
 		return err
@@ -88,12 +92,28 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 	if d.Healthy() {
 		fmt.Fprintln(w, "headroom doctor: nothing wrong found in the evidence")
 	} else {
+		// The answer first: the likeliest cause and the first change.
+		f := d.Findings[0]
+		line := fmt.Sprintf("%s (%s confidence): %s", f.Code, f.Level, f.Title)
+		for _, r := range f.Remedies {
+			if t := r.Paste(); t != "" {
+				line += "; first remedy: " + t
+				break
+			}
+		}
+		fmt.Fprintln(w, line)
 		fmt.Fprintf(w, "headroom doctor: %d finding(s), most likely first\n", len(d.Findings))
+	}
+	for _, x := range d.Disagreements {
+		fmt.Fprintf(w, "warning: %s\n", x.Message)
+		for _, l := range x.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	for i, f := range d.Findings {
 		fmt.Fprintf(w, "\n%d. %s: %s\n   confidence %.2f (%s)\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
 		for _, r := range f.Reasons {
-			fmt.Fprintf(w, "   - %s\n", r)
+			fmt.Fprintf(w, "   - %s\n", tableCounts(r))
 		}
 		if len(f.Evidence) > 0 {
 			fmt.Fprintln(w, "   evidence:")
@@ -105,9 +125,9 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 			fmt.Fprintln(w, "   remedies:")
 			for j, r := range f.Remedies {
 				if t := r.Paste(); t != "" {
-					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, r.Why)
+					fmt.Fprintf(w, "     %d) %s\n        %s\n", j+1, t, tableCounts(r.Why))
 				} else {
-					fmt.Fprintf(w, "     %d) %s\n", j+1, r.Why)
+					fmt.Fprintf(w, "     %d) %s\n", j+1, tableCounts(r.Why))
 				}
 			}
 		}
@@ -136,11 +156,14 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			indent, o.Line.Source, gibText(n.Tried), gibText(n.Total), gibText(n.Free), gibText(n.ProcessInUse), gibText(n.Allocated),
 			gibText(n.ReservedUnallocated), orUnknown(o.Phase))
 	}
-	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0) {
+	if s := m.Startup; s != nil && (s.WeightsBytes > 0 || s.AvailableKVBytes > 0 || s.NumGPUBlocks > 0) {
 		tokens := "tokens not logged"
 		switch m.StartupKVTokensFrom {
 		case doctor.SourceLog:
 			tokens = humanInt(m.StartupKVTokens) + " tokens"
+			if s.KVTokens == 0 && s.NumGPUBlocks > 0 {
+				tokens = fmt.Sprintf("%s GPU blocks = %s tokens", humanInt(s.NumGPUBlocks), humanInt(m.StartupKVTokens))
+			}
 		case doctor.SourceDerived:
 			tokens = humanInt(m.StartupKVTokens) + " tokens, derived from the GiB and the page size"
 		}

@@ -39,8 +39,14 @@ func TestDoctorJSONContract(t *testing.T) {
 	var figures struct {
 		Memory struct {
 			Plan struct {
-				KVTokens int64 `json:"kv_cache_tokens"`
+				KVTokens    int64   `json:"kv_cache_tokens"`
+				Utilization float64 `json:"gpu_memory_utilization"`
 			} `json:"plan"`
+			Recommended struct {
+				KVTokens    int64   `json:"kv_cache_tokens"`
+				Utilization float64 `json:"gpu_memory_utilization"`
+				MaxNumSeqs  int64   `json:"max_num_seqs"`
+			} `json:"recommended"`
 			Traffic struct {
 				Total struct {
 					P90 int64 `json:"p90"`
@@ -62,19 +68,25 @@ func TestDoctorJSONContract(t *testing.T) {
 		t.Errorf("finding %+v", f)
 	}
 	// The first remedy lowers --max-num-seqs from vLLM's V0 default (256)
-	// to what the KV cache holds at the traffic's p90 length: the planned
-	// KV tokens divided by that length, rounded down. The long requests of
-	// requests.log are 7,420 + 512 = 7,932 tokens; the p90 read from the
-	// histogram lies within 1% of them.
-	p90, kv := figures.Memory.Traffic.Total.P90, figures.Memory.Plan.KVTokens
+	// to what the KV cache holds at the traffic's p90 length: the report's
+	// one recommendation, at the recommended utilization (so that flag is
+	// part of the remedy): its KV tokens divided by that length, rounded
+	// down. The long requests of requests.log are 7,420 + 512 = 7,932
+	// tokens; the p90 read from the histogram lies within 1% of them.
+	rec := figures.Memory.Recommended
+	p90, kv := figures.Memory.Traffic.Total.P90, rec.KVTokens
 	if p90 < 7932*99/100 || p90 > 7932 || kv <= 0 {
 		t.Fatalf("p90 %d (want about 7,932), KV tokens %d", p90, kv)
 	}
 	want := strconv.FormatInt(min(kv/p90, 256), 10)
 	r := f.Remedies[0]
-	if r.Action != "set_flag" || len(r.Args) != 2 || r.Args[0] != "--max-num-seqs" || r.Args[1] != want ||
-		!strings.HasPrefix(r.Why, "--max-num-seqs 256 -> "+want+": KV for "+want+" x ") {
-		t.Errorf("remedy %+v, want --max-num-seqs %s (%d KV tokens / %d)", r, want, kv, p90)
+	args := []string{"--max-num-seqs", want}
+	if rec.Utilization != figures.Memory.Plan.Utilization {
+		args = append([]string{"--gpu-memory-utilization", strconv.FormatFloat(rec.Utilization, 'f', 2, 64)}, args...)
+	}
+	if r.Action != "set_flag" || strings.Join(r.Args, " ") != strings.Join(args, " ") || strconv.FormatInt(rec.MaxNumSeqs, 10) != want ||
+		!strings.HasPrefix(r.Why, "--max-num-seqs 256 -> "+want+": "+want+" requests of ") {
+		t.Errorf("remedy %+v, want %v (%d KV tokens / %d), the recommendation's %d", r, args, kv, p90, rec.MaxNumSeqs)
 	}
 	if len(d.DeadEnds) == 0 || d.Memory["traffic"] == nil || d.Memory["plan"] == nil {
 		t.Errorf("dead ends %v memory %v", d.DeadEnds, d.Memory)
@@ -108,8 +120,10 @@ func TestDoctorPastedCommand(t *testing.T) {
 	if code != ExitNoFit {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, `"--max-num-seqs"`) || !strings.Contains(out, "--max-num-seqs 256 -> ") || strings.Contains(out, `\u003e`) {
-		t.Errorf("no max-num-seqs remedy:\n%s", out)
+	// No request log: max-num-seqs keeps the value in use (plan's one
+	// rule), and the remedy says what would size it.
+	if strings.Contains(out, `"--max-num-seqs"`) || !strings.Contains(out, "size --max-num-seqs by the traffic") || strings.Contains(out, `\u003e`) {
+		t.Errorf("want no max-num-seqs value without traffic, and how to size it:\n%s", out)
 	}
 }
 
@@ -121,7 +135,7 @@ func TestDoctorBadInput(t *testing.T) {
 		{"doctor"},
 		{"doctor", filepath.Join(dir, "missing.log")},
 		{"doctor", empty},
-		{"doctor", corpus + "healthy.log", "-o", "yaml"},
+		{"doctor", corpus + "healthy.log", "-o", "xml"},
 	} {
 		code, _, errs := run(t, offline, args...)
 		if code != ExitBadInput || strings.Count(strings.TrimSpace(errs), "\n") != 0 || errs == "" {

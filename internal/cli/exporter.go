@@ -27,7 +27,7 @@ type exporterFlags struct {
 func newExporterCmd(env Env) *cobra.Command {
 	f := exporterFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "exporter --listen :9400 --metrics-url URL [-- vllm serve ...]",
+		Use:   "exporter --listen :9400 --url URL [-- vllm serve ...]",
 		Short: "Serve gauges an HPA or KEDA can scale on: KV usage, queue, GPU headroom, OOM risk",
 		Long: `Serves Prometheus gauges at /metrics. Each scrape of the exporter scrapes vLLM's
 /metrics once (bounded by --scrape-timeout) and reads GPU memory, so no value is
@@ -67,14 +67,18 @@ headroom_oom_risk = 1 - (1 - K·(1+Q)/2)·(1 - P)·(1 - G), with
 
 Without GPU access (a sidecar with no device) only the vLLM gauges are served.
 SIGINT or SIGTERM shuts it down gracefully.`,
-		Example: `  headroom exporter --listen :9400 --metrics-url http://localhost:8000/metrics
-  headroom exporter --metrics-url localhost:8000 --min-free 2GiB
-  headroom exporter --metrics-url localhost:8000 -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384`,
+		Example: `  headroom exporter --listen :9400 --url http://localhost:8000/metrics
+  headroom exporter --url localhost:8000 --min-free 2GiB
+  headroom exporter --url localhost:8000 -- vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExporter(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", ":9400", "address to serve /metrics on")
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag watch and loadtest name the same)")
+	// The old name stays, hidden: the chart and manifests written for it
+	// keep working.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "deprecated: use --url")
+	_ = fl.MarkHidden("metrics-url")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary instead of NVML")
 	fl.BoolVar(&f.noGPU, "no-gpu", false, "serve no GPU gauges")
 	fl.StringVar(&f.minFree, "min-free", "", "free memory each GPU must keep, e.g. 2GiB (default: the plan's margin when the model is given)")
@@ -86,7 +90,7 @@ SIGINT or SIGTERM shuts it down gracefully.`,
 
 func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) error {
 	if f.metricsURL == "" {
-		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+		return badInput("no --url: give the vLLM server's, e.g. http://localhost:8000/metrics")
 	}
 	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
 	if err != nil {

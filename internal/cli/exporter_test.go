@@ -133,7 +133,7 @@ func TestExporterBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"exporter"}, "no --metrics-url"},
+		{[]string{"exporter"}, "no --url"},
 		{[]string{"exporter", "--metrics-url", "127.0.0.1:1", "--no-gpu", "--listen", "256.0.0.1:99999"}, "cannot listen"},
 		{[]string{"exporter", "--metrics-url", "127.0.0.1:1", "--no-gpu", "--min-free", "lots"}, "--min-free"},
 		{[]string{"exporter", "--metrics-url", "x:1", "--nvidia-smi", "/nonexistent/nvidia-smi"}, "no NVIDIA GPU"},

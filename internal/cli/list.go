@@ -24,7 +24,7 @@ func newGPUsCmd(env Env) *cobra.Command {
 		}
 		fmt.Fprintln(tw, "\nINSTANCE TYPE\tGPUS\tCLOUD")
 		for _, s := range gpu.SKUs() {
-			fmt.Fprintf(tw, "%s\t%d × %s\t%s\n", s.Name, s.Count, s.Device.Name, s.Cloud)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, report.GPUCount(s.Count, s.Device.Name), s.Cloud)
 		}
 		return tw.Flush()
 	})
@@ -78,7 +78,7 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 		if !r.Fits {
 			fits = "no"
 		}
-		fmt.Fprintf(tw, "%d × %s\t%.2f GiB\t%s\t%d\t%s\t%.2f\t%s\n", r.Count, r.GPU, r.TotalGiB, fits, r.MaxFitLen, humanInt(r.KVCacheTokens), r.Recommended, r.FirstProblem)
+		fmt.Fprintf(tw, "%s\t%.2f GiB\t%s\t%d\t%s\t%.2f\t%s\n", report.GPUCount(r.Count, r.GPU), r.TotalGiB, fits, r.MaxFitLen, humanInt(r.KVCacheTokens), r.Recommended, r.FirstProblem)
 	}
 	return tw.Flush()
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"headroom.dev/headroom/loadtest"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/workload"
 )
 
@@ -130,6 +132,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if err != nil {
 		return err
 	}
+	if err := loadtestBounds(spec); err != nil {
+		return err
+	}
 	if rd.Bench != nil && rd.Bench.Backend == "openai-chat" && !cmd.Flags().Changed("endpoint") {
 		f.endpoint = loadtest.EndpointChat
 	}
@@ -162,7 +167,18 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
 	}
-	stream, closer, err := spec.Open(func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	// The requests are read as they are sent: an interrupt ends the
+	// reading too (a gzip bomb's text, an endless pipe).
+	stream, closer, err := spec.Open(func(name string) (io.ReadCloser, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{traffic.ContextReader(ctx, f), f}, nil
+	})
 	if err != nil {
 		return badInput("%v", err)
 	}
@@ -216,7 +232,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	prog := newLoadtestProgress(env.Stderr)
 	cfg := loadtest.Config{Client: client, Stream: stream, Concurrency: spec.Concurrency,
 		Warmup: !f.noWarmup, SLOs: slos, Seed: spec.Seed, Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra(),
-		Scraper: &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
+		OnWarmup: prog.warmup,
+		Scraper:  &telemetry.Scraper{URL: metricsURL, Client: hc}, GPUs: gpus, Interval: f.interval,
 		Progress: prog.update, OnDone: func(it loadtest.Item, o *loadtest.Outcome) {
 			due, sent := it.Due.Seconds(), o.Sent.Seconds()
 			trace.Write(workload.Trace{ID: it.ID, Due: &due, Arrival: sent, FirstToken: sent + o.TTFT.Seconds(), Finish: sent + o.E2E.Seconds(),
@@ -241,7 +258,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if rd.Bench != nil {
 		res.Notes = append(res.Notes, rd.Bench.Notices...)
 	}
-	if pred != nil {
+	if pred != nil && ctx.Err() != nil {
+		res.Notes = append(res.Notes, "no prediction: the run was interrupted")
+	} else if pred != nil {
 		if err := pred.Run(ctx, spec, res); err != nil {
 			return usageError{err}
 		}
@@ -271,6 +290,39 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if !res.SLOsMet {
 		return errNoFit
+	}
+	return nil
+}
+
+// Bounds of a load test, past which it is refused with the bound named:
+// a closed loop holds its requests in flight at once (each a connection
+// and two goroutines), and a rate so low that its requests would take
+// longer than maxRunSeconds to send is a run that sits at "sent 0".
+const maxRunSeconds = 7 * 24 * 3600
+
+// loadtestBounds refuses a workload loadtest cannot run within its
+// bounds; an open loop's bursts are paced through
+// loadtest.DefaultMaxInFlight connections instead (the report notes it).
+func loadtestBounds(spec workload.Spec) error {
+	if spec.Concurrency > loadtest.DefaultMaxInFlight {
+		return badInput("--concurrency %d: at most %d requests in flight (each holds a connection); run several loadtests for more", spec.Concurrency, loadtest.DefaultMaxInFlight)
+	}
+	if spec.Rate > 0 && !math.IsInf(spec.Rate, 1) && spec.Log == "" {
+		n := float64(spec.NumRequests)
+		switch {
+		case 1/spec.Rate > maxRunSeconds:
+			return badInput("--rate %g is one request every %.3g s: at least one a week (%.3g/s) here, or nothing is sent for the run's length", spec.Rate, 1/spec.Rate, 1.0/maxRunSeconds)
+		case spec.Duration > 0 && spec.Rate*spec.Duration < 1:
+			return badInput("--rate %g over --duration %gs is %.3g requests: fewer than one would be sent; raise --rate", spec.Rate, spec.Duration, spec.Rate*spec.Duration)
+		case spec.Duration > 0:
+		default:
+			if n == 0 {
+				n = workload.DefaultNumRequests
+			}
+			if n/spec.Rate > maxRunSeconds {
+				return badInput("--rate %g sends %g requests over %.3g s: at most %d s (7 days) of sending; raise --rate or lower --num-requests", spec.Rate, n, n/spec.Rate, maxRunSeconds)
+			}
+		}
 	}
 	return nil
 }

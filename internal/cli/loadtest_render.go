@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -31,13 +32,46 @@ func writePlot(path string, r *loadtest.Result, format string) error {
 type loadtestProgress struct {
 	line *progress.Line
 	n    int
+	mu   sync.Mutex
+	warm *time.Timer
 }
 
 func newLoadtestProgress(w io.Writer) *loadtestProgress {
 	return &loadtestProgress{line: progress.New(w)}
 }
 
+// warmupSilence is how long a warm-up request waits before the progress
+// says so: a server that answers at once adds no line to the output.
+const warmupSilence = 2 * time.Second
+
+// warmup is told of each warm-up request: on a terminal the live line
+// names it; otherwise a line is printed once it has waited warmupSilence.
+func (p *loadtestProgress) warmup(i, n, words int) {
+	p.stopWarmup()
+	msg := fmt.Sprintf("warm-up request %d of %d (%d words) sent; it gives up after %s", i, n, words, loadtest.DefaultWarmupTimeout)
+	if p.line.Live() {
+		p.line.Set(msg)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.warm = time.AfterFunc(warmupSilence, func() {
+		if !p.line.Live() {
+			p.line.Print(fmt.Sprintf("headroom: loadtest warm-up request %d of %d has had no answer for %s (it gives up after %s)", i, n, warmupSilence, loadtest.DefaultWarmupTimeout))
+		}
+	})
+}
+
+func (p *loadtestProgress) stopWarmup() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.warm != nil {
+		p.warm.Stop()
+		p.warm = nil
+	}
+}
+
 func (p *loadtestProgress) update(pr loadtest.Progress, pt *loadtest.Point) {
+	p.stopWarmup()
 	p.n++
 	if !p.line.Live() && p.n%10 != 1 {
 		return
@@ -62,7 +96,10 @@ func (p *loadtestProgress) update(pr loadtest.Progress, pt *loadtest.Point) {
 	p.line.Print("headroom: loadtest " + b.String())
 }
 
-func (p *loadtestProgress) finish() { p.line.Clear() }
+func (p *loadtestProgress) finish() {
+	p.stopWarmup()
+	p.line.Clear()
+}
 
 func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -98,14 +135,14 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t\n", l.name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
 	}
 	if sm := r.Simulated; sm != nil {
 		for _, l := range []struct {
 			name string
 			v    loadtest.Latency
 		}{{"TTFT simulated", sm.TTFT}, {"TPOT simulated", sm.TPOT}, {"E2E simulated", sm.E2E}} {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", l.name, l.v.Mean, l.v.P50, l.v.P90, l.v.P99, l.v.Max)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
 		}
 	}
 	tw.Flush()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,5 +237,48 @@ func TestLoadtestPrediction(t *testing.T) {
 	}
 	if _, err := os.Stat(calOut); !os.IsNotExist(err) {
 		t.Errorf("%s was written from a stand-in (%v)", calOut, err)
+	}
+}
+
+// Absurd loads are refused with the bound named, exit 2, before anything
+// is sent: --concurrency 1000000000 started a billion goroutines and
+// ignored SIGTERM; --rate 1e-300 sat at "sent 0" for ever.
+func TestLoadtestBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "1000000000"}, "--concurrency 1000000000: at most 4096 requests in flight"},
+		{[]string{"--rate", "1e-300"}, "--rate 1e-300 is one request every 1e+300 s: at least one a week"},
+		{[]string{"--rate", "0.001", "--num-requests", "1000"}, "at most 604800 s (7 days) of sending"},
+		{[]string{"--rate", "0.5", "--duration", "1s"}, "fewer than one would be sent"},
+	} {
+		args := append([]string{"loadtest", "--url", "http://127.0.0.1:1", "--prompt-tokens", "10", "--output-tokens", "2"}, tc.args...)
+		code, _, errs := run(t, nil, args...)
+		if code != ExitBadInput || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// The warm-up says so on stderr when a request has waited 2 s, naming its
+// own bound (30 s), where it used to wait silently for up to --timeout
+// (10 min). The stand-in holds the first request 2.3 s.
+func TestLoadtestWarmupProgress(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && calls.Add(1) == 1 {
+			time.Sleep(2300 * time.Millisecond)
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"text\":\" tok\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	code, _, errs := run(t, nil, "loadtest", "--url", srv.URL, "--model", "m", "--rate", "10", "--num-requests", "1",
+		"--prompt-tokens", "10", "--output-tokens", "1", "-o", "json")
+	want := "headroom: loadtest warm-up request 1 of 2 has had no answer for 2s (it gives up after 30s)\n"
+	if code != ExitFits || !strings.HasPrefix(errs, want) || strings.Contains(errs, "request 2 of 2 has had") {
+		t.Errorf("exit %d, stderr %q; want 0 and first %q", code, errs, want)
 	}
 }

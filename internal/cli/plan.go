@@ -67,9 +67,17 @@ starts and serves one max-length request; and the settings to use.
 Settings can be given as headroom flags (vLLM's own names) or as a pasted command
 after --; a headroom flag overrides the same flag in the pasted command.
 
-With --profile FILE (a 'headroom profile -o json' output or a request log),
---max-num-seqs is chosen by simulating that traffic (up to 20,000 requests per
-candidate) instead of the quarter-of-max-model-len rule.
+--max-num-seqs: without a traffic, the value in use is kept (vLLM's default
+unless you set one): a lower cap only makes requests the KV cache could hold
+wait. With --profile FILE (a 'headroom profile -o json' output or a request
+log) it is chosen by simulating that traffic (up to 20,000 requests per
+candidate); with --typical-context N it is as many requests of N tokens as
+the KV cache holds. doctor (with a request log), audit and the webhook
+follow the same rule.
+
+Several GPUs given (--gpu 2xA100-80GB, an instance type, --gpu-count) with no
+parallelism set are planned at the fewest of them that fit, tensor parallel
+inside a node and pipeline parallel across nodes; the second line says which.
 
 With --upgrade-to B, plans the deployment on --vllm-version (or the image's
 release) and on B side by side: every planned term that changes with the release
@@ -77,7 +85,7 @@ boundary that changes it, KV tokens and the largest context before and after, an
 the verdict. It exits 1 when B does not start the deployment or loses more KV
 cache than --max-kv-loss (default 20%).
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic; with --upgrade-to, the upgrade is blocked), 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
 		},
@@ -85,7 +93,7 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 	fl := cmd.Flags()
 	addPlanFlags(fl, &f)
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, args, kaito")
-	fl.IntVar(&f.typicalContext, "typical-context", 0, "tokens (prompt + output) of a typical request, for --max-num-seqs (default: max-model-len / 4)")
+	fl.IntVar(&f.typicalContext, "typical-context", 0, "tokens (prompt + output) of a typical request: --max-num-seqs becomes as many as the KV cache holds (default: none, the value in use is kept)")
 	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
 	fl.StringVar(&f.profile, "profile", "", "choose --max-num-seqs by simulating this traffic: a 'headroom profile -o json' file or a request log")
 	fl.Float64Var(&f.rate, "rate", 0, "with a --profile json: simulate at R requests per second instead of its busiest window's rate")
@@ -223,6 +231,11 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 		return err
 	}
 	if !rep.Fits {
+		return errNoFit
+	}
+	if t := rep.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		// The memory fits; the traffic does not: no setting of this one
+		// deployment serves it.
 		return errNoFit
 	}
 	return nil

@@ -14,7 +14,9 @@ import (
 // 4 × 22.19 GiB of one g5.12xlarge hold them at tp 4 only with 32.8 GiB a
 // GPU; two nodes at tp 4 × pp 2 leave 16.4 GiB a GPU, over its 0.90 budget
 // (~20 GiB) once non-torch memory (~2 GiB at tp > 1) and the activation are
-// added; four nodes at tp 4 × pp 4, 8.2 GiB a GPU, fit.
+// added; four nodes at tp 4 × pp 4, 8.2 GiB a GPU, fit. The 4 GPUs given
+// are planned at tp 4 (all of them: fewer do not fit), so what would fit
+// adds the pipeline stages.
 func TestPlanMultiNode(t *testing.T) {
 	type alt struct {
 		Code  string   `json:"code"`
@@ -29,6 +31,9 @@ func TestPlanMultiNode(t *testing.T) {
 		}
 		var r struct {
 			Alternatives []alt `json:"alternatives"`
+			Settings     struct {
+				TP int `json:"tensor_parallel_size"`
+			} `json:"settings"`
 		}
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
@@ -39,15 +44,21 @@ func TestPlanMultiNode(t *testing.T) {
 				more = append(more, a)
 			}
 		}
-		if len(more) != 1 || more[0].Count != 16 || strings.Join(more[0].Args, " ") != "--tensor-parallel-size 4 --pipeline-parallel-size 4" {
+		if r.Settings.TP != 4 || len(more) != 1 || more[0].Count != 16 || strings.Join(more[0].Args, " ") != "--pipeline-parallel-size 4" {
 			t.Errorf("%v: more GPUs %+v, want 16 at tp 4 × pp 4", gpuArgs, more)
 		}
 	}
 
-	// The note on GPUs left idle follows the same rule: 16 × H100 on nodes
-	// of 8 are tp 8 × pp 2, not tp 16.
+	// The layout of the GPUs given follows the same rule, and is said
+	// first: 16 × H100 on nodes of 8 are tp 8 × pp 2, not tp 16.
 	_, out, _ := run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100-80GB", "--gpu-count", "16")
-	if !strings.Contains(out, "16 GPUs given but the settings use 1; set --tensor-parallel-size 8 --pipeline-parallel-size 2 to shard the model over all of them") {
+	if lines := strings.SplitN(out, "\n", 3); len(lines) < 3 || !strings.HasPrefix(lines[0], "FITS: meta-llama/Llama-3.1-405B-Instruct on 16 × H100-80GB, tp 8 pp 2 ") ||
+		lines[1] != "  set --tensor-parallel-size 8 --pipeline-parallel-size 2: the fewest of the 16 × H100-80GB given that fit" {
+		t.Errorf("no multi-node layout first:\n%s", out)
+	}
+	// Given the parallelism, the note on GPUs left idle stays.
+	_, out, _ = run(t, offline, "plan", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100-80GB", "--gpu-count", "16", "--tensor-parallel-size", "8")
+	if !strings.Contains(out, "16 GPUs given but the settings use 8; set --tensor-parallel-size 8 --pipeline-parallel-size 2 to shard the model over all of them") {
 		t.Errorf("no multi-node note:\n%s", out)
 	}
 

@@ -337,7 +337,7 @@ func TestPlanRecommendsTheAlternative(t *testing.T) {
 	if code != ExitNoFit || i < 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	wouldFit := strings.Count(out, "would fit:")
+	wouldFit := strings.Count(out, "\n  would fit:")
 	if wouldFit != 2 || !strings.Contains(out, "would fit: give 8 × H100-80GB") ||
 		!strings.Contains(out, "would fit: --tensor-parallel-size 1 on the 1 × H100-80GB given") ||
 		strings.Contains(out, "--tensor-parallel-size 16") || strings.Contains(out, "16 ×") || strings.Contains(out, "fp8") {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
 )
 
 // shortLog is 1,200 requests 100 ms apart (10 req/s for 120 s) of
@@ -29,8 +31,8 @@ var planSeqsBase = []string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct
 // 32768, where the KV cache at the recommended utilization holds about
 // 488,000 tokens (vLLM 0.33.0: Llama runs on Model Runner V2, whose
 // profile run has no top-k/top-p pass). Without traffic the plan keeps
-// vLLM's max-num-seqs (1024 on an H100) and says what the cache holds
-// (488,000 ÷ a quarter of 32768 = 59 requests of 8,192 tokens). The
+// vLLM's max-num-seqs (1024 on an H100), names the one rule, and says what
+// the cache holds at which utilization. The
 // traffic (shortLog, profiled in windows of 1 minute: 600 requests in the
 // busiest, 10 req/s of about 1,200 tokens each) is replayed as 20,000
 // Poisson arrivals on every candidate: a request lives about 3 s (E2E p99),
@@ -56,8 +58,8 @@ func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 	if without.Recommended.MaxNumSeqs != 1024 || without.Recommended.FromTraffic != nil || strings.Contains(plain, "max_num_seqs_from_traffic") {
 		t.Fatalf("without traffic: max-num-seqs %d (want vLLM's 1024), evidence %v", without.Recommended.MaxNumSeqs, without.Recommended.FromTraffic)
 	}
-	if why := strings.Join(without.Recommended.Why, "\n"); !strings.Contains(why, "max-num-seqs 1024: the value in use (vLLM's default unless set), kept without a traffic") ||
-		!strings.Contains(why, "holds 59 requests of 8192 tokens") {
+	if why := strings.Join(without.Recommended.Why, "\n"); !strings.Contains(why, "max-num-seqs 1024: "+memory.MaxNumSeqsRule) ||
+		!strings.Contains(why, fmt.Sprintf("the KV cache holds %s tokens at --gpu-memory-utilization %.2f", vllm.Thousands(without.Recommended.KVCacheTokens), without.Recommended.GPUMemoryUtilization)) {
 		t.Fatalf("why: %s", why)
 	}
 

@@ -53,7 +53,10 @@ vllm serve flags from the planner; a pool's --max-num-seqs is chosen by replayin
 its requests of the log (one file with times) through the simulated engine.
 
 Percentiles are read from log-linear histograms: exact below 256 tokens, within
-0.4% above.`,
+0.4% above.
+
+Exit codes: 0 done, 1 a pool's replayed traffic is more than every max-num-seqs
+of its deployment serves, 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProfile(cmd, env, f, args)
 		},
@@ -64,7 +67,7 @@ Percentiles are read from log-linear histograms: exact below 256 tokens, within
 	addDeploymentFlags(fl, &f.plan, "model, for the KV concurrency and the pool split", "GPU, for the KV concurrency and the pool split",
 		"the vLLM version whose rules apply (default: the newest known)")
 	fl.StringVar(&f.plan.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom or kaito")
-	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json")
+	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml")
 	return cmd
 }
 
@@ -73,9 +76,9 @@ type ProfileReport = report.ProfileReport
 
 func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) error {
 	switch f.plan.output {
-	case "table", "text", "json":
+	case "table", "text", "json", "yaml":
 	default:
-		return badInput("unknown output format %q: use table or json", f.plan.output)
+		return badInput("unknown output format %q: use table, json or yaml", f.plan.output)
 	}
 	if err := checkPolicy(f.plan.policy); err != nil {
 		return err
@@ -101,10 +104,23 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	if f.plan.output == "json" {
-		return writeJSON(cmd.OutOrStdout(), rep)
+	err = writeAs(cmd.OutOrStdout(), f.plan.output, rep, formats[ProfileReport]{"": writeProfileTable})
+	if err == nil && len(overloadedPools(rep)) > 0 {
+		return errNoFit
 	}
-	return writeProfileTable(cmd.OutOrStdout(), rep)
+	return err
+}
+
+// overloadedPools are the pools whose replayed traffic every max-num-seqs
+// fell behind, with the line that says so.
+func overloadedPools(r report.ProfileReport) []string {
+	var out []string
+	for _, p := range r.Pools {
+		if ev := r.PoolSeqs[p.Name]; ev != nil && ev.FellBehind != nil {
+			out = append(out, p.Name+" pool: "+ev.Overload)
+		}
+	}
+	return out
 }
 
 // readingProgress shows how far the reading of each log is.
@@ -121,6 +137,9 @@ func readingProgress(w io.Writer) func(name string, size int64, done *atomic.Int
 }
 
 func writeProfileTable(w io.Writer, r report.ProfileReport) error {
+	for _, o := range overloadedPools(r) {
+		fmt.Fprintf(w, "DOES NOT MEET THE TRAFFIC: %s\n", o)
+	}
 	fmt.Fprintf(w, "%s requests from %s", humanInt(r.Requests), strings.Join(r.Sources, ", "))
 	if r.SkippedLines > 0 {
 		fmt.Fprintf(w, " (%s lines without token counts skipped)", humanInt(r.SkippedLines))
@@ -189,6 +208,9 @@ func writeProfileTable(w io.Writer, r report.ProfileReport) error {
 				humanInt(p.MinTokens), humanInt(p.MaxTokens), 100*p.Share, humanInt(p.P90Tokens))
 			if !p.Fits {
 				fmt.Fprintln(w, "    does not fit on this GPU")
+			}
+			if ev := r.PoolSeqs[p.Name]; ev != nil && ev.FellBehind != nil {
+				fmt.Fprintf(w, "    does not meet its traffic: %s\n", ev.Overload)
 			}
 			fmt.Fprintf(w, "    %s\n", p.Command)
 			for _, why := range p.Why {

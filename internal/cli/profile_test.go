@@ -102,7 +102,7 @@ func TestProfileTableAndErrors(t *testing.T) {
 		{"profile", empty},
 		{"profile", empty + ".missing"},
 		{"profile", writeLog(t, false), "--buckets", "9,3"},
-		{"profile", writeLog(t, false), "-o", "yaml"},
+		{"profile", writeLog(t, false), "-o", "xml"},
 	} {
 		code, _, errs := run(t, offline, args...)
 		if code != ExitBadInput || errs == "" {

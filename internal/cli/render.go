@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -119,7 +121,12 @@ func bar(parts []float64, glyphs []rune, total float64) string {
 
 func writeTable(w io.Writer, r report.Report) error {
 	p := r.PerGPU
-	fmt.Fprintf(w, "%s on %d × %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, r.GPU.Count, r.GPU.Name, p.TotalGiB, r.Settings.VLLMVersion)
+	fmt.Fprintln(w, r.Answer)
+	if r.Layout != "" {
+		fmt.Fprintf(w, "  %s\n", r.Layout)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s on %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), p.TotalGiB, r.Settings.VLLMVersion)
 	fmt.Fprintf(w, "  %s params, %d layers (%s), %.2f GiB of weights (%s)\n\n",
 		humanCount(r.Model.Params), r.Model.Layers, r.Model.Attention, float64(r.Model.WeightsBytes)/(1<<30), r.Model.WeightsSource)
 
@@ -138,8 +145,8 @@ func writeTable(w io.Writer, r report.Report) error {
 	fmt.Fprintf(w, "  budget %.2f GiB = %.2f × %.2f GiB; non-torch includes the CUDA context (%.2f GiB, outside the budget); CUDA graphs %s\n\n",
 		p.RequestedGiB, r.Settings.GPUMemoryUtilization, p.TotalGiB, p.ContextGiB, inside)
 
-	fmt.Fprintf(w, "KV cache   %s tokens in %d blocks of %d; %.2f requests of %d tokens at once\n",
-		humanInt(r.KVCacheTokens), r.NumGPUBlocks, r.Settings.BlockSize, r.MaxConcurrency, r.Settings.MaxModelLen)
+	fmt.Fprintf(w, "KV cache   %s tokens in %s blocks of %d at --gpu-memory-utilization %.2f; %.2f requests of %s tokens at once\n",
+		humanInt(r.KVCacheTokens), humanInt(r.NumGPUBlocks), r.Settings.BlockSize, r.Settings.GPUMemoryUtilization, r.MaxConcurrency, humanInt(int64(r.Settings.MaxModelLen)))
 	if band := r.KVCacheTokensBand; band.High > band.Low {
 		fmt.Fprintf(w, "           between %s and %s tokens (%s)\n", humanInt(band.Low), humanInt(band.High), band.Basis)
 	}
@@ -165,19 +172,24 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintln(w)
 	}
 
-	if r.Fits {
+	if t := r.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
+		fmt.Fprintf(w, "Verdict    DOES NOT MEET THE TRAFFIC: %s\n", t.Overload)
+		if r.Fits {
+			fmt.Fprintf(w, "  memory   vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
+		}
+	} else if r.Fits {
 		fmt.Fprintf(w, "Verdict    FITS: vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
 	} else {
 		fmt.Fprintln(w, "Verdict    DOES NOT FIT")
 	}
 	for _, f := range r.Problems {
-		fmt.Fprintf(w, "  problem  %s\n", f.Message)
+		fmt.Fprintf(w, "  problem  %s\n", tableCounts(f.Message))
 	}
 	for _, f := range r.Warnings {
-		fmt.Fprintf(w, "  warning  %s\n", f.Message)
+		fmt.Fprintf(w, "  warning  %s\n", tableCounts(f.Message))
 	}
 	for _, a := range r.Alternatives {
-		fmt.Fprintf(w, "  would fit: %s\n", a.Message)
+		fmt.Fprintf(w, "  would fit: %s\n", tableCounts(a.Message))
 	}
 	rec := r.Recommended
 	fmt.Fprintf(w, "\nRecommended (%s policy)\n", rec.Policy)
@@ -185,15 +197,15 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "  with the first alternative: %s\n", r.Alternatives[0].Message)
 	}
 	if rec.MaxModelLen > 0 {
-		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
+		fmt.Fprintf(w, "  --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d (KV cache %s tokens at --gpu-memory-utilization %.2f)\n", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs, humanInt(rec.KVCacheTokens), rec.GPUMemoryUtilization)
 	} else {
 		fmt.Fprintf(w, "  no settings make this model fit on this GPU\n")
 	}
 	for _, why := range rec.Why {
-		fmt.Fprintf(w, "  - %s\n", why)
+		fmt.Fprintf(w, "  - %s\n", tableCounts(why))
 	}
 	if t := rec.FromTraffic; t != nil {
-		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, t.StepTime)
+		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, provenance(t.StepTime, "-o json"))
 		for _, c := range t.Candidates {
 			fmt.Fprintf(w, "      max-num-seqs %4d: E2E p99 %s, TTFT p99 %s, %d preemptions, %d rejected, peak KV %s\n",
 				c.MaxNumSeqs, msUnit(c.E2EP99MS), msUnit(c.TTFTP99MS), c.Preemptions, c.Rejected, pct(c.MaxKVUsage))
@@ -231,6 +243,25 @@ func termName(term string) string {
 	return term
 }
 
+// countRe is a count of tokens written without separators in a message
+// (the messages are shared with -o json, which never has them).
+var countRe = regexp.MustCompile(`\b(\d{4,})( tokens)`)
+
+// tableCounts writes the token counts of a message as a table writes
+// every count, with thousands separators; a flag's value ("--max-model-len
+// 30064", "max-model-len 30064:") is not a count of tokens and stays as it
+// is pasted.
+func tableCounts(s string) string {
+	return countRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := countRe.FindStringSubmatch(m)
+		n, err := strconv.ParseInt(sub[1], 10, 64)
+		if err != nil {
+			return m
+		}
+		return humanInt(n) + sub[2]
+	})
+}
+
 // Helpers of the commands, from the packages that own them.
 var (
 	// humanInt prints a count as vLLM's logs do.
@@ -254,7 +285,7 @@ func humanCount(n int64) string {
 
 // writeKAITO prints the KAITO inference ConfigMap of the recommended flags.
 func writeKAITO(w io.Writer, r report.Report) error {
-	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %d x %s: fits=%t", r.Model.Name, r.GPU.Count, r.GPU.Name, r.Recommended.Fits), r.VLLMArgs)
+	cm, err := admission.KAITOConfigMap(r.Model.Name, fmt.Sprintf("%s on %s: fits=%t", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), r.Recommended.Fits), r.VLLMArgs)
 	if err != nil {
 		return err
 	}

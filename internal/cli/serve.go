@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ import (
 func newServeCmd(env Env) *cobra.Command {
 	var listen string
 	var offline bool
+	var simTime time.Duration
 	var cluster clusterFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:8080] [--cluster]",
@@ -32,7 +34,14 @@ server's disk (upload a config.json instead).
 With --cluster it also serves cluster.html and /api/audit: every vLLM workload of
 the cluster as ` + "`headroom audit --live -o json`" + ` ranks it (the same JSON), each with
 its plan's card, its pods' live KV-cache use and the fix. It needs the audit's
-read-only role (README, headroom audit); one audit answers for 10 seconds.`,
+read-only role (README, headroom audit); one audit answers for 10 seconds.
+
+It keeps a memory budget of 256 MiB (set GOMEMLIMIT=200MiB beside it, as the
+chart does): at most 2 simulations and 2 plans or doctor reports run at once,
+4 times as many wait, and past that a request gets 429 (503 when its wait
+runs out), before its body is read. A simulation holds at most 1,000,000 KV
+blocks and 200,000 requests and stops at --max-simulation-time (422). See
+docs/servers.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cluster.check(); err != nil {
@@ -43,7 +52,10 @@ read-only role (README, headroom audit); one audit answers for 10 seconds.`,
 			if err != nil {
 				return badInput("--listen %s: %v", listen, err)
 			}
-			opt := web.Options{Env: reportEnv(env), Offline: offline || getenv(env, "HF_HUB_OFFLINE") == "1", Log: log}
+			if simTime <= 0 || simTime > web.DefaultSimulationTime {
+				return badInput("--max-simulation-time %s: give a duration above 0 and at most %s (the server's write timeout is 60 s)", simTime, web.DefaultSimulationTime)
+			}
+			opt := web.Options{Env: reportEnv(env), Offline: offline || getenv(env, "HF_HUB_OFFLINE") == "1", Log: log, SimulationTime: simTime}
 			if cluster.enabled {
 				if opt.Audit, err = clusterAuditor(env, cluster); err != nil {
 					ln.Close()
@@ -55,6 +67,7 @@ read-only role (README, headroom audit); one audit answers for 10 seconds.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port); the default is reachable from this machine only")
+	cmd.Flags().DurationVar(&simTime, "max-simulation-time", web.DefaultSimulationTime, "stop a simulation of /api/simulate after this long (422); a queued request waits at most as long, and at most 20s")
 	cmd.Flags().BoolVar(&offline, "offline", false, "never fetch models from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
 	addClusterFlags(cmd, &cluster)
 	return cmd

@@ -30,6 +30,7 @@ type simulateFlags struct {
 	window           time.Duration
 	trace, plot, slo string
 	compare          bool
+	verbose          bool
 	serve            bool
 	listen           string
 	timeScale        float64
@@ -70,7 +71,9 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 			if f.serve {
 				return runSimulateServe(cmd, env, f, args)
 			}
-			return runSimulate(cmd, env, f, args)
+			// The flags' own struct: --profile sets the length flags
+			// through the flag set, which writes into it, not a copy.
+			return runSimulate(cmd, env, &f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -79,6 +82,7 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 	f.traffic.Register(fl)
 	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml, bench (vllm bench serve's layout; the default with --bench)")
 	fl.StringVar(&f.profile, "profile", "", "a 'profile -o json' file: token lengths for the synthetic traffic and, with --compare, its pool split")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also print how the step time model was fitted (always in -o json)")
 	fl.StringVar(&f.stepTime, "step-time", "roofline", "step time model: roofline, or fixed:DURATION (e.g. fixed:10ms; no API server then)")
 	fl.StringVar(&f.calibration, "calibration", "", "JSON lines of step-time calibrations (sim/README.md); the last for the GPU wins")
 	fl.DurationVar(&f.window, "window", 10*time.Second, "time-series window (windows double past 720)")
@@ -139,6 +143,15 @@ func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string
 	if v, _ := fl.GetString("dataset-name"); profile != "" && v != workload.DatasetRandom {
 		return workload.Spec{}, workload.Read{}, nil, badInput("--profile and --dataset-name %s both give the requests' lengths: give one", v)
 	}
+	// --profile gives the lengths, or its pools to --compare: a profile
+	// that would do neither is refused rather than ignored.
+	if profile != "" && !fl.Changed("compare") && (fl.Changed("bench") || (fl.Changed("prompt-tokens") && fl.Changed("output-tokens"))) {
+		by := "--prompt-tokens and --output-tokens set"
+		if fl.Changed("bench") {
+			by = "--bench sets"
+		}
+		return workload.Spec{}, workload.Read{}, nil, badInput("--profile sets the prompt and output lengths, and %s them too: give one (or add --compare to split the traffic into the profile's pools)", by)
+	}
 	if profile != "" && !fl.Changed("bench") {
 		for _, name := range []string{"prompt-tokens", "output-tokens"} {
 			if !fl.Changed(name) {
@@ -163,7 +176,7 @@ func trafficSpec(cmd *cobra.Command, env Env, tf *workload.Flags, profile string
 	return spec, rd, p.Pools, nil
 }
 
-func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) error {
+func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) error {
 	spec, rd, pools, err := trafficSpec(cmd, env, &f.traffic, f.profile)
 	if err != nil {
 		return err
@@ -243,14 +256,14 @@ func runSimulate(cmd *cobra.Command, env Env, f simulateFlags, args []string) er
 	case "bench":
 		err = writeBench(stdout, simBenchHeader(out), report.BenchOfSim(out, spec, rd.Output), out.Notes)
 	default:
-		err = writeSimulateTable(stdout, out)
+		err = writeSimulateTable(stdout, out, f.verbose)
 	}
 	if err != nil {
 		return err
 	}
 	if (out.SLOMet != nil && !*out.SLOMet) || out.FellBehind != nil {
-		if out.FellBehind != nil {
-			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehind)
+		if out.FellBehind != nil && (format == "json" || format == "yaml") {
+			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehindLine)
 		}
 		return errNoFit
 	}
@@ -282,7 +295,7 @@ func simError(env Env, err error) error {
 	case errors.Is(err, report.ErrNoKV):
 		return badInput("the plan leaves no KV cache: nothing to simulate")
 	case errors.Is(err, context.Canceled):
-		return err
+		return usageError{errors.New("interrupted: no report (the run, or the reading of its requests, was stopped)")}
 	}
 	var ue usageError
 	if errors.As(err, &ue) {

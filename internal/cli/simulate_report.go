@@ -14,37 +14,52 @@ import (
 
 // engineLine is a simulated engine in one line: model, GPUs, pool, limits.
 func engineLine(model string, count int, gpu string, s report.SimSettings) string {
-	return fmt.Sprintf("%s on %dx %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d",
-		model, count, gpu, s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
+	return fmt.Sprintf("%s on %s, vLLM %s rules: %s KV blocks of %d tokens (%s tokens), max-num-seqs %d, max-num-batched-tokens %d, max-model-len %d",
+		model, report.GPUCount(count, gpu), s.VLLMVersion, humanInt(int64(s.NumGPUBlocks)), s.BlockSize, humanInt(s.KVCacheTokens), s.MaxNumSeqs, s.MaxNumBatchedTokens, s.MaxModelLen)
 }
 
+// ms writes milliseconds for a column headed ms: a number, never with
+// another unit (thousands separated past 999).
 func ms(v float64) string {
-	switch {
-	case v >= 10000:
-		return fmt.Sprintf("%.1fs", v/1000)
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	default:
-		return fmt.Sprintf("%.1f", v)
+	if v >= 100 {
+		return humanInt(int64(math.Round(v)))
 	}
+	return fmt.Sprintf("%.1f", v)
 }
 
-// msUnit is ms with its unit: "850ms", "2.0s".
+// msUnit is a duration with its unit, where no column names one: "850ms",
+// "2.0s".
 func msUnit(v float64) string {
-	if s := ms(v); strings.HasSuffix(s, "s") {
-		return s
-	} else if v >= 1000 {
+	if v >= 1000 {
 		return fmt.Sprintf("%.1fs", v/1000)
-	} else {
-		return s + "ms"
 	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
 }
 
 func pct(v float64) string { return fmt.Sprintf("%.0f%%", math.Round(v*100)) }
 
-func writeSimulateTable(w io.Writer, r *report.SimReport) error {
+// provenance is a model's name without how it was fitted (what follows
+// " ("), for a table that leaves the long story to -v and the JSON.
+func provenance(s, more string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return s[:i] + " (" + more + " for how it was fitted)"
+	}
+	return s
+}
+
+func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
+	if r.FellBehindLine != "" {
+		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
+	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
-	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, r.StepTime)
+	step := r.StepTime
+	if !verbose {
+		step = provenance(step, "-v or -o json")
+	}
+	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, step)
 	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
 		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
 	if r.GoodputPerS != nil {
@@ -64,16 +79,21 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
-	for _, l := range []struct {
-		name string
-		v    sim.Latency
-	}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if r.Requests == 0 {
+		// No latency was measured: zeros would read as instant answers.
+		fmt.Fprintln(w, "no request finished: no latencies")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		for _, l := range []struct {
+			name string
+			v    sim.Latency
+		}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -95,7 +115,7 @@ func writeSimulateTable(w io.Writer, r *report.SimReport) error {
 	if len(r.Compare) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SETTINGS\tUTIL\tMAX-MODEL-LEN\tMAX-NUM-SEQS\tKV BLOCKS\tTTFT p99\tTPOT p99\tE2E p99\tPREEMPT\tREJECTED\tPEAK KV\tSLO")
+		fmt.Fprintln(tw, "SETTINGS\tUTIL\tMAX-MODEL-LEN\tMAX-NUM-SEQS\tKV BLOCKS\tTTFT p99 ms\tTPOT p99 ms\tE2E p99 ms\tPREEMPT\tREJECTED\tPEAK KV\tSLO")
 		for _, c := range r.Compare {
 			label := c.Label
 			if c.MaxTokens > 0 {
@@ -155,6 +175,15 @@ func writeBench(w io.Writer, header string, b report.BenchResult, notes []string
 	}
 	line("Output token throughput (tok/s):", b.OutputTokensPerS)
 	line("Total Token throughput (tok/s):", b.TotalTokensPerS)
+	if b.Completed == 0 {
+		// No latency was measured: zeros would read as instant answers.
+		head("", "=")
+		fmt.Fprintln(w, "no request finished: no latencies")
+		for _, n := range notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		return nil
+	}
 	for _, m := range []struct{ metric, title, name string }{
 		{"ttft", "Time to First Token", "TTFT"}, {"tpot", "Time per Output Token (excl. 1st token)", "TPOT"},
 		{"itl", "Inter-token Latency", "ITL"}, {"e2el", "End-to-end Latency", "E2EL"}} {
@@ -178,5 +207,8 @@ func writeBench(w io.Writer, header string, b report.BenchResult, notes []string
 
 // simBenchHeader says what a simulated bench result is.
 func simBenchHeader(r *report.SimReport) string {
+	if r.FellBehindLine != "" {
+		return fmt.Sprintf("FELL BEHIND: %s\nheadroom simulate: the predicted result of %s\n%s\nstep time: %s", r.FellBehindLine, r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
+	}
 	return fmt.Sprintf("headroom simulate: the predicted result of %s\n%s\nstep time: %s", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
 }

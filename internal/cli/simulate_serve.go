@@ -64,7 +64,10 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 		_ = srv.Run(ctx)
 		close(done)
 	}()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// No write timeout: a stream lasts as long as its generation. A body
+	// must arrive within ReadTimeout, so a trickled one holds no slot.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -95,7 +95,7 @@ func TestSimulateBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"bad line":  {[]string{"--requests", badLine}, "line 2: not a JSON request"},
+		"bad line":  {[]string{"--requests", badLine}, "line 2: arrival_s must be a number, not a JSON array"},
 		"no file":   {[]string{"--requests", "/nonexistent/r.jsonl"}, "--requests /nonexistent/r.jsonl: no such file"},
 		"no rate":   {nil, "no traffic"},
 		"burst":     {[]string{"--rate", "1", "--burst", "lots"}, "--burst"},

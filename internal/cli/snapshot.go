@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/progress"
@@ -49,7 +50,7 @@ On a machine without an NVIDIA GPU it says so and exits 2.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.count, "count", 1, "readings to take; 0 runs until interrupted")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
-	fl.StringVarP(&f.output, "output", "o", "csv", "output format: csv or json (one object per line)")
+	fl.StringVarP(&f.output, "output", "o", "csv", "output format: csv (the table; also table), json (one object per line) or yaml (one document per reading)")
 	fl.StringVar(&f.file, "file", "", "append to this file instead of printing")
 	fl.StringVar(&f.maxSize, "max-size", "", "rotate --file before it passes this size, e.g. 10MiB (default: never)")
 	fl.IntVar(&f.keep, "keep", 5, "rotated files to keep with --max-size")
@@ -58,8 +59,11 @@ On a machine without an NVIDIA GPU it says so and exits 2.`,
 }
 
 func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
-	if f.output != "csv" && f.output != "json" {
-		return badInput("unknown output format %q: use csv or json", f.output)
+	if f.output == "table" {
+		f.output = "csv"
+	}
+	if f.output != "csv" && f.output != "json" && f.output != "yaml" {
+		return badInput("unknown output format %q: use csv (table), json or yaml", f.output)
 	}
 	if f.count < 0 {
 		return badInput("--count must be 0 (until interrupted) or more")
@@ -113,7 +117,18 @@ func runSnapshot(ctx context.Context, env Env, f snapshotFlags) error {
 		line = progress.New(env.Stderr)
 		line.Print(fmt.Sprintf("headroom: recording GPU memory every %s to %s (%s)", f.interval, f.file, reader.Source()))
 	}
-	rec := telemetry.Recording{Reader: reader, JSON: f.output == "json", Interval: f.interval, Count: f.count}
+	if f.output == "yaml" {
+		// Each reading's JSON object, as one YAML document.
+		write := writeLine
+		writeLine = func(b []byte) error {
+			y, err := yaml.JSONToYAML(b)
+			if err != nil {
+				return err
+			}
+			return write(append([]byte("---\n"), bytes.TrimSuffix(y, []byte{'\n'})...))
+		}
+	}
+	rec := telemetry.Recording{Reader: reader, JSON: f.output != "csv", Interval: f.interval, Count: f.count}
 	err = rec.Run(ctx, gpus, writeLine, func(n int, gpus []telemetry.GPU) {
 		line.Set(fmt.Sprintf("reading %d: %s", n, snapshotSummary(gpus)))
 	})

@@ -172,3 +172,17 @@ func TestSnapshotBadInput(t *testing.T) {
 		}
 	}
 }
+
+// -o yaml: one YAML document per reading; -o table is the CSV.
+func TestSnapshotYAMLAndTable(t *testing.T) {
+	smi := telemetryFakeSMI(t, "query-gpu-535-units.csv", "compute-apps-535.csv")
+	code, out, errs := run(t, nil, "snapshot", "--nvidia-smi", smi, "--count", "2", "--interval", "1ms", "-o", "yaml")
+	if code != 0 || strings.Count(out, "---\n") != 2 || strings.Contains(out, "{") {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	_, csv, _ := run(t, nil, "snapshot", "--nvidia-smi", smi, "--count", "1", "--interval", "1ms", "-o", "csv")
+	_, table, _ := run(t, nil, "snapshot", "--nvidia-smi", smi, "--count", "1", "--interval", "1ms", "-o", "table")
+	if strings.SplitN(csv, "\n", 2)[0] != strings.SplitN(table, "\n", 2)[0] {
+		t.Errorf("-o table %q, want the CSV header %q", strings.SplitN(table, "\n", 2)[0], strings.SplitN(csv, "\n", 2)[0])
+	}
+}

@@ -34,7 +34,7 @@ type watchFlags struct {
 func newWatchCmd(env Env) *cobra.Command {
 	f := watchFlags{plan: planFlags{vllm: map[string]*string{}}}
 	cmd := &cobra.Command{
-		Use:   "watch --metrics-url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
+		Use:   "watch --url URL [--snapshot] [--count N] [--interval 2s] [-o json] [--alerts FILE] [-- vllm serve ...]",
 		Short: "Watch a vLLM server's KV cache, queue, preemptions, TTFT and GPU memory together",
 		Long: `Scrapes a vLLM server's /metrics (the metric names of old and new releases) and,
 with --snapshot, reads GPU memory, then prints one live line per reading: GPU
@@ -55,20 +55,24 @@ num_requests_running, num_requests_waiting, num_preemptions_total,
 preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
 gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
 alerts it raised; values not known are null.`,
-		Example: `  headroom watch --metrics-url http://localhost:8000/metrics
-  headroom watch --metrics-url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
-  headroom watch --metrics-url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
-  headroom watch --metrics-url localhost:8000 --count 30 -o json > readings.jsonl`,
+		Example: `  headroom watch --url http://localhost:8000/metrics
+  headroom watch --url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
+  headroom watch --url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
+  headroom watch --url localhost:8000 --count 30 -o json > readings.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, env, f, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.metricsURL, "metrics-url", "", "the vLLM server's metrics URL, e.g. http://localhost:8000/metrics")
+	fl.StringVar(&f.metricsURL, "url", "", "the vLLM server's URL or its metrics URL, e.g. http://localhost:8000/metrics (the flag loadtest names the same)")
+	// The old name stays, hidden and deprecated: scripts written for it
+	// keep working, and a note on stderr names the new one.
+	fl.StringVar(&f.metricsURL, "metrics-url", "", "deprecated: use --url")
+	_ = fl.MarkHidden("metrics-url")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "read GPU memory too (NVML, or nvidia-smi)")
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "", "read GPUs through this nvidia-smi binary (implies --snapshot)")
 	fl.IntVar(&f.count, "count", 0, "stop after N readings; 0 runs until interrupted")
 	fl.DurationVar(&f.interval, "interval", 2*time.Second, "time between readings")
 	fl.DurationVar(&f.window, "window", telemetry.DefaultWindow, "span of the preemption rate and the TTFT p99")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text (a live line) or json (one object per reading)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table (a live line; also text), json (one object per line) or yaml (one document per reading)")
 	fl.StringVar(&f.alerts, "alerts", "", "append alerts to this JSON-lines file")
 	fl.Float64Var(&f.kvThreshold, "kv-threshold", telemetry.DefaultKVThreshold, "KV-cache usage (0..1) that counts as pressure")
 	fl.IntVar(&f.kvReadings, "kv-readings", telemetry.DefaultKVReadings, "readings in a row above --kv-threshold before the alert")
@@ -120,8 +124,14 @@ func planRequiredFree(cmd *cobra.Command, env Env, f planFlags, minFree string, 
 
 func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 	ctx := cmd.Context()
-	if f.output != "text" && f.output != "json" {
-		return badInput("unknown output format %q: use text or json", f.output)
+	if cmd.Flags().Changed("metrics-url") {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note: --metrics-url is deprecated; use --url")
+	}
+	if f.output == "table" {
+		f.output = "text"
+	}
+	if f.output != "text" && f.output != "json" && f.output != "yaml" {
+		return badInput("unknown output format %q: use table, json or yaml", f.output)
 	}
 	switch {
 	case f.count < 0:
@@ -136,7 +146,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 		return badInput("--kv-readings must be 1 or more")
 	}
 	if f.metricsURL == "" {
-		return badInput("no --metrics-url: give the vLLM server's, e.g. http://localhost:8000/metrics")
+		return badInput("no --url: give the vLLM server's, e.g. http://localhost:8000/metrics")
 	}
 	url, err := telemetry.NormalizeMetricsURL(f.metricsURL)
 	if err != nil {
@@ -205,13 +215,19 @@ func emitWatch(env Env, format string, line *progress.Line, r telemetry.Reading,
 		line.Clear()
 		fmt.Fprintf(env.Stderr, "headroom: ALERT %s: %s\n", a.Code, a.Message)
 	}
-	if format == "json" {
+	switch format {
+	case "json":
 		b, err := json.Marshal(r.Record(alerts, readErr))
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
+	case "yaml":
+		if _, err := fmt.Fprintln(env.Stdout, "---"); err != nil {
+			return err
+		}
+		return writeYAML(env.Stdout, r.Record(alerts, readErr))
 	}
 	if line.Live() {
 		line.Set(watchLine(r, readErr))

@@ -46,7 +46,7 @@ func telemetryVLLM(t *testing.T, pages ...string) *httptest.Server {
 
 func TestWatchJSON(t *testing.T) {
 	srv := telemetryVLLM(t, "vllm-0.6.3-v0.txt")
-	code, out, errs := run(t, nil, "watch", "--metrics-url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "json")
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -93,7 +93,7 @@ func TestWatchTextAndAlerts(t *testing.T) {
 	more := strings.Replace(string(page), "} 231.0", "} 236.0", 1)
 	srv := telemetryVLLM(t, string(page), more)
 	alerts := filepath.Join(t.TempDir(), "alerts.jsonl")
-	code, out, errs := run(t, nil, "watch", "--metrics-url", srv.URL+"/metrics", "--count", "3", "--interval", "1ms",
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL+"/metrics", "--count", "3", "--interval", "1ms",
 		"--kv-readings", "2", "--alerts", alerts)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -138,7 +138,7 @@ func TestWatchPlannedHeadroom(t *testing.T) {
 	// the planner's margin: total minus footprint.
 	smi := telemetryFakeSMI(t, "query-gpu-570-nounits.csv", "compute-apps-empty.csv")
 	srv := telemetryVLLM(t, "vllm-0.11.0-v1.txt")
-	code, out, errs := run(t, offline, "watch", "--metrics-url", srv.URL, "--count", "1", "-o", "json",
+	code, out, errs := run(t, offline, "watch", "--url", srv.URL, "--count", "1", "-o", "json",
 		"--nvidia-smi", smi, "--vllm-version", "0.19.0",
 		"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95")
 	if code != 0 {
@@ -184,17 +184,26 @@ func TestWatchBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"watch"}, "no --metrics-url"},
-		{[]string{"watch", "--metrics-url", "ftp://x"}, "http or https"},
-		{[]string{"watch", "--metrics-url", closed.URL}, "cannot scrape"},
-		{[]string{"watch", "--metrics-url", "x:1", "--kv-threshold", "1.5"}, "--kv-threshold"},
-		{[]string{"watch", "--metrics-url", "x:1", "-o", "yaml"}, "unknown output format"},
-		{[]string{"watch", "--metrics-url", "x:1", "stray"}, "unexpected argument"},
+		{[]string{"watch"}, "no --url"},
+		{[]string{"watch", "--url", "ftp://x"}, "http or https"},
+		{[]string{"watch", "--url", closed.URL}, "cannot scrape"},
+		{[]string{"watch", "--url", "x:1", "--kv-threshold", "1.5"}, "--kv-threshold"},
+		{[]string{"watch", "--url", "x:1", "-o", "xml"}, "unknown output format"},
+		{[]string{"watch", "--url", "x:1", "stray"}, "unexpected argument"},
 	}
 	for _, tt := range tests {
 		code, out, errs := run(t, offline, tt.args...)
 		if code != ExitBadInput || out != "" || !strings.Contains(errs, tt.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out, errs)
 		}
+	}
+}
+
+// -o yaml: one YAML document per reading, the fields of the JSON.
+func TestWatchYAML(t *testing.T) {
+	srv := telemetryVLLM(t, "vllm-0.6.3-v0.txt")
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "yaml")
+	if code != 0 || strings.Count(out, "---\n") != 2 || strings.Count(out, "\nkv_cache_usage: ") != 2 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
 }

@@ -154,10 +154,21 @@ func TestSimulateBench(t *testing.T) {
 // the parent can read its peak memory.
 const childEnv = "HEADROOM_TEST_CHILD_ARGS"
 
+// childASEnv, when set, is the child's address-space limit in bytes.
+const childASEnv = "HEADROOM_TEST_CHILD_AS"
+
 func TestChildMain(t *testing.T) {
 	args := os.Getenv(childEnv)
 	if args == "" {
-		t.Skip("runs as the child of TestSimulateMemoryBounded")
+		t.Skip("runs as the child of TestSimulateMemoryBounded and the bounds tests")
+	}
+	if as, _ := strconv.ParseUint(os.Getenv(childASEnv), 10, 64); as > 0 {
+		// The address-space limit (ulimit -v) the parent asked for: an
+		// allocation past it fails here as it would on a small machine.
+		lim := syscall.Rlimit{Cur: as, Max: as}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
 	}
 	os.Exit(Main(context.Background(), strings.Split(args, "\x1f"), Env{Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: func(k string) string { return offline[k] }}))
@@ -165,7 +176,7 @@ func TestChildMain(t *testing.T) {
 
 // An absurd rate (a million requests a second for 10 s, ten million
 // requests, the most one run takes) stops at the backlog bound (100
-// waiting requests per --max-num-seqs: 102,400 for vLLM's 1024 on an
+// requests in flight per --max-num-seqs: 102,400 for vLLM's 1024 on an
 // H100) with exit 1 and the answer in one line, instead of
 // holding every request: the process's peak memory (its maximum resident
 // set, read from the kernel) stays under 200 MiB, the bound the README
@@ -186,11 +197,12 @@ func TestSimulateMemoryBounded(t *testing.T) {
 		t.Fatalf("exit %v, want %d: %s", err, ExitNoFit, errb.String())
 	}
 	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
-	if !strings.Contains(errb.String(), "headroom: the engine falls behind: 102401 requests waiting at t=0.1s, arrivals exceed what it serves by ") {
+	if !strings.Contains(errb.String(), "headroom: one H100-80GB answers no request of this traffic by t=0.1 s, while ") ||
+		!strings.Contains(errb.String(), "the run stopped at t=0.1 s with 102401 requests in flight, the simulator's bound of 102400") {
 		t.Errorf("stderr: %s", errb.String())
 	}
 	var r report.SimReport
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil || r.FellBehind == nil || r.FellBehind.Waiting != 102401 {
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil || r.FellBehind == nil || r.FellBehind.InFlight != 102401 {
 		t.Errorf("report %v: %.300s", err, out.String())
 	}
 	t.Logf("peak RSS %d MiB", rss>>20)

@@ -64,6 +64,7 @@ var floorOf = map[string]int{
 	"bench/profile/gen":        top, // a request-log generator for the profile benchmark
 	"admission/e2e":            top, // tests only: the webhook against a real kube-apiserver
 	"charts":                   top, // tests only: the Helm chart
+	"internal/hostile":         top, // tests only: the servers as processes under hostile clients
 	"internal/layers":          top, // tests only: this test
 	"internal/kubetest":        top, // test part: envtest with stand-in CRDs
 	"internal/fakeopenai":      top, // test part: an OpenAI stand-in with faults

@@ -15,6 +15,7 @@ import (
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -31,7 +32,14 @@ type EngineRequest struct {
 	// "" reads the one loadtest writes for the GPU, when there is one, and
 	// says so in a note.
 	Calibration string
+	// MaxKVBlocks, when > 0, refuses an engine whose KV pool has more
+	// blocks (ErrTooManyBlocks): a server's bound on what one request's
+	// simulation may hold.
+	MaxKVBlocks int
 }
+
+// ErrTooManyBlocks is an engine past EngineRequest.MaxKVBlocks.
+var ErrTooManyBlocks = errors.New("too many KV blocks")
 
 // Engine is a planned deployment ready to simulate.
 type Engine struct {
@@ -71,6 +79,21 @@ func (f Files) open(name string) (io.ReadCloser, error) {
 	return f(name)
 }
 
+// within is f whose files stop reading when ctx ends: a long or endless
+// request log honours an interrupt while it is read.
+func (f Files) within(ctx context.Context) func(name string) (io.ReadCloser, error) {
+	return func(name string) (io.ReadCloser, error) {
+		rc, err := f.open(name)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{traffic.ContextReader(ctx, rc), rc}, nil
+	}
+}
+
 // NewEngine gathers and plans the request and builds its engine. A plan
 // that does not fit has no engine unless --num-gpu-blocks-override gives
 // the pool: the error then lists the plan's problems.
@@ -107,6 +130,9 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 			msgs = append(msgs, p.Message)
 		}
 		return e, &NoFitError{Problems: msgs}
+	}
+	if req.MaxKVBlocks > 0 && e.Config.NumGPUBlocks > req.MaxKVBlocks {
+		return nil, fmt.Errorf("%w: the KV pool has %d blocks, at most %d here (lower num-gpu-blocks-override, or run `headroom simulate`)", ErrTooManyBlocks, e.Config.NumGPUBlocks, req.MaxKVBlocks)
 	}
 	if set.NumGPUBlocksOverride > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
@@ -183,7 +209,7 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 	if err != nil {
 		return nil, "", err
 	}
-	st, closer, err := spec.Open(files.open)
+	st, closer, err := spec.Open(files.within(ctx))
 	if err != nil {
 		return nil, "", err
 	}

@@ -83,6 +83,9 @@ type Evidence struct {
 	// GPUsPerNode is the node size the alternatives shard past, and past
 	// which a tensor-parallel group spans nodes (its non-torch memory).
 	GPUsPerNode int
+	// LayoutWhy says which parallel layout was chosen for the GPUs given,
+	// and why (ChooseLayout); "" when the user set it.
+	LayoutWhy string
 
 	// request is what the user asked, for the notes that say what the
 	// plan assumed.
@@ -175,6 +178,12 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 		if e.Spec, err = ResolveModel(ctx, env, e.Settings.Model, req.Offline); err != nil {
 			return e, err
 		}
+		if id := model.Canonical(e.Settings.Model, e.Spec); id != e.Settings.Model {
+			// vLLM loads the Hub id, not the catalog's alias: every
+			// command printed names the id.
+			e.Notes = append(e.Notes, fmt.Sprintf("%s is %s; the commands name it so, as vLLM loads it", e.Settings.Model, id))
+			e.Settings.Model = id
+		}
 	}
 	if !req.AllGPUs {
 		if e.Sel, err = ResolveGPU(req.GPU, req.GPUMemory, req.GPUCount); err != nil {
@@ -259,6 +268,7 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 
 // Build plans the evidence and renders the report.
 func Build(e Evidence, opt memory.Options) (Report, error) {
+	e = withLayout(e)
 	in, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
@@ -325,6 +335,62 @@ func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, re
 		}
 	}
 	return
+}
+
+// withLayout is the evidence with the parallel layout ChooseLayout picks
+// for the GPUs given, when it picks one.
+func withLayout(e Evidence) Evidence {
+	if e.AutoCount {
+		return e
+	}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
+	if tp, pp, why := ChooseLayout(in); tp > 0 {
+		e.Settings.TensorParallelSize, e.Settings.PipelineParallelSize, e.LayoutWhy = tp, pp, why
+	}
+	return e
+}
+
+// ChooseLayout plans several GPUs given with no parallelism set on the
+// GPUs given: the fewest GPUs (a divisor of the count) whose layout by the
+// multi-node rule (memory.Layout: tensor parallel inside a node, pipeline
+// parallel across nodes) fits, else the layout of all of them. It returns
+// tp 0 when the user set the parallelism or gave one GPU; why says what
+// was chosen, for the report's first lines.
+func ChooseLayout(in memory.Input) (tp, pp int, why string) {
+	set := in.Settings.Set
+	if in.Count <= 1 || set[vllm.FlagTensorParallelSize] || set[vllm.FlagPipelineParallelSize] || set[vllm.FlagDataParallelSize] {
+		return 0, 0, ""
+	}
+	lastTP, lastPP := 0, 0
+	for n := 1; n <= in.Count; n++ {
+		if in.Count%n != 0 {
+			continue
+		}
+		t, p, ok := memory.Layout(n, in.GPUsPerNode, in.Model.Heads)
+		if !ok {
+			continue
+		}
+		c := in
+		c.Settings.TensorParallelSize, c.Settings.PipelineParallelSize = t, p
+		if t != max(in.Settings.TensorParallelSize, 1) || p != max(in.Settings.PipelineParallelSize, 1) {
+			c.Measured = nil // measured at another layout
+		}
+		b, err := memory.Plan(c)
+		if err != nil {
+			continue
+		}
+		lastTP, lastPP = t, p
+		if b.Fits {
+			if n == 1 {
+				return 1, 1, fmt.Sprintf("one of the %s given holds the model", GPUCount(in.Count, in.Device.Name))
+			}
+			return t, p, fmt.Sprintf("%s: the fewest of the %s given that fit", memory.LayoutFlags(t, p), GPUCount(in.Count, in.Device.Name))
+		}
+	}
+	if lastTP == 0 {
+		return 0, 0, ""
+	}
+	return lastTP, lastPP, fmt.Sprintf("%s: all of the %s given, and it does not fit", memory.LayoutFlags(lastTP, lastPP), GPUCount(in.Count, in.Device.Name))
 }
 
 // buildNotes are the plan's notes: the evidence's, and what the GPUs

@@ -90,7 +90,7 @@ func Profile(ctx context.Context, env Env, req ProfileRequest) (ProfileReport, e
 		}
 	}
 	if p.Requests() == 0 {
-		return ProfileReport{}, fmt.Errorf("no request records in %s: lines need input_tokens=/output_tokens= (or prompt_tokens/completion_tokens), an OpenAI usage object, or vLLM's \"Received request\" lines", strings.Join(req.Files, ", "))
+		return ProfileReport{}, traffic.NoRecords(strings.Join(req.Files, ", "), p.Skipped(), "")
 	}
 	rep := newProfileReport(p, req.Files)
 	if req.Plan != nil {

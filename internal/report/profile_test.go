@@ -2,14 +2,18 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/workload"
 )
 
 // requestLog writes 100 requests one minute apart: 90 of 600 + 100 = 700
@@ -95,7 +99,7 @@ func TestProfileBadInput(t *testing.T) {
 		req  ProfileRequest
 		want string
 	}{
-		{profileRequest(empty), "no request records in " + empty + ": lines need input_tokens="},
+		{profileRequest(empty), empty + ": no request records in 1 line: lines need input_tokens="},
 		{profileRequest(empty + ".missing"), empty + ".missing: no such file or directory"},
 		{ProfileRequest{Files: []string{empty}, Options: traffic.Options{Bounds: []int64{9, 3}}}, ""},
 	} {
@@ -103,5 +107,32 @@ func TestProfileBadInput(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.req.Files, err, c.want)
 		}
+	}
+}
+
+// endless is an endless request log of empty lines.
+type endless struct{}
+
+func (endless) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = '\n'
+	}
+	return len(b), nil
+}
+
+func (endless) Close() error { return nil }
+
+// An interrupt stops the reading of a request log that never ends (or a
+// gzip bomb's text): the run returns within a second, canceled.
+func TestSimulateInterruptWhileReading(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	files := func(string) (io.ReadCloser, error) { return endless{}, nil }
+	req := SimRequest{Engine: EngineRequest{Plan: Request{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L40S", Offline: true}, StepTime: "fixed:10ms"},
+		Workload: workload.Spec{Log: "endless.jsonl", Speedup: 1, Prompt: workload.Fixed(100), Output: workload.Fixed(4)}}
+	start := time.Now()
+	_, err := Simulate(ctx, offlineEnv(), files, req)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 2*time.Second {
+		t.Errorf("%v after %s", err, time.Since(start))
 	}
 }

@@ -7,6 +7,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -18,6 +19,12 @@ import (
 // Report is `headroom plan -o json`: the output contract of DESIGN.md.
 // Fields may be added, never renamed.
 type Report struct {
+	// Answer is the verdict in one line, what the table prints first:
+	// fits or not, on what, and the first change that fits.
+	Answer string `json:"answer"`
+	// Layout says which parallel layout was chosen for the GPUs given
+	// (ChooseLayout); absent when the user set it.
+	Layout        string         `json:"layout_chosen,omitempty"`
 	Model         ModelReport    `json:"model"`
 	GPU           GPUReport      `json:"gpu"`
 	Settings      SettingsReport `json:"settings"`
@@ -198,12 +205,34 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	if chosen != nil {
 		r.Recommended.Alternative, r.Recommended.Changes = chosen.Code, chosen.Changes
 	}
+	r.Layout = e.LayoutWhy
+	r.Answer = answer(r, alts)
 	args := recommendedSettings(run, rec)
 	r.VLLMArgs = nonNilStrings(args.Args())
 	r.Command = args.CommandLine()
 	r.Frontier = b.Frontier()
 	return r
 }
+
+// answer is the report's verdict in one line.
+func answer(r Report, alts []memory.Alternative) string {
+	on := fmt.Sprintf("%s on %s", r.Model.Name, GPUCount(r.GPU.Count, r.GPU.Name))
+	if r.Settings.TensorParallelSize > 1 || r.Settings.PipelineParallelSize > 1 {
+		on += fmt.Sprintf(", tp %d pp %d", r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize)
+	}
+	if r.Fits {
+		return fmt.Sprintf("FITS: %s serves requests of %s tokens; KV cache %s tokens at --gpu-memory-utilization %.2f",
+			on, vllm.Thousands(int64(r.Settings.MaxModelLen)), vllm.Thousands(r.KVCacheTokens), r.Settings.GPUMemoryUtilization)
+	}
+	if len(alts) > 0 {
+		return fmt.Sprintf("DOES NOT FIT: %s; would fit: %s", on, alts[0].Message)
+	}
+	return fmt.Sprintf("DOES NOT FIT: %s; nothing tried fits", on)
+}
+
+// GPUCount writes a number of GPUs the one way every output does:
+// "1 × L4".
+func GPUCount(n int, name string) string { return fmt.Sprintf("%d × %s", n, name) }
 
 // recommendedSettings is the user's own flags with the recommended values
 // applied: what to run.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -59,6 +60,26 @@ type SimReport struct {
 	SLOMet       *bool            `json:"slo_met,omitempty"`
 	Compare      []CompareRow     `json:"compare,omitempty"`
 	Notes        []string         `json:"notes,omitempty"`
+	// FellBehindLine says FellBehind in words, the table's first line.
+	FellBehindLine string `json:"fell_behind_line,omitempty"`
+}
+
+// EngineName is the simulated engine as the overload line names it: "one
+// L40S", "2x H100-80GB".
+func EngineName(count int, gpu string) string {
+	if count <= 1 {
+		return "one " + gpu
+	}
+	return fmt.Sprintf("%dx %s", count, gpu)
+}
+
+// NoRequests is a run in which no request was sent: a traffic whose every
+// request is due past the simulator's horizon, or a log without requests.
+func NoRequests(spec workload.Spec, rep *sim.Report) error {
+	if rep.BeyondHorizon > 0 {
+		return fmt.Errorf("no request arrives within the simulator's horizon of %.0f years (%.3g s of simulated time; %s): raise the rate", sim.Horizon/(365.25*24*3600), sim.Horizon, spec.Describe())
+	}
+	return fmt.Errorf("no request to simulate: %s", spec.Describe())
 }
 
 // SimSettings are the simulated engine's settings.
@@ -208,8 +229,12 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		out.SLO = CheckSLO(req.SLO, rep)
 		out.SLOMet = met(out.SLO)
 	}
-	if rep.FellBehind != nil {
-		out.Notes = append(out.Notes, rep.FellBehind.String()+"; the run stopped there")
+	if rep.Requests == 0 && rep.Rejected == 0 && rep.FellBehind == nil {
+		return nil, NoRequests(req.Workload, rep)
+	}
+	if b := rep.FellBehind; b != nil {
+		out.FellBehindLine = b.Say(EngineName(out.GPUCount, out.GPU))
+		out.Notes = append(out.Notes, "the latencies grow with the run's length while the queue grows: they describe this run, not the deployment")
 	}
 	if req.Compare {
 		if out.Compare, err = compare(ctx, files, req, e, rep); err != nil {
@@ -317,7 +342,7 @@ func tuneMaxNumSeqs(ctx context.Context, files Files, req SimRequest, given *Eng
 			return e.Config, true, nil
 		},
 		Open: func() (sim.Source, func(), error) {
-			st, closer, err := req.Workload.Open(files.open)
+			st, closer, err := req.Workload.Open(files.within(ctx))
 			if err != nil {
 				return nil, nil, err
 			}

@@ -55,6 +55,11 @@ type SeqsEvidence struct {
 	Reason     string          `json:"reason"`
 	StepTime   string          `json:"step_time"`
 	Candidates []sim.SeqsTrial `json:"candidates"`
+	// FellBehind is set when every candidate fell behind the traffic (the
+	// chosen one's rates): no max-num-seqs meets it on this deployment,
+	// and Overload says so in words.
+	FellBehind *sim.Backlog `json:"fell_behind,omitempty"`
+	Overload   string       `json:"overload,omitempty"`
 }
 
 // BuildWithTraffic is Build with --max-num-seqs chosen by simulating t on
@@ -64,6 +69,7 @@ type SeqsEvidence struct {
 // steps. Where nothing is recommended, or the GPU has no datasheet
 // throughput, the rule stays and a note says why.
 func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Traffic) (Report, error) {
+	e = withLayout(e)
 	in, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
@@ -134,6 +140,12 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		c.Reason += "; the same as without traffic"
 	}
 	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
+	if b := c.Best().Report.FellBehind; b != nil && allBehind(c.Trials) {
+		ev.FellBehind = b
+		ev.Overload = "no max-num-seqs meets this traffic: " + b.Say(EngineName(rec.Budget.Count, rec.Budget.Device.Name))
+		c.Reason = ev.Overload + "; " + c.Reason
+		ev.Reason = c.Reason
+	}
 	for i, w := range rec.Why {
 		if strings.HasPrefix(w, "max-num-seqs ") {
 			rec.Why[i] = c.Reason
@@ -146,6 +158,16 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		return nil, "", err
 	}
 	return ev, "", nil
+}
+
+// allBehind reports whether every trial fell behind its traffic.
+func allBehind(trials []sim.SeqsTrial) bool {
+	for _, t := range trials {
+		if t.Report == nil || t.Report.FellBehind == nil {
+			return false
+		}
+	}
+	return len(trials) > 0
 }
 
 // trafficPool sizes a pinned KV pool from the simulated traffic: the peak

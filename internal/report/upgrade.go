@@ -51,6 +51,9 @@ type UpgradeChange = memory.Change
 // (memory.PlanUpgrade) and gives the verdict: "stops" when to does not
 // start it, "loses-kv" when it loses more than maxLoss of the KV tokens.
 func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error) {
+	// The layout plan chooses for several GPUs, kept on both releases:
+	// the same deployment, moved.
+	e = withLayout(e)
 	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, GPUsPerNode: e.GPUsPerNode}
 	if e.AutoCount {
 		in.Count = 0

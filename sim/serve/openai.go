@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/sim"
 )
 
@@ -22,14 +24,16 @@ const defaultCompletionTokens = 16
 // tokenText is the text of every generated token.
 const tokenText = " tok"
 
-// genRequest is the part of an OpenAI request the simulation reads.
+// genRequest is the part of an OpenAI request the simulation reads. The
+// prompt and the messages are counted as they are decoded (promptCount,
+// contentCount): their text is never held as a slice of words.
 type genRequest struct {
-	Model               string          `json:"model"`
-	Prompt              json.RawMessage `json:"prompt"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Stream              bool            `json:"stream"`
+	Model               string        `json:"model"`
+	Prompt              *promptCount  `json:"prompt"`
+	Messages            []chatMessage `json:"messages"`
+	MaxTokens           *int          `json:"max_tokens"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	Stream              bool          `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -39,8 +43,8 @@ type genRequest struct {
 }
 
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role    string       `json:"role"`
+	Content contentCount `json:"content"`
 }
 
 // apiError is OpenAI's error body, as vLLM writes it.
@@ -53,25 +57,113 @@ func apiError(w http.ResponseWriter, code int, typ, msg string) {
 // wordsToTokens is the documented rule: ceil(words × 4 / 3).
 func wordsToTokens(words int) int { return (words*4 + 2) / 3 }
 
-// promptTokens counts a completion prompt: token ids, or words of text.
-func promptTokens(raw json.RawMessage) (int, error) {
+// countWords is len(strings.Fields(s)) without the slice: a 32 MiB prompt
+// of one-letter words would be a 256 MiB slice of strings.
+func countWords(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
+
+// promptCount is a completion prompt, counted in tokens as it is decoded:
+// a string's words, a list of one string, or a list of token ids (counted
+// without decoding them into a slice).
+type promptCount struct {
+	tokens int
+	set    bool
+}
+
+var errPromptShape = errors.New("prompt must be a string, a list of one string, or a list of token ids")
+
+func (p *promptCount) UnmarshalJSON(raw []byte) error {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, errors.New("prompt is required")
+	switch {
+	case string(raw) == "null":
+		return nil
+	case len(raw) > 0 && raw[0] == '"':
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return err
+		}
+		p.tokens, p.set = wordsToTokens(countWords(text)), true
+		return nil
+	case len(raw) > 0 && raw[0] == '[':
+		if n, ok := countIDs(raw); ok {
+			p.tokens, p.set = n, true
+			return nil
+		}
+		var texts []string
+		if json.Unmarshal(raw, &texts) == nil && len(texts) == 1 {
+			p.tokens, p.set = wordsToTokens(countWords(texts[0])), true
+			return nil
+		}
 	}
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
-		return wordsToTokens(len(strings.Fields(text))), nil
+	return errPromptShape
+}
+
+// countIDs counts a JSON array of integers (the decoder has checked it is
+// valid JSON); ok is false for any other array.
+func countIDs(raw []byte) (int, bool) {
+	inner := bytes.TrimSpace(raw[1 : len(raw)-1])
+	if len(inner) == 0 {
+		return 0, true
 	}
-	var ids []int
-	if json.Unmarshal(raw, &ids) == nil {
-		return len(ids), nil
+	n := 0
+	for len(inner) > 0 {
+		elem := inner
+		if i := bytes.IndexByte(inner, ','); i >= 0 {
+			elem, inner = inner[:i], inner[i+1:]
+		} else {
+			inner = nil
+		}
+		elem = bytes.TrimSpace(elem)
+		if len(elem) > 0 && elem[0] == '-' {
+			elem = elem[1:]
+		}
+		if len(elem) == 0 {
+			return 0, false
+		}
+		for _, c := range elem {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+		}
+		n++
 	}
-	var texts []string
-	if json.Unmarshal(raw, &texts) == nil && len(texts) == 1 {
-		return wordsToTokens(len(strings.Fields(texts[0]))), nil
+	return n, true
+}
+
+// contentCount is a chat message's content counted in words: a string,
+// or a list of parts whose text is counted.
+type contentCount struct{ words int }
+
+func (c *contentCount) UnmarshalJSON(raw []byte) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return err
+		}
+		c.words = countWords(text)
+		return nil
 	}
-	return 0, errors.New("prompt must be a string, a list of one string, or a list of token ids")
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return errors.New("message content must be a string or a list of parts")
+	}
+	for _, p := range parts {
+		c.words += countWords(p.Text)
+	}
+	return nil
 }
 
 // chatTokens counts the words of every message's text.
@@ -81,21 +173,7 @@ func chatTokens(msgs []chatMessage) (int, error) {
 	}
 	words := 0
 	for _, m := range msgs {
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			words += len(strings.Fields(text))
-			continue
-		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(m.Content, &parts); err != nil {
-			return 0, errors.New("message content must be a string or a list of parts")
-		}
-		for _, p := range parts {
-			words += len(strings.Fields(p.Text))
-		}
+		words += m.Content.words
 	}
 	return wordsToTokens(words), nil
 }
@@ -130,8 +208,22 @@ func (e *requestError) Error() string { return e.msg }
 // a model of maxLen tokens: the prompt and output lengths the engine will
 // see, or an error to answer with 400 (or a *requestError's status).
 func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, error) {
+	return decodeRequest(bytes.NewReader(body), chat, model, maxLen)
+}
+
+// decodeRequest is parseRequest reading the body as it decodes: one copy
+// of the JSON in the decoder, none in a body buffer.
+func decodeRequest(body io.Reader, chat bool, model string, maxLen int) (parsed, error) {
 	var req genRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return parsed{}, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes (%d MiB), the most this server reads", maxBody, maxBody>>20)}
+		}
+		if errors.Is(err, errPromptShape) {
+			return parsed{}, errPromptShape
+		}
 		return parsed{}, fmt.Errorf("invalid JSON: %v", err)
 	}
 	if req.Model != "" && req.Model != model {
@@ -144,8 +236,10 @@ func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, err
 		prompt = *req.PromptTokens
 	case chat:
 		prompt, err = chatTokens(req.Messages)
+	case req.Prompt == nil || !req.Prompt.set:
+		err = errors.New("prompt is required")
 	default:
-		prompt, err = promptTokens(req.Prompt)
+		prompt = req.Prompt.tokens
 	}
 	if err != nil {
 		return parsed{}, err
@@ -160,7 +254,11 @@ func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, err
 			output = *v
 		}
 	}
-	if output < 1 || prompt > maxLen || output > maxLen-prompt {
+	if output < 1 {
+		// vLLM's SamplingParams: "max_tokens must be at least 1, got -5."
+		return parsed{}, &requestError{http.StatusBadRequest, fmt.Sprintf("max_tokens must be at least 1, got %d.", output)}
+	}
+	if prompt > maxLen || output > maxLen-prompt {
 		return parsed{}, &requestError{http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			maxLen, int64(prompt)+int64(output), prompt, output)}
 	}
@@ -170,14 +268,24 @@ func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, err
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil || len(body) > maxBody {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "could not read the request body (at most 32 MiB)")
-		return
+	// A large body is decoded under the parse gate: a 32 MiB prompt is
+	// held by at most Parsers requests at once.
+	release := func() {}
+	if r.ContentLength < 0 || r.ContentLength > SmallBody {
+		var err error
+		if release, err = s.parse.Enter(r.Context()); err != nil {
+			w.Header().Set("Retry-After", "1")
+			apiError(w, graceful.Status(err), "ServiceUnavailableError", err.Error())
+			return
+		}
 	}
-	req, err := parseRequest(body, chat, s.opt.Model, s.e.Config().MaxModelLen)
+	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, maxBody), chat, s.opt.Model, s.e.Config().MaxModelLen)
+	release()
 	if re := (*requestError)(nil); errors.As(err, &re) && re.status == http.StatusNotFound {
 		apiError(w, http.StatusNotFound, "NotFoundError", re.msg)
+		return
+	} else if errors.As(err, &re) && re.status == http.StatusRequestEntityTooLarge {
+		apiError(w, http.StatusRequestEntityTooLarge, "BadRequestError", re.msg)
 		return
 	}
 	if err != nil {
@@ -186,6 +294,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	prompt, output := req.prompt, req.output
 	h, st, err := s.submit(prompt, output)
+	if errors.Is(err, errFull) {
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", fmt.Sprintf("%d requests in flight, the most this server holds; retry later", s.opt.MaxRequests))
+		return
+	}
 	if err != nil {
 		var rej *sim.Rejection
 		if errors.As(err, &rej) {

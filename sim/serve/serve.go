@@ -21,6 +21,11 @@
 //     started, times TimeScale. Tokens of a step reach the client when the
 //     real clock passes the step's end. /metrics latencies are in the
 //     engine's (simulated) seconds: equal to real seconds at TimeScale 1.
+//   - Budget: 512 MiB besides the KV pool. At most MaxRequests requests are
+//     in flight (503 past them), a body over SmallBody is decoded by at
+//     most Parsers requests at once, bodies are at most 32 MiB (413), and a
+//     prompt is counted as it is decoded, never split into a slice of
+//     words. docs/servers.md has the numbers.
 package serve
 
 import (
@@ -35,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
@@ -67,7 +73,30 @@ type Options struct {
 	// Version picks the /metrics names (vllm.MetricNameAt); zero is the
 	// newest.
 	Version vllm.Version
+	// MaxRequests bounds the requests in flight (0: DefaultMaxRequests);
+	// past it a request gets 503.
+	MaxRequests int
 }
+
+// The server's memory budget is 512 MiB. A request in flight holds its
+// stream, its engine state and its connection (about 30 KiB), so
+// DefaultMaxRequests of them take about 120 MiB; a body (at most 32 MiB)
+// over SmallBody (or of unknown length) is decoded by at most Parsers
+// requests at once, each holding the decoder's copy of the JSON and the
+// prompt's text once (under 100 MiB for 32 MiB); the engine's KV pool is
+// what its plan gives.
+const (
+	DefaultMaxRequests = 4096
+	// Parsers decode large bodies at once; 64 more wait, at most 10 s.
+	Parsers = 2
+	// SmallBody is decoded without the gate: a prompt of 10,000 tokens is
+	// about 50 KiB, and queueing every request's decode behind two slots
+	// delayed a closed loop's first tokens by tens of milliseconds.
+	SmallBody = 64 << 10
+)
+
+// errFull is a request past MaxRequests.
+var errFull = errors.New("too many requests in flight")
 
 // Server is the simulated engine over HTTP.
 type Server struct {
@@ -80,6 +109,9 @@ type Server struct {
 	seq     uint64
 	wake    chan struct{}
 	started chan struct{}
+
+	// parse admits bodies to be decoded.
+	parse *graceful.Gate
 
 	reg                *prometheus.Registry
 	ttft, itl, e2e     prometheus.Histogram
@@ -114,7 +146,11 @@ func New(opt Options) (*Server, error) {
 	if opt.Version.IsZero() {
 		opt.Version = vllm.Newest()
 	}
-	s := &Server{opt: opt, e: opt.Engine, streams: map[uint64]*stream{}, wake: make(chan struct{}, 1), started: make(chan struct{})}
+	if opt.MaxRequests <= 0 {
+		opt.MaxRequests = DefaultMaxRequests
+	}
+	s := &Server{opt: opt, e: opt.Engine, streams: map[uint64]*stream{}, wake: make(chan struct{}, 1), started: make(chan struct{}),
+		parse: graceful.NewGate("request bodies being read", Parsers, 64, 10*time.Second)}
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}
@@ -214,6 +250,9 @@ func (s *Server) submit(prompt, output int) (uint64, *stream, error) {
 	<-s.started
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.streams) >= s.opt.MaxRequests {
+		return 0, nil, errFull
+	}
 	s.seq++
 	now := s.simNow()
 	h, err := s.e.Add(sim.Request{ID: fmt.Sprint(s.seq), Arrival: now, PromptTokens: prompt, OutputTokens: output})
@@ -254,7 +293,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	return mux
+	return graceful.Recover(mux, nil, func(w http.ResponseWriter, code int, msg string) {
+		apiError(w, code, "InternalServerError", msg)
+	})
 }
 
 // metricName is the name the served version exports a metric under.

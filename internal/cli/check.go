@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
+)
+
+// maxManifestBytes bounds one manifest file: the API server refuses
+// objects past about 1.5 MiB, so a file of many is still far below this.
+const maxManifestBytes = 16 << 20
+
+// CheckResult is one object of `headroom check -o json`.
+type CheckResult struct {
+	File string `json:"file"`
+	// Line is where the object starts in the file (1-based).
+	Line      int    `json:"line"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Verdict is the validating webhook's: allowed, warned, denied,
+	// bypassed, or error (the object could not be read).
+	Verdict  string   `json:"verdict"`
+	Denials  []string `json:"denials"`
+	Warnings []string `json:"warnings"`
+	// Fix is the first alternative the denial quotes; Patch its flags
+	// written into the manifest's args, as lines to change.
+	Fix   *memory.Alternative `json:"fix,omitempty"`
+	Patch []PatchLine         `json:"patch,omitempty"`
+}
+
+// PatchLine is one line of the manifest to change: Old is removed (empty
+// for an added line) and New written in its place at Line.
+type PatchLine struct {
+	Line int    `json:"line"`
+	Old  string `json:"old,omitempty"`
+	New  string `json:"new"`
+}
+
+type checkFlags struct {
+	output, namespace string
+}
+
+func newCheckCmd(env Env) *cobra.Command {
+	var f checkFlags
+	cmd := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Check Kubernetes manifests before kubectl apply, offline, with the admission webhook's verdicts",
+		Long: `check runs the validating admission webhook's own checks on each object of the
+manifests (Deployments, StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets, KServe
+InferenceServices), without a cluster: the same verdict and message the webhook would
+answer. A denied object gets the webhook's first alternative as a patch to its args:
+the lines to change. Objects that need the cluster to be read (a ConfigMap named by an
+annotation, an HPA) are checked without it and say so.
+
+Exit codes: 0 every object admitted, 1 one is denied, 2 bad input.`,
+		Example: `  headroom check deploy.yaml
+  headroom check k8s/*.yaml -o json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(cmd, f, args) },
+	}
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace of objects that name none")
+	return cmd
+}
+
+func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
+	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
+		return err
+	}
+	h := admission.NewHandler(admission.Deps{})
+	var out []CheckResult
+	for _, name := range files {
+		data, err := readManifest(name)
+		if err != nil {
+			return usageError{err}
+		}
+		rs, err := CheckManifest(cmd.Context(), h, name, data, f.namespace)
+		if err != nil {
+			return usageError{err}
+		}
+		out = append(out, rs...)
+	}
+	if out == nil {
+		out = []CheckResult{}
+	}
+	if err := writeAs(cmd.OutOrStdout(), f.output, out, formats[[]CheckResult]{"": writeCheckTable}); err != nil {
+		return err
+	}
+	for _, r := range out {
+		if r.Verdict == admission.VerdictDenied {
+			return errNoFit
+		}
+	}
+	return nil
+}
+
+func readManifest(name string) ([]byte, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s: more than %d MiB; check the manifests one file at a time", name, maxManifestBytes>>20)
+	}
+	return data, nil
+}
+
+// manifestDoc is one YAML document of a file and where it starts.
+type manifestDoc struct {
+	first int // 1-based line of its first line
+	lines []string
+}
+
+func splitManifest(data string) []manifestDoc {
+	var out []manifestDoc
+	cur := manifestDoc{first: 1}
+	for i, l := range strings.Split(data, "\n") {
+		l = strings.TrimRight(l, "\r")
+		if strings.HasPrefix(l, "---") && strings.TrimSpace(strings.Trim(l, "-")) == "" {
+			out = append(out, cur)
+			cur = manifestDoc{first: i + 2}
+			continue
+		}
+		cur.lines = append(cur.lines, l)
+	}
+	return append(out, cur)
+}
+
+// CheckManifest runs the validating webhook (h.Check) on every object of
+// one manifest file, as the API server would send each on create.
+func CheckManifest(ctx context.Context, h *admission.Handler, file string, data []byte, namespace string) ([]CheckResult, error) {
+	var out []CheckResult
+	for _, d := range splitManifest(string(data)) {
+		text := strings.Join(d.lines, "\n")
+		if strings.TrimSpace(stripComments(text)) == "" {
+			continue
+		}
+		raw, err := yaml.YAMLToJSON([]byte(text))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: not YAML: %v", file, d.first, firstLine(err.Error()))
+		}
+		var head struct {
+			metav1.TypeMeta
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.Kind == "" || head.APIVersion == "" {
+			return nil, fmt.Errorf("%s:%d: not a Kubernetes object (no apiVersion and kind)", file, d.first)
+		}
+		if head.Kind == "List" {
+			return nil, fmt.Errorf("%s:%d: a List: give its items as documents separated by ---", file, d.first)
+		}
+		gv, err := schema.ParseGroupVersion(head.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: apiVersion %q: %v", file, d.first, head.APIVersion, err)
+		}
+		ns := head.Metadata.Namespace
+		if ns == "" {
+			ns = namespace
+		}
+		name := head.Metadata.Name
+		if name == "" {
+			name = head.Metadata.GenerateName
+		}
+		req := &admissionv1.AdmissionRequest{UID: "headroom-check", Operation: admissionv1.Create,
+			Kind:   metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: head.Kind},
+			Object: runtime.RawExtension{Raw: raw}, Namespace: ns, Name: name}
+		c := h.Check(ctx, req)
+		r := CheckResult{File: file, Line: d.first, Kind: head.Kind, Namespace: ns, Name: name, Verdict: c.Verdict,
+			Denials: []string{}, Warnings: []string{}}
+		for _, x := range c.Evaluation.Denials {
+			r.Denials = append(r.Denials, x.Message)
+		}
+		for _, w := range c.Response.Warnings {
+			r.Warnings = append(r.Warnings, strings.TrimPrefix(w, "headroom: "))
+		}
+		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
+			for _, e := range c.Evaluation.Engines {
+				if len(e.Alternatives) == 0 {
+					continue
+				}
+				a := e.Alternatives[0]
+				r.Fix = &a
+				r.Patch = patchArgs(d, e.Container, a.Args)
+				break
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); !strings.HasPrefix(t, "#") {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+var itemRe = regexp.MustCompile(`^(\s*-\s+)(["']?)(.*?)(["']?)\s*$`)
+
+// patchArgs writes flags ("--flag", "value", ...) into the args of the
+// container named container of one manifest document: a flag already
+// there gets the new value on its own line; one that is not is added
+// after the container's last flag, in the style of its items.
+func patchArgs(d manifestDoc, container string, flags []string) []PatchLine {
+	start := 0
+	for i, l := range d.lines {
+		if t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- ")); t == "name: "+container || t == `name: "`+container+`"` {
+			start = i
+			break
+		}
+	}
+	// The container's block ends at the next item of the containers list
+	// (a "- name:" at the same indentation) or at the end of the document.
+	end := len(d.lines)
+	indent := len(d.lines[start]) - len(strings.TrimLeft(d.lines[start], " "))
+	for i := start + 1; i < len(d.lines); i++ {
+		l := d.lines[i]
+		if in := len(l) - len(strings.TrimLeft(l, " ")); strings.HasPrefix(strings.TrimSpace(l), "- name:") && in <= indent {
+			end = i
+			break
+		}
+	}
+	lines := append([]string(nil), d.lines...)
+	var out []PatchLine
+	lastFlag := -1
+	for i := start; i < end; i++ {
+		if strings.Contains(lines[i], "--") && itemRe.MatchString(lines[i]) {
+			lastFlag = i
+		}
+	}
+	for k := 0; k+1 < len(flags); k += 2 {
+		flag, value := flags[k], flags[k+1]
+		done := false
+		for i := start; i < end && !done; i++ {
+			l := lines[i]
+			j := strings.Index(l, flag)
+			if j < 0 {
+				continue
+			}
+			rest := l[j+len(flag):]
+			switch {
+			case strings.HasPrefix(rest, "="):
+				v := regexp.MustCompile(regexp.QuoteMeta(flag) + `=[^"'\s,\]]*`)
+				nl := v.ReplaceAllLiteralString(l, flag+"="+value)
+				out = append(out, PatchLine{Line: d.first + i, Old: l, New: nl})
+				lines[i], done = nl, true
+			case strings.TrimSpace(strings.Trim(strings.TrimSpace(rest), `"'`)) == "" && i+1 < end:
+				m := itemRe.FindStringSubmatch(lines[i+1])
+				if m == nil {
+					continue
+				}
+				nl := m[1] + m[2] + value + m[4]
+				out = append(out, PatchLine{Line: d.first + i + 1, Old: lines[i+1], New: nl})
+				lines[i+1], done = nl, true
+			case strings.HasPrefix(rest, " "):
+				v := regexp.MustCompile(regexp.QuoteMeta(flag) + `\s+[^"'\s,\]]+`)
+				nl := v.ReplaceAllLiteralString(l, flag+" "+value)
+				out = append(out, PatchLine{Line: d.first + i, Old: l, New: nl})
+				lines[i], done = nl, true
+			}
+		}
+		if done || lastFlag < 0 {
+			continue
+		}
+		// Not there: a new item after the last flag (and its value, when
+		// the value is an item of its own).
+		at := lastFlag
+		if m := itemRe.FindStringSubmatch(lines[at]); m != nil && !strings.Contains(m[3], "=") && at+1 < end {
+			if n := itemRe.FindStringSubmatch(lines[at+1]); n != nil && !strings.HasPrefix(n[3], "-") {
+				at++
+			}
+		}
+		m := itemRe.FindStringSubmatch(lines[lastFlag])
+		prefix, q := "        - ", ""
+		if m != nil {
+			prefix, q = m[1], m[2]
+		}
+		out = append(out, PatchLine{Line: d.first + at + 1, New: prefix + q + flag + "=" + value + q})
+	}
+	return out
+}
+
+func writeCheckTable(w io.Writer, rs []CheckResult) error {
+	denied := 0
+	for _, r := range rs {
+		if r.Verdict == admission.VerdictDenied {
+			denied++
+		}
+	}
+	if denied > 0 {
+		fmt.Fprintf(w, "DENIED: %d of %d objects would be refused by the admission webhook\n", denied, len(rs))
+	} else {
+		fmt.Fprintf(w, "ADMITTED: the admission webhook would admit all %d objects\n", len(rs))
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "\n%s:%d  %s/%s  %s\n", r.File, r.Line, r.Kind, r.Name, strings.ToUpper(r.Verdict))
+		for _, d := range r.Denials {
+			fmt.Fprintf(w, "  denied   %s\n", d)
+		}
+		for _, x := range r.Warnings {
+			fmt.Fprintf(w, "  warning  %s\n", x)
+		}
+		if r.Fix != nil {
+			fmt.Fprintf(w, "  fix      %s\n", r.Fix.Message)
+			if len(r.Patch) > 0 {
+				fmt.Fprintf(w, "  --- %s\n  +++ %s (fixed)\n", r.File, r.File)
+				for _, p := range r.Patch {
+					fmt.Fprintf(w, "  @@ line %d @@\n", p.Line)
+					if p.Old != "" {
+						fmt.Fprintf(w, "  -%s\n", p.Old)
+					}
+					fmt.Fprintf(w, "  +%s\n", p.New)
+				}
+			} else if len(r.Fix.Args) > 0 {
+				fmt.Fprintf(w, "  (no args line to patch in this file: add %s to the vLLM command)\n", strings.Join(r.Fix.Args, " "))
+			} else if r.Fix.GPU != "" {
+				fmt.Fprintf(w, "  (a change of GPUs: %s in the pod's resources or node selection)\n", report.GPUCount(max(r.Fix.Count, 1), r.Fix.GPU))
+			}
+		}
+	}
+	return nil
+}
