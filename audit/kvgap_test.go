@@ -7,6 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model/catalog"
+	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/vllm"
 )
 
 // metricsEdited serves a real vLLM exposition with its cache_config_info
@@ -69,5 +76,49 @@ func TestAuditKVBelowPlan(t *testing.T) {
 	}
 	if !strings.Contains(findingsText(got["Deployment/seqs"]), "(a simulated stand-in)") {
 		t.Errorf("seqs:\n%s", findingsText(got["Deployment/seqs"]))
+	}
+}
+
+// TestLiveRecordCorrectsPlan: the record --learn writes from a server
+// with 31% of the planned blocks matches the plan's key, and a plan that
+// takes it gives the blocks the server got: the cluster's own pods
+// correct later plans.
+func TestLiveRecordCorrectsPlan(t *testing.T) {
+	spec, ok := catalog.Lookup("Qwen/Qwen3-14B")
+	if !ok {
+		t.Fatal("Qwen/Qwen3-14B is not in the catalog")
+	}
+	sel, err := gpu.Resolve("H100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := vllm.ParseFlags([]string{"--gpu-memory-utilization", "0.9", "--max-model-len", "8192"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = vllm.MustVersion("0.21.0")
+	in := memory.Input{Model: spec, Device: sel.Device, Count: 1, Settings: set}
+	b, err := memory.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := memory.CompareKV(in, b, memory.EngineCache{NumGPUBlocks: b.NumBlocks * 31 / 100, BlockSize: 16, GPUMemoryUtilization: 0.9})
+	if !ok || !g.Far {
+		t.Fatalf("%+v", g)
+	}
+	rec := liveRecord("p", b, g, 0.9, time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
+	if _, ok := probe.LatestMatch([]probe.Record{rec}, probe.KeyFor(spec, sel.Device, set)); !ok {
+		t.Fatalf("the record %+v does not match the plan's key", rec)
+	}
+	in.Measured = rec.Measured()
+	if in.Measured == nil {
+		t.Fatal("the record measures nothing")
+	}
+	again, err := memory.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.NumBlocks != g.ActualBlocks || again.KVTokens != g.ActualTokens {
+		t.Errorf("the corrected plan: %d blocks, %d tokens; the server got %d, %d", again.NumBlocks, again.KVTokens, g.ActualBlocks, g.ActualTokens)
 	}
 }
