@@ -242,6 +242,16 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 			fmt.Fprintf(w, "- `%s` %s\n", f.Code, mdCell(f.Message))
 		}
 	}
+	if len(r.KVVsPlan) > 0 {
+		fmt.Fprintln(w, "\n### KV cache against the plan, smallest share first\n\n| share | namespace | pod | model | GPU | vLLM | blocks (got/planned) |\n|---|---|---|---|---|---|---|")
+		for _, k := range r.KVVsPlan {
+			pod := k.Pod
+			if k.Simulated {
+				pod += " (simulated)"
+			}
+			fmt.Fprintf(w, "| %.0f%% | %s | %s | %s | %s | %s | %d/%d |\n", 100*k.Gap.Share, k.Namespace, mdCell(pod), mdCell(k.Model), k.GPU, k.Version, k.Gap.ActualBlocks, k.Gap.PredictedBlocks)
+		}
+	}
 	return nil
 }
 

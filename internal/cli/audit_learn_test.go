@@ -54,3 +54,25 @@ func TestAuditLearn(t *testing.T) {
 		t.Errorf("the file is not named: %s", errb.String())
 	}
 }
+
+// TestAuditKVRanking: the table and the markdown list the compared pods
+// smallest share first, the simulated one marked.
+func TestAuditKVRanking(t *testing.T) {
+	r := audit.Report{Scope: "namespace llm", Workloads: []audit.Workload{{Kind: "Pod", Namespace: "llm", Name: "short", Status: audit.StatusOK}}, KVVsPlan: []audit.PodKV{
+		{Namespace: "llm", Pod: "short", Model: "Qwen/Qwen3-14B", GPU: "H100-80GB", Version: "0.21.0", Gap: memory.KVGap{Share: 0.31, ActualBlocks: 9000, PredictedBlocks: 29000}},
+		{Namespace: "llm", Pod: "standin", Simulated: true, Model: "Qwen/Qwen3-14B", GPU: "H100-80GB", Version: "0.21.0", Gap: memory.KVGap{Share: 0.99, ActualBlocks: 28710, PredictedBlocks: 29000}},
+	}}
+	var table, md bytes.Buffer
+	if err := writeAuditTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAuditMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"table": table.String(), "markdown": md.String()} {
+		short, sim := strings.Index(out, "short"), strings.Index(out, "standin (simulated)")
+		if short < 0 || sim < short || !strings.Contains(out, "31%") || !strings.Contains(out, "9000/29000") {
+			t.Errorf("%s:\n%s", name, out)
+		}
+	}
+}
