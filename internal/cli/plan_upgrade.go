@@ -108,6 +108,9 @@ func writeUpgradeTable(w io.Writer, r report.UpgradeReport) error {
 			fmt.Fprintf(w, "      %s\n", c.Unexplained)
 		}
 	}
+	for _, f := range r.NewWarnings {
+		fmt.Fprintf(w, "new on %s: [%s] %s\n", r.To.VLLMVersion, f.Code, f.Message)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/memory"
 )
 
 // upgrade runs `plan --upgrade-to` with -o json and decodes it.
@@ -183,4 +184,26 @@ func FuzzParseShare(f *testing.F) {
 			t.Errorf("%q read as %v", s, v)
 		}
 	})
+}
+
+// TestUpgradeNewWarnings: a risk the rules know but do not size shows up
+// as new on the target release: Model Runner V2 from 0.25.0 reserves no
+// CUDA-graph memory (until 0.29), so 0.24.0 -> 0.25.0 warns of it and
+// 0.28.0 -> 0.29.0 does not.
+func TestUpgradeNewWarnings(t *testing.T) {
+	has := func(r report.UpgradeReport) bool {
+		for _, w := range r.NewWarnings {
+			if w.Code == memory.CodeRunnerV2NoGraphs {
+				return true
+			}
+		}
+		return false
+	}
+	args := []string{"--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.9"}
+	if r := upgrade(t, ExitFits, append(args, "--vllm-version", "0.24.0", "--upgrade-to", "0.25.0")...); !has(r) {
+		t.Errorf("0.24.0 -> 0.25.0: new warnings %+v", r.NewWarnings)
+	}
+	if r := upgrade(t, ExitFits, append(args, "--vllm-version", "0.28.0", "--upgrade-to", "0.29.0")...); has(r) || r.NewWarnings == nil {
+		t.Errorf("0.28.0 -> 0.29.0: new warnings %+v", r.NewWarnings)
+	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
@@ -21,6 +22,10 @@ type UpgradeReport struct {
 	// it gains); MaxKVLoss the share allowed.
 	KVLoss    float64 `json:"kv_loss"`
 	MaxKVLoss float64 `json:"max_kv_loss"`
+	// NewWarnings are the warnings of the plan on To that the plan on From
+	// does not have (by code): risks the rules know but do not size, such
+	// as Model Runner V2 reserving no CUDA-graph memory before 0.29.
+	NewWarnings []memory.Finding `json:"new_warnings"`
 	// Verdict is "ok", "stops" (the deployment no longer starts) or
 	// "loses-kv" (it loses more than MaxKVLoss); Why says it in words.
 	Verdict string   `json:"verdict"`
@@ -64,6 +69,12 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 	}
 	before, after := u.Before, u.After
 	r := UpgradeReport{From: upgradeSide(before), To: upgradeSide(after), Changes: u.Changes, KVLoss: u.KVLoss, MaxKVLoss: maxLoss}
+	r.NewWarnings = []memory.Finding{}
+	for _, w := range after.Warnings {
+		if !slices.ContainsFunc(before.Warnings, func(o memory.Finding) bool { return o.Code == w.Code }) {
+			r.NewWarnings = append(r.NewWarnings, w)
+		}
+	}
 	switch {
 	case !after.Fits:
 		r.Verdict = "stops"
