@@ -161,7 +161,14 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 			// Checked when its owner was admitted (package documentation).
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
 		}
-		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}, "/spec", mutate), nil
+		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}
+		var old corev1.Pod
+		if oldObject(req, &old) {
+			// A pod's image may be updated in place (the kubelet restarts
+			// the container on the new release).
+			w.Old = &old.Spec
+		}
+		return h.reviewPods(ctx, w, "/spec", mutate), nil
 	case k.Group == "kaito.sh" && k.Kind == "Workspace":
 		return h.reviewWorkspace(ctx, req.Namespace, raw, mutate)
 	case k.Group == lwsGroup && k.Version == "v1" && k.Kind == kindLeaderWorkerSet:

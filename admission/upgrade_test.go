@@ -9,6 +9,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"headroom.dev/headroom/gpu"
@@ -149,6 +151,31 @@ func TestUnknownImageTag(t *testing.T) {
 	resp := h.Validate(context.Background(), req)
 	w := warningWith(resp, "names no vLLM release")
 	if w == "" || !strings.Contains(w, vllm.Newest().String()) || !strings.Contains(w, `container "vllm"`) {
+		t.Errorf("warnings %q", resp.Warnings)
+	}
+}
+
+// TestPodImageUpdate: a bare Pod whose image is updated in place is priced
+// as the Deployment is.
+func TestPodImageUpdate(t *testing.T) {
+	var d appsv1.Deployment
+	if err := decodeObject(fixture(t, "deployment-fits").Request.Object.Raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.9"}
+	pod := func(image string) runtime.RawExtension {
+		p := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "llm"}, Spec: *d.Spec.Template.Spec.DeepCopy()}
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].Args = image, args
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: raw}
+	}
+	req := &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Name: "p", Namespace: "llm",
+		Operation: admissionv1.Update, Object: pod("vllm/vllm-openai:v0.21.0"), OldObject: pod("vllm/vllm-openai:v0.20.0")}
+	resp := newTestHandler(t).Validate(context.Background(), req)
+	if w := warningWith(resp, "the image moves vLLM 0.20.0 -> 0.21.0"); w == "" {
 		t.Errorf("warnings %q", resp.Warnings)
 	}
 }
