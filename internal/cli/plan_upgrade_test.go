@@ -8,6 +8,7 @@ import (
 
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
 )
 
 // upgrade runs `plan --upgrade-to` with -o json and decodes it.
@@ -205,5 +206,18 @@ func TestUpgradeNewWarnings(t *testing.T) {
 	}
 	if r := upgrade(t, ExitFits, append(args, "--vllm-version", "0.28.0", "--upgrade-to", "0.29.0")...); has(r) || r.NewWarnings == nil {
 		t.Errorf("0.28.0 -> 0.29.0: new warnings %+v", r.NewWarnings)
+	}
+}
+
+// TestUpgradeFromImage: the first release is read from --vllm-image's tag,
+// vendors' tags included; a tag naming none says so and takes the newest.
+func TestUpgradeFromImage(t *testing.T) {
+	r := upgrade(t, ExitFits, "--model", "Qwen/Qwen3-14B", "--vllm-image", "rocm/vllm:rocm6.4.1_vllm_0.20.0_20251001", "--upgrade-to", "0.21.0")
+	if r.From.VLLMVersion != "0.20.0" || !strings.Contains(strings.Join(r.Notes, "\n"), "vendor image") {
+		t.Errorf("from %s, notes %q", r.From.VLLMVersion, r.Notes)
+	}
+	r = upgrade(t, ExitFits, "--model", "Qwen/Qwen3-14B", "--vllm-image", "vllm/vllm-openai:latest", "--upgrade-to", "0.21.0")
+	if r.From.VLLMVersion != vllm.Newest().String() || !strings.Contains(strings.Join(r.Notes, "\n"), "names no vLLM release") {
+		t.Errorf("from %s, notes %q", r.From.VLLMVersion, r.Notes)
 	}
 }
