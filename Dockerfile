@@ -16,7 +16,9 @@
 # against glibc; nothing of NVIDIA is in the image. The `static` target
 # is a CGO_ENABLED=0 binary on distroless/static (telemetry's
 # nvml_off.go): no NVML, so the exporter serves only vLLM's gauges there;
-# the webhook and audit are the same in both. The build stage and the
+# the webhook and audit are the same in both (ko, with .ko.yaml, builds the
+# static one the same way: CGO_ENABLED=0). `ldd` on the NVML binary lists
+# only libc and the loader. The build stage and the
 # runtime base are the same Debian release, so the glibc the binary was
 # linked against is the one it runs with.
 

@@ -115,7 +115,7 @@ func TestValidateFixtures(t *testing.T) {
 		// quiet means no warning at all.
 		quiet bool
 	}{
-		// The calibration set (data/calibration/vllm-0.19.0-h100.csv) has
+		// The calibration set (memory/testdata/vllm-0.19.0-h100.csv) has
 		// Qwen2.5-7B-Instruct starting on an H100-80GB at max-model-len 8192.
 		{fixture: "deployment-fits", allowed: true, quiet: true},
 		{fixture: "deployment-weights", denial: []string{"meta-llama/Llama-3.1-70B-Instruct on 1 × L4", "node label node.kubernetes.io/instance-type=g6.xlarge", "weights take", "To fix:"}},

@@ -17,7 +17,7 @@ func TestH100MatchesCalibrationLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := sel.Device.TotalBytes
-	// data/calibration/vllm-0.19.0-h100.csv: 52 start-ups log gpu_total_gib
+	// memory/testdata/vllm-0.19.0-h100.csv: 52 start-ups log gpu_total_gib
 	// 79.19 and requested_gib 75.23 at gpu_memory_utilization 0.95, where
 	// vLLM computes requested = ceil(total × 0.95).
 	if got := gib2(total); got != "79.19" {
@@ -42,7 +42,7 @@ func TestLoggedTotals(t *testing.T) {
 		{"A40", "44.35"},
 		{"L40S", "44.39"},
 		{"A100-40GB", "39.39"},
-		{"A100-80GB", "79.15"}, // seeds/001: "GPU 0 has a total capacity of 79.15 GiB"
+		{"A100-80GB", "79.15"}, // doctor/testdata/corpus/seed001-oom.txt: "GPU 0 has a total capacity of 79.15 GiB"
 		{"H100-94GB", "93.10"},
 		{"H200", "139.81"},
 		{"B200", "178.40"},

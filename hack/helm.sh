@@ -9,7 +9,7 @@
 # the way hack/e2e-assets.sh builds kube-apiserver and etcd. The binary is
 # cached by version under
 #   ${HEADROOM_ASSETS_CACHE:-$HOME/.cache/headroom/e2e}/helm-<v>/helm
-# and reused when present. Build times are in README.md (Helm chart).
+# and reused when present. Build times are in docs/ci.md.
 #
 # Progress goes to stderr; stdout carries only the path.
 set -euo pipefail

@@ -17,8 +17,9 @@ import (
 )
 
 // calibrationRow is one real vLLM start-up from
-// testdata/vllm-0.19.0-h100.csv (a copy of the shared calibration data:
-// 57 vLLM 0.19.0 start-ups on H100-80GB, numbers as vLLM logged them).
+// testdata/vllm-0.19.0-h100.csv (57 vLLM 0.19.0 start-ups on H100-80GB
+// from the llm-d capacity planner's published start-up logs, numbers as
+// vLLM logged them; testdata/README.md).
 type calibrationRow struct {
 	model                                       string
 	tp, pp, dp                                  int
@@ -32,19 +33,7 @@ type calibrationRow struct {
 
 func readCalibration(t testing.TB) []calibrationRow {
 	t.Helper()
-	f, err := os.Open("testdata/vllm-0.19.0-h100.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	recs, col := readCSV(t, "testdata/vllm-0.19.0-h100.csv")
 	var rows []calibrationRow
 	for _, r := range recs[1:] {
 		get := func(k string) string { return r[col[k]] }
@@ -226,4 +215,27 @@ func TestMoECalibration(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("only %d MoE start-ups in the calibration set, want the 4 it holds", n)
 	}
+}
+
+// readCSV reads a start-up table: its rows after the header, and each
+// column's index by name.
+func readCSV(t testing.TB, path string) ([][]string, map[string]int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		t.Fatalf("%s: no header", path)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return recs, col
 }

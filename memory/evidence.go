@@ -13,9 +13,11 @@ import (
 const (
 	// EvidenceMeasured is a number a real launch logged.
 	EvidenceMeasured = "measured"
-	// EvidenceCalibrated is a prediction whose mechanism was checked on
-	// start-ups of this version range and kind (see Term.CalibratedOn).
-	EvidenceCalibrated = "calibrated"
+	// EvidenceFitted is a prediction whose mechanism's constants were
+	// fitted on start-ups of this version range and kind (see
+	// Term.CalibratedOn). The simulator's figures use the same word for
+	// the same meaning (sim.Confidence).
+	EvidenceFitted = "fitted"
 	// EvidenceExtrapolated is a prediction outside what the calibration
 	// start-ups cover; Term.Why says what is missing.
 	EvidenceExtrapolated = "extrapolated"
@@ -25,7 +27,7 @@ const (
 type Term struct {
 	// Term is the part, named as in Parts' JSON (weights_bytes, ...).
 	Term string `json:"term"`
-	// Class is EvidenceMeasured, EvidenceCalibrated or EvidenceExtrapolated.
+	// Class is EvidenceMeasured, EvidenceFitted or EvidenceExtrapolated.
 	Class string `json:"class"`
 	// Mechanism names the code path of vLLM the number models.
 	Mechanism string `json:"mechanism"`
@@ -111,7 +113,7 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 	// Weights: the architecture count per rank (or the checkpoint's bytes).
 	w := Term{Term: "weights_bytes", Mechanism: "parameters per rank from the architecture (tensor-parallel shards, replicated norms, quantized storage), scaled to the checkpoint's bytes when known"}
 	if c, ok := findSet(func(c calibrationSet) bool { return inFamily(c) }); ok {
-		w.Class, w.CalibratedOn = EvidenceCalibrated, fmt.Sprintf("%s (family %s); loading does not depend on the release", c.name, family)
+		w.Class, w.CalibratedOn = EvidenceFitted, fmt.Sprintf("%s (family %s); loading does not depend on the release", c.name, family)
 		w.UncertaintyBytes = int64(weightsErr * float64(p.Weights))
 	} else {
 		w.Class, w.Why = EvidenceExtrapolated, fmt.Sprintf("no start-up of the %s family in the calibration set; counted from its architecture", family)
@@ -133,10 +135,10 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 	})
 	switch {
 	case ok && forwardBound:
-		a.Class, a.CalibratedOn = EvidenceCalibrated, fmt.Sprintf("%s (family %s, whose forward-bound start-ups the buffers are fitted on)", c.name, family)
+		a.Class, a.CalibratedOn = EvidenceFitted, fmt.Sprintf("%s (family %s, whose forward-bound start-ups the buffers are fitted on)", c.name, family)
 		a.UncertaintyBytes = gibs(activationErr)
 	case ok:
-		a.Class, a.CalibratedOn = EvidenceCalibrated, fmt.Sprintf("%s (family %s); the sampler run does not shrink with TP (logits are all-gathered) and depends on the GPU only through the SM count", c.name, family)
+		a.Class, a.CalibratedOn = EvidenceFitted, fmt.Sprintf("%s (family %s); the sampler run does not shrink with TP (logits are all-gathered) and depends on the GPU only through the SM count", c.name, family)
 		a.UncertaintyBytes = gibs(activationErr)
 	default:
 		a.Class = EvidenceExtrapolated
@@ -176,7 +178,7 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 	}
 	n.Class = EvidenceExtrapolated
 	if nt.calibrated {
-		n.Class = EvidenceCalibrated
+		n.Class = EvidenceFitted
 	}
 	terms = append(terms, n)
 
@@ -184,9 +186,9 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 	g := Term{Term: "cudagraph_bytes", Mechanism: "the CUDA-graph pool captured after the KV cache: a base plus a per-layer share that grows with the width each rank holds and the capture size"}
 	switch {
 	case set.EnforceEager:
-		g.Class, g.Mechanism = EvidenceCalibrated, "--enforce-eager: no CUDA graphs"
+		g.Class, g.Mechanism = EvidenceFitted, "--enforce-eager: no CUDA graphs"
 	case set.Version.Major == 0 && set.Version.Minor == 19 && b.Device.Name == "H100-80GB":
-		g.Class, g.CalibratedOn = EvidenceCalibrated, "57 vLLM 0.19.0 start-ups on H100-80GB (CUDA graph pool memory, actual), capture size 512"
+		g.Class, g.CalibratedOn = EvidenceFitted, "57 vLLM 0.19.0 start-ups on H100-80GB (CUDA graph pool memory, actual), capture size 512"
 		g.UncertaintyBytes = gibs(graphErr)
 	default:
 		g.Class = EvidenceExtrapolated

@@ -168,7 +168,7 @@ func TestEvidence(t *testing.T) {
 	b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "H100-80GB"),
 		Settings: vllm.Settings{TensorParallelSize: 2, MaxModelLen: 8192, Version: v019}})
 	for _, term := range []string{"weights_bytes", "activation_bytes", "non_torch_bytes", "cudagraph_bytes"} {
-		if e := class(b, term); e.Class != memory.EvidenceCalibrated || e.CalibratedOn == "" {
+		if e := class(b, term); e.Class != memory.EvidenceFitted || e.CalibratedOn == "" {
 			t.Errorf("0.19.0 H100 TP 2 %s: %+v", term, e)
 		}
 	}
@@ -195,10 +195,10 @@ func TestEvidence(t *testing.T) {
 	if a := class(qwen14At(t, "0.25.0", ""), "activation_bytes"); a.Class != memory.EvidenceExtrapolated || !strings.Contains(a.Why, "Model Runner V2") {
 		t.Errorf("V2 activation: %+v", a)
 	}
-	if a := class(qwen14At(t, "0.16.0", ""), "activation_bytes"); a.Class != memory.EvidenceCalibrated {
+	if a := class(qwen14At(t, "0.16.0", ""), "activation_bytes"); a.Class != memory.EvidenceFitted {
 		t.Errorf("0.16.0 Qwen3 sort activation: %+v", a)
 	}
-	if a := class(qwen14At(t, "0.13.0", ""), "activation_bytes"); a.Class != memory.EvidenceCalibrated {
+	if a := class(qwen14At(t, "0.13.0", ""), "activation_bytes"); a.Class != memory.EvidenceFitted {
 		t.Errorf("0.13.0 Qwen3 sort activation (same range as 0.16.0): %+v", a)
 	}
 }

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"encoding/csv"
 	"math"
 	"os"
 	"strconv"
@@ -30,19 +29,7 @@ type startup010 struct {
 
 func readStartups010(t *testing.T) []startup010 {
 	t.Helper()
-	f, err := os.Open("testdata/startups-0.10-a100-tp2.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	recs, col := readCSV(t, "testdata/startups-0.10-a100-tp2.csv")
 	var rows []startup010
 	for _, r := range recs[1:] {
 		get := func(k string) string { return r[col[k]] }

@@ -19,7 +19,7 @@ import (
 
 // Record is what one launch that started measured, kept so that later
 // plans for the same model, GPU and settings use measured numbers
-// (DESIGN.md: "measure over guess"). Records are JSON lines in the
+// (docs/architecture.md: "measure over guess"). Records are JSON lines in the
 // calibration file (CalibrationPath). Byte figures are per GPU worker, as
 // vLLM logs them; 0 = the log did not give it.
 type Record struct {

@@ -14,7 +14,7 @@ import (
 )
 
 // llamaH100 is the v0.19.0 calibration row of Llama-3.1-8B on an H100
-// (data/calibration/vllm-0.19.0-h100.csv: weights 14.99, activation 1.89,
+// (memory/testdata/vllm-0.19.0-h100.csv: weights 14.99, activation 1.89,
 // non-torch 0.25 GiB, graphs 0.91 GiB actual, 58.11 GiB KV, 476016
 // tokens, 29751 blocks; batch 8192 tokens / 1024 sequences).
 func llamaH100(at time.Time) Record {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/model"
 )
 
 // Calibration corrects the roofline for one GPU: the shares of the
@@ -28,9 +29,22 @@ type Calibration struct {
 	// pass; SeqOverhead what each scheduled sequence adds to it.
 	Overhead    float64 `json:"overhead_s"`
 	SeqOverhead float64 `json:"seq_overhead_s,omitempty"`
-	// FrontEnd is the API server's CPU time.
+	// GroupedShare is the plateau of the routed experts' grouped GEMMs'
+	// share, as a share of FLOPsEfficiency, and GroupedHalfTokens the
+	// tokens per expert at which they reach half of it (groupedShare).
+	GroupedShare      float64 `json:"grouped_gemm_share,omitempty"`
+	GroupedHalfTokens float64 `json:"grouped_gemm_half_tokens,omitempty"`
+	// DequantShare is the share of FLOPsEfficiency that weight-only
+	// kernels which widen quantized weights in registers reach on this
+	// architecture (Marlin on Ampere, matmul_ogs's MXFP4 on Hopper).
+	DequantShare float64 `json:"dequant_share,omitempty"`
+	// FrontEnd is the API server's CPU time, its Request for a chat
+	// rendered by the model's Jinja chat template; HarmonyRequest replaces
+	// it for models whose chat vLLM renders with openai_harmony
+	// (FrontEndFor).
 	FrontEnd
-	Source string `json:"source,omitempty"`
+	HarmonyRequest float64 `json:"frontend_harmony_request_s,omitempty"`
+	Source         string  `json:"source,omitempty"`
 }
 
 func (c Calibration) attention() float64 {
@@ -38,6 +52,13 @@ func (c Calibration) attention() float64 {
 		return c.AttentionEfficiency
 	}
 	return c.FLOPsEfficiency
+}
+
+func (c Calibration) groupedPlateau() float64 {
+	if c.GroupedShare > 0 {
+		return c.GroupedShare
+	}
+	return 1
 }
 
 func (c Calibration) kvBandwidth() float64 {
@@ -55,23 +76,49 @@ func (c Calibration) check() error {
 		return errors.New("attention_efficiency and kv_bandwidth_efficiency must be in [0, 1]")
 	case c.Overhead < 0 || c.SeqOverhead < 0:
 		return errors.New("overhead_s and seq_overhead_s must not be negative")
+	case c.HarmonyRequest < 0:
+		return errors.New("frontend_harmony_request_s must not be negative")
+	case c.GroupedShare < 0 || c.GroupedShare > 2 || c.DequantShare < 0 || c.DequantShare > 1:
+		return errors.New("grouped_gemm_share must be in [0, 2] and dequant_share in [0, 1]")
+	case c.GroupedHalfTokens < 0 || c.GroupedHalfTokens > 1e6:
+		return errors.New("grouped_gemm_half_tokens must be in [0, 1e6]")
 	}
 	return c.FrontEnd.check()
 }
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {
-	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request, %.0f µs/token",
-		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.OutputToken*1e6)
+	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert), dequantizing kernels x%.2f; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
+		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.DequantShare,
+		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.OutputToken*1e6, c.Latency*1e3)
+}
+
+// FrontEndFor is the API server's cost for model s: vLLM's chat endpoint
+// renders gpt-oss (model_type gpt_oss) with openai_harmony, which turns the
+// conversation into token ids in Rust (serving_chat.py's use_harmony,
+// since 0.10.1), instead of rendering the Jinja chat template and then
+// tokenizing its text, as for every other model.
+func (c Calibration) FrontEndFor(s model.Spec) FrontEnd {
+	f := c.FrontEnd
+	if c.HarmonyRequest > 0 && rendersWithHarmony(s) {
+		f.Request = c.HarmonyRequest
+	}
+	return f
+}
+
+func rendersWithHarmony(s model.Spec) bool {
+	return s.ModelType == "gpt_oss" || s.TextModelType == "gpt_oss"
 }
 
 // Check reports a calibration that cannot price a step.
 func (c Calibration) Check() error { return c.check() }
 
-// The constants below were fitted on ../shared/data/serving/train.csv
-// (sim/README.md: the rows, the fit, and how well it reproduces them):
-// three `vllm bench serve` runs of Qwen3-14B on vLLM 0.11.0, one on an
-// A100 SXM, two on an H100 SXM. TestServingRuns replays them.
+// The constants below were fitted on testdata/serving/train.csv and
+// train-more.csv (sim/README.md: the rows, the fit, which rows pin each
+// constant, and how well it reproduces them): eleven published `vllm
+// bench serve` runs of gpustack's performance lab on vLLM 0.10.2 and
+// 0.11.0, A100 SXM and H100 SXM, dense Qwen3 and MoE gpt-oss and
+// Qwen3-235B, TP 1, 2 and 8. TestServingRuns replays them.
 //
 // The GEMM share and the bandwidth share are the device's; the engine's
 // and the API server's CPU times are the host's and the release's, and
@@ -82,27 +129,30 @@ var (
 	// fittedByCapability holds the device shares, by CUDA compute
 	// capability: the kernels a release runs, and the share of its
 	// datasheet peak a part reaches, are the architecture's (sm_80:
-	// A100; sm_90: H100, H200, GH200).
+	// A100; sm_90: H100, H200, GH200). The A100's weights share is not
+	// fitted (weightBandwidthShare): no A100 row decodes a small batch.
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.545, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.849,
-			Source: "fitted on vllm bench serve of Qwen3-14B on A100-SXM, vLLM 0.11.0 (data/serving/train.csv gs-q14-a100-rand4k)"},
-		"9.0": {FLOPsEfficiency: 0.374, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.420,
-			Source: "fitted on vllm bench serve of Qwen3-14B on H100-SXM, vLLM 0.11.0 (data/serving/train.csv gs-q14-h100-*)"},
+		"8.0": {FLOPsEfficiency: 0.582, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.522, DequantShare: 0.808,
+			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
+		"9.0": {FLOPsEfficiency: 0.349, BandwidthEfficiency: 0.816, KVBandwidthEfficiency: 0.526, DequantShare: 0.988,
+			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8)"},
 	}
-	// hostCPU are the CPU costs of vLLM 0.11.0's engine core and API
-	// server (with the bench client), fitted on the same rows. The fit
-	// gave 2.27 ms a step before the small kernels were priced apart; on
-	// the rows' model those are a constant 40 layers × 6 × 3 µs = 0.72 ms
-	// a step (graphKernelFloor), which the engine's CPU time held until
-	// then: 1.55 ms remain, and every row reproduces as it did. A refit
-	// (TestFitServing) started from these values stays at them (1.58 ms,
-	// loss 0.0394); started far off, it slides along a flat valley that
-	// trades the A100's cache share for the step's time (0.99 and
-	// 1.93 ms, loss 0.0398), which the rows cannot tell apart.
-	hostCPU = Calibration{Overhead: 0.00155, SeqOverhead: 23e-6, FrontEnd: FrontEnd{Request: 0.0129, PromptToken: tokenizeSeconds, OutputToken: 55e-6}}
+	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
+	// API server (with the bench client) on gpustack's hosts, fitted on
+	// the same rows: the API server's Jinja path per request (pinned by
+	// the Qwen3 bursts), its harmony path (the gpt-oss bursts), the fixed
+	// latency on the way in (Qwen3-8B at concurrency 1 and 4), the
+	// engine's time per step and per sequence (all rows).
+	hostCPU = Calibration{Overhead: 0.000700, SeqOverhead: 18.0e-6,
+		FrontEnd:       FrontEnd{Latency: 0.0390, Request: 0.00876, PromptToken: tokenizeSeconds, OutputToken: 69.0e-6},
+		HarmonyRequest: 0.00535}
+	// groupedGEMM shapes the routed experts' grouped GEMMs on every
+	// architecture (groupedShare): 0.763 of the dense GEMMs' share at
+	// many tokens per expert, half of that at 21.2 (the five MoE rows).
+	groupedGEMM = Calibration{GroupedShare: 0.763, GroupedHalfTokens: 21.2}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.46, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.63}
+	defaultShares = Calibration{FLOPsEfficiency: 0.466, BandwidthEfficiency: 0.808, KVBandwidthEfficiency: 0.524, DequantShare: 0.898}
 )
 
 // prefillAttentionShare is the share of the tensor peak prefill attention
@@ -131,7 +181,8 @@ var DefaultCalibration = withHost(defaultShares, "default shares of the datashee
 
 func withHost(c Calibration, source string) Calibration {
 	c.AttentionEfficiency = prefillAttentionShare
-	c.Overhead, c.SeqOverhead, c.FrontEnd = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd
+	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest
+	c.GroupedShare, c.GroupedHalfTokens = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens
 	c.Source = source
 	return c
 }

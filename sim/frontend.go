@@ -18,15 +18,22 @@ import "errors"
 // processed them, in step order. The engine core runs in its own process,
 // so the API server delays what the client sees but never the engine's
 // steps.
+//
+// Latency is a fixed delay of every request on its way in that takes no
+// share of the server's CPU (the HTTP exchange, the hand-off to the engine
+// core over its socket, the client's own start): requests in flight
+// overlap it. A closed loop of one request pays it in full on every TTFT;
+// a burst of a thousand barely notices it.
 type FrontEnd struct {
+	Latency     float64 `json:"frontend_latency_s,omitempty"`
 	Request     float64 `json:"frontend_request_s,omitempty"`
 	PromptToken float64 `json:"frontend_prompt_token_s,omitempty"`
 	OutputToken float64 `json:"frontend_output_token_s,omitempty"`
 }
 
 func (f FrontEnd) check() error {
-	if f.Request < 0 || f.PromptToken < 0 || f.OutputToken < 0 {
-		return errors.New("frontend_request_s, frontend_prompt_token_s and frontend_output_token_s must not be negative")
+	if f.Latency < 0 || f.Request < 0 || f.PromptToken < 0 || f.OutputToken < 0 {
+		return errors.New("frontend_latency_s, frontend_request_s, frontend_prompt_token_s and frontend_output_token_s must not be negative")
 	}
 	return nil
 }
@@ -62,10 +69,20 @@ type frontEnd struct {
 	v    float64
 	jobs []psJob // min-heap by finish
 	seq  uint64
+	// pending are the requests sent but still in Latency, in the order
+	// they are ready (sends come in time order and Latency is one).
+	pending     []pendingReq
+	pendingHead int
 	// out is the FIFO of step outputs; the head completes at outFinish.
 	out       []delivery
 	outHead   int
 	outFinish float64
+}
+
+// pendingReq is a request in the front end's fixed latency.
+type pendingReq struct {
+	ready float64
+	req   Request
 }
 
 func (f *frontEnd) sharers() int {
@@ -79,6 +96,17 @@ func (f *frontEnd) sharers() int {
 // next is the real time of the next completion; ok is false when the
 // server is empty.
 func (f *frontEnd) next() (float64, bool) {
+	t, ok := f.nextShared()
+	if f.pendingHead < len(f.pending) {
+		if r := f.pending[f.pendingHead].ready; !ok || r < t {
+			return r, true
+		}
+	}
+	return t, ok
+}
+
+// nextShared is next() of the processor-shared work alone.
+func (f *frontEnd) nextShared() (float64, bool) {
 	n := f.sharers()
 	if n == 0 {
 		return 0, false
@@ -108,8 +136,24 @@ func (f *frontEnd) advance(t float64) {
 	f.now = t
 }
 
-// submit starts a request's input processing now.
+// submit starts a request's input processing now, or after the fixed
+// latency.
 func (f *frontEnd) submit(r Request) {
+	if f.cost.Latency > 0 {
+		if f.pendingHead == len(f.pending) {
+			f.pending, f.pendingHead = f.pending[:0], 0
+		} else if f.pendingHead >= 64 && 2*f.pendingHead >= len(f.pending) {
+			n := copy(f.pending, f.pending[f.pendingHead:])
+			f.pending, f.pendingHead = f.pending[:n], 0
+		}
+		f.pending = append(f.pending, pendingReq{ready: f.now + f.cost.Latency, req: r})
+		return
+	}
+	f.enter(r)
+}
+
+// enter puts a request on the shared CPU now.
+func (f *frontEnd) enter(r Request) {
 	w := f.cost.Request + f.cost.PromptToken*float64(r.PromptTokens)
 	f.seq++
 	f.jobs = append(f.jobs, psJob{finish: f.v + w, seq: f.seq, req: r})
@@ -149,9 +193,19 @@ func (f *frontEnd) push(res *StepResult, tokens, firsts int) {
 }
 
 // complete takes the next completion at time next(): a request whose
-// input is done (in) or a step output delivered (out).
+// input is done (in) or a step output delivered (out); neither when a
+// request left the fixed latency for the shared CPU.
 func (f *frontEnd) complete() (in *Request, out *delivery) {
-	t, _ := f.next()
+	t, ok := f.nextShared()
+	if f.pendingHead < len(f.pending) {
+		if p := f.pending[f.pendingHead]; !ok || p.ready < t {
+			f.advance(p.ready)
+			f.pending[f.pendingHead] = pendingReq{}
+			f.pendingHead++
+			f.enter(p.req)
+			return nil, nil
+		}
+	}
 	fmin := f.nextFinish()
 	f.now, f.v = t, max(f.v, fmin)
 	if f.outHead < len(f.out) && f.outFinish <= fmin {

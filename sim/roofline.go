@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
@@ -38,9 +37,12 @@ import (
 // few microseconds: on a small decode batch of a deep or MoE model they add
 // up to as much as the weights' read.
 type Roofline struct {
-	// LinearParams are the GEMM parameters every token passes through (the
-	// active experts, no embedding, no LM head), per GPU.
-	LinearParams float64
+	// LinearParams are the dense GEMM parameters every token passes
+	// through (attention projections, dense MLPs, shared experts; no
+	// embedding, no LM head), per GPU. RoutedParams are the routed
+	// experts' parameters one token passes through (TopK experts in every
+	// MoE layer), per GPU: they run as grouped GEMMs (groupedShare).
+	LinearParams, RoutedParams float64
 	// HeadParams is the LM head, applied to one row per scheduled request
 	// (vLLM computes logits only at each request's last position), per GPU.
 	HeadParams float64
@@ -49,8 +51,28 @@ type Roofline struct {
 	// per GPU; Experts and TopK their count and the experts one token uses.
 	WeightBytes, ExpertBytes float64
 	Experts, TopK            int
+	// MoELayers, MoEHidden and MoEInter (per GPU) size the activations
+	// the experts' permute, grouped GEMMs and top-k sum move: ActBytes per
+	// value.
+	MoELayers           int
+	MoEHidden, MoEInter float64
+	ActBytes            float64
+	// GroupedPlateau and GroupedHalf shape the grouped GEMMs' share of
+	// the GEMMs' share (groupedShare); ExpertPeak is the tensor peak their
+	// quantization path runs at.
+	GroupedPlateau, GroupedHalf float64
+	ExpertPeak                  float64
+	// DenseDequant and ExpertDequant are the shares of the GEMM share that
+	// weight-only dequantizing kernels reach (1 where the weights are not
+	// widened in the kernel).
+	DenseDequant, ExpertDequant float64
 	// KVBytesPerToken is the KV one token of context costs, per GPU.
 	KVBytesPerToken float64
+	// MLADecodeFLOPsPerToken is what a decode's attention computes per
+	// token of context in MLA layers (weights absorbed: the query meets
+	// the latent, kv_lora_rank + rope wide, and the latent is the value),
+	// per GPU: 2 × layers × heads × (2 × kv_lora_rank + rope dims) / TP.
+	MLADecodeFLOPsPerToken float64
 	// AttentionFLOPsPerPair is the attention FLOPs of one query × key pair
 	// over the full-attention and MLA layers, per GPU: 2 × layers × query
 	// heads × (qk + v head dims) / TP (QKᵀ and PV, a multiply-add each).
@@ -62,12 +84,13 @@ type Roofline struct {
 	PeakFLOPs, Bandwidth float64
 	// Layers is the decoder depth; TP the tensor-parallel size;
 	// AllReduceBytesPerToken a token's activation (hidden × dtype bytes);
-	// Link and LinkLatency the GPU-to-GPU bandwidth each way and the
-	// latency of one all-reduce.
+	// Link the GPU-to-GPU bandwidth each way, NVLink whether it is a
+	// GPU fabric (allReduceTime) and AMD whether RCCL runs it.
 	Layers                 int
 	TP                     int
 	AllReduceBytesPerToken float64
-	Link, LinkLatency      float64
+	Link                   float64
+	NVLink, AMD            bool
 	// GraphTokens is the largest batch (in tokens) that replays a CUDA
 	// graph; 0 when the engine runs eager (--enforce-eager). An eager step
 	// lasts at least Layers × LaunchPerLayer, the CPU launching it.
@@ -103,19 +126,61 @@ func (m *Roofline) StepTime(b Batch) float64 {
 func (m *Roofline) GPUTime(b Batch) float64 {
 	tokens := float64(b.Tokens)
 	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
-	bytes := m.WeightBytes + m.ExpertBytes*m.expertsTouched(tokens)
-	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency), bytes/(m.Bandwidth*m.BandwidthEfficiency))
+	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency))
+	t += m.expertTime(tokens)
 	pairFLOPs, cacheBytes := m.attention(b)
 	t += pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
+	if m.MLADecodeFLOPsPerToken > 0 {
+		t += m.MLADecodeFLOPsPerToken * float64(m.decodeContext(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
+	}
 	if m.TP > 1 {
-		share := 2 * float64(m.TP-1) / float64(m.TP)
-		t += 2 * float64(m.Layers) * (m.LinkLatency + tokens*m.AllReduceBytesPerToken*share/m.Link)
+		t += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
 	t += m.smallKernelTime()
 	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
 		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
 	}
 	return t
+}
+
+func (m *Roofline) denseDequant() float64 {
+	if m.DenseDequant > 0 {
+		return m.DenseDequant
+	}
+	return 1
+}
+
+// expertTime is the routed experts' part of a step of tokens: their
+// grouped GEMMs, each the longer of its math (at the grouped share for the
+// tokens each touched expert gets) and its read of the experts touched,
+// plus the activations the permute, the two GEMMs, the activation function
+// and the top-k sum move (fused_moe: the permuted input read, the gate-up
+// output written and read, the activation written and read, the down
+// output written and read back by the sum; about 3 × hidden + 5 ×
+// intermediate values a token-expert pair).
+func (m *Roofline) expertTime(tokens float64) float64 {
+	if m.RoutedParams == 0 || tokens == 0 {
+		return 0
+	}
+	touched := m.expertsTouched(tokens)
+	perExpert := tokens * float64(m.TopK) / (float64(m.Experts) * max(touched, 1e-9))
+	peak := m.ExpertPeak
+	if peak == 0 {
+		peak = m.PeakFLOPs
+	}
+	deq := m.ExpertDequant
+	if deq == 0 {
+		deq = 1
+	}
+	plateau := m.GroupedPlateau
+	if plateau == 0 {
+		plateau = 1
+	}
+	share := m.GEMMEfficiency * deq * groupedShare(perExpert, plateau, m.GroupedHalf)
+	flops := 2 * m.RoutedParams * tokens
+	read := m.ExpertBytes * touched
+	act := float64(m.MoELayers) * tokens * float64(m.TopK) * (3*m.MoEHidden + 5*m.MoEInter) * m.ActBytes
+	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency)) + act/(m.Bandwidth*m.BandwidthEfficiency)
 }
 
 // attention is b's attention work: the FLOPs of its prefill chunks' query
@@ -218,17 +283,7 @@ func (m *Roofline) expertsTouched(tokens float64) float64 {
 	return 1 - math.Pow(1-float64(m.TopK)/float64(m.Experts), tokens)
 }
 
-// Latencies of one all-reduce of a few KiB, where the bandwidth term is
-// nothing: vLLM's custom all-reduce over NVLink takes about 10 µs, NCCL
-// over PCIe about 30 µs (figures of the order vLLM's custom all-reduce PR
-// #2192 and NCCL's tests report; not fitted, no training run is
-// tensor-parallel).
 const (
-	nvlinkAllReduceLatency = 10e-6
-	pcieAllReduceLatency   = 30e-6
-	// allReduceLinkShare is the share of the link a ring all-reduce's
-	// bandwidth term reaches (NCCL's bus bandwidth against the link's).
-	allReduceLinkShare = 0.8
 	// eagerLaunchPerLayer is the CPU time PyTorch takes to launch one
 	// decoder layer's kernels without a CUDA graph, about 15 kernels at 5–10
 	// µs each. Not fitted (the training runs use CUDA graphs).
@@ -286,26 +341,42 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	s := b.Model
 	set := b.Settings
 	tp := float64(max(set.TensorParallelSize, 1))
-	peak := p.BF16
-	if fp8Weights(s, set.Quantization) && p.FP8 > 0 {
-		peak = p.FP8
-	}
 	// The windows and their cache per token are memory's (one entry per
 	// window); their layers' attention FLOPs are summed below.
+	// A rank keeps max(1, KV heads / TP) heads of the model's KV (vLLM
+	// replicates KV heads when TP exceeds them), and MLA's whole latent.
+	kvShare := 1 / tp
+	switch {
+	case s.MLA != nil && s.MLA.KVLoraRank > 0:
+		// MLA's latent is one per token for all heads: vLLM keeps it whole
+		// on every tensor-parallel rank, and each rank's decode reads all
+		// of it.
+		kvShare = 1
+	case s.KVHeads > 0:
+		kvShare = float64(max(s.KVHeads/int(tp), 1)) / float64(s.KVHeads)
+	}
 	var windows []WindowAttention
 	for _, kv := range b.ModelSlidingKV() {
-		windows = append(windows, WindowAttention{Window: int64(kv.Window), Chunked: kv.Chunked, KVBytesPerToken: float64(kv.BytesPerToken) / tp})
+		windows = append(windows, WindowAttention{Window: int64(kv.Window), Chunked: kv.Chunked, KVBytesPerToken: float64(kv.BytesPerToken) * kvShare})
 	}
-	var linear, pairFLOPs float64
+	var linear, routed, pairFLOPs, mlaDecode float64
+	moeLayers := 0
 	for i := range s.Layers {
 		lp := s.Layer(i)
 		linear += float64(lp.Linear())
 		if e := float64(lp.Experts); e > 0 {
-			linear -= e - e/float64(s.MoE.Experts)*float64(s.MoE.TopK)
+			// the routed experts leave the dense GEMMs; a token passes
+			// through TopK of them (shared experts stay: a dense MLP)
+			linear -= e
+			routed += e / float64(s.MoE.Experts) * float64(s.MoE.TopK)
+			moeLayers++
 		}
 		switch k := s.LayerKind(i); k.Kind {
 		case model.Full, model.MLA:
 			pairFLOPs += 2 * float64(s.Heads) * float64(attnDims(s))
+			if k.Kind == model.MLA && s.MLA != nil && s.MLA.KVLoraRank > 0 {
+				mlaDecode += 2 * float64(s.Heads) * float64(2*s.MLA.KVLoraRank+s.MLA.QKRopeHeadDim)
+			}
 		case model.Sliding:
 			for j := range windows {
 				if w := &windows[j]; w.Window == int64(k.Window) && w.Chunked == k.Chunked {
@@ -322,20 +393,44 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	// format (memory's count).
 	weights := float64(b.WeightsTotal)
 	expertBytes := float64(b.ExpertWeightsTotal)
+	kvPerToken := float64(b.ModelKVBytesPerToken) * kvShare
+	dense, experts := quantPathOf(denseQuant(s, set.Quantization), b.Device), quantPathOf(expertQuant(s, set.Quantization), b.Device)
+	peakOf := func(q quantPath) float64 {
+		if q.FP8 && p.FP8 > 0 {
+			return p.FP8
+		}
+		return p.BF16
+	}
+	deq := func(q quantPath) float64 {
+		if q.Dequant && c.DequantShare > 0 {
+			return c.DequantShare
+		}
+		return 1
+	}
 	m := &Roofline{
 		LinearParams:           linear / tp,
+		RoutedParams:           routed / tp,
 		HeadParams:             head / tp,
 		WeightBytes:            (weights - expertBytes) / tp,
 		ExpertBytes:            expertBytes / tp,
-		KVBytesPerToken:        float64(b.ModelKVBytesPerToken) / tp,
+		MoELayers:              moeLayers,
+		ActBytes:               float64(max(b.DtypeBytes, 1)),
+		GroupedPlateau:         c.groupedPlateau(),
+		GroupedHalf:            c.GroupedHalfTokens,
+		ExpertPeak:             peakOf(experts),
+		DenseDequant:           deq(dense),
+		ExpertDequant:          deq(experts),
+		KVBytesPerToken:        kvPerToken,
+		MLADecodeFLOPsPerToken: mlaDecode / tp,
 		AttentionFLOPsPerPair:  pairFLOPs / tp,
-		PeakFLOPs:              peak,
+		PeakFLOPs:              peakOf(dense),
 		Bandwidth:              p.Bandwidth,
 		Layers:                 s.Layers,
 		TP:                     int(tp),
 		AllReduceBytesPerToken: float64(s.Hidden) * float64(max(b.DtypeBytes, 1)),
-		Link:                   p.Link * allReduceLinkShare,
-		LinkLatency:            pcieAllReduceLatency,
+		Link:                   p.Link,
+		NVLink:                 p.NVLink,
+		AMD:                    b.Device.Vendor == "amd",
 		LaunchPerLayer:         eagerLaunchPerLayer,
 		SmallKernels:           smallKernels(s),
 		KernelFloor:            graphKernelFloor,
@@ -349,11 +444,9 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	}
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
+		m.MoEHidden, m.MoEInter = float64(s.Hidden), float64(s.MoE.Intermediate)/tp
 	}
 	m.Windows = windows
-	if p.NVLink {
-		m.LinkLatency = nvlinkAllReduceLatency
-	}
 	if m.Link <= 0 {
 		m.Link = 1
 	}
@@ -373,13 +466,4 @@ func attnDims(s model.Spec) int {
 		v = s.HeadDim
 	}
 	return s.HeadDim + v
-}
-
-// fp8Weights: FP8 checkpoints and on-the-fly FP8 run their GEMMs on the
-// FP8 tensor cores.
-func fp8Weights(s model.Spec, quantization string) bool {
-	if s.Quant != nil && strings.Contains(strings.ToLower(s.Quant.Method), "fp8") {
-		return true
-	}
-	return strings.Contains(strings.ToLower(quantization), "fp8")
 }

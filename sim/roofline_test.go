@@ -69,7 +69,8 @@ func plan(t *testing.T, id, device string, count int, set vllm.Settings) memory.
 
 // Llama-3.1-8B on one H100-80GB with the H100's calibration, vLLM 0.11.0
 // (no async scheduling): a decode step of one request over 1000 tokens
-// reads the weights (the plan's weights_total) at 0.8 × 3.35 TB/s and
+// reads the weights (the plan's weights_total) at the H100's fitted share
+// of 3.35 TB/s and
 // 1000 × 131072 B of KV (32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B) at
 // the cache's share, runs 32 layers × 6 small kernels at 3 µs each
 // (576 µs), and costs the per-step and one per-sequence overhead.
@@ -87,7 +88,7 @@ func TestRooflineLlama8BH100(t *testing.T) {
 		t.Fatal(err)
 	}
 	small := 32 * 6 * 3e-6
-	want := float64(b.WeightsTotal)/(0.8*3.35e12) + 1000*131072/(c.KVBandwidthEfficiency*3.35e12) + small + c.Overhead + c.SeqOverhead
+	want := float64(b.WeightsTotal)/(c.BandwidthEfficiency*3.35e12) + 1000*131072/(c.KVBandwidthEfficiency*3.35e12) + small + c.Overhead + c.SeqOverhead
 	if got := m.StepTime(Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}); math.Abs(got-want) > 1e-12 {
 		t.Errorf("decode step %v, want %v", got, want)
 	}
@@ -139,23 +140,39 @@ func TestMoEReadsTheExpertsItsTokensReach(t *testing.T) {
 	}
 }
 
-// Llama-3.1-70B at TP 4 on H100s (NVLink, 450 GB/s each way): every layer
-// all-reduces its attention and MLP outputs, 2 × 80 per step, each 10 µs
-// plus tokens × 8192 × 2 B × 2 × 3/4 over 0.8 × 450 GB/s. For a decode of
-// 32 tokens: 160 × (10e-6 + 32 × 16384 × 1.5 / 360e9) = 160 × 12.18e-6.
+// Llama-3.1-70B at TP 4 on H100s (NVLink, 450 GB/s each way, 0.8 of it
+// reached): every layer all-reduces its attention and MLP outputs, 2 × 80
+// per step, of tokens × 8192 × 2 B. vLLM's custom all-reduce takes a
+// message of up to 8 MiB, in one stage under 512 KiB at 4 ranks (each rank
+// reads its 3 peers: 8 µs + bytes × 3 / 360e9), else in two (2 × 8 µs + 2 ×
+// bytes × 3/4 / 360e9); NCCL's ring above 8 MiB (25 µs + 2 × bytes × 3/4 /
+// 360e9):
+//
+//	16 tokens, 262,144 B (one stage):    8e-6 + 262144 × 3 / 360e9 = 10.1845e-6
+//	32 tokens, 524,288 B (two stages):  16e-6 + 524288 × 1.5 / 360e9 = 18.1845e-6
+//	1024 tokens, 16 MiB (NCCL):         25e-6 + 16777216 × 1.5 / 360e9 = 94.9055e-6
 func TestTensorParallelAllReduce(t *testing.T) {
 	b := plan(t, "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", 4, vllm.Settings{TensorParallelSize: 4})
 	m, err := RooflineFor(b, DefaultCalibration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := Batch{Requests: 32, Tokens: 32, Decodes: 32, DecodeContext: 32 * 1000}
-	with := m.GPUTime(batch)
-	m.TP = 1
-	without := m.GPUTime(batch)
-	want := 160 * (10e-6 + 32*16384*1.5/360e9)
-	if math.Abs((with-without)-want) > 1e-12 {
-		t.Errorf("all-reduce %v s, want %v", with-without, want)
+	for _, c := range []struct {
+		tokens int64
+		each   float64
+	}{
+		{16, 8e-6 + 262144*3/360e9},
+		{32, 16e-6 + 524288*1.5/360e9},
+		{1024, 25e-6 + 16777216*1.5/360e9},
+	} {
+		batch := Batch{Requests: int(c.tokens), Tokens: c.tokens, Decodes: int(c.tokens), DecodeContext: c.tokens * 1000}
+		m.TP = 4
+		with := m.GPUTime(batch)
+		m.TP = 1
+		without := m.GPUTime(batch)
+		if want := 160 * c.each; math.Abs((with-without)-want) > 1e-12 {
+			t.Errorf("%d tokens: all-reduce %v s, want %v", c.tokens, with-without, want)
+		}
 	}
 }
 
@@ -261,5 +278,90 @@ func TestRooflineSlidingWindow(t *testing.T) {
 	noCache.Chunks = nil
 	if d, want := m.GPUTime(decode)-m.GPUTime(noCache), 12*2048*128/(3.35e12*c.KVBandwidthEfficiency); math.Abs(d/want-1) > 1e-9 {
 		t.Errorf("the sliding layers read %v s of cache in a decode, want %v", d, want)
+	}
+}
+
+// The routed experts' part of a step on a hand-made roofline: 1e9 routed
+// parameters a token, 4e9 bytes of experts, 8 experts of which a token
+// takes 2, 1e15 FLOP/s at a GEMM share of 0.5, 1e12 B/s at 0.8, grouped
+// GEMMs at 0.8 × t / (t + 16) of the GEMM share, 10 MoE layers of hidden
+// 1000 and intermediate 2000 moving 2-byte activations.
+//
+//	4096 tokens: every expert touched, 4096 × 2 / 8 = 1024 tokens each, share
+//	  0.5 × 0.8 × 1024/1040; math 2e9 × 4096 / (1e15 × 0.4 × 1024/1040) =
+//	  20.8 ms > read 4e9 / 8e11 = 5 ms; activations 10 × 4096 × 2 × (3 × 1000
+//	  + 5 × 2000) × 2 B / 8e11 = 2.6624 ms: 23.4624 ms.
+//	1 token: 2 of 8 experts touched (0.25), 1 token each, share 0.4/17; math
+//	  2e9 / (1e15 × 0.4/17) = 85 µs < read 1e9 / 8e11 = 1.25 ms; activations
+//	  10 × 2 × 13000 × 2 / 8e11 = 0.65 µs: 1.25065 ms.
+func TestExpertTimeGroupedGEMM(t *testing.T) {
+	m := &Roofline{RoutedParams: 1e9, ExpertBytes: 4e9, Experts: 8, TopK: 2, PeakFLOPs: 1e15, Bandwidth: 1e12,
+		GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8, GroupedPlateau: 0.8, GroupedHalf: 16,
+		MoELayers: 10, MoEHidden: 1000, MoEInter: 2000, ActBytes: 2}
+	// (1 − 0.75^4096) is 1 in float64
+	if got, want := m.expertTime(4096), 0.0208+0.0026624; math.Abs(got-want) > 1e-12 {
+		t.Errorf("4096 tokens: %v s, want %v", got, want)
+	}
+	if got, want := m.expertTime(1), 0.00125+0.65e-6; math.Abs(got-want) > 1e-12 {
+		t.Errorf("1 token: %v s, want %v", got, want)
+	}
+	// Weight-only dequantizing kernels at half the GEMM share double the math.
+	m.ExpertDequant = 0.5
+	if got, want := m.expertTime(4096), 0.0416+0.0026624; math.Abs(got-want) > 1e-12 {
+		t.Errorf("4096 tokens dequantized: %v s, want %v", got, want)
+	}
+}
+
+// DeepSeek-V2-Lite at TP 2 (27 MLA layers of 16 heads, kv_lora_rank 512,
+// rope 64; 26 MoE layers of 64 experts, top-6, 1408 wide, 2 shared):
+//   - the latent cache is whole on every rank: 27 × (512 + 64) × 2 B =
+//     31,104 B a token, not halved;
+//   - a decode's attention computes 2 × 27 × 16 × (2 × 512 + 64) / 2 =
+//     470,016 FLOPs a token of context on each rank;
+//   - the routed experts a token passes: 26 × 6 × 3 × 2048 × 1408 / 2 =
+//     674,758,656 parameters a rank; the shared experts stay dense.
+func TestRooflineMLAAndSharedExperts(t *testing.T) {
+	b := plan(t, "deepseek-ai/DeepSeek-V2-Lite", "H100-80GB", 2, vllm.Settings{TensorParallelSize: 2})
+	m, err := RooflineFor(b, DefaultCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.KVBytesPerToken != 31104 || m.MLADecodeFLOPsPerToken != 470016 || m.RoutedParams != 674758656 {
+		t.Errorf("KV %v B a token, MLA decode %v FLOPs a token, routed %v", m.KVBytesPerToken, m.MLADecodeFLOPsPerToken, m.RoutedParams)
+	}
+	shared := float64(b.Model.Layer(1).Shared) / 2
+	if shared == 0 || m.LinearParams < shared {
+		t.Errorf("shared experts %v not in the dense GEMMs %v", shared, m.LinearParams)
+	}
+}
+
+// The kernel paths quantized weights take, by architecture.
+func TestQuantPath(t *testing.T) {
+	dev := func(name string) gpu.Device {
+		sel, err := gpu.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel.Device
+	}
+	for _, c := range []struct {
+		method, gpu string
+		fp8, deq    bool
+	}{
+		{"", "H100-80GB", false, false},
+		{"fp8", "H100-80GB", true, false},
+		{"fp8", "A100-80GB", false, true},
+		{"fp8", "L40S", true, false},
+		{"mxfp4", "H100-80GB", false, true},
+		{"mxfp4", "A100-80GB", false, true},
+		{"gptq", "H100-80GB", false, true},
+		{"modelopt_fp4", "H100-80GB", false, true},
+		{"modelopt_fp4", "B200", false, false},
+		{"fp8", "A10", false, true},
+	} {
+		p := quantPathOf(c.method, dev(c.gpu))
+		if p.FP8 != c.fp8 || p.Dequant != c.deq {
+			t.Errorf("%s on %s: %+v", c.method, c.gpu, p)
+		}
 	}
 }

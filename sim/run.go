@@ -624,6 +624,9 @@ func (r *runner) until(t float64, idle bool) error {
 			r.st.deliver(out, r.fe.now, r.done)
 			continue
 		}
+		if in == nil {
+			continue
+		}
 		q := *in
 		q.Arrival = r.fe.now
 		if _, err := r.e.Add(q); err != nil {

@@ -15,7 +15,7 @@ import (
 // engine, logs_errors.go the error texts, logscan.go the streaming reader.
 // The texts are from docs/vllm-memory.md (§2.2, §2.4, §3.4, §4),
 // docs/peers.md §5 and the v0.19.0 logs behind
-// data/calibration/vllm-0.19.0-h100.csv; PyTorch's out-of-memory message is
+// memory/testdata/vllm-0.19.0-h100.csv; PyTorch's out-of-memory message is
 // from c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.1 and later, and the
 // older "(GPU 0; X total capacity; ...)" form). Matching is done on the
 // message wherever it sits in the line, so every prefix vLLM has used works:

@@ -90,7 +90,7 @@ func TestParseLogLine(t *testing.T) {
 				Message: "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (20272). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."}},
 		{"no cache memory", "ERROR 01-02 03:04:05 [core.py:1] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
 			LogEvent{Kind: LogErrNoCacheMemory, Device: -1, Message: "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."}},
-		// Verbatim from data/calibration/vllm-0.19.0-h100.csv (Kimi-Dev-72B, TP 4).
+		// Verbatim from memory/testdata/vllm-0.19.0-h100.csv (Kimi-Dev-72B, TP 4).
 		{"free memory error", "ValueError: Free memory on device cuda:1 (60.85/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
 			LogEvent{Kind: LogErrFreeMemory, Memory: MemoryFigures{Free: g(60.85), Total: g(79.19), Requested: g(75.23)}, Utilization: 0.95, Device: 1,
 				Message: "ValueError: Free memory on device cuda:1 (60.85/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."}},
@@ -166,7 +166,7 @@ func TestParseLogLineOOM(t *testing.T) {
 			0, OOM{Tried: g(2), Total: g(79.19), Free: g(1.23), ProcessInUse: g(77.95), Processes: []ProcessMemory{{4711, g(77.95)}}, Allocated: g(75.6), ReservedUnallocated: g(1.12)}},
 		{"pytorch 2 this process, graphs, two other processes", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 786.00 MiB. GPU 3 has a total capacity of 23.55 GiB of which 512.00 KiB is free. Process 11 has 2.00 GiB memory in use. Including non-PyTorch memory, this process has 21.40 GiB memory in use. Of the allocated memory 19.10 GiB is allocated by PyTorch, with 1.04 GiB allocated in private pools (e.g., CUDA Graphs), and 900.00 MiB is reserved by PyTorch but unallocated.",
 			3, OOM{Tried: mib(786), Total: g(23.55), Free: 512 << 10, ProcessInUse: g(21.4), Processes: []ProcessMemory{{11, g(2)}}, Allocated: g(19.1), PrivatePools: g(1.04), ReservedUnallocated: mib(900)}},
-		// Verbatim from seeds/001 (the "current allocated" variant).
+		// Verbatim from doctor/testdata/corpus/seed001-oom.txt (the "current allocated" variant).
 		{"seed", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 2.00 GiB is free. Including non-blocking allocations, current allocated: 77.15 GiB.",
 			0, OOM{Tried: g(2), Total: g(79.15), Free: g(2), Allocated: g(77.15)}},
 		{"pytorch 1", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.19 MiB free; 14.65 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.",

@@ -87,14 +87,13 @@ func PerInstanceBudget(v Version) bool {
 }
 
 // V1ByDefault reports whether the V1 engine is the default: from v0.8.0
-// (DESIGN.md "V1 engine"; docs/kaito.md §5: "From vLLM 0.8 the V1 engine was
-// the default"). Between 0.8 and 0.10 vLLM could still fall back to V0 by
+// (vLLM v0.8.0's release notes: the V1 engine became the default). Between 0.8 and 0.10 vLLM could still fall back to V0 by
 // itself for features V1 lacked; that fallback is not modelled.
 func V1ByDefault(v Version) bool { return orNewest(v).AtLeast(v1DefaultSince) }
 
 // V0Removed reports whether the release has no V0 engine at all: v0.11.0
-// removed it (release notes of v0.11.0; docs/kaito.md §5 notes KAITO's
-// V0-only probe went with its vLLM 0.12 bump).
+// removed it (release notes of v0.11.0; KAITO's V0-only probe went with
+// its vLLM 0.12 bump, kaito-project/kaito@056b8280).
 func V0Removed(v Version) bool { return orNewest(v).AtLeast(v0RemovedIn) }
 
 // UsesV1 reports whether the engine that runs is V1, given the release and

@@ -182,7 +182,7 @@ func decodeStrict(body io.Reader, v any) error {
 		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 			return tooBig
 		}
-		return fmt.Errorf("request is not the JSON object expected (%v): see the README's `headroom serve` section", err)
+		return fmt.Errorf("request is not the JSON object expected (%v): web/README.md has the request bodies", err)
 	}
 	if dec.More() {
 		return errors.New("request has more than one JSON value: send one object")

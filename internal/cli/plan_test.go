@@ -31,7 +31,7 @@ func run(t testing.TB, env map[string]string, args ...string) (code int, stdout,
 
 var offline = map[string]string{"HF_HUB_OFFLINE": "1"}
 
-// The JSON contract of DESIGN.md: these fields are used by other tools.
+// The JSON contract of docs/architecture.md: these fields are used by other tools.
 func TestPlanJSONContract(t *testing.T) {
 	code, out, errs := run(t, offline, "plan", "--gpu", "H100-80GB", "-o", "json", "--vllm-version", "0.19.0",
 		"--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95")

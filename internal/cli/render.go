@@ -206,6 +206,8 @@ func writeTable(w io.Writer, r report.Report) error {
 	}
 	if t := rec.FromTraffic; t != nil {
 		fmt.Fprintf(w, "  - traffic simulated: %s; step time %s\n", t.Traffic, provenance(t.StepTime, "-o json"))
+		fmt.Fprintf(w, "    figures below: TTFT ±%.0f%%, E2E ±%.0f%% (%s)\n", t.Confidence.TTFTPct, t.Confidence.E2EPct, t.Confidence.Evidence)
+		writeEvidence(w, "    ", t.Confidence)
 		for _, c := range t.Candidates {
 			fmt.Fprintf(w, "      max-num-seqs %4d: E2E p99 %s, TTFT p99 %s, %d preemptions, %d rejected, peak KV %s\n",
 				c.MaxNumSeqs, msUnit(c.E2EP99MS), msUnit(c.TTFTP99MS), c.Preemptions, c.Rejected, pct(c.MaxKVUsage))

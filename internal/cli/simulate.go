@@ -254,7 +254,7 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	case "yaml":
 		err = writeYAML(stdout, out)
 	case "bench":
-		err = writeBench(stdout, simBenchHeader(out), report.BenchOfSim(out, spec, rd.Output), out.Notes)
+		err = writeBench(stdout, simBenchHeader(out), report.BenchOfSim(out, spec, rd.Output), append(evidenceNotes(out.Confidence), out.Notes...))
 	default:
 		err = writeSimulateTable(stdout, out, f.verbose)
 	}

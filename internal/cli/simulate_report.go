@@ -60,8 +60,12 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		step = provenance(step, "-v or -o json")
 	}
 	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, step)
-	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s\n",
-		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)))
+	band := ""
+	if c := r.Confidence; c != nil {
+		band = " (" + c.Band(c.ThroughputPct) + ")"
+	}
+	fmt.Fprintf(w, "%s requests finished in %.1f s simulated (%s steps): %.2f req/s, %s output tokens/s%s\n",
+		humanInt(r.Requests), r.DurationS, humanInt(r.Steps), r.RequestsPerS, humanInt(int64(r.OutputTokensPerS)), band)
 	if r.GoodputPerS != nil {
 		fmt.Fprintf(w, "goodput: %.2f req/s (%s of the requests meet %s)\n", *r.GoodputPerS, humanInt(*r.GoodRequests), r.Goodput)
 	}
@@ -84,16 +88,30 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintln(w, "no request finished: no latencies")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		c := r.Confidence
+		if c != nil {
+			fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\tband\t")
+		} else {
+			fmt.Fprintln(tw, "ms\tmean\tp50\tp90\tp99\tmax\t")
+		}
 		for _, l := range []struct {
 			name string
 			v    sim.Latency
-		}{{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E}} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+			pct  func(sim.Confidence) float64
+		}{{"TTFT", r.TTFT, func(c sim.Confidence) float64 { return c.TTFTPct }}, {"TPOT", r.TPOT, func(c sim.Confidence) float64 { return c.TPOTPct }},
+			{"ITL", r.ITL, func(c sim.Confidence) float64 { return c.TPOTPct }}, {"E2E", r.E2E, func(c sim.Confidence) float64 { return c.E2EPct }}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", l.name, ms(l.v.Mean), ms(l.v.P50), ms(l.v.P90), ms(l.v.P99), ms(l.v.Max))
+			if c != nil {
+				fmt.Fprintf(tw, "±%.0f%%\t", l.pct(*c))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if c := r.Confidence; c != nil {
+		writeEvidence(w, "", *c)
 	}
 	if len(r.SLO) > 0 {
 		fmt.Fprintln(w)
@@ -136,6 +154,28 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// writeEvidence prints what the bands stand on: "fitted", or
+// "extrapolated" and each condition outside the training rows.
+func writeEvidence(w io.Writer, indent string, c sim.Confidence) {
+	if c.Fitted() {
+		fmt.Fprintf(w, "%sevidence: fitted (GPU architecture, model family, weights path, TP and vLLM version all in the training runs); bands from %s\n", indent, c.Source)
+		return
+	}
+	fmt.Fprintf(w, "%sevidence: extrapolated; bands from %s, widened for conditions outside the training runs:\n", indent, c.Source)
+	for _, o := range c.Outside {
+		fmt.Fprintf(w, "%s  - %s\n", indent, o)
+	}
+}
+
+// evidenceNotes are the bands and the evidence as a note, for layouts
+// that print notes last (the bench layout).
+func evidenceNotes(c *sim.Confidence) []string {
+	if c == nil {
+		return nil
+	}
+	return []string{"bands from " + c.Source + ": " + c.Summary()}
 }
 
 // writeBench prints a run in vllm bench serve's layout ("Serving

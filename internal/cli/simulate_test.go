@@ -355,3 +355,48 @@ func TestSimulateComparePools(t *testing.T) {
 		t.Errorf("pools served %d requests, the given settings %d", pooled, r.Requests)
 	}
 }
+
+// Every figure of a roofline simulation carries its evidence and band: vLLM
+// 0.19.0 lies outside the training runs (0.10.2–0.11.0), so the run is
+// extrapolated and says why; at 0.11.0 the same run is fitted. A fixed
+// step time has no fit behind it and no band.
+func TestSimulateConfidence(t *testing.T) {
+	reqs := writeFile(t, "r.jsonl", `{"id":"A","arrival_s":0,"prompt_tokens":400,"output_tokens":20}
+{"id":"B","arrival_s":0.1,"prompt_tokens":400,"output_tokens":20}
+`)
+	code, out, errs := run(t, offline, append(simBase, "--requests", reqs)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"output tokens/s (±", ", extrapolated)", "band", "evidence: extrapolated", "  - vLLM 0.19.0: the rows run 0.10.2–0.11.0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	args := []string{"simulate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--vllm-version", "0.11.0", "--requests", reqs, "-o", "json"}
+	code, out, errs = run(t, offline, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m struct {
+		Confidence *struct {
+			Evidence string   `json:"evidence"`
+			Outside  []string `json:"outside"`
+			TPOTPct  float64  `json:"tpot_pct"`
+		} `json:"confidence"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Confidence; c == nil || c.Evidence != "fitted" || len(c.Outside) != 0 || c.TPOTPct <= 0 {
+		t.Errorf("confidence: %+v in %s", m.Confidence, out)
+	}
+	code, out, _ = run(t, offline, append(simBase, "--requests", reqs, "-o", "bench")...)
+	if code != 0 || !strings.Contains(out, "note: bands from the fit's cross-validation") || !strings.Contains(out, "(extrapolated: vLLM 0.19.0: the rows run 0.10.2–0.11.0") {
+		t.Errorf("bench layout: exit %d:\n%s", code, out)
+	}
+	code, out, _ = run(t, offline, append(simBase, "--requests", reqs, "--step-time", "fixed:10ms", "-o", "json")...)
+	if code != 0 || strings.Contains(out, `"confidence"`) {
+		t.Errorf("fixed step time: exit %d, %s", code, out)
+	}
+}

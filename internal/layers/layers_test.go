@@ -12,8 +12,8 @@ import (
 	"testing"
 )
 
-// The floors of DESIGN.md's layering, bottom first. A package imports
-// packages of its own floor or below.
+// The floors of docs/architecture.md's layering, bottom first. A package
+// imports packages of its own floor or below.
 const (
 	facts     = iota // what headroom knows, and leaf helpers that import nothing of it
 	core             // the one budget calculator
@@ -26,7 +26,8 @@ const (
 
 // floorOf places every package of the module, one row a package, by its
 // import path below the module. A package missing here fails the test: a
-// new package takes its floor by a new row.
+// new package takes its floor by a new row, here and in the table of
+// docs/architecture.md (TestArchitectureDocAgrees).
 var floorOf = map[string]int{
 	"model":         facts, // the model Spec and its loaders
 	"model/catalog": facts, // the embedded model catalog

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,7 +165,7 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 		if len(e.cal.samples) > 0 {
 			e.Calibration = sim.Fit(*m, e.cal.Calibration, e.cal.samples)
 		}
-		e.FrontEnd = e.Calibration.FrontEnd
+		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget.Model)
 	}
 	e.Config = sim.ConfigFor(b, e.Timer)
 	s := b.Settings
@@ -318,8 +319,11 @@ const maxCalibrationFile = 16 << 20
 // when it names none, wins, over the device's own calibration) and
 // measured steps {"gpu", "batch": {...}, "seconds"} (sim.Sample), which
 // sim.Fit turns into a correction on top.
+//
+// A kernel table written by bench/gpu-kernels (sim.KernelTable) is read as
+// the device's calibration instead.
 func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, error) {
-	base, _ := sim.CalibrationFor(dev)
+	base, fitted := sim.CalibrationFor(dev)
 	cal := calibration{Calibration: base, file: name}
 	f, err := files.open(name)
 	if err != nil {
@@ -329,6 +333,14 @@ func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, err
 	data, err := io.ReadAll(io.LimitReader(f, maxCalibrationFile+1))
 	if err != nil || len(data) > maxCalibrationFile {
 		return cal, fmt.Errorf("--calibration %s: unreadable or over %d MiB", name, maxCalibrationFile>>20)
+	}
+	if sim.IsKernelTable(data) {
+		t, err := sim.ReadKernelTable(bytes.NewReader(data))
+		if err != nil {
+			return cal, fmt.Errorf("--calibration %s: %v", name, err)
+		}
+		cal.Calibration = t.Calibration(dev, base, fitted)
+		return cal, nil
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if strings.TrimSpace(line) == "" {

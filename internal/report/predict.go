@@ -43,6 +43,10 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 	sm.Model, sm.GPU, sm.StepTime = e.Evidence.Settings.Model, e.Evidence.Sel.Device.Name, e.StepTime
 	res.Simulated = &sm
 	res.Notes = append(res.Notes, e.Notes...)
+	if _, ok := e.Timer.(*sim.Roofline); ok && !p.StandIn {
+		c := sim.ConfidenceOf(e.Budget)
+		res.Notes = append(res.Notes, "the prediction's bands, from "+c.Source+": "+c.Summary())
+	}
 
 	roof, ok := e.Timer.(*sim.Roofline)
 	if !ok {

@@ -1,5 +1,5 @@
 // Package report builds what headroom's front ends show from the user's
-// evidence: the plan report (the `plan -o json` contract of DESIGN.md), the
+// evidence: the plan report (the `plan -o json` contract of docs/architecture.md), the
 // every-GPU table of `plan --all-gpus`, the doctor's diagnosis, the
 // simulation, the probe's launches and the profile of request logs. The
 // CLI and the web API both call it, so the two cannot disagree: the same
@@ -16,7 +16,7 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// Report is `headroom plan -o json`: the output contract of DESIGN.md.
+// Report is `headroom plan -o json`: the output contract of docs/architecture.md.
 // Fields may be added, never renamed.
 type Report struct {
 	// Answer is the verdict in one line, what the table prints first:

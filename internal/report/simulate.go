@@ -59,7 +59,10 @@ type SimReport struct {
 	SLO          []SLOResult      `json:"slo,omitempty"`
 	SLOMet       *bool            `json:"slo_met,omitempty"`
 	Compare      []CompareRow     `json:"compare,omitempty"`
-	Notes        []string         `json:"notes,omitempty"`
+	// Confidence is how sure the figures are (sim.ConfidenceOf); absent
+	// with a fixed step time, which no fit stands behind.
+	Confidence *sim.Confidence `json:"confidence,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
 	// FellBehindLine says FellBehind in words, the table's first line.
 	FellBehindLine string `json:"fell_behind_line,omitempty"`
 }
@@ -215,6 +218,10 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
+	if _, ok := e.Timer.(*sim.Roofline); ok {
+		c := sim.ConfidenceOf(e.Budget)
+		out.Confidence = &c
+	}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
 	}

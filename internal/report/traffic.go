@@ -55,6 +55,8 @@ type SeqsEvidence struct {
 	Reason     string          `json:"reason"`
 	StepTime   string          `json:"step_time"`
 	Candidates []sim.SeqsTrial `json:"candidates"`
+	// Confidence is how sure the candidates' figures are.
+	Confidence sim.Confidence `json:"confidence"`
 	// FellBehind is set when every candidate fell behind the traffic (the
 	// chosen one's rates): no max-num-seqs meets it on this deployment,
 	// and Overload says so in words.
@@ -114,7 +116,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		Reference:  rec.MaxNumSeqs,
 		Open:       t.open,
 		Parallel:   runtime.GOMAXPROCS(0),
-		Run:        sim.RunOptions{FrontEnd: cal.FrontEnd, Concurrency: t.Spec.Concurrency},
+		Run:        sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget.Model), Concurrency: t.Spec.Concurrency},
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n
@@ -139,7 +141,8 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 	if c.MaxNumSeqs == rec.MaxNumSeqs {
 		c.Reason += "; the same as without traffic"
 	}
-	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials}
+	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials,
+		Confidence: sim.ConfidenceOf(rec.Budget)}
 	if b := c.Best().Report.FellBehind; b != nil && allBehind(c.Trials) {
 		ev.FellBehind = b
 		ev.Overload = "no max-num-seqs meets this traffic: " + b.Say(EngineName(rec.Budget.Count, rec.Budget.Device.Name))

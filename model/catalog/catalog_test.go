@@ -14,9 +14,10 @@ import (
 	"headroom.dev/headroom/model"
 )
 
-// sharedModels holds the project's verbatim Hugging Face config.json files,
-// relative to this package's directory.
-const sharedModels = "../../../shared/data/models"
+// hfConfigs holds reference copies of Hugging Face config.json files, byte
+// for byte as their model repositories publish them (testdata/hf-configs/
+// README.md names each file's repository).
+const hfConfigs = "testdata/hf-configs"
 
 func TestCatalogChecksClean(t *testing.T) {
 	if err := Check(); err != nil {
@@ -83,12 +84,12 @@ func TestEntriesAreCopies(t *testing.T) {
 	}
 }
 
-// TestVerbatimConfigsMatchSharedData: the shared data's config.json files
-// are verbatim Hugging Face copies and the catalog must carry them unchanged.
-func TestVerbatimConfigsMatchSharedData(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(sharedModels, "*--*.json"))
-	if len(paths) == 0 {
-		t.Skipf("no shared model configs at %s", sharedModels)
+// TestVerbatimConfigsMatchHF: the catalog carries these Hugging Face
+// config.json files unchanged, byte for byte.
+func TestVerbatimConfigsMatchHF(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(hfConfigs, "*--*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no reference configs in %s (%v)", hfConfigs, err)
 	}
 	for _, p := range paths {
 		want, err := os.ReadFile(p)
@@ -299,8 +300,8 @@ var publishedParams = map[string]float64{
 	"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B":     7.61e9,
 	// Hugging Face's safetensors parameter count for Qwen2.5-VL-7B-Instruct: 8.29B.
 	"Qwen/Qwen2.5-VL-7B-Instruct": 8.29e9,
-	// Measured: vLLM 0.19 loaded 4.74 GiB of bf16 weights (shared calibration
-	// data): 4.74 * 2^30 / 2 = 2.545e9 parameters.
+	// Measured: vLLM 0.19 loaded 4.74 GiB of bf16 weights
+	// (memory/testdata/vllm-0.19.0-h100.csv): 4.74 * 2^30 / 2 = 2.545e9 parameters.
 	"ibm-granite/granite-3.1-2b-instruct": 2.545e9,
 	// Measured: 5.54 GiB of bf16 weights: 5.54 * 2^30 / 2 = 2.974e9.
 	"ibm-granite/granite-vision-3.3-2b": 2.974e9,

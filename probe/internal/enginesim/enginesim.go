@@ -3,7 +3,7 @@
 // benchmark: the engine stand-in binary (probe/testdata/fakevllm) prints its
 // script, and the in-process simulated engine of the benchmark feeds the
 // same lines to the log parser. The texts follow docs/vllm-memory.md (§2.2,
-// §3.4, §4) and the v0.19.0 logs behind data/calibration; the rule deciding
+// §3.4, §4) and the v0.19.0 logs behind memory/testdata/vllm-0.19.0-h100.csv; the rule deciding
 // what fits is vLLM's own for full-attention models: one request of L tokens
 // needs ceil(L / block_size) blocks (§4), and the estimate in the error is
 // the largest length that needs no more blocks than there are.

@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
+)
+
+// Confidence is how sure a simulated figure is: whether the conditions it
+// was simulated under lie inside the training rows' (Fitted), what lies
+// outside, and the error band the fit's cross-validation measured on rows
+// it had not seen, per figure. It is `confidence` in simulate -o json.
+type Confidence struct {
+	// Evidence is "fitted" (GPU architecture, model family, quantization
+	// path, tensor-parallel size and vLLM version all covered by training
+	// rows) or "extrapolated".
+	Evidence string `json:"evidence"`
+	// Outside names each condition the training rows do not cover.
+	Outside []string `json:"outside,omitempty"`
+	// The bands, in percent of the figure (±): request and token
+	// throughput, TTFT, TPOT and ITL, E2E.
+	ThroughputPct float64 `json:"throughput_pct"`
+	TTFTPct       float64 `json:"ttft_pct"`
+	TPOTPct       float64 `json:"tpot_pct"`
+	E2EPct        float64 `json:"e2e_pct"`
+	// Source says where the bands come from.
+	Source string `json:"source"`
+}
+
+// Fitted reports whether every condition is covered.
+func (c Confidence) Fitted() bool { return c.Evidence == evidenceFitted }
+
+// Label is the evidence in a few words for a table: "fitted", or
+// "extrapolated: <first reason>" with the rest counted.
+func (c Confidence) Label() string {
+	if c.Fitted() || len(c.Outside) == 0 {
+		return c.Evidence
+	}
+	s := c.Evidence + ": " + c.Outside[0]
+	if n := len(c.Outside) - 1; n > 0 {
+		s += fmt.Sprintf(" (and %d more)", n)
+	}
+	return s
+}
+
+// Summary is every band and the evidence in one line: "throughput ±27%,
+// TTFT ±38%, TPOT and ITL ±23%, E2E ±38% (fitted)", or with "extrapolated:"
+// and what lies outside.
+func (c Confidence) Summary() string {
+	ev := c.Evidence
+	if len(c.Outside) > 0 {
+		ev += ": " + strings.Join(c.Outside, "; ")
+	}
+	return fmt.Sprintf("throughput ±%.0f%%, TTFT ±%.0f%%, TPOT and ITL ±%.0f%%, E2E ±%.0f%% (%s)", c.ThroughputPct, c.TTFTPct, c.TPOTPct, c.E2EPct, ev)
+}
+
+// Band formats a figure's band: "±12%, fitted".
+func (c Confidence) Band(pct float64) string {
+	return fmt.Sprintf("±%.0f%%, %s", pct, c.Evidence)
+}
+
+// The evidence classes are memory's, one vocabulary for plan and simulate.
+const (
+	evidenceFitted       = memory.EvidenceFitted
+	evidenceExtrapolated = memory.EvidenceExtrapolated
+)
+
+// conditions are what decides whether a simulation stands on the fit.
+type conditions struct {
+	// Arch is "sm_80", "sm_90", ... or "amd"; Device the device's name.
+	Arch, Device string
+	// Families: "dense", "MoE", "MLA", "hybrid" (linear-state layers).
+	Families []string
+	// Quant are the kernel paths the weights take, "arch/path".
+	Quant   []string
+	TP      int
+	Version vllm.Version
+}
+
+func archOf(d gpu.Device) string {
+	if d.Vendor == "amd" || d.ComputeCapability == "" {
+		return "amd"
+	}
+	return "sm_" + strings.ReplaceAll(d.ComputeCapability, ".", "")
+}
+
+// conditionsOf reads a plan's conditions.
+func conditionsOf(b memory.Budget) conditions {
+	s := b.Model
+	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(b.Settings.TensorParallelSize, 1), Version: b.Settings.Version}
+	fam := map[string]bool{}
+	for i := range s.Layers {
+		switch s.LayerKind(i).Kind {
+		case model.MLA:
+			fam["MLA"] = true
+		case model.Linear:
+			fam["hybrid"] = true
+		}
+		if s.IsMoELayer(i) {
+			fam["MoE"] = true
+		}
+	}
+	if len(fam) == 0 {
+		fam["dense"] = true
+	}
+	for f := range fam {
+		c.Families = append(c.Families, f)
+	}
+	sort.Strings(c.Families)
+	q := []string{c.Arch + "/" + quantPathOf(denseQuant(s, b.Settings.Quantization), b.Device).Name}
+	if s.MoE != nil && s.MoE.Experts > 0 {
+		if e := c.Arch + "/" + quantPathOf(expertQuant(s, b.Settings.Quantization), b.Device).Name; e != q[0] {
+			q = append(q, e)
+		}
+	}
+	c.Quant = q
+	return c
+}
+
+// coverage is what a set of training rows covers.
+type coverage struct {
+	Archs, Families, Quant []string
+	TPs                    []int
+	Lo, Hi                 vllm.Version
+}
+
+// add widens the coverage by one row's conditions.
+func (cv *coverage) add(c conditions) {
+	put := func(s []string, v ...string) []string {
+		for _, x := range v {
+			if !slices.Contains(s, x) {
+				s = append(s, x)
+			}
+		}
+		sort.Strings(s)
+		return s
+	}
+	cv.Archs = put(cv.Archs, c.Arch)
+	cv.Families = put(cv.Families, c.Families...)
+	cv.Quant = put(cv.Quant, c.Quant...)
+	if !slices.Contains(cv.TPs, c.TP) {
+		cv.TPs = append(cv.TPs, c.TP)
+		sort.Ints(cv.TPs)
+	}
+	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
+		cv.Lo = c.Version
+	}
+	if c.Version.Compare(cv.Hi) > 0 {
+		cv.Hi = c.Version
+	}
+}
+
+// outside names each condition of c the coverage lacks.
+func (cv coverage) outside(c conditions) []string {
+	var out []string
+	if !slices.Contains(cv.Archs, c.Arch) {
+		out = append(out, fmt.Sprintf("GPU architecture %s (%s): the rows cover %s", c.Arch, c.Device, strings.Join(cv.Archs, ", ")))
+	}
+	for _, f := range c.Families {
+		if !slices.Contains(cv.Families, f) {
+			out = append(out, fmt.Sprintf("model family %s: the rows cover %s", f, strings.Join(cv.Families, ", ")))
+		}
+	}
+	for _, q := range c.Quant {
+		if !slices.Contains(cv.Quant, q) && slices.Contains(cv.Archs, c.Arch) {
+			out = append(out, fmt.Sprintf("weights path %s: no row runs it", q))
+		}
+	}
+	if !slices.Contains(cv.TPs, c.TP) {
+		tps := make([]string, len(cv.TPs))
+		for i, t := range cv.TPs {
+			tps[i] = strconv.Itoa(t)
+		}
+		out = append(out, fmt.Sprintf("tensor parallel %d: the rows run %s", c.TP, strings.Join(tps, ", ")))
+	}
+	if v := c.Version; !v.IsZero() && (v.Compare(cv.Lo) < 0 || v.Compare(cv.Hi) > 0) {
+		out = append(out, fmt.Sprintf("vLLM %s: the rows run %s–%s (engine and API server CPU costs are theirs)", v, cv.Lo, cv.Hi))
+	}
+	return out
+}
+
+// trainingCoverage is what the 11 training rows cover
+// (testdata/serving/train.csv and train-more.csv; TestTrainingCoverage
+// reads it back from them).
+var trainingCoverage = coverage{
+	Archs:    []string{"sm_80", "sm_90"},
+	Families: []string{"MoE", "dense"},
+	Quant:    []string{"sm_80/bf16", "sm_80/mxfp4 marlin (weight-only, dequantized)", "sm_90/bf16", "sm_90/mxfp4 (upcast in kernel)"},
+	TPs:      []int{1, 2, 8},
+	Lo:       vllm.MustVersion("0.10.2"),
+	Hi:       vllm.MustVersion("0.11.0"),
+}
+
+// errorBand is the ± of each figure, in percent.
+type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
+
+// The bands come from TestCrossValidateServing: the fit redone with one
+// GPU, one model or one tensor-parallel size left out (9 folds), and the
+// left-out rows simulated (mean, median and p99 pooled per figure). A
+// left-out row whose conditions its fold still covers counts toward
+// fittedBand, the others toward extrapolatedBand; each band is the 80th
+// percentile of the absolute errors, so about four figures in five fall
+// inside:
+//
+//	                 fitted (n)       extrapolated (n)
+//	throughput       24.7% (7)        36.7% (17)
+//	TTFT             40.9% (21)       63.6% (51)
+//	TPOT             16.0% (21)       33.0% (51)
+//
+// ITL takes TPOT's band. The rows publish no E2E: its band is the larger
+// of TTFT's and TPOT's.
+var (
+	fittedBand       = errorBand{Throughput: 25, TTFT: 41, TPOT: 16, E2E: 41}
+	extrapolatedBand = errorBand{Throughput: 37, TTFT: 64, TPOT: 33, E2E: 64}
+	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
+)
+
+// ConfidenceOf is how sure a simulation of plan b on the built-in clock
+// is. A user's calibration (--calibration, measured steps) changes the
+// clock but not the evidence: the bands are the built-in fit's.
+func ConfidenceOf(b memory.Budget) Confidence {
+	out := trainingCoverage.outside(conditionsOf(b))
+	c := Confidence{Evidence: evidenceFitted, Outside: out, Source: bandSource}
+	band := fittedBand
+	if len(out) > 0 {
+		c.Evidence, band = evidenceExtrapolated, extrapolatedBand
+	}
+	c.ThroughputPct, c.TTFTPct, c.TPOTPct, c.E2EPct = band.Throughput, band.TTFT, band.TPOT, band.E2E
+	return c
+}

@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"headroom.dev/headroom/vllm"
+)
+
+// Inside the training rows' conditions a simulation is fitted and gets the
+// fitted band; each condition outside is named.
+func TestConfidenceOf(t *testing.T) {
+	v := func(s string) vllm.Version { return vllm.MustVersion(s) }
+	for _, c := range []struct {
+		name    string
+		id, gpu string
+		tp      int
+		set     vllm.Settings
+		outside []string // substrings, one per condition outside, in order
+	}{
+		// a dense model the rows do not hold, on an sm_90 device they do not
+		// hold either: architecture, family, path, TP and version all covered
+		{"dense on H200", "Qwen/Qwen3-32B", "H200", 1, vllm.Settings{Version: v("0.11.0")}, nil},
+		{"gpt-oss-120b tp 2 on A100", "openai/gpt-oss-120b", "A100-80GB", 2, vllm.Settings{Version: v("0.10.2"), TensorParallelSize: 2}, nil},
+		{"tp 4", "openai/gpt-oss-120b", "H100-80GB", 4, vllm.Settings{Version: v("0.11.0"), TensorParallelSize: 4},
+			[]string{"tensor parallel 4: the rows run 1, 2, 8"}},
+		{"0.19", "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{Version: v("0.19.0")},
+			[]string{"vLLM 0.19.0: the rows run 0.10.2–0.11.0"}},
+		{"MLA MoE on B200 at tp 4", "deepseek-ai/DeepSeek-V2-Lite", "B200", 4, vllm.Settings{Version: v("0.11.0"), TensorParallelSize: 4},
+			[]string{"GPU architecture sm_100 (B200)", "model family MLA", "tensor parallel 4"}},
+		{"FP8 on H100", "Qwen/Qwen3-8B", "H100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
+			[]string{"weights path sm_90/fp8: no row runs it"}},
+		{"FP8 on A100: Marlin", "Qwen/Qwen3-8B", "A100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
+			[]string{"weights path sm_80/fp8 marlin (weight-only, dequantized)"}},
+	} {
+		got := ConfidenceOf(plan(t, c.id, c.gpu, c.tp, c.set))
+		if len(got.Outside) != len(c.outside) {
+			t.Errorf("%s: outside %q, want %q", c.name, got.Outside, c.outside)
+			continue
+		}
+		for i, w := range c.outside {
+			if !strings.HasPrefix(got.Outside[i], w) {
+				t.Errorf("%s: outside[%d] %q, want %q", c.name, i, got.Outside[i], w)
+			}
+		}
+		wantEv, band := "fitted", fittedBand
+		if len(c.outside) > 0 {
+			wantEv, band = "extrapolated", extrapolatedBand
+		}
+		if got.Evidence != wantEv || got.TPOTPct != band.TPOT || got.TTFTPct != band.TTFT || got.ThroughputPct != band.Throughput {
+			t.Errorf("%s: %+v, want %s with %+v", c.name, got, wantEv, band)
+		}
+	}
+}
+
+// The one-line summary names every band and what lies outside.
+func TestConfidenceSummary(t *testing.T) {
+	c := Confidence{Evidence: "extrapolated", Outside: []string{"tensor parallel 4: the rows run 1, 2, 8"}, ThroughputPct: 32, TTFTPct: 51, TPOTPct: 36, E2EPct: 51}
+	want := "throughput ±32%, TTFT ±51%, TPOT and ITL ±36%, E2E ±51% (extrapolated: tensor parallel 4: the rows run 1, 2, 8)"
+	if got := c.Summary(); got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := c.Band(c.TPOTPct); got != "±36%, extrapolated" {
+		t.Errorf("band %q", got)
+	}
+}

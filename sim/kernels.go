@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/model"
+)
+
+// The kernels a step runs beside the dense GEMMs: the routed experts'
+// grouped GEMMs, the quantized weights' kernel paths, MLA's decode over the
+// latent cache and the tensor-parallel all-reduce. Each function states the
+// kernel it prices and where its figures come from (sim/README.md has the
+// table).
+
+// groupedShare is the share of the GEMMs' own share a routed-expert
+// grouped GEMM reaches when each touched expert gets t tokens: vLLM's
+// fused_moe (and gpt-oss's matmul_ogs) run one tile of BLOCK_M tokens per
+// expert at a time, so an expert with few tokens runs mostly padding and
+// its weights' tile loads are amortised over few rows. The share rises
+// with t as t / (t + half) toward the fitted plateau: half is the tokens per
+// expert at which the kernel reaches half its plateau.
+func groupedShare(t, plateau, half float64) float64 {
+	if t <= 0 {
+		return plateau
+	}
+	return plateau * t / (t + half)
+}
+
+// quantPath is the kernel path a quantized weight takes on a device:
+// the tensor peak its GEMMs run at and the share of the BF16 GEMMs' share
+// that path reaches (1: the quantization changes only the bytes read).
+type quantPath struct {
+	Name string
+	// FP8 is true when the GEMMs run on FP8 tensor cores.
+	FP8 bool
+	// Dequant is true for weight-only kernels that widen the weights to
+	// 16 bits in registers before the BF16 tensor cores (Marlin on Ampere
+	// for FP8, MXFP4 and INT4; matmul_ogs for gpt-oss's MXFP4 experts on
+	// Hopper): the weights are read at their own bytes, the math is BF16,
+	// and the widening costs the kernel a share of its throughput, fitted
+	// per architecture (Calibration.DequantShare).
+	Dequant bool
+}
+
+// quantPathOf is the path of weights stored as method on d (vLLM 0.10–0.11's
+// choice, read from its quantization layers):
+//   - FP8 (fp8, compressed-tensors float, modelopt): native FP8 GEMMs
+//     (cutlass_scaled_mm) on sm_89 and later; on Ampere, which has no FP8
+//     tensor cores, fp8.py falls back to the weight-only FP8 Marlin kernel
+//     (dequantized to BF16 in the kernel, activations stay BF16);
+//   - MXFP4 (gpt-oss's experts): on Hopper the triton_kernels matmul_ogs
+//     path (mxfp4.py, weights upcast in the kernel, BF16 math; native FP4
+//     math needs Blackwell); on Ampere the MXFP4 Marlin path (mxfp4.py's
+//     Marlin backend);
+//   - INT4/INT8 weight-only (GPTQ, AWQ, compressed-tensors pack-quantized):
+//     Marlin on every NVIDIA architecture vLLM runs it on;
+//   - none or another method: BF16 GEMMs.
+func quantPathOf(method string, d gpu.Device) quantPath {
+	m := strings.ToLower(method)
+	major, minor := capability(d)
+	ampere := major == 8 && minor < 9
+	switch {
+	case m == "":
+		return quantPath{Name: "bf16"}
+	case strings.Contains(m, "mxfp4"):
+		if ampere {
+			return quantPath{Name: "mxfp4 marlin (weight-only, dequantized)", Dequant: true}
+		}
+		return quantPath{Name: "mxfp4 (upcast in kernel)", Dequant: true}
+	case strings.Contains(m, "fp4"):
+		// FP4 math needs Blackwell; before it, Marlin widens NVFP4 too
+		if major >= 10 {
+			return quantPath{Name: "nvfp4"}
+		}
+		return quantPath{Name: "nvfp4 marlin (weight-only, dequantized)", Dequant: true}
+	case strings.Contains(m, "fp8"):
+		if ampere {
+			return quantPath{Name: "fp8 marlin (weight-only, dequantized)", Dequant: true}
+		}
+		return quantPath{Name: "fp8", FP8: true}
+	case strings.Contains(m, "gptq"), strings.Contains(m, "awq"), strings.Contains(m, "marlin"), strings.Contains(m, "compressed-tensors"):
+		return quantPath{Name: "marlin (weight-only, dequantized)", Dequant: true}
+	}
+	return quantPath{Name: m}
+}
+
+// capability is d's CUDA compute capability as numbers; 0, 0 for AMD and
+// unknown devices.
+func capability(d gpu.Device) (major, minor int) {
+	if d.Vendor == "amd" {
+		return 0, 0
+	}
+	a, b, _ := strings.Cut(d.ComputeCapability, ".")
+	major, _ = strconv.Atoi(a)
+	minor, _ = strconv.Atoi(b)
+	return major, minor
+}
+
+// expertQuant is the method the routed experts are stored in: the
+// checkpoint's (gpt-oss's MXFP4 covers its experts only) or the
+// --quantization given.
+func expertQuant(s model.Spec, quantization string) string {
+	if quantization != "" {
+		return quantization
+	}
+	if q := s.Quant; q != nil {
+		m := strings.ToLower(q.Method)
+		switch {
+		case m == "modelopt" || ((m == "compressed-tensors" || m == "quark") && q.Float && q.Bits == 8):
+			return "fp8"
+		case m == "modelopt_fp4" || strings.Contains(q.Format, "nvfp4"):
+			return "nvfp4"
+		}
+		return m
+	}
+	return ""
+}
+
+// denseQuant is the method the dense linear layers are stored in:
+// gpt-oss's MXFP4 leaves attention and the router in BF16.
+func denseQuant(s model.Spec, quantization string) string {
+	m := expertQuant(s, quantization)
+	if strings.Contains(strings.ToLower(m), "mxfp4") && quantization == "" {
+		return ""
+	}
+	return m
+}
+
+// All-reduce of the tensor-parallel ranks, twice a layer (after the
+// attention's output projection and after the MLP or the experts).
+//
+// vLLM's custom all-reduce (csrc/custom_all_reduce.cuh, PR #2192) takes
+// messages up to 8 MiB between GPUs with full NVLink (and two PCIe GPUs
+// with peer access): one stage (every rank reads every peer's buffer)
+// for 2 ranks, up to 4 ranks under 512 KiB and up to 8 under 256 KiB,
+// two stages (reduce-scatter, all-gather) above. Larger messages, PCIe
+// beyond two GPUs and AMD go to NCCL/RCCL's ring. Latencies are the
+// order the custom all-reduce's PR and NCCL's tests report (a one-stage
+// custom all-reduce 5–10 µs, a small NCCL ring all-reduce 20–30 µs over
+// NVLink, more over PCIe); not fitted: the tensor-parallel training rows
+// (tp 2 with async scheduling, tp 8) spend 2% (gpt-oss-120b, tp 2, ~300 sequences: 72 × 13 µs of a
+// ~40 ms step) to 13% (Qwen3-235B, tp 8, 1,000 sequences: 188 × 57 µs of
+// ~80 ms) of a decode step here, and the latencies are a small part of it.
+const (
+	customAllReduceMax     = 8 << 20
+	customAllReduceLatency = 8e-6
+	ncclAllReduceLatency   = 25e-6
+	pcieAllReduceLatency   = 30e-6
+	// allReduceLinkShare is the share of the link a ring all-reduce's
+	// bandwidth term reaches (NCCL's bus bandwidth against the link's).
+	allReduceLinkShare = 0.8
+)
+
+// allReduceTime is one all-reduce of bytes across tp ranks over a link of
+// the given bandwidth each way.
+func allReduceTime(bytes float64, tp int, link float64, nvlink, amd bool) float64 {
+	if tp <= 1 {
+		return 0
+	}
+	n := float64(tp)
+	custom := !amd && bytes <= customAllReduceMax && (nvlink || tp == 2)
+	if custom {
+		lat := customAllReduceLatency
+		if !nvlink {
+			lat = pcieAllReduceLatency
+		}
+		oneStage := tp == 2 || (tp <= 4 && bytes < 512<<10) || (tp <= 8 && bytes < 256<<10)
+		if oneStage {
+			// every rank reads its tp−1 peers' buffers at once
+			return lat + bytes*(n-1)/(link*allReduceLinkShare)
+		}
+		return 2*lat + 2*bytes*(n-1)/n/(link*allReduceLinkShare)
+	}
+	lat := ncclAllReduceLatency
+	if !nvlink {
+		lat = pcieAllReduceLatency
+	}
+	return lat + 2*bytes*(n-1)/n/(link*allReduceLinkShare)
+}

@@ -1,0 +1,289 @@
+package sim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+)
+
+// KernelTable is a per-GPU table of timed kernels, as bench/gpu-kernels
+// writes it on a machine with the GPU and PyTorch (no vLLM): dense GEMMs
+// of the catalog's shapes, grouped GEMMs of MoE shapes at 1 to 4096 tokens
+// per expert, and attention prefill and decode. Its header names its
+// source (the GPU as the driver reports it, the driver, torch and CUDA
+// versions), its rows what each kernel did and how long it took:
+//
+//	# headroom gpu-kernels 1
+//	# gpu: NVIDIA H100 80GB HBM3
+//	# driver: 550.54.15
+//	# torch: 2.5.1+cu124
+//	# cuda: 12.4
+//	kind,dtype,shape,tokens_per_expert,seconds,flops,bytes
+//	gemm,bf16,m=8192 n=5120 k=5120,,0.000652,4.294967296e+11,1.52e+08
+//
+// kind is gemm, grouped_gemm, attention_prefill or attention_decode;
+// flops and bytes are what the kernel must compute and move at least
+// (the script's arithmetic), so flops / seconds and bytes / seconds are
+// the rates it reached.
+type KernelTable struct {
+	GPU, Driver, Torch, CUDA string
+	Rows                     []KernelRow
+}
+
+// KernelRow is one timed kernel.
+type KernelRow struct {
+	Kind, Dtype, Shape    string
+	TokensPerExpert       float64
+	Seconds, FLOPs, Bytes float64
+}
+
+// Bounds of a table: a script run writes a few hundred rows.
+const (
+	maxKernelRows = 100_000
+	maxKernelLine = 4096
+)
+
+const kernelTableMagic = "# headroom gpu-kernels 1"
+
+// IsKernelTable reports whether data starts like a kernel table.
+func IsKernelTable(data []byte) bool {
+	return strings.HasPrefix(strings.TrimLeft(string(data[:min(len(data), 64)]), "\ufeff"), kernelTableMagic)
+}
+
+var kernelColumns = []string{"kind", "dtype", "shape", "tokens_per_expert", "seconds", "flops", "bytes"}
+
+// ReadKernelTable reads a table; an error names the line and what is wrong
+// with it.
+func ReadKernelTable(r io.Reader) (KernelTable, error) {
+	var t KernelTable
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1024), maxKernelLine)
+	n, header := 0, false
+	for sc.Scan() {
+		n++
+		line := strings.TrimRight(sc.Text(), "\r")
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\ufeff")
+			if line != kernelTableMagic {
+				return t, fmt.Errorf("line 1: want %q (a table written by bench/gpu-kernels)", kernelTableMagic)
+			}
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line[1:]), ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch strings.TrimSpace(k) {
+			case "gpu":
+				t.GPU = v
+			case "driver":
+				t.Driver = v
+			case "torch":
+				t.Torch = v
+			case "cuda":
+				t.CUDA = v
+			}
+			continue
+		}
+		f := strings.Split(line, ",")
+		if !header {
+			if strings.Join(f, ",") != strings.Join(kernelColumns, ",") {
+				return t, fmt.Errorf("line %d: want the columns %s", n, strings.Join(kernelColumns, ","))
+			}
+			header = true
+			continue
+		}
+		if len(f) != len(kernelColumns) {
+			return t, fmt.Errorf("line %d: %d fields, want %d", n, len(f), len(kernelColumns))
+		}
+		if len(t.Rows) >= maxKernelRows {
+			return t, fmt.Errorf("line %d: more than %d kernels", n, maxKernelRows)
+		}
+		row := KernelRow{Kind: f[0], Dtype: f[1], Shape: f[2]}
+		switch row.Kind {
+		case "gemm", "grouped_gemm", "attention_prefill", "attention_decode":
+		default:
+			return t, fmt.Errorf("line %d: kind %q is not gemm, grouped_gemm, attention_prefill or attention_decode", n, row.Kind)
+		}
+		nums := []*float64{&row.TokensPerExpert, &row.Seconds, &row.FLOPs, &row.Bytes}
+		for i, p := range nums {
+			s := f[3+i]
+			if s == "" && i == 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return t, fmt.Errorf("line %d: %s %q is not a number ≥ 0", n, kernelColumns[3+i], s)
+			}
+			*p = v
+		}
+		if row.Seconds <= 0 {
+			return t, fmt.Errorf("line %d: seconds must be > 0", n)
+		}
+		if row.Kind == "grouped_gemm" && row.TokensPerExpert <= 0 {
+			return t, fmt.Errorf("line %d: a grouped_gemm needs tokens_per_expert > 0", n)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return t, fmt.Errorf("line %d: longer than %d bytes", n+1, maxKernelLine)
+		}
+		return t, err
+	}
+	if n == 0 {
+		return t, fmt.Errorf("empty: want %q on line 1", kernelTableMagic)
+	}
+	if t.GPU == "" {
+		return t, errors.New("no '# gpu:' line: the table must name the GPU it was measured on")
+	}
+	return t, nil
+}
+
+// Source is the table's provenance in one line.
+func (t KernelTable) Source() string {
+	return fmt.Sprintf("kernel table of %s (driver %s, torch %s, CUDA %s, %d kernels)", t.GPU, orUnknown(t.Driver), orUnknown(t.Torch), orUnknown(t.CUDA), len(t.Rows))
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// KernelShares are the shares of a device's datasheet peaks its kernels
+// reached in a table; 0 where the table has no row to tell.
+type KernelShares struct {
+	// GEMM: compute-bound dense BF16 GEMMs over the BF16 peak; Weights:
+	// memory-bound ones (a few rows) over the bandwidth.
+	GEMM, Weights float64
+	// Grouped: the grouped GEMMs' plateau (a share of GEMM) and the
+	// tokens per expert where they reach half of it.
+	GroupedPlateau, GroupedHalf float64
+	// Prefill attention over the BF16 peak; decode attention's cache read
+	// over the bandwidth.
+	Prefill, Decode float64
+}
+
+// Shares reads the table against the device's datasheet (gpu.Perf). A
+// dense GEMM counts as compute-bound when its FLOPs per byte exceed twice
+// the device's (peak / bandwidth), as memory-bound below a quarter of it;
+// each share is the median of its rows. The grouped GEMMs' curve
+// plateau × t / (t + half) is fitted to their shares by least squares
+// over half on a log grid of 1 to 4096 tokens.
+func (t KernelTable) Shares(p gpu.Perf) KernelShares {
+	var s KernelShares
+	if p.BF16 <= 0 || p.Bandwidth <= 0 {
+		return s
+	}
+	ridge := p.BF16 / p.Bandwidth
+	var comp, mem, pre, dec []float64
+	type point struct{ t, share float64 }
+	var grouped []point
+	for _, r := range t.Rows {
+		if r.Dtype != "bf16" && r.Dtype != "fp16" {
+			continue
+		}
+		rate, bw := r.FLOPs/r.Seconds/p.BF16, r.Bytes/r.Seconds/p.Bandwidth
+		switch r.Kind {
+		case "gemm":
+			if r.Bytes > 0 && r.FLOPs/r.Bytes > 2*ridge {
+				comp = append(comp, rate)
+			} else if r.Bytes > 0 && r.FLOPs/r.Bytes < ridge/4 {
+				mem = append(mem, bw)
+			}
+		case "grouped_gemm":
+			if r.FLOPs > 0 {
+				grouped = append(grouped, point{r.TokensPerExpert, rate})
+			}
+		case "attention_prefill":
+			if r.FLOPs > 0 {
+				pre = append(pre, rate)
+			}
+		case "attention_decode":
+			if r.Bytes > 0 {
+				dec = append(dec, bw)
+			}
+		}
+	}
+	s.GEMM, s.Weights, s.Prefill, s.Decode = median(comp), median(mem), median(pre), median(dec)
+	if s.GEMM > 0 && len(grouped) > 0 {
+		best := math.Inf(1)
+		for h := 1.0; h <= 4096; h *= math.Sqrt2 {
+			// least squares plateau for this half: Σ y·x / Σ x²
+			var xy, xx float64
+			for _, g := range grouped {
+				x := g.t / (g.t + h)
+				xy, xx = xy+g.share/s.GEMM*x, xx+x*x
+			}
+			plateau := xy / xx
+			var loss float64
+			for _, g := range grouped {
+				d := g.share/s.GEMM - plateau*g.t/(g.t+h)
+				loss += d * d
+			}
+			if loss < best {
+				best, s.GroupedPlateau, s.GroupedHalf = loss, plateau, h
+			}
+		}
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	if n := len(v); n%2 == 1 {
+		return v[n/2]
+	} else {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+}
+
+// Calibration applies the table to base, the device's calibration. The
+// grouped GEMMs' curve is relative to the dense GEMMs, so the table's
+// replaces the fitted one on any device. The absolute shares are kernel
+// ceilings, while a fitted device's shares also hold what serving adds
+// around the kernels (the fit's H100 GEMM share is 0.374 where cuBLAS
+// alone reaches about 0.7): they replace the default shares of a device
+// without a serving fit only, and a fitted device keeps its own.
+func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Calibration {
+	p, ok := gpu.PerfOf(d)
+	if !ok {
+		return base
+	}
+	s := t.Shares(p)
+	c := base
+	if s.GroupedPlateau > 0 {
+		c.GroupedShare, c.GroupedHalfTokens = min(s.GroupedPlateau, 2), s.GroupedHalf
+	}
+	if !fitted {
+		set := func(dst *float64, v float64) {
+			if v > 0 {
+				*dst = min(v, 1)
+			}
+		}
+		set(&c.FLOPsEfficiency, s.GEMM)
+		set(&c.BandwidthEfficiency, s.Weights)
+		set(&c.AttentionEfficiency, s.Prefill)
+		set(&c.KVBandwidthEfficiency, s.Decode)
+	}
+	c.Source = t.Source()
+	return c
+}
