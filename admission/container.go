@@ -23,6 +23,9 @@ type launch struct {
 	// script locates the vLLM command in that script, for flags to be
 	// written into it; nil when there is none.
 	script *scriptSpot
+	// versionNote says that the vLLM image's tag names no release, so the
+	// newest rules were used; "" when it names one or is not vLLM's.
+	versionNote string
 }
 
 // scriptSpot is where, in a container's `sh -c SCRIPT`, the vLLM command
@@ -71,21 +74,11 @@ func isVLLMImage(image string) bool {
 	return repo == vllmImageRepo || strings.HasSuffix(repo, "/"+vllmImageRepo)
 }
 
-// imageVersion reads the vLLM release from the official image's tag
-// ("v0.9.2", "v0.10.1.1", "0.8.5-cu128"); zero when the tag names none
-// ("latest", "nightly"), and the newest known rules apply.
-func imageVersion(image string) vllm.Version {
-	if !isVLLMImage(image) {
-		return vllm.Version{}
-	}
-	_, tag := splitImage(image)
-	tag, _, _ = strings.Cut(tag, "-")
-	v, err := vllm.ParseVersion(tag)
-	if err != nil {
-		return vllm.Version{}
-	}
-	return v
-}
+// imageVersion reads the vLLM release from a vLLM image's tag (vLLM's
+// official image, "v0.9.2", "v0.10.1.1", "0.8.5-cu128", or a vendor's,
+// vllm.ReadImage); zero when the tag names none ("latest", "nightly"), and
+// the newest known rules apply.
+func imageVersion(image string) vllm.Version { return vllm.ReadImage(image).Version }
 
 // shells are the programs whose -c script the webhook looks into.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true}
@@ -160,7 +153,11 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 		return launch{}, true, err
 	}
 	if l.settings.Version.IsZero() {
-		l.settings.Version = imageVersion(c.Image)
+		img := vllm.ReadImage(c.Image)
+		l.settings.Version = img.Version
+		if img.VLLM && img.Version.IsZero() {
+			l.versionNote = img.Note
+		}
 	}
 	return l, true, nil
 }

@@ -88,7 +88,8 @@ func TestImageVersion(t *testing.T) {
 		"vllm/vllm-openai:nightly":                        "",
 		"vllm/vllm-openai":                                "",
 		"registry:5000/vllm/vllm-openai:v0.9.0@sha256:ab": "0.9.0",
-		"acme/vllm:v0.9.0":                                "",
+		"acme/vllm:v0.9.0":                                "0.9.0",
+		"acme/llm-server:v0.9.0":                          "",
 	}
 	for image, want := range tests {
 		v := imageVersion(image)

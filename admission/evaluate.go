@@ -18,6 +18,12 @@ const (
 	// CodeNotChecked: the memory check could not run (unknown model or
 	// GPU, unreadable flags, no GPU requested).
 	CodeNotChecked = "not_checked"
+	// CodeVersionUnknown: the vLLM image's tag names no release; the
+	// newest rules known were used.
+	CodeVersionUnknown = "vllm_version_unknown"
+	// CodeUpgrade: an update moves a vLLM container to another release
+	// (its image tag) with the same flags; the warning says what it costs.
+	CodeUpgrade = "vllm_upgrade"
 	// CodeSharedGPU: the GPU looks time-sliced or MPS-shared.
 	CodeSharedGPU = "shared_gpu"
 	// CodeProbe: a startup or liveness probe restarts the server before
@@ -102,6 +108,10 @@ type Workload struct {
 	// pod spec does not, and its sharing labels always count. The webhook
 	// leaves it empty (it sees pods before they are scheduled).
 	Node map[string]string
+	// Old is the pod spec before an update, when the object is updated:
+	// a vLLM container whose image moves to another release with the same
+	// flags is planned on both (CodeUpgrade).
+	Old *corev1.PodSpec
 }
 
 // Evaluate runs the validating webhook's checks on a workload: each vLLM

@@ -39,8 +39,9 @@ const maxWarningRunes = 1024
 const maxWarnings = 32
 
 // reviewIn is what the webhook reads of an AdmissionReview: the request's
-// old object, user and options are passed over rather than decoded and
-// copied (an update's old object is as large as the object itself).
+// user and options are passed over rather than decoded and copied. An
+// update's old object is kept (as raw bytes, within maxBodyBytes): an
+// image change with the same flags is an upgrade the webhook prices.
 type reviewIn struct {
 	metav1.TypeMeta `json:",inline"`
 	Request         *struct {
@@ -52,6 +53,7 @@ type reviewIn struct {
 		Namespace   string                      `json:"namespace,omitempty"`
 		Operation   admissionv1.Operation       `json:"operation"`
 		Object      runtime.RawExtension        `json:"object,omitempty"`
+		OldObject   runtime.RawExtension        `json:"oldObject,omitempty"`
 	} `json:"request"`
 }
 
@@ -74,7 +76,7 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	q := r.Request
 	return &admissionv1.AdmissionReview{TypeMeta: r.TypeMeta, Request: &admissionv1.AdmissionRequest{
 		UID: q.UID, Kind: q.Kind, Resource: q.Resource, SubResource: q.SubResource,
-		Name: q.Name, Namespace: q.Namespace, Operation: q.Operation, Object: q.Object,
+		Name: q.Name, Namespace: q.Namespace, Operation: q.Operation, Object: q.Object, OldObject: q.OldObject,
 	}}, nil
 }
 

@@ -135,13 +135,23 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		if err := decodeObject(raw, &o); err != nil {
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
-		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}, "/spec/template/spec", mutate), nil
+		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}
+		var old appsv1.Deployment
+		if oldObject(req, &old) {
+			w.Old = &old.Spec.Template.Spec
+		}
+		return h.reviewPods(ctx, w, "/spec/template/spec", mutate), nil
 	case k.Group == "apps" && k.Version == "v1" && k.Kind == "StatefulSet":
 		var o appsv1.StatefulSet
 		if err := decodeObject(raw, &o); err != nil {
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
-		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}, "/spec/template/spec", mutate), nil
+		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}
+		var old appsv1.StatefulSet
+		if oldObject(req, &old) {
+			w.Old = &old.Spec.Template.Spec
+		}
+		return h.reviewPods(ctx, w, "/spec/template/spec", mutate), nil
 	case k.Group == "" && k.Version == "v1" && k.Kind == "Pod":
 		var o corev1.Pod
 		if err := decodeObject(raw, &o); err != nil {
@@ -151,7 +161,14 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 			// Checked when its owner was admitted (package documentation).
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
 		}
-		return h.reviewPods(ctx, Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}, "/spec", mutate), nil
+		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}
+		var old corev1.Pod
+		if oldObject(req, &old) {
+			// A pod's image may be updated in place (the kubelet restarts
+			// the container on the new release).
+			w.Old = &old.Spec
+		}
+		return h.reviewPods(ctx, w, "/spec", mutate), nil
 	case k.Group == "kaito.sh" && k.Kind == "Workspace":
 		return h.reviewWorkspace(ctx, req.Namespace, raw, mutate)
 	case k.Group == lwsGroup && k.Version == "v1" && k.Kind == kindLeaderWorkerSet:
@@ -245,6 +262,9 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			e.warn(CodeNotChecked, "%s: memory not checked: its vLLM flags cannot be read: %v", label, err)
 			continue
 		}
+		if l.versionNote != "" {
+			e.warn(CodeVersionUnknown, "%s: %s", label, l.versionNote)
+		}
 		if l.settings.Set["config"] {
 			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
 		}
@@ -252,6 +272,11 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		a := h.assess(ctx, w.Namespace, ann, sub, checks)
 		e.Denials = append(e.Denials, a.denials...)
 		e.Warnings = append(e.Warnings, a.warnings...)
+		if checks && w.Old != nil && a.planned() {
+			if msg := upgradeWarning(w.Old, c.Name, l, a); msg != "" {
+				e.warn(CodeUpgrade, "%s: %s", label, msg)
+			}
+		}
 		if a.planned() {
 			if msg := probeWarning(c, a.budget.WeightsTotal); msg != "" {
 				e.warn(CodeProbe, "%s", msg)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -37,6 +38,15 @@ type Options struct {
 	Metrics MetricsGetter
 	// Progress, when set, is called after each workload is evaluated.
 	Progress func(done, total int)
+	// Now stamps calibration records; nil is time.Now.
+	Now func() time.Time
+}
+
+func (a *auditor) now() time.Time {
+	if a.opt.Now != nil {
+		return a.opt.Now()
+	}
+	return time.Now()
 }
 
 // The resources the audit reads.

@@ -9,10 +9,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -105,6 +108,8 @@ func (a *auditor) podState(ctx context.Context, w *Workload, p *corev1.Pod, engi
 		return st
 	}
 	m := st.Metrics
+	st.Simulated = m.CacheConfig.Simulated
+	a.compareKV(w, p, &st, engines)
 	if m.KVCacheUsage >= telemetry.RiskKVStart {
 		w.add(LevelRisk, CodeKVFull, fmt.Sprintf("pod %s: the KV cache is %.0f%% used (pressure starts at %.0f%%: new long requests preempt running ones)", p.Name, 100*m.KVCacheUsage, 100*telemetry.RiskKVStart))
 	}
@@ -117,8 +122,62 @@ func (a *auditor) podState(ctx context.Context, w *Workload, p *corev1.Pod, engi
 	return st
 }
 
+// compareKV sets the KV blocks the server reports against its plan (the
+// first planned engine: the one whose port /metrics was read from); far
+// below the plan is a finding with its cause and fix.
+func (a *auditor) compareKV(w *Workload, p *corev1.Pod, st *PodState, engines []admission.Engine) {
+	c := st.Metrics.CacheConfig
+	for _, e := range engines {
+		if e.Budget == nil {
+			continue
+		}
+		b := *e.Budget
+		g, ok := memory.CompareKV(e.Input, b, memory.EngineCache{NumGPUBlocks: c.NumGPUBlocks, BlockSize: c.BlockSize, GPUMemoryUtilization: c.GPUMemoryUtilization})
+		if !ok {
+			return
+		}
+		st.KV = &g
+		k := PodKV{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Pod: p.Name, Model: b.Model.ID, GPU: b.Device.Name,
+			Version: b.Settings.Version.String(), Simulated: st.Simulated, Gap: g, Learnable: !st.Simulated,
+			Record: liveRecord(p.Name, b, g, c.GPUMemoryUtilization, a.now())}
+		a.mu.Lock()
+		a.report.KVVsPlan = append(a.report.KVVsPlan, k)
+		a.mu.Unlock()
+		if g.Far {
+			sim := ""
+			if st.Simulated {
+				sim = " (a simulated stand-in)"
+			}
+			w.add(LevelRisk, CodeKVBelowPlan, fmt.Sprintf("pod %s%s: gets %.0f%% of the KV cache this GPU could give it (%d of %d blocks planned for %s on %s, vLLM %s); cause: %s; fix: %s",
+				p.Name, sim, 100*g.Share, g.ActualBlocks, g.PredictedBlocks, b.Model.ID, b.Device.Name, b.Settings.Version, g.Cause, g.Fix))
+		}
+		return
+	}
+}
+
+// liveRecord is the calibration record of a running server's KV cache:
+// the plan's key (model, GPU, release, parallelism, batch, dtype) with
+// the blocks the server reports, at its utilization.
+func liveRecord(pod string, b memory.Budget, g memory.KVGap, util float64, now time.Time) probe.Record {
+	k := probe.KeyFor(b.Model, b.Device, b.Settings)
+	if util <= 0 {
+		util = b.Settings.GPUMemoryUtilization
+	}
+	blockBytes := b.KVBytesPerToken * int64(max(b.Settings.BlockSize, 1))
+	if g.ActualBlocks > 0 && g.ActualTokens > 0 {
+		blockBytes = b.KVBytesPerToken * (g.ActualTokens / g.ActualBlocks)
+	}
+	return probe.Record{Time: now, Model: k.Model, GPU: k.GPU, GPUTotalBytes: b.Device.TotalBytes, VLLMVersion: k.Version,
+		TensorParallelSize: k.TensorParallelSize, PipelineParallelSize: k.PipelineParallelSize,
+		MaxNumBatchedTokens: k.MaxNumBatchedTokens, MaxNumSeqs: k.MaxNumSeqs, Dtype: k.Dtype, KVCacheDtype: b.Settings.KVCacheDtype,
+		Quantization: k.Quantization, GPUMemoryUtilization: util, MaxModelLen: b.MaxModelLen,
+		AvailableKVBytes: g.ActualBlocks * blockBytes, KVTokens: g.ActualTokens, NumGPUBlocks: g.ActualBlocks,
+		Source: "live server " + pod}
+}
+
 // Codes of live findings.
 const (
+	CodeKVBelowPlan   = "kv_below_plan"
 	CodeOOMKilled     = "oom_killed"
 	CodeRestarts      = "restarts"
 	CodeKVFull        = "kv_cache_full"

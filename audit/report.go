@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/telemetry"
 )
 
@@ -63,6 +64,30 @@ type PodState struct {
 	// why it could not be read.
 	Metrics      *telemetry.VLLMSample `json:"metrics,omitempty"`
 	MetricsError string                `json:"metrics_error,omitempty"`
+	// KV compares the KV cache the server got (vllm:cache_config_info)
+	// with the plan for its model, flags, GPU and release; nil without
+	// both.
+	KV *memory.KVGap `json:"kv_cache_vs_plan,omitempty"`
+	// Simulated is true when the server says it is headroom's simulated
+	// stand-in (simulate --serve): its numbers are never learned.
+	Simulated bool `json:"simulated,omitempty"`
+}
+
+// PodKV is one pod's KV cache against its plan, for the ranking of pods
+// far below the plan and for calibration records (--learn).
+type PodKV struct {
+	Namespace string       `json:"namespace"`
+	Workload  string       `json:"workload"`
+	Pod       string       `json:"pod"`
+	Model     string       `json:"model"`
+	GPU       string       `json:"gpu"`
+	Version   string       `json:"vllm_version"`
+	Simulated bool         `json:"simulated,omitempty"`
+	Gap       memory.KVGap `json:"kv_cache_vs_plan"`
+	// Record is the calibration record the comparison makes (what
+	// --learn writes); Learnable is false for a simulated server.
+	Record    probe.Record `json:"-"`
+	Learnable bool         `json:"-"`
 }
 
 // Workload is one audited object.
@@ -96,6 +121,9 @@ type Report struct {
 	// Cluster holds what could not be read at all (a forbidden list).
 	Cluster []Finding `json:"cluster,omitempty"`
 	Summary Summary   `json:"summary"`
+	// KVVsPlan are the live pods whose KV cache was compared with the
+	// plan, smallest share of the plan first (--live).
+	KVVsPlan []PodKV `json:"kv_vs_plan,omitempty"`
 }
 
 // AtRisk reports whether some workload will not start or is at risk.
@@ -151,4 +179,7 @@ func (r *Report) rank() {
 	if r.Workloads == nil {
 		r.Workloads = []Workload{}
 	}
+	slices.SortStableFunc(r.KVVsPlan, func(a, b PodKV) int {
+		return cmp.Or(cmp.Compare(a.Gap.Share, b.Gap.Share), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod))
+	})
 }

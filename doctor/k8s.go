@@ -396,25 +396,10 @@ func commandSettings(command, args []string) (vllm.Settings, bool) {
 	return vllm.Settings{}, false
 }
 
-// imageVersion reads a vLLM release from an image tag
-// ("vllm/vllm-openai:v0.6.3"); zero for other images or tags.
-func imageVersion(image string) vllm.Version {
-	if !strings.Contains(strings.ToLower(image), "vllm") {
-		return vllm.Version{}
-	}
-	if i := strings.IndexByte(image, '@'); i >= 0 {
-		image = image[:i]
-	}
-	i := strings.LastIndexByte(image, ':')
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return vllm.Version{}
-	}
-	v, err := vllm.ParseVersion(image[i+1:])
-	if err != nil {
-		return vllm.Version{}
-	}
-	return v
-}
+// imageVersion reads a vLLM release from a vLLM image's tag
+// ("vllm/vllm-openai:v0.6.3", vendors' images: vllm.ReadImage); zero for
+// other images or tags.
+func imageVersion(image string) vllm.Version { return vllm.ReadImage(image).Version }
 
 func (e *Evidence) podStatus(d doc, name string, st corev1.PodStatus) {
 	for _, cs := range st.ContainerStatuses {

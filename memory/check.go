@@ -24,6 +24,9 @@ const (
 	CodeAutoUnsupported   = "max_model_len_auto_unsupported"
 	CodeRunnerV2NoGraphs  = "runner_v2_reserves_no_cudagraphs"
 	CodeGDNGraphTransient = "hybrid_gdn_graph_transient"
+	// CodePinnedPoolDoesntFit: a pinned KV pool (--kv-cache-memory-bytes)
+	// with the rest of the worker needs more than the free memory.
+	CodePinnedPoolDoesntFit = "pinned_kv_pool_does_not_fit"
 )
 
 // GiB renders bytes as GiB (2^30) with two decimals, as vLLM logs them.
@@ -57,6 +60,10 @@ func (b *Budget) check(dp int) {
 	nonKV := p.Weights + p.Activation + p.NonTorch
 	if b.CUDAGraphInBudget {
 		nonKV += p.CUDAGraph
+	}
+	if pinned := p.Weights + p.Activation + p.NonTorch + p.CUDAGraph + set.KVCacheMemoryBytes; set.KVCacheMemoryBytes > 0 && pinned > free && p.Weights <= free {
+		problem(CodePinnedPoolDoesntFit, "--%s %s beside weights %s, activation %s, non-torch %s and CUDA graphs %s needs %s per GPU, but only %s is free once the process starts: allocating the pool runs out of memory (pin a smaller pool)",
+			vllm.FlagKVCacheMemory, GiB(set.KVCacheMemoryBytes), GiB(p.Weights), GiB(p.Activation), GiB(p.NonTorch), GiB(p.CUDAGraph), GiB(pinned), GiB(free))
 	}
 	if set.KVCacheMemoryBytes > 0 {
 		warn(CodeFixedKVMemory, "--kv-cache-memory fixes the KV cache at %s per GPU and ignores --gpu-memory-utilization; the card must hold %s of weights, activation and overhead beside it", GiB(set.KVCacheMemoryBytes), GiB(nonKV))

@@ -137,6 +137,11 @@ func Dashboard() (dashboard.Dashboard, error) {
 					{hm(telemetry.MetricVLLMNumGPUBlocks), "vLLM " + exporterAt},
 					{hm(telemetry.MetricPlanNumGPUBlocks), "plan " + exporterAt},
 				}},
+			{title: "KV cache against the plan", unit: "percentunit", min: f64(0),
+				description: fmt.Sprintf("vLLM's own num_gpu_blocks over the plan's: the share of the planned KV cache the server got. Under %.0f%% for 15 minutes raises HeadroomKVCacheBelowPlan; headroom audit --live names the cause.", 100*KVBelowPlanShare),
+				targets: []target{
+					{fmt.Sprintf("%s / %s", hm(telemetry.MetricVLLMNumGPUBlocks), hm(telemetry.MetricPlanNumGPUBlocks)), "share " + exporterAt},
+				}},
 		}},
 		{"KV cache and queue", []panel{
 			{title: "KV-cache usage", unit: "percentunit", min: f64(0), max: f64(1),

@@ -26,11 +26,13 @@ const (
 	// again and work is recomputed.
 	PreemptionsPerMinute = telemetry.RiskPreemptionsPerMinute / 10
 	// DriftTolerance is how far vLLM's own count of KV blocks may stray
-	// from the plan's before the plan no longer describes the server: the
-	// planner's largest error over 50 real start-ups is 3.96% of the KV
-	// tokens (README, Accuracy; go test ./memory -run
-	// TestCalibrationAccuracy), so 5% is beyond it.
-	DriftTolerance = 0.05
+	// from the plan's before the plan no longer describes the server
+	// (memory.DriftShare: beyond the planner's largest error).
+	DriftTolerance = memory.DriftShare
+	// KVBelowPlanShare is the share of the planned KV cache under which a
+	// server is far below the plan (1 − memory.DefaultMaxKVLoss), as the
+	// audit and the upgrade preflight count it.
+	KVBelowPlanShare = 1 - memory.DefaultMaxKVLoss
 )
 
 // Windows of the alerts.
@@ -160,6 +162,17 @@ func Rules() RuleFile {
 				"summary":     "The vLLM container {{ $labels.container }} of " + where + " was OOMKilled",
 				"description": "A container of a pod serving vLLM restarted in the last 15 minutes after the kernel killed it for host memory (its resources.limits.memory), not GPU memory.",
 				"runbook":     "Run `" + audit + "` and `kubectl logs -n {{ $labels.namespace }} {{ $labels.pod }} -c {{ $labels.container }} --previous | headroom doctor -`: raise the memory limit above what vLLM's CPU side holds (swap space, CPU offload, the tokenizer), or lower --swap-space.",
+			},
+		},
+		{
+			Alert: "HeadroomKVCacheBelowPlan",
+			Expr: fmt.Sprintf("(%s / %s) < %s",
+				telemetry.MetricVLLMNumGPUBlocks, telemetry.MetricPlanNumGPUBlocks, fmtFloat(KVBelowPlanShare)),
+			For: "15m", Labels: map[string]string{"severity": warning},
+			Annotations: map[string]string{
+				"summary":     "vLLM at " + where + " gets {{ $value | humanizePercentage }} of the KV cache the plan gives it",
+				"description": fmt.Sprintf("vLLM's own count of KV blocks (vllm:cache_config_info) stayed under %.0f%% of the blocks headroom plans for its model, flags, GPU and release for 15 minutes: something takes GPU memory the plan gives the KV cache (the CUDA-graph estimate inside the budget from 0.21.0, another process on the GPU at start-up, a utilization other than the planned).", 100*KVBelowPlanShare),
+				"runbook":     "Run `" + audit + "`: it names the pod, the cause and the fix (a pinned --kv-cache-memory-bytes from `headroom plan --pin-kv`, the planned utilization, the process to move); `--learn` records the pod's numbers for later plans.",
 			},
 		},
 		{

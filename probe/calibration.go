@@ -45,6 +45,10 @@ type Record struct {
 	AvailableKVBytes int64 `json:"available_kv_cache_bytes"`
 	KVTokens         int64 `json:"kv_cache_tokens"`
 	NumGPUBlocks     int64 `json:"num_gpu_blocks"`
+	// Source is empty for a probe's launch; "live server POD" for a
+	// record of a running server's vllm:cache_config_info (audit --live
+	// --learn), which measured the KV cache alone.
+	Source string `json:"source,omitempty"`
 }
 
 // Key is what a record must share with a plan to stand in for its
@@ -104,8 +108,16 @@ func (r Record) Measured() *memory.Measured {
 		CUDAGraph:  r.CUDAGraphBytes,
 		Source:     fmt.Sprintf("probe of %s on %s, vLLM %s, %s", r.Model, r.GPU, r.VLLMVersion, r.Time.Format(time.RFC3339)),
 	}
+	if r.Source != "" {
+		m.Source = fmt.Sprintf("%s of %s on %s, vLLM %s, %s", r.Source, r.Model, r.GPU, r.VLLMVersion, r.Time.Format(time.RFC3339))
+	}
+	// A record of a running server (audit --live --learn) measured the KV
+	// cache alone: its blocks, at its utilization.
 	if m.Weights == 0 && m.Activation == 0 && m.NonTorch == 0 && m.CUDAGraph == 0 {
-		return nil
+		if r.Source == "" || r.AvailableKVBytes <= 0 {
+			return nil
+		}
+		m.AvailableKV, m.KVTokens, m.Utilization = r.AvailableKVBytes, r.KVTokens, r.GPUMemoryUtilization
 	}
 	return &m
 }

@@ -89,6 +89,10 @@ type Exporter struct {
 
 	mu      sync.Mutex
 	monitor *Monitor
+	// loggedBlocks is the block count whose gap from the plan was last
+	// logged, so that a server far below the plan is logged once, not at
+	// every scrape.
+	loggedBlocks int64
 
 	up, kv, waiting, running, preemptions, ttft, risk *prometheus.Desc
 	used, total, headroom, required                   *prometheus.Desc
@@ -189,6 +193,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	r, _ := e.monitor.Observe(e.opt.Now(), sample, gpus)
 	restarts := e.monitor.Restarts()
+	e.logKVGap(sample)
 	e.mu.Unlock()
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -272,4 +277,29 @@ func (e *Exporter) Handler() http.Handler {
 // returns nil.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return graceful.Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
+}
+
+// logKVGap compares the blocks vLLM reports with the plan's
+// (memory.CompareKV) and logs, once per new count, a server far below
+// the plan with the cause and the fix: the gauges carry the numbers, the
+// log why. A simulated stand-in is logged as such. Called with e.mu held.
+func (e *Exporter) logKVGap(sample *VLLMSample) {
+	b := e.opt.Plan
+	if sample == nil || b == nil {
+		return
+	}
+	c := sample.CacheConfig
+	if c.NumGPUBlocks == e.loggedBlocks {
+		return
+	}
+	in := memory.Input{Model: b.Model, Device: b.Device, Count: b.Count, Settings: b.Settings}
+	g, ok := memory.CompareKV(in, *b, memory.EngineCache{NumGPUBlocks: c.NumGPUBlocks, BlockSize: c.BlockSize, GPUMemoryUtilization: c.GPUMemoryUtilization})
+	if !ok {
+		return
+	}
+	e.loggedBlocks = c.NumGPUBlocks
+	if g.Far {
+		e.opt.Log.Warn("vLLM's KV cache is far below the plan", "share", strconv.FormatFloat(g.Share, 'f', 3, 64),
+			"blocks", g.ActualBlocks, "planned_blocks", g.PredictedBlocks, "simulated", c.Simulated, "cause", g.Cause, "fix", g.Fix)
+	}
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -123,5 +124,41 @@ func TestExporterNoPlanGauges(t *testing.T) {
 	}
 	if _, ok := fams[MetricVLLMRestarts]; !ok {
 		t.Errorf("%s not served", MetricVLLMRestarts)
+	}
+}
+
+// TestExporterKVBelowPlan: a stand-in reporting 9000 blocks against the
+// plan's 29000 (31%) is logged once with its share, its simulated mark
+// and a cause; the gauges give both counts for the alert.
+func TestExporterKVBelowPlan(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("testdata", "vllm", "vllm-0.11.0-v1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := strings.Replace(string(page), `num_gpu_blocks="29751"`, `num_gpu_blocks="9000",simulated="true"`, 1)
+	if short == string(page) {
+		t.Fatal("the recorded page has no num_gpu_blocks label to change")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(short)) }))
+	defer srv.Close()
+	plan := &memory.Budget{PerGPU: memory.Parts{Total: 80 << 30, KVCache: 54 << 30}, NumBlocks: 29000, KVTokens: 29000 * 16,
+		Settings: vllm.Settings{GPUMemoryUtilization: 0.9, BlockSize: 16}}
+	var logs strings.Builder
+	e := NewExporter(ExporterOptions{Scraper: &Scraper{URL: srv.URL + "/metrics", Timeout: 2 * time.Second}, Plan: plan,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := httptest.NewServer(e.Handler())
+	defer h.Close()
+	fams := scrapeExporter(t, h.URL)
+	if got := gaugeValue(t, fams, MetricVLLMNumGPUBlocks); got != 9000 {
+		t.Errorf("%s = %v", MetricVLLMNumGPUBlocks, got)
+	}
+	if got := gaugeValue(t, fams, MetricPlanNumGPUBlocks); got != 29000 {
+		t.Errorf("%s = %v", MetricPlanNumGPUBlocks, got)
+	}
+	scrapeExporter(t, h.URL)
+	out := logs.String()
+	// 9000 / 29000 = 0.310.
+	if strings.Count(out, "far below the plan") != 1 || !strings.Contains(out, "share=0.310") || !strings.Contains(out, "simulated=true") || !strings.Contains(out, "cause=") {
+		t.Errorf("logs:\n%s", out)
 	}
 }

@@ -52,6 +52,10 @@ type VLLMSample struct {
 	Names map[vllm.Metric]string `json:"names"`
 }
 
+// LabelSimulated is the label of vllm:cache_config_info with which
+// headroom's simulated stand-in marks itself.
+const LabelSimulated = "simulated"
+
 // CacheConfig is what vllm:cache_config_info's labels say; zero values
 // where a label is absent or "None".
 type CacheConfig struct {
@@ -59,6 +63,10 @@ type CacheConfig struct {
 	NumGPUBlocks         int64   `json:"num_gpu_blocks,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
 	CacheDtype           string  `json:"cache_dtype,omitempty"`
+	// Simulated is true when the server is headroom's simulated stand-in
+	// (simulate --serve labels its cache_config_info simulated="true"):
+	// none of its numbers is a measurement.
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 // Has reports whether the exposition carried quantity m under any name.
@@ -264,6 +272,8 @@ func cacheConfig(m *dto.Metric) CacheConfig {
 			}
 		case "cache_dtype":
 			c.CacheDtype = v
+		case LabelSimulated:
+			c.Simulated = v == "true"
 		}
 	}
 	return c

@@ -114,25 +114,11 @@ const officialImageRepo = "vllm/vllm-openai"
 // image is taken as a pip install on another base (ok false: the caller
 // says so). version is zero when the tag names none ("latest").
 func ImageInstall(image string) (inst Install, version Version, official bool) {
-	ref := strings.TrimSpace(image)
-	if at := strings.IndexByte(ref, '@'); at >= 0 {
-		ref = ref[:at]
-	}
-	repo, tag := ref, ""
-	if colon := strings.LastIndexByte(ref, ':'); colon > strings.LastIndexByte(ref, '/') {
-		repo, tag = ref[:colon], ref[colon+1:]
-	}
-	if repo != officialImageRepo && !strings.HasSuffix(repo, "/"+officialImageRepo) {
+	r := ReadImage(image)
+	if !r.Official {
 		return InstallPip, Version{}, false
 	}
-	if cut := strings.IndexAny(tag, "-_"); cut >= 0 {
-		tag = tag[:cut]
-	}
-	v, err := ParseVersion(tag)
-	if err != nil {
-		v = Version{}
-	}
-	return InstallImage, v, true
+	return InstallImage, r.Version, true
 }
 
 // ModelRunnerV2 reports whether vLLM runs the model on Model Runner V2 by

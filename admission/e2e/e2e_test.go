@@ -296,6 +296,32 @@ func TestWebhookE2E(t *testing.T) {
 		denied(t, err, "the largest context that fits is")
 	})
 
+	t.Run("image upgrade priced", func(t *testing.T) {
+		// Llama-3.1-8B on an H100 at 0.9 from vLLM 0.20.0 to 0.21.0 with
+		// the same flags: 0.21.0 holds the CUDA-graph estimate inside the
+		// budget, and the plan loses 443,552 - 436,752 = 6,800 KV tokens
+		// (headroom plan --upgrade-to 0.21.0 on the same deployment).
+		d := vllmDeployment("llama-upgrade", []string{"--model", llama8, "--max-model-len", "8192", "--gpu-memory-utilization", "0.9"}, h100, nil, 1)
+		d.Spec.Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.20.0"
+		if _, err := deployments.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if ws := seen.take(); len(ws) != 0 {
+			t.Errorf("warnings on a plan that fits: %q", ws)
+		}
+		got, err := deployments.Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Template.Spec.Containers[0].Image = "vllm/vllm-openai:v0.21.0"
+		if _, err := deployments.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ws := seen.take()
+		hasWarning(t, ws, "the image moves vLLM 0.20.0 -> 0.21.0 with the same flags: KV cache 443552 -> 436752 tokens (6800 lost")
+		hasWarning(t, ws, "the CUDA-graph estimate is inside the budget (0.21.0, PR #38284)")
+	})
+
 	t.Run("tensor parallel", func(t *testing.T) {
 		d := vllmDeployment("llama-tp3", []string{"--model", llama8, "--tensor-parallel-size", "3", "--max-model-len", "8192"}, h100, nil, 3)
 		_, err := deployments.Create(ctx, d, metav1.CreateOptions{})

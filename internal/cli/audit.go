@@ -13,6 +13,7 @@ import (
 
 	"headroom.dev/headroom/audit"
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/probe"
 	"headroom.dev/headroom/progress"
 )
 
@@ -23,6 +24,7 @@ type auditFlags struct {
 	allNamespaces bool
 	selector      string
 	live          bool
+	learn         bool
 	output        string
 	timeout       time.Duration
 }
@@ -54,6 +56,7 @@ Exit code 1 when a workload will not start or is at risk; 2 on bad input.`,
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
 	fl.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=llm,tier!=dev")
 	fl.BoolVar(&f.live, "live", false, "read each running pod's /metrics through the API server, with restarts and OOM kills")
+	fl.BoolVar(&f.learn, "learn", false, "with --live: write each compared pod's KV cache as a calibration record (model, GPU, release) that later plans use; a simulated server is never learned")
 	fl.StringVarP(&f.output, "output", "o", "table", "table, json, yaml or markdown")
 	fl.DurationVar(&f.timeout, "timeout", defaultAuditTimeout, "timeout of each request to the API server")
 	return cmd
@@ -65,6 +68,9 @@ const defaultAuditTimeout = 30 * time.Second
 func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	if err := checkFormat(f.output, "table", "json", "yaml", "markdown"); err != nil {
 		return err
+	}
+	if f.learn && !f.live {
+		return badInput("--learn records what --live reads: add --live")
 	}
 	cfg, ns, err := auditConfig(env, f)
 	if err != nil {
@@ -89,6 +95,11 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 	}
 	if err := writeAs(env.Stdout, f.output, r, formats[audit.Report]{"markdown": writeAuditMarkdown, "": writeAuditTable}); err != nil {
 		return err
+	}
+	if f.learn {
+		if err := learn(env, r); err != nil {
+			return err
+		}
 	}
 	if r.AtRisk() {
 		return errNoFit
@@ -167,6 +178,45 @@ func writeAuditTable(w io.Writer, r audit.Report) error {
 			fmt.Fprintf(w, "  - [%s] %s\n", f.Code, f.Message)
 		}
 	}
+	if len(r.KVVsPlan) > 0 {
+		fmt.Fprintln(w, "\nKV cache against the plan, smallest share first:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SHARE\tNAMESPACE\tPOD\tMODEL\tGPU\tVLLM\tBLOCKS (GOT/PLANNED)")
+		for _, k := range r.KVVsPlan {
+			note := ""
+			if k.Simulated {
+				note = " (simulated)"
+			}
+			fmt.Fprintf(tw, "%.0f%%\t%s\t%s%s\t%s\t%s\t%s\t%d/%d\n", 100*k.Gap.Share, k.Namespace, k.Pod, note, k.Model, k.GPU, k.Version, k.Gap.ActualBlocks, k.Gap.PredictedBlocks)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// learn appends a calibration record for each compared pod that is not a
+// simulated stand-in, and names the file and each record on stderr (so
+// stdout stays the report).
+func learn(env Env, r audit.Report) error {
+	path, err := probe.CalibrationPath(env.Getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	n := 0
+	for _, k := range r.KVVsPlan {
+		if !k.Learnable {
+			fmt.Fprintf(env.Stderr, "not learned: pod %s/%s is a simulated stand-in; its numbers are no measurement\n", k.Namespace, k.Pod)
+			continue
+		}
+		if err := probe.AppendRecord(path, k.Record); err != nil {
+			return fmt.Errorf("writing the calibration record: %v", err)
+		}
+		n++
+		fmt.Fprintf(env.Stderr, "learned: %s: %s on %s, vLLM %s: %d KV blocks (%d tokens) from pod %s/%s\n", path, k.Model, k.GPU, k.Version, k.Gap.ActualBlocks, k.Gap.ActualTokens, k.Namespace, k.Pod)
+	}
+	if n == 0 {
+		fmt.Fprintf(env.Stderr, "learned nothing: no live pod's KV cache was compared with a plan (%s unchanged)\n", path)
+	}
 	return nil
 }
 
@@ -190,6 +240,16 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 		fmt.Fprintf(w, "\n### %s/%s/%s: %s\n\n", wl.Namespace, wl.Kind, wl.Name, statusText[wl.Status])
 		for _, f := range wl.Findings {
 			fmt.Fprintf(w, "- `%s` %s\n", f.Code, mdCell(f.Message))
+		}
+	}
+	if len(r.KVVsPlan) > 0 {
+		fmt.Fprintln(w, "\n### KV cache against the plan, smallest share first\n\n| share | namespace | pod | model | GPU | vLLM | blocks (got/planned) |\n|---|---|---|---|---|---|---|")
+		for _, k := range r.KVVsPlan {
+			pod := k.Pod
+			if k.Simulated {
+				pod += " (simulated)"
+			}
+			fmt.Fprintf(w, "| %.0f%% | %s | %s | %s | %s | %s | %d/%d |\n", 100*k.Gap.Share, k.Namespace, mdCell(pod), mdCell(k.Model), k.GPU, k.Version, k.Gap.ActualBlocks, k.Gap.PredictedBlocks)
 		}
 	}
 	return nil

@@ -44,6 +44,10 @@ type planFlags struct {
 	// simulating it (plan_traffic.go).
 	profile string
 	rate    float64
+	// upgradeTo and maxKVLoss are the upgrade preflight (plan_upgrade.go).
+	upgradeTo, maxKVLoss string
+	// pinKV writes -o args with a pinned KV pool (--kv-cache-memory-bytes).
+	pinKV bool
 }
 
 func newPlanCmd(env Env) *cobra.Command {
@@ -75,7 +79,13 @@ Several GPUs given (--gpu 2xA100-80GB, an instance type, --gpu-count) with no
 parallelism set are planned at the fewest of them that fit, tensor parallel
 inside a node and pipeline parallel across nodes; the second line says which.
 
-Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic), 2 bad input.`,
+With --upgrade-to B, plans the deployment on --vllm-version (or the image's
+release) and on B side by side: every planned term that changes with the release
+boundary that changes it, KV tokens and the largest context before and after, and
+the verdict. It exits 1 when B does not start the deployment or loses more KV
+cache than --max-kv-loss (default 20%).
+
+Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets the traffic; with --upgrade-to, the upgrade is blocked), 2 bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd, env, f, args)
 		},
@@ -87,6 +97,8 @@ Exit codes: 0 fits, 1 does not fit (or, with --profile, no max-num-seqs meets th
 	fl.BoolVar(&f.allGPUs, "all-gpus", false, "plan the model on every catalog GPU, one row each")
 	fl.StringVar(&f.profile, "profile", "", "choose --max-num-seqs by simulating this traffic: a 'headroom profile -o json' file or a request log")
 	fl.Float64Var(&f.rate, "rate", 0, "with a --profile json: simulate at R requests per second instead of its busiest window's rate")
+	addUpgradeFlags(fl, &f)
+	fl.BoolVar(&f.pinKV, "pin-kv", false, "with -o args: a pinned KV pool (--kv-cache-memory-bytes, vLLM 0.10.2+) in place of --gpu-memory-utilization")
 	return cmd
 }
 
@@ -152,6 +164,13 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 	return e, nil
 }
 
+func firstProblem(p []memory.Finding) string {
+	if len(p) == 0 {
+		return "see headroom plan"
+	}
+	return p[0].Message
+}
+
 func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	switch f.output {
 	case "table", "json", "yaml", "args", "kaito":
@@ -167,6 +186,9 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	e, err := gather(cmd.Context(), cmd, env, f, args)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("upgrade-to") || cmd.Flags().Changed("max-kv-loss") {
+		return runUpgrade(cmd, f, e)
 	}
 	opt := memory.Options{Policy: f.policy, TypicalContext: f.typicalContext}
 	if f.allGPUs {
@@ -193,7 +215,19 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	} else if rep, err = report.Build(e, opt); err != nil {
 		return usageError{err}
 	}
-	if err := render(cmd.OutOrStdout(), f.output, rep); err != nil {
+	format := f.output
+	if f.pinKV {
+		switch {
+		case format != "args":
+			return badInput("--pin-kv writes -o args: add -o args (the table and JSON show the pinned pool anyway)")
+		case rep.PinnedKV == nil:
+			return badInput("no pinned KV pool to offer: vLLM %s has no --%s (0.10.2 and newer do), or the recommendation does not fit", rep.Settings.VLLMVersion, vllm.FlagKVCacheMemory)
+		case !rep.PinnedKV.Fits:
+			return badInput("the pinned KV pool does not fit: %s", firstProblem(rep.PinnedKV.Budget.Problems))
+		}
+		format = "args-pinned"
+	}
+	if err := render(cmd.OutOrStdout(), format, rep); err != nil {
 		return err
 	}
 	if !rep.Fits {

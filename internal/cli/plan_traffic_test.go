@@ -112,9 +112,11 @@ func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 	if ev.Reason == "" || !strings.Contains(why, ev.Reason) {
 		t.Errorf("reason %q not in why", ev.Reason)
 	}
-	// The rest of the report is the plan without traffic.
+	// The rest of the report is the plan without traffic (the pinned
+	// pool is sized from the traffic too: TestPinnedKVFromTraffic).
 	with.Recommended, without.Recommended = report.RecommendedReport{}, report.RecommendedReport{}
 	with.Command, without.Command, with.VLLMArgs, without.VLLMArgs = "", "", nil, nil
+	with.PinnedKV, without.PinnedKV, with.PinnedArgs, without.PinnedArgs = nil, nil, nil, nil
 	a, _ := json.Marshal(with)
 	b, _ := json.Marshal(without)
 	if string(a) != string(b) {

@@ -28,6 +28,9 @@ func render(w io.Writer, format string, r report.Report) error {
 	case "args":
 		_, err := fmt.Fprintln(w, vllm.ShellJoin(r.VLLMArgs))
 		return err
+	case "args-pinned":
+		_, err := fmt.Fprintln(w, vllm.ShellJoin(r.PinnedArgs))
+		return err
 	case "kaito":
 		return writeKAITO(w, r)
 	default:
@@ -212,6 +215,14 @@ func writeTable(w io.Writer, r report.Report) error {
 	}
 	if rec.MaxModelLen > 0 {
 		fmt.Fprintf(w, "\n  %s\n", r.Command)
+	}
+	if p := r.PinnedKV; p != nil {
+		verdict := "fits"
+		if !p.Fits {
+			verdict = "does not fit"
+		}
+		fmt.Fprintf(w, "\nPinned KV pool (same cache on every release, node and co-tenant; -o args --pin-kv):\n  %s %d (%.2f GiB per GPU, %s KV tokens, %s): %s\n",
+			p.Flag, p.Bytes, gibs(p.Bytes), humanCount(p.KVTokens), verdict, p.Why)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s\n", n)

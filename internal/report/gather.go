@@ -120,10 +120,10 @@ func Settings(req Request) (vllm.Settings, error) {
 		s.Version = v
 	}
 	if req.Image != "" {
-		inst, v, _ := vllm.ImageInstall(req.Image)
+		inst, _, _ := vllm.ImageInstall(req.Image)
 		s.Install = inst
 		if s.Version.IsZero() {
-			s.Version = v
+			s.Version = vllm.ReadImage(req.Image).Version
 		}
 	}
 	if req.Install != "" {
@@ -202,11 +202,16 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 	default:
 		e.GPUsPerNode = memory.DefaultGPUsPerNode
 	}
-	if e.Settings.Version.IsZero() {
+	img := vllm.ReadImage(req.Image)
+	switch {
+	case e.Settings.Version.IsZero() && req.Image != "" && img.VLLM:
+		e.Settings.Version = vllm.Newest()
+		e.Notes = append(e.Notes, img.Note+"; or set --vllm-version")
+	case e.Settings.Version.IsZero():
 		e.Settings.Version = vllm.Newest()
 		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.Settings.Version))
-	} else if req.Version == "" && req.Image != "" {
-		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s read from the image tag of %s", e.Settings.Version, req.Image))
+	case req.Version == "" && req.Image != "":
+		e.Notes = append(e.Notes, img.Note)
 	}
 	e.request = req
 	if m, note := calibrationFor(env.Getenv, e); note != "" {
@@ -264,11 +269,34 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 // Build plans the evidence and renders the report.
 func Build(e Evidence, opt memory.Options) (Report, error) {
 	e = withLayout(e)
-	_, b, rec, alts, chosen, run, err := build(e, opt)
+	in, b, rec, alts, chosen, run, err := build(e, opt)
 	if err != nil {
 		return Report{}, err
 	}
-	return newReport(e, b, rec, alts, chosen, run, buildNotes(e, b)), nil
+	r := newReport(e, b, rec, alts, chosen, run, buildNotes(e, b))
+	addPinned(&r, in, run, rec, 0, "")
+	return r, nil
+}
+
+// addPinned offers the recommendation with its KV pool pinned
+// (memory.PinPool): sized from the recommended plan, or from tokens of
+// traffic when tokens > 0.
+func addPinned(r *Report, in memory.Input, run vllm.Settings, rec memory.Recommendation, tokens int64, why string) {
+	if rec.MaxModelLen <= 0 || !rec.Budget.Fits {
+		return
+	}
+	at := in
+	at.Settings = run
+	at.Settings.GPUMemoryUtilization, at.Settings.MaxModelLen, at.Settings.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
+	p, ok := memory.PinPool(at, rec.Budget, tokens, why)
+	if !ok {
+		return
+	}
+	r.PinnedKV = &p
+	s := recommendedSettings(run, rec)
+	s.KVCacheMemoryBytes = p.Bytes
+	s.GPUMemoryUtilization = 0
+	r.PinnedArgs = nonNilStrings(s.Args())
 }
 
 // build plans the evidence and recommends for it: the input and its plan,

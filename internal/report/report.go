@@ -51,6 +51,12 @@ type Report struct {
 	// Command is the recommended `vllm serve` line: the user's command
 	// with VLLMArgs applied, ready to paste.
 	Command string `json:"vllm_command"`
+
+	// PinnedKV is the recommendation with a fixed KV pool
+	// (--kv-cache-memory-bytes) instead of a utilization, where the
+	// release has the flag; PinnedArgs its flags (plan -o args --pin-kv).
+	PinnedKV   *memory.Pinned `json:"pinned_kv,omitempty"`
+	PinnedArgs []string       `json:"pinned_vllm_args,omitempty"`
 }
 
 // ModelReport describes the model.

@@ -3,11 +3,13 @@ package report
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/workload"
 )
 
@@ -88,6 +90,8 @@ func BuildWithTraffic(ctx context.Context, e Evidence, opt memory.Options, t Tra
 		}
 		r := newReport(e, b, rec, alts, chosen, run, notes)
 		r.Recommended.FromTraffic = ev
+		tokens, why := trafficPool(ev, rec)
+		addPinned(&r, in, run, rec, tokens, why)
 		return r, nil
 	}
 	notes = append(notes, "max-num-seqs not simulated: nothing fits to simulate")
@@ -167,4 +171,28 @@ func allBehind(trials []sim.SeqsTrial) bool {
 		}
 	}
 	return len(trials) > 0
+}
+
+// trafficPool sizes a pinned KV pool from the simulated traffic: the peak
+// KV usage of the chosen max-num-seqs, over the recommended cache, taken
+// to sit at telemetry.RiskKVStart (80%) of the pool, where the exporter
+// starts counting KV pressure: the rest is the margin that keeps a burst
+// from preempting. 0 (the plan's own pool) when the run preempted (the
+// cache was already short), has no peak, or would need more than the plan.
+func trafficPool(ev *SeqsEvidence, rec memory.Recommendation) (int64, string) {
+	if ev == nil {
+		return 0, ""
+	}
+	for _, c := range ev.Candidates {
+		if c.MaxNumSeqs != ev.MaxNumSeqs || c.Preemptions > 0 || c.MaxKVUsage <= 0 {
+			continue
+		}
+		peak := int64(math.Ceil(c.MaxKVUsage * float64(rec.Budget.KVTokens)))
+		tokens := int64(math.Ceil(float64(peak) / telemetry.RiskKVStart))
+		if tokens >= rec.Budget.KVTokens {
+			return 0, ""
+		}
+		return tokens, fmt.Sprintf("the traffic's peak of %d KV tokens at max-num-seqs %d (simulated), at %.0f%% of the pool (the rest the margin before KV pressure): %d tokens", peak, c.MaxNumSeqs, 100*telemetry.RiskKVStart, tokens)
+	}
+	return 0, ""
 }

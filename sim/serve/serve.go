@@ -42,6 +42,7 @@ import (
 
 	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -374,7 +375,11 @@ func (s *Server) registerMetrics() error {
 	if name, err := s.metricName(vllm.MetricCacheConfig); err == nil {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: "Information of the KV cache config.",
 			ConstLabels: prometheus.Labels{"block_size": fmt.Sprint(cfg.BlockSize), "num_gpu_blocks": fmt.Sprint(cfg.NumGPUBlocks),
-				"enable_prefix_caching": fmt.Sprint(!cfg.NoPrefixCaching)}}, func() float64 { return 1 }))
+				"enable_prefix_caching": fmt.Sprint(!cfg.NoPrefixCaching),
+				// The stand-in says so, so that no reader takes its blocks
+				// for a measurement (audit --live --learn learns nothing
+				// from it).
+				telemetry.LabelSimulated: "true"}}, func() float64 { return 1 }))
 	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
