@@ -154,33 +154,33 @@ func TestAbsurdGPUCount(t *testing.T) {
 	}
 }
 
-// Reviews past the gate's slots and queue are refused with 429 before
+// Reviews past the gate's budget and queue are refused with 429 before
 // their bodies are read, naming the bound.
 func TestReviewGate(t *testing.T) {
-	h := NewHandler(Deps{Reviews: 1})
-	release, err := h.gate.Enter(context.Background())
+	h := NewHandler(Deps{ReviewBytes: ReviewFloorBytes})
+	release, err := h.gate.Enter(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One slot taken: 16 may wait; the 17th is refused at once.
+	// The one floor's worth of budget taken: ReviewQueue may wait; the
+	// next is refused at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	body := bigReview(1, "1")
+	for range ReviewQueue {
+		wg.Go(func() {
 			rec := httptest.NewRecorder()
-			h.ValidateHandler().ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodPost, "/validate", bytes.NewReader(bigReview(1, "1"))))
-		}()
+			h.ValidateHandler().ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodPost, "/validate", bytes.NewReader(body)))
+		})
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.gate.Admitted() < 17 && time.Now().Before(deadline) {
+	deadline := time.Now().Add(10 * time.Second)
+	for h.gate.Waiting() < ReviewQueue && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	rec := httptest.NewRecorder()
-	h.ValidateHandler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/validate", bytes.NewReader(bigReview(1, "1"))))
-	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "1 reviews running and 16 waiting") {
-		t.Errorf("17th waiting review: %d %q", rec.Code, rec.Body.String())
+	h.ValidateHandler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/validate", bytes.NewReader(body)))
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), fmt.Sprintf("reviews fill the %d-byte budget and %d wait", ReviewFloorBytes, ReviewQueue)) {
+		t.Errorf("review past the queue: %d %q", rec.Code, rec.Body.String())
 	}
 	cancel()
 	release()

@@ -31,8 +31,9 @@
 //     dependency (ConfigMap getter, HPA lister, clock, logger, metrics) is
 //     passed to NewHandler.
 //   - A memory budget of 256 MiB, the chart's limit (GOMEMLIMIT 200 MiB):
-//     DefaultReviews reviews are read and checked at once and 16 times as
-//     many wait, at most ReviewWait, before their bodies are read; past
+//     reviews whose bodies sum to DefaultReviewBytes are read and checked
+//     at once (each counted as at least ReviewFloorBytes) and ReviewQueue
+//     wait, at most ReviewWait, before their bodies are read; past
 //     that 429 or 503, and failurePolicy Ignore admits the object. At most
 //     maxContainers vLLM containers of a pod are checked and maxWarnings
 //     warnings answered. docs/servers.md has the numbers.

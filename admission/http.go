@@ -213,9 +213,15 @@ func (h *Handler) endpoint(name string, mutate bool) http.Handler {
 			fail(http.StatusMethodNotAllowed, "use POST with an admission.k8s.io/v1 AdmissionReview")
 			return
 		}
-		// Admitted before its body is read: a review waiting for a slot
-		// holds its connection, not its body (see Deps.Reviews).
-		release, err := h.gate.Enter(r.Context())
+		// Admitted by its declared size before its body is read: a review
+		// waiting for the budget holds its connection, not its body (see
+		// DefaultReviewBytes). A body of unknown length counts as the
+		// largest allowed; readBody enforces the declared one.
+		size := r.ContentLength
+		if size < 0 || size > maxBodyBytes {
+			size = maxBodyBytes
+		}
+		release, err := h.gate.Enter(r.Context(), size)
 		if err != nil {
 			w.Header().Set("Retry-After", "1")
 			fail(graceful.Status(err), "headroom webhook: "+err.Error()+"; the object is admitted unchecked when the webhook's failurePolicy is Ignore")

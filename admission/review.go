@@ -39,23 +39,34 @@ type Deps struct {
 	Metrics *Metrics
 	// LookupTimeout bounds each API read; 0 means 2 s.
 	LookupTimeout time.Duration
-	// Reviews is how many reviews are read and checked at once; 0 means
-	// DefaultReviews. 16 times as many wait (at most ReviewWait); past
+	// ReviewBytes is how many bytes of review bodies are read and checked
+	// at once; 0 means DefaultReviewBytes. Each review counts at least
+	// ReviewFloorBytes; ReviewQueue more wait (at most ReviewWait); past
 	// that a review gets 429 and the failurePolicy decides.
-	Reviews int
+	ReviewBytes int64
 }
 
 // The webhook's memory budget is the chart's limit, 256 MiB, with
 // GOMEMLIMIT at 200 MiB: the runtime lets the heap grow to that soft limit
-// under load (GOGC=400), and the rest is the binary, stacks and buffers. A review holds its body (at most 4 MiB), the
-// decoded object and its checks' findings: about 45 MiB of heap for the
-// largest one (a 2 MB Deployment of 10,000 containers, of which the first
-// maxContainers are checked), so DefaultReviews of them at once stay
-// within it with the runtime's own 20-30 MiB. A review takes well under
-// a millisecond normally, so the queue rarely waits.
+// under load (GOGC=400), and the rest is the binary, stacks and buffers. A
+// review holds its body (at most 4 MiB), the decoded object and its
+// checks' findings, about 22 times its body at the largest (45 MiB of heap
+// for a 2 MB Deployment of 10,000 containers, of which the first
+// maxContainers are checked). So reviews are admitted by their bodies'
+// bytes, not by count: DefaultReviewBytes at once is four 1.1 MB reviews
+// (about 100 MiB of heap) or one of the largest, and the same budget lets
+// 80 ordinary reviews (a few KiB, counted as ReviewFloorBytes each) work
+// together. A count would be wrong both ways: four slots held by reviews
+// waiting on a hung API server (LookupTimeout each) made every other
+// review wait past ReviewWait, while four 4 MiB bodies outgrow the budget.
 const (
-	DefaultReviews = 4
-	// ReviewWait is the longest a review waits for a slot: well within
+	DefaultReviewBytes = 5 << 20
+	ReviewFloorBytes   = 64 << 10
+	// ReviewQueue is how many reviews may wait for the budget: a burst of
+	// a thousand small reviews waits (each holds a connection and a
+	// goroutine, not its body) instead of being refused.
+	ReviewQueue = 2048
+	// ReviewWait is the longest a review waits for the budget: well within
 	// the 10 s the webhook configurations give a call.
 	ReviewWait = 5 * time.Second
 )
@@ -75,7 +86,7 @@ type Handler struct {
 	gpus          gpuCache
 	plans         planCache
 	// gate admits reviews within the memory budget.
-	gate *graceful.Gate
+	gate *graceful.ByteGate
 	// devices are the catalog's GPUs, which the planner searches for the
 	// smallest that fits; copied once rather than for every denial.
 	devices []gpu.Device
@@ -94,11 +105,11 @@ func NewHandler(d Deps) *Handler {
 		h.lookupTimeout = defaultLookupTimeout
 	}
 	h.devices = gpu.Devices()
-	n := d.Reviews
+	n := d.ReviewBytes
 	if n <= 0 {
-		n = DefaultReviews
+		n = DefaultReviewBytes
 	}
-	h.gate = graceful.NewGate("reviews", n, 16*n, ReviewWait)
+	h.gate = graceful.NewByteGate("reviews", n, ReviewFloorBytes, ReviewQueue, ReviewWait)
 	return h
 }
 

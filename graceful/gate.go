@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Gate admits work within a server's memory budget: at most Run requests
@@ -105,3 +108,63 @@ func Recover(h http.Handler, log *slog.Logger, writeError func(w http.ResponseWr
 
 // Admitted is how many requests work or wait now.
 func (g *Gate) Admitted() int { return len(g.tickets) }
+
+// ByteGate admits work by the bytes it will hold rather than by count:
+// requests whose memory grows with their body (an AdmissionReview) work
+// together while their bodies sum to at most the budget, so a thousand
+// small reviews run at once where four of the largest would fill it, and
+// a review that waits on something slow (an API server that hangs) keeps
+// only its own bytes from the others. At most queue requests wait, each
+// at most maxWait; a request past the queue is refused at once (ErrBusy),
+// one that waits too long gets ErrQueueTimeout. Admission is FIFO, so a
+// large request is not starved by small ones.
+type ByteGate struct {
+	name    string
+	budget  int64
+	floor   int64
+	queue   int64
+	maxWait time.Duration
+	sem     *semaphore.Weighted
+	waiting atomic.Int64
+}
+
+// NewByteGate returns a gate for work called name whose admitted requests
+// hold at most budget bytes together; each counts at least floor bytes
+// (its decoding and checks cost something even for a tiny body).
+func NewByteGate(name string, budget, floor int64, queue int, maxWait time.Duration) *ByteGate {
+	budget, floor = max(budget, 1), min(max(floor, 1), max(budget, 1))
+	return &ByteGate{name: name, budget: budget, floor: floor, queue: int64(max(queue, 0)), maxWait: maxWait, sem: semaphore.NewWeighted(budget)}
+}
+
+// Limits says the gate's bounds in words, for documentation and logs.
+func (g *ByteGate) Limits() string {
+	return fmt.Sprintf("%s holding at most %d bytes at once (each counted as at least %d), %d waiting at most %s", g.name, g.budget, g.floor, g.queue, g.maxWait)
+}
+
+// Enter waits until n more bytes fit in the budget (n below the floor
+// counts as the floor, above the budget as the budget; a request of
+// unknown size passes its largest). On success the caller must call the
+// returned release once.
+func (g *ByteGate) Enter(ctx context.Context, n int64) (release func(), err error) {
+	n = min(max(n, g.floor), g.budget)
+	if g.sem.TryAcquire(n) {
+		return func() { g.sem.Release(n) }, nil
+	}
+	if g.waiting.Add(1) > g.queue {
+		g.waiting.Add(-1)
+		return nil, fmt.Errorf("%w: %s fill the %d-byte budget and %d wait, the most this server takes; retry later", ErrBusy, g.name, g.budget, g.queue)
+	}
+	defer g.waiting.Add(-1)
+	wctx, cancel := context.WithTimeout(ctx, g.maxWait)
+	defer cancel()
+	if err := g.sem.Acquire(wctx, n); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: waited %s for %d bytes of the %d-byte %s budget; retry later", ErrQueueTimeout, g.maxWait, n, g.budget, g.name)
+	}
+	return func() { g.sem.Release(n) }, nil
+}
+
+// Waiting is how many requests wait for the budget now.
+func (g *ByteGate) Waiting() int { return int(g.waiting.Load()) }
