@@ -63,9 +63,12 @@ func (a *api) plan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var v any
-	if p.req.AllGPUs {
+	switch {
+	case p.upgrade != nil:
+		v, err = report.Upgrade(e, p.upgrade.to, p.upgrade.maxLoss)
+	case p.req.AllGPUs:
 		v, err = report.AllGPUs(e, p.opt)
-	} else {
+	default:
 		v, err = report.Build(e, p.opt)
 	}
 	if err != nil {

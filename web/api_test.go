@@ -352,6 +352,10 @@ func TestBadInput(t *testing.T) {
 		{"bad config", "/api/plan", `{"gpu": "L4", "config": "{\"hidden_size\": -4}"}`, 400, ""},
 		{"bad version", "/api/plan", `{"gpu": "L4", "model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_version": "one"}`, 400, "version"},
 		{"bad install", "/api/plan", `{"gpu": "L4", "model": "meta-llama/Llama-3.1-8B-Instruct", "vllm_install": "conda"}`, 400, "--vllm-install"},
+		{"bad upgrade_to", "/api/plan", `{"gpu": "H100-80GB", "model": "meta-llama/Llama-3.1-8B-Instruct", "upgrade_to": "next"}`, 400, "upgrade_to"},
+		{"bad max_kv_loss", "/api/plan", `{"gpu": "H100-80GB", "model": "meta-llama/Llama-3.1-8B-Instruct", "upgrade_to": "0.21.0", "max_kv_loss": "120%"}`, 400, "max_kv_loss"},
+		{"max_kv_loss alone", "/api/plan", `{"gpu": "H100-80GB", "model": "meta-llama/Llama-3.1-8B-Instruct", "max_kv_loss": "20%"}`, 400, "needs upgrade_to"},
+		{"upgrade on all GPUs", "/api/plan", `{"model": "meta-llama/Llama-3.1-8B-Instruct", "all_gpus": true, "upgrade_to": "0.21.0"}`, 400, "one deployment"},
 		{"empty doctor", "/api/doctor", `{"text": "  "}`, 400, "no evidence"},
 		{"nothing recognised", "/api/doctor", `{"text": "hello"}`, 400, "nothing recognised"},
 		{"no such endpoint", "/api/nope", `{}`, 404, "no such API endpoint"},
@@ -448,5 +452,62 @@ func TestPlanGPUsPerNodeSameBytesAsCLI(t *testing.T) {
 	}
 	if code, _ := post(t, srv.URL+"/api/plan", `{"gpu": "L4", "model": "x", "gpus_per_node": -1}`); code != http.StatusBadRequest {
 		t.Errorf("gpus_per_node -1: status %d", code)
+	}
+}
+
+// The upgrade preflight on the page is plan --upgrade-to's: the same bytes.
+// Llama-3.1-8B-Instruct on H100-80GB from 0.20.0 to 0.21.0 with each
+// release's default utilization: 0.21.0 moves the default from 0.90 to 0.92
+// and the CUDA-graph estimate into the budget (PR #38284), both sides
+// start, and the verdict is "ok". Pinned at 0.90 with max_kv_loss 1%, the
+// estimate (0.89 GiB of a 54 GiB pool, about 1.6% of the tokens) now comes
+// out of the KV cache: "loses-kv", which the CLI exits 1 for and the API
+// answers 200 with, as it answers a plan that does not fit.
+func TestUpgradeSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	cases := []struct {
+		name     string
+		args     []string
+		body     string
+		exit     int
+		verdict  string
+		lossOver float64
+	}{
+		{"defaults", []string{"--max-model-len", "8192"},
+			`{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-80GB", "vllm_version": "0.20.0", "flags": {"max-model-len": "8192"}, "upgrade_to": "0.21.0"}`,
+			0, "ok", -1},
+		{"pinned utilization", []string{"--max-model-len", "8192", "--gpu-memory-utilization", "0.90", "--max-kv-loss", "1%"},
+			`{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-80GB", "vllm_version": "0.20.0", "flags": {"max-model-len": "8192", "gpu-memory-utilization": "0.90"}, "upgrade_to": "0.21.0", "max_kv_loss": "1%"}`,
+			1, "loses-kv", 0.01},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			exit, want := runCLI(t, append([]string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--vllm-version", "0.20.0",
+				"--upgrade-to", "0.21.0", "-o", "json"}, c.args...)...)
+			code, got := post(t, srv.URL+"/api/plan", c.body)
+			if code != http.StatusOK || !bytes.Equal(got, want) {
+				t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
+			}
+			if exit != c.exit {
+				t.Errorf("CLI exit %d, want %d", exit, c.exit)
+			}
+			var r report.UpgradeReport
+			if err := json.Unmarshal(got, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Verdict != c.verdict || r.From.VLLMVersion != "0.20.0" || r.To.VLLMVersion != "0.21.0" || !r.From.Fits || !r.To.Fits {
+				t.Errorf("verdict %s (%s), %s fits %t, %s fits %t", r.Verdict, r.Why, r.From.VLLMVersion, r.From.Fits, r.To.VLLMVersion, r.To.Fits)
+			}
+			if r.KVLoss <= c.lossOver {
+				t.Errorf("KV loss %.4f, want over %.2f", r.KVLoss, c.lossOver)
+			}
+			graphs := false
+			for _, ch := range r.Changes {
+				graphs = graphs || ch.Term == "per_gpu.cudagraph_in_budget" && ch.From == "false" && ch.To == "true"
+			}
+			if !graphs {
+				t.Errorf("no change of per_gpu.cudagraph_in_budget from false to true: %+v", r.Changes)
+			}
+		})
 	}
 }

@@ -38,15 +38,18 @@ func TestSimulateBlocksBound(t *testing.T) {
 }
 
 // A simulation stops at its time limit inside the run, not when its
-// client hangs up: rate 50 for an hour (180,000 requests, within the
-// documented 200,000) takes seconds to simulate; at a 300 ms limit the
-// answer is a 422 naming it, well within a second of the limit (the run
-// checks its context every 1024 steps).
+// client hangs up: an hour at 30 req/s of 500/1000-token requests (about
+// 108,000 requests, within the documented 200,000; 240,000 steps) takes
+// seconds to simulate; at a 300 ms limit the answer is a 422 naming it,
+// well within a second of the limit (the run checks its context every 1024
+// steps). A traffic that fills the in-flight bound sooner (50 req/s of
+// 1000/100) stops on its own, fell behind, in about a third of a second,
+// and would race the limit.
 func TestSimulateDeadline(t *testing.T) {
 	srv := httptest.NewServer(web.Handler(web.Options{Env: report.Env{Getenv: getenv}, Offline: true, SimulationTime: 300 * time.Millisecond}))
 	defer srv.Close()
 	start := time.Now()
-	code, b := post(t, srv.URL+"/api/simulate", strings.Replace(strings.Replace(simulate, "%s", "", 1), "%s", "50", 1))
+	code, b := post(t, srv.URL+"/api/simulate", `{"plan":{"model":"meta-llama/Llama-3.1-8B-Instruct","gpu":"H100-80GB"},"rate":30,"duration_s":3600,"prompt_tokens":500,"output_tokens":1000}`)
 	took := time.Since(start)
 	if code != http.StatusUnprocessableEntity || !strings.Contains(errorOf(t, b), "past this server's limit of 300ms a request") {
 		t.Errorf("%d %s", code, b)

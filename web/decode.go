@@ -45,6 +45,10 @@ type planBody struct {
 	EnforceEager   *bool  `json:"enforce_eager"`
 	TypicalContext int    `json:"typical_context"`
 	AllGPUs        bool   `json:"all_gpus"`
+	// UpgradeTo and MaxKVLoss are plan's --upgrade-to and --max-kv-loss
+	// ("20%" or "0.2"): the answer is then the upgrade preflight.
+	UpgradeTo string `json:"upgrade_to"`
+	MaxKVLoss string `json:"max_kv_loss"`
 }
 
 // doctorBody is the JSON of POST /api/doctor: the evidence as text, and
@@ -124,6 +128,15 @@ const (
 type planCall struct {
 	req report.Request
 	opt memory.Options
+	// upgrade is set when the body names upgrade_to.
+	upgrade *upgradeCall
+}
+
+// upgradeCall is the release an upgrade preflight plans on too, and the
+// share of KV-cache tokens it may lose.
+type upgradeCall struct {
+	to      vllm.Version
+	maxLoss float64
 }
 
 type doctorCall struct {
@@ -152,7 +165,36 @@ func decodePlan(body io.Reader) (planCall, error) {
 	if req.AllGPUs && (req.GPU != "" || req.GPUMemory != "") {
 		return planCall{}, errors.New("all_gpus plans on every GPU: leave gpu and gpu_memory empty")
 	}
-	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}}, nil
+	up, err := decodeUpgrade(b)
+	if err != nil {
+		return planCall{}, err
+	}
+	return planCall{req: req, opt: memory.Options{Policy: policy, TypicalContext: b.TypicalContext}, upgrade: up}, nil
+}
+
+// decodeUpgrade reads upgrade_to and max_kv_loss as plan reads
+// --upgrade-to and --max-kv-loss, with the same refusals.
+func decodeUpgrade(b planBody) (*upgradeCall, error) {
+	to, loss := strings.TrimSpace(b.UpgradeTo), strings.TrimSpace(b.MaxKVLoss)
+	switch {
+	case to == "" && loss == "":
+		return nil, nil
+	case to == "":
+		return nil, errors.New("max_kv_loss needs upgrade_to: the vLLM release to plan on too, like 0.21.0")
+	case b.AllGPUs:
+		return nil, errors.New("upgrade_to compares one deployment: give gpu, without all_gpus")
+	}
+	v, err := vllm.ParseVersion(to)
+	if err != nil {
+		return nil, fmt.Errorf("upgrade_to: %v", err)
+	}
+	u := &upgradeCall{to: v, maxLoss: memory.DefaultMaxKVLoss}
+	if loss != "" {
+		if u.maxLoss, err = report.ParseShare(loss); err != nil {
+			return nil, fmt.Errorf("max_kv_loss %v", err)
+		}
+	}
+	return u, nil
 }
 
 func decodeDoctor(body io.Reader) (doctorCall, error) {

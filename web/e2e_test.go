@@ -204,6 +204,11 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the shared link shows %q %+v, the page showed %q %+v", shared, sharedBar, verdict, bar)
 	}
 
+	// The upgrade preflight: a release in the "upgrade to" field shows both
+	// plans side by side, the answer first, as /api/plan answers with
+	// upgrade_to (the bytes of plan --upgrade-to -o json).
+	checkUpgradeInBrowser(t, ctx, srv.URL, command)
+
 	// Bad input: an inline message on the field, the last plan stays.
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.ID("gpu"), "H1OO"),
@@ -305,6 +310,113 @@ func TestPageInBrowser(t *testing.T) {
 	if os.Getenv("HEADROOM_SCREENSHOTS") == "1" {
 		screenshots(t, ctx, srv.URL+"/"+hash, string(oom))
 	}
+}
+
+// upgradeRow is one row of the page's upgrade table.
+type upgradeRow struct {
+	Term   string `json:"term"`
+	Label  string `json:"label"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Cause  string `json:"cause"`
+}
+
+// planDone is true once the page's plan calls have all answered.
+const planDone = `!document.getElementById('plan-button').disabled`
+
+const readUpgrade = `Object.fromEntries(Array.from(document.querySelectorAll('#upgrade-table tbody tr')).map(tr => [tr.dataset.term, {
+	term: tr.dataset.term, label: tr.querySelector('th').textContent, before: tr.querySelector('.before').textContent,
+	after: tr.querySelector('.after').textContent, cause: tr.querySelector('.cause').textContent}]))`
+
+// checkUpgradeInBrowser fills the "upgrade to" field for the plan on the
+// page (vLLM 0.20.0 -> 0.21.0) and reads the upgrade table: the CUDA-graph
+// estimate's row with its cause and source, and the KV tokens before and
+// after, must be the API's. Pinned at 0.95, the estimate moves into the
+// budget on 0.21.0 and costs its 0.89 GiB of KV cache: under the default
+// 20% allowed (OK), over 1% (BLOCKED, shown first).
+func checkUpgradeInBrowser(t *testing.T, ctx context.Context, url, command string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("vllm-version"), "0.20.0"),
+		chromedp.SetValue(chromedp.ID("upgrade-to"), "0.21.0"),
+		chromedp.Click(chromedp.ID("plan-button")),
+		chromedp.WaitVisible(chromedp.CSS(`#upgrade-table tr[data-term="per_gpu.cudagraph_in_budget"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// The plan button is disabled until the page's last call (every GPU)
+	// answers; a click before that would be lost.
+	run(t, ctx, chromedp.Poll[bool](planDone))
+	rows := run(t, ctx, chromedp.Evaluate[map[string]upgradeRow](readUpgrade))
+	heading := run(t, ctx, chromedp.Text(chromedp.ID("upgrade-verdict")))
+	verdict := run(t, ctx, chromedp.AttributeValue(chromedp.ID("upgrade-verdict"), "data-verdict")).Value
+	hash := run(t, ctx, chromedp.Evaluate[string]("location.hash"))
+	api := func(maxLoss string) report.UpgradeReport {
+		body := map[string]any{"gpu": "H100-80GB", "command": command, "vllm_version": "0.20.0", "upgrade_to": "0.21.0"}
+		if maxLoss != "" {
+			body["max_kv_loss"] = maxLoss
+		}
+		code, js := post(t, url+"/api/plan", mustJSON(t, body))
+		var u report.UpgradeReport
+		if err := json.Unmarshal(js, &u); code != 200 || err != nil {
+			t.Fatalf("API: %d %s", code, js)
+		}
+		return u
+	}
+	u := api("")
+	if !strings.Contains(hash, "upgrade-to=0.21.0") || !strings.Contains(hash, "vllm-version=0.20.0") {
+		t.Errorf("the URL does not hold the upgrade: %q", hash)
+	}
+	if verdict != u.Verdict || verdict != "ok" || !strings.HasPrefix(heading, "Upgrade vLLM 0.20.0 → 0.21.0: OK") {
+		t.Errorf("upgrade verdict %q (%s), API %s", heading, verdict, u.Verdict)
+	}
+	kv := rows["kv_cache_tokens"]
+	if kv.Before != vllm.Thousands(u.From.KVCacheTokens) || kv.After != vllm.Thousands(u.To.KVCacheTokens) || u.To.KVCacheTokens >= u.From.KVCacheTokens {
+		t.Errorf("KV tokens on the page %s -> %s, API %d -> %d", kv.Before, kv.After, u.From.KVCacheTokens, u.To.KVCacheTokens)
+	}
+	var graphs *report.UpgradeChange
+	for i, c := range u.Changes {
+		if c.Term == "per_gpu.cudagraph_in_budget" {
+			graphs = &u.Changes[i]
+		}
+	}
+	g := rows["per_gpu.cudagraph_in_budget"]
+	if graphs == nil || len(graphs.Causes) == 0 {
+		t.Fatalf("the API names no cause for the CUDA-graph estimate: %+v", u.Changes)
+	}
+	if !strings.Contains(g.Label, "CUDA-graph estimate") || g.Before != graphs.From || g.After != graphs.To || g.Before != "false" ||
+		!strings.Contains(g.Cause, graphs.Causes[0].Source) || !strings.Contains(g.Cause, "0.21.0") {
+		t.Errorf("CUDA-graph row %+v, API %+v", g, *graphs)
+	}
+	if len(rows) != 3+len(u.Changes) {
+		t.Errorf("the table has %d rows, want 3 and the API's %d changes", len(rows), len(u.Changes))
+	}
+
+	// Over the allowed loss: BLOCKED, and why, first.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("max-kv-loss"), "1%"),
+		chromedp.Click(chromedp.ID("plan-button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('upgrade-verdict').dataset.verdict === 'loses-kv' && `+planDone))
+	blocked := api("1%")
+	heading = run(t, ctx, chromedp.Text(chromedp.ID("upgrade-verdict")))
+	if blocked.Verdict != "loses-kv" || heading != "Upgrade vLLM 0.20.0 → 0.21.0: BLOCKED: "+blocked.Why {
+		t.Errorf("1%% allowed: the page says %q, the API %s: %s", heading, blocked.Verdict, blocked.Why)
+	}
+
+	// Emptied (a space: the page trims it to none, and chromedp cannot set
+	// an empty value), the upgrade view goes and the page plans as before.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("vllm-version"), " "),
+		chromedp.SetValue(chromedp.ID("upgrade-to"), " "),
+		chromedp.SetValue(chromedp.ID("max-kv-loss"), " "),
+		chromedp.Click(chromedp.ID("plan-button")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('upgrade').hidden && !location.hash.includes('upgrade-to') && `+planDone))
 }
 
 // screenshots writes the page at desktop and phone width to

@@ -25,6 +25,9 @@ var fuzzSeeds = []string{
 	`{"plan": {"gpu": "L4"}, "rate": -1, "duration_s": 1e308, "bursts": ["1x1@1.5s", "x"]}`,
 	`{"plan": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "gpus": ["H100-80GB", "L40S"], "rate": 2, "peak_rate": 8, "period_s": 3600, "duration_s": 3600, "prompt_tokens": 1024, "output_tokens": 128, "slo": "ttft_p99=2s", "prices": {"L40S": 1.5}}`,
 	`{"plan": {}, "gpus": ["H999"], "rate": 1e308, "peak_rate": -1, "duration_s": 1, "slo": "ttft=1", "window_s": 1, "router": "x"}`,
+	`{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-80GB", "vllm_version": "0.20.0", "upgrade_to": "0.21.0", "max_kv_loss": "20%"}`,
+	`{"model": "x", "gpu": "L4", "upgrade_to": "v0.33", "max_kv_loss": "1e400%", "all_gpus": true}`,
+	`{"max_kv_loss": "0.2"}`,
 	`[1, 2]`, `null`, `{} {}`, `{"gpu_count": 1e99}`, "",
 }
 
@@ -38,6 +41,9 @@ func FuzzDecode(f *testing.F) {
 		if p, err := decodePlan(bytes.NewReader(body)); err == nil {
 			if p.req.GPUCount < 0 || p.opt.TypicalContext < 0 || p.opt.Policy == "" {
 				t.Errorf("accepted %+v", p)
+			}
+			if u := p.upgrade; u != nil && (!(u.maxLoss >= 0 && u.maxLoss <= 1) || p.req.AllGPUs) {
+				t.Errorf("accepted an upgrade out of bounds: %+v", u)
 			}
 			for _, fl := range p.req.Flags {
 				if fl == "" || fl == "--" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,16 +19,12 @@ func addUpgradeFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.StringVar(&f.maxKVLoss, "max-kv-loss", strconv.FormatFloat(100*memory.DefaultMaxKVLoss, 'f', -1, 64)+"%", "with --upgrade-to: the share of KV-cache tokens the upgrade may lose, as 20% or 0.2")
 }
 
-// parseShare reads a share as "20%" or "0.2".
+// parseShare reads --max-kv-loss as report.ParseShare does, naming the
+// flag in its error.
 func parseShare(flag, s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	pct := strings.HasSuffix(t, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
-	if pct {
-		v /= 100
-	}
-	if err != nil || v < 0 || v > 1 || v != v {
-		return 0, badInput("--%s %q: give a share between 0%% and 100%%, e.g. 20%% or 0.2", flag, s)
+	v, err := report.ParseShare(s)
+	if err != nil {
+		return 0, badInput("--%s %v", flag, err)
 	}
 	return v, nil
 }
@@ -56,7 +51,6 @@ func runUpgrade(cmd *cobra.Command, f planFlags, e evidence) error {
 	if err != nil {
 		return usageError{err}
 	}
-	r.Notes = append(append([]string{}, e.Notes...), r.Notes...)
 	if err := writeAs(cmd.OutOrStdout(), f.output, r, formats[report.UpgradeReport]{"": writeUpgradeTable}); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
@@ -94,6 +96,9 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 			r.Why += "; it did not start on " + r.From.VLLMVersion
 		}
 	}
+	// The evidence's notes (the release read from an image tag, the
+	// model's spelling) come first, as in every other report.
+	r.Notes = append(r.Notes, e.Notes...)
 	if !e.Settings.Set[vllm.FlagGPUMemoryUtilization] {
 		r.Notes = append(r.Notes, "--gpu-memory-utilization not given: each release plans with its own default")
 	}
@@ -101,6 +106,21 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 		r.Notes = append(r.Notes, "the calibration record is not used here: it holds one release's numbers, and both releases are planned from the rules")
 	}
 	return r, nil
+}
+
+// ParseShare reads the share of KV-cache tokens an upgrade may lose
+// (plan's --max-kv-loss, the page's max_kv_loss) as "20%" or "0.2".
+func ParseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
+	if pct {
+		v /= 100
+	}
+	if err != nil || v < 0 || v > 1 || v != v {
+		return 0, fmt.Errorf("%q: give a share between 0%% and 100%%, e.g. 20%% or 0.2", s)
+	}
+	return v, nil
 }
 
 func upgradeSide(b memory.Budget) UpgradeSide {

@@ -12,7 +12,18 @@ const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_vers
 const TERM_NAMES = { weights_bytes: "weights", activation_bytes: "activation", non_torch_bytes: "non-torch", cudagraph_bytes: "CUDA graphs" };
 const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
 const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at"];
-const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...SIM_IDS];
+// UPGRADE_FIELDS ask /api/plan for the upgrade preflight (`headroom plan
+// --upgrade-to`); they are not part of the plan the other panels use.
+const UPGRADE_FIELDS = { "upgrade-to": "upgrade_to", "max-kv-loss": "max_kv_loss" };
+const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...Object.keys(UPGRADE_FIELDS), ...SIM_IDS];
+// UPGRADE_TERMS names the upgrade's changed terms (the plan JSON's names).
+const UPGRADE_TERMS = {
+  "settings.gpu_memory_utilization": "gpu-memory-utilization", "settings.max_num_seqs": "max-num-seqs",
+  "settings.max_num_batched_tokens": "max-num-batched-tokens", "settings.model_runner_v2": "Model Runner V2",
+  "settings.sampler_path": "profile run's sampler path", "per_gpu.cudagraph_in_budget": "CUDA-graph estimate in the budget",
+  "per_gpu.cudagraph_gib": "CUDA graphs (GiB)", "per_gpu.activation_gib": "activation (GiB)", "per_gpu.non_torch_gib": "non-torch (GiB)",
+  "per_gpu.requested_gib": "budget (GiB)", "per_gpu.kv_cache_gib": "KV cache (GiB)",
+};
 
 let uploadedConfig = null;
 
@@ -47,6 +58,17 @@ function planBody() {
   return body;
 }
 
+// upgradeFields are the upgrade preflight's fields, or null without a
+// release to upgrade to.
+function upgradeFields() {
+  const f = {};
+  for (const [id, key] of Object.entries(UPGRADE_FIELDS)) {
+    const v = $(id).value.trim();
+    if (v) f[key] = v;
+  }
+  return Object.keys(f).length ? f : null;
+}
+
 function saveState() {
   const q = new URLSearchParams();
   for (const id of STATE_IDS) {
@@ -67,6 +89,8 @@ function loadState() {
 
 function fieldFor(message) {
   const m = message.toLowerCase();
+  if (m.startsWith("upgrade_to")) return "upgrade-to";
+  if (m.startsWith("max_kv_loss")) return "max-kv-loss";
   if (m.startsWith("command") || m.includes("vllm serve")) return "command";
   if (m.includes("gpu_count") || m.includes("gpu-count")) return "gpu-count";
   if (m.includes("gpu")) return "gpu";
@@ -83,7 +107,7 @@ function showError(id, message) {
 }
 
 function markInvalid(field) {
-  for (const id of [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, "config"]) $(id).removeAttribute("aria-invalid");
+  for (const id of [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...Object.keys(UPGRADE_FIELDS), "config"]) $(id).removeAttribute("aria-invalid");
   if (field) {
     $(field).setAttribute("aria-invalid", "true");
     $(field).setAttribute("aria-errormessage", "form-error");
@@ -113,6 +137,9 @@ async function plan() {
   try {
     const r = await api("/api/plan", body);
     renderPlan(r);
+    const up = upgradeFields();
+    $("upgrade").hidden = true;
+    if (up) renderUpgrade(await api("/api/plan", Object.assign({}, body, up)));
     const all = Object.assign({}, body, { all_gpus: true });
     delete all.gpu; delete all.gpu_count;
     renderAllGPUs(await api("/api/plan", all), r.gpu.name);
@@ -196,6 +223,42 @@ function renderPlan(r) {
   const notes = $("notes");
   notes.replaceChildren(...(r.notes || []).map((n) => el("li", { text: "note: " + n })));
   drawFrontier(r);
+}
+
+// renderUpgrade shows `headroom plan --upgrade-to -o json`: the verdict
+// first (what stops the deployment, or the KV cache lost past the allowed
+// share), then both plans side by side and every changed term with the
+// release boundaries that move it.
+function renderUpgrade(u) {
+  const a = u.from, b = u.to;
+  $("upgrade").hidden = false;
+  const v = $("upgrade-verdict");
+  v.className = u.ok ? "fits" : "nofit";
+  v.dataset.verdict = u.verdict;
+  v.textContent = "Upgrade vLLM " + a.vllm_version + " → " + b.vllm_version + ": " + (u.ok ? "OK" : "BLOCKED") + ": " + u.why;
+  $("upgrade-from-head").textContent = "vLLM " + a.vllm_version;
+  $("upgrade-to-head").textContent = "vLLM " + b.vllm_version;
+  const starts = (s) => s.fits ? "starts" : "does not start";
+  const problem = (s) => s.fits || !s.problems.length ? "" : s.problems[0].message;
+  const pct = (x) => (Math.round(x * 1000) / 10).toFixed(1) + "%";
+  const row = (term, label, before, after, ...cause) => el("tr", { "data-term": term },
+    el("th", { scope: "row", text: label }), el("td", { class: "before", text: before }), el("td", { class: "after", text: after }),
+    el("td", { class: "cause" }, ...cause));
+  const rows = [
+    row("verdict", "verdict", starts(a), starts(b), problem(b) || problem(a)),
+    row("kv_cache_tokens", "KV cache tokens", thousands(a.kv_cache_tokens), thousands(b.kv_cache_tokens),
+      u.kv_loss > 0 ? pct(u.kv_loss) + " fewer (at most " + pct(u.max_kv_loss) + " allowed)" : pct(-u.kv_loss) + " more"),
+    row("max_fit_model_len", "largest max-model-len", thousands(a.max_fit_model_len), thousands(b.max_fit_model_len)),
+  ];
+  for (const c of u.changes) {
+    const causes = c.causes.map((x) => el("div", { text: x.since + " (" + x.rule + "): " + x.what + " [" + x.source + "]" }));
+    if (c.unexplained) causes.push(el("div", { text: c.unexplained }));
+    rows.push(row(c.term, UPGRADE_TERMS[c.term] || c.term, c.from, c.to, ...causes));
+  }
+  $("upgrade-table").tBodies[0].replaceChildren(...rows);
+  $("upgrade-findings").replaceChildren(
+    ...u.new_warnings.map((f) => el("li", { class: "warning", text: "new on " + b.vllm_version + ": " + f.message })),
+    ...(u.notes || []).map((n) => el("li", { text: "note: " + n })));
 }
 
 // drawFrontier plots the API's frontier: context (log2) against requests
