@@ -14,10 +14,13 @@ type Simulated struct {
 	StepTime string `json:"step_time"`
 	// Requests finished in the simulation; Rejected were refused (too long
 	// for max-model-len or the KV pool).
-	Requests     int64   `json:"requests"`
-	Rejected     int64   `json:"rejected"`
-	TTFT         Latency `json:"ttft_ms"`
-	TPOT         Latency `json:"tpot_ms"`
+	Requests int64   `json:"requests"`
+	Rejected int64   `json:"rejected"`
+	TTFT     Latency `json:"ttft_ms"`
+	TPOT     Latency `json:"tpot_ms"`
+	// ITL is the gaps between a request's tokens: its max is the longest
+	// step a request waited out.
+	ITL          Latency `json:"itl_ms"`
 	E2E          Latency `json:"e2e_ms"`
 	MaxKVUsage   float64 `json:"max_kv_usage"`
 	Preemptions  int64   `json:"preemptions"`
@@ -30,7 +33,7 @@ func NewSimulated(rep *sim.Report) Simulated {
 		return Latency{Count: rep.Requests, Mean: l.Mean, P50: l.P50, P90: l.P90, P99: l.P99, Max: l.Max}
 	}
 	return Simulated{Requests: rep.Requests, Rejected: rep.Rejected, TTFT: lat(rep.TTFT), TPOT: lat(rep.TPOT),
-		E2E: lat(rep.E2E), MaxKVUsage: rep.MaxKVUsage, Preemptions: rep.Preemptions, RequestsPerS: rep.RequestsPerS}
+		ITL: lat(rep.ITL), E2E: lat(rep.E2E), MaxKVUsage: rep.MaxKVUsage, Preemptions: rep.Preemptions, RequestsPerS: rep.RequestsPerS}
 }
 
 // StepSamples turns a run into a measured decode step for sim.Fit: the

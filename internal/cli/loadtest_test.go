@@ -218,16 +218,20 @@ func TestLoadtestPrediction(t *testing.T) {
 	}
 	r := load("--calibration", standCal)
 	sm := r.Simulated
-	t.Logf("measured TTFT %.2f TPOT %.2f; simulated TTFT %.2f TPOT %.2f", r.TTFT.Mean, r.TPOT.Mean, sm.TTFT.Mean, sm.TPOT.Mean)
+	t.Logf("measured TTFT %.2f TPOT %.2f; simulated TTFT %.2f TPOT %.2f, longest step %.2f", r.TTFT.Mean, r.TPOT.Mean, sm.TTFT.Mean, sm.TPOT.Mean, sm.ITL.Max)
 	if d := r.TPOT.Mean/sm.TPOT.Mean - 1; d < -0.05 || d > 0.05 {
 		t.Errorf("TPOT mean %.2f ms, simulated %.2f ms: want within 5%%", r.TPOT.Mean, sm.TPOT.Mean)
 	}
 	// A closed loop sends the next request when the last token arrives:
 	// offline it joins the very next step, live it reaches the engine a
 	// moment after that step began and waits it out. So TTFT is later by
-	// up to a step (a decode step, TPOT) and the send lag.
-	if r.TTFT.Mean < sm.TTFT.Mean-1 || r.TTFT.Mean > sm.TTFT.Mean+sm.TPOT.Mean+10 {
-		t.Errorf("TTFT mean %.2f ms, simulated %.2f ms: want within [-1 ms, +a step (%.1f ms) + 10 ms]", r.TTFT.Mean, sm.TTFT.Mean, sm.TPOT.Mean)
+	// up to a step and the send lag. The step waited out is any step, and
+	// those that prefill others' 4,000-token prompts are the longest, so
+	// the bound is the longest step the simulation ran (its ITL max), not
+	// the mean decode step: with the mean the test failed whenever the
+	// freed slot's next request landed behind a prefill.
+	if r.TTFT.Mean < sm.TTFT.Mean-1 || r.TTFT.Mean > sm.TTFT.Mean+sm.ITL.Max+10 {
+		t.Errorf("TTFT mean %.2f ms, simulated %.2f ms: want within [-1 ms, +the longest step (%.1f ms) + 10 ms]", r.TTFT.Mean, sm.TTFT.Mean, sm.ITL.Max)
 	}
 	r = load()
 	c := r.StepCalibration
