@@ -146,15 +146,23 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
 	req.Engine.MaxKVBlocks = maxSimBlocks
-	// The simulation checks its context as it steps: the deadline stops
-	// it, not only the socket's write timeout, which would let it run on
-	// for as long as the client waits.
+	a.timed(w, r, "the simulation ran past this server's limit of %s a request: lower rate or duration_s, or run `headroom simulate`", func(ctx context.Context) (any, error) {
+		return report.Simulate(ctx, a.opt.Env, report.NoFiles, req)
+	})
+}
+
+// timed runs a simulation under the server's time limit and answers with
+// its report. The simulation checks its context as it steps: the deadline
+// stops it, not only the socket's write timeout, which would let it run on
+// for as long as the client waits. past is the 422's message, with %s for
+// the limit.
+func (a *api) timed(w http.ResponseWriter, r *http.Request, past string, run func(context.Context) (any, error)) {
 	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
 	defer cancel()
-	out, err := report.Simulate(ctx, a.opt.Env, report.NoFiles, req)
+	out, err := run(ctx)
 	switch {
 	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
-		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf("the simulation ran past this server's limit of %s a request: lower rate or duration_s, or run `headroom simulate`", a.opt.simTime()))
+		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf(past, a.opt.simTime()))
 		return
 	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
 		a.fail(w, r, http.StatusUnprocessableEntity, err)
@@ -186,25 +194,15 @@ func (a *api) capacity(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
 	req.Engine.MaxKVBlocks = maxSimBlocks
-	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
-	defer cancel()
-	out, err := report.Capacity(ctx, a.opt.Env, report.NoFiles, req)
-	var ue *report.UnreachableError
-	if errors.As(err, &ue) {
-		out, err = ue.Report, nil
-	}
-	switch {
-	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
-		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf("the sizing ran past this server's limit of %s a request: lower the rates or duration_s, or run `headroom capacity`", a.opt.simTime()))
-		return
-	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
-		a.fail(w, r, http.StatusUnprocessableEntity, err)
-		return
-	case err != nil:
-		a.fail(w, r, http.StatusBadRequest, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	a.timed(w, r, "the sizing ran past this server's limit of %s a request: lower the rates or duration_s, or run `headroom capacity`", func(ctx context.Context) (any, error) {
+		out, err := report.Capacity(ctx, a.opt.Env, report.NoFiles, req)
+		// No option meeting the SLO is an answer, not a failure.
+		var ue *report.UnreachableError
+		if errors.As(err, &ue) {
+			return ue.Report, nil
+		}
+		return out, err
+	})
 }
 
 // errSimTime ends a simulation at Options.SimulationTime.
