@@ -210,15 +210,15 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // inside:
 //
 //	                 fitted (n)       extrapolated (n)
-//	throughput       24.7% (7)        36.7% (17)
-//	TTFT             40.9% (21)       63.6% (51)
-//	TPOT             16.0% (21)       33.0% (51)
+//	throughput       22.3% (7)        37.9% (17)
+//	TTFT             32.1% (21)       59.5% (51)
+//	TPOT             13.5% (21)       37.6% (51)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 25, TTFT: 41, TPOT: 16, E2E: 41}
-	extrapolatedBand = errorBand{Throughput: 37, TTFT: 64, TPOT: 33, E2E: 64}
+	fittedBand       = errorBand{Throughput: 22, TTFT: 32, TPOT: 14, E2E: 32}
+	extrapolatedBand = errorBand{Throughput: 38, TTFT: 60, TPOT: 38, E2E: 60}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 
