@@ -44,6 +44,10 @@ type quantPath struct {
 	Dequant bool
 }
 
+// quantizesActivations reports whether the path quantizes each GEMM's
+// input first (native FP8 and FP4 math), a kernel of its own.
+func (q quantPath) quantizesActivations() bool { return q.FP8 || q.Name == "nvfp4" }
+
 // quantPathOf is the path of weights stored as method on d (vLLM 0.10–0.11's
 // choice, read from its quantization layers):
 //   - FP8 (fp8, compressed-tensors float, modelopt): native FP8 GEMMs

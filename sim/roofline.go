@@ -309,16 +309,39 @@ const (
 //     experts), the top-k softmax, moe_align_block_size and the sum of
 //     the top-k outputs;
 //   - an MLA layer 3 more (mla/common.py): the latent's RMSNorm and the
-//     batched matmuls with W_UK and W_UV around the attention kernel.
-func smallKernels(s model.Spec) float64 {
+//     batched matmuls with W_UK and W_UV around the attention kernel;
+//   - weights on a path with quantized activations (native FP8, NVFP4 on
+//     Blackwell) one more before every GEMM input (Fp8LinearMethod's
+//     scaled_fp8_quant or per_token_group_quant_fp8 for block scales,
+//     scaled_fp4_quant): the attention's 2 (qkv, o; MLA's 3: the fused
+//     q_a/kv_a down-projection, q_b, o), the dense MLP's or the shared
+//     experts' 2 (gate_up, down), and fused_moe's 2 for FP8 experts (the
+//     input before w13, the activation before w2). Weight-only paths
+//     (Marlin, matmul_ogs) keep BF16 activations and add none.
+func smallKernels(s model.Spec, dense, experts quantPath) float64 {
 	n := 0
 	for i := range s.Layers {
 		n += 6
-		if s.IsMoELayer(i) {
+		moe := s.IsMoELayer(i)
+		if moe {
 			n += 4
 		}
-		if s.LayerKind(i).Kind == model.MLA {
+		mla := s.LayerKind(i).Kind == model.MLA
+		if mla {
 			n += 3
+		}
+		if dense.quantizesActivations() {
+			if mla {
+				n += 3
+			} else {
+				n += 2
+			}
+			if !moe || (s.MoE != nil && s.MoE.Shared > 0) {
+				n += 2
+			}
+		}
+		if moe && experts.quantizesActivations() {
+			n += 2
 		}
 	}
 	return float64(n)
@@ -432,7 +455,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		NVLink:                 p.NVLink,
 		AMD:                    b.Device.Vendor == "amd",
 		LaunchPerLayer:         eagerLaunchPerLayer,
-		SmallKernels:           smallKernels(s),
+		SmallKernels:           smallKernels(s, dense, experts),
 		KernelFloor:            graphKernelFloor,
 		GEMMEfficiency:         c.FLOPsEfficiency,
 		AttentionEfficiency:    c.attention(),

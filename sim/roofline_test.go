@@ -335,15 +335,18 @@ func TestRooflineMLAAndSharedExperts(t *testing.T) {
 	}
 }
 
+// device is the catalog's GPU of that name.
+func device(t *testing.T, name string) gpu.Device {
+	t.Helper()
+	sel, err := gpu.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel.Device
+}
+
 // The kernel paths quantized weights take, by architecture.
 func TestQuantPath(t *testing.T) {
-	dev := func(name string) gpu.Device {
-		sel, err := gpu.Resolve(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sel.Device
-	}
 	for _, c := range []struct {
 		method, gpu string
 		fp8, deq    bool
@@ -359,9 +362,41 @@ func TestQuantPath(t *testing.T) {
 		{"modelopt_fp4", "B200", false, false},
 		{"fp8", "A10", false, true},
 	} {
-		p := quantPathOf(c.method, dev(c.gpu))
+		p := quantPathOf(c.method, device(t, c.gpu))
 		if p.FP8 != c.fp8 || p.Dequant != c.deq {
 			t.Errorf("%s on %s: %+v", c.method, c.gpu, p)
+		}
+	}
+}
+
+// Native FP8 quantizes every GEMM input in a kernel of its own; Marlin's
+// weight-only FP8 on Ampere does not. Llama-3.1-8B in FP8, 32 layers:
+// 6 small kernels a layer, plus 2 (qkv, o) and 2 (gate_up, down) on the
+// H100: 32 × 10 = 320; on the A100 32 × 6 = 192. DeepSeek-V3 (FP8 block
+// scales), 61 layers of MLA, the first 3 dense, the other 58 with 256
+// routed experts and 1 shared: a dense layer 6 + 3 (MLA) + 3 (MLA's
+// GEMM inputs) + 2 (MLP) = 14, a MoE layer 6 + 4 (router, top-k, align,
+// sum) + 3 + 3 + 2 (shared experts) + 2 (fused_moe's inputs) = 20, so
+// 3 × 14 + 58 × 20 = 1202 on the H100; on the A100 3 × 9 + 58 × 13 = 781.
+func TestSmallKernelsQuantizedActivations(t *testing.T) {
+	for _, c := range []struct {
+		model, gpu string
+		want       float64
+	}{
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "H100-80GB", 320},
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "A100-80GB", 192},
+		{"deepseek-ai/DeepSeek-V3", "H100-80GB", 1202},
+		{"deepseek-ai/DeepSeek-V3", "A100-80GB", 781},
+		{"meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", 192},
+	} {
+		s, ok := catalog.Lookup(c.model)
+		if !ok {
+			t.Fatalf("%s not in the catalog", c.model)
+		}
+		d := device(t, c.gpu)
+		got := smallKernels(s, quantPathOf(denseQuant(s, ""), d), quantPathOf(expertQuant(s, ""), d))
+		if got != c.want {
+			t.Errorf("%s on %s: %v small kernels a step, want %v", c.model, c.gpu, got, c.want)
 		}
 	}
 }
