@@ -186,6 +186,21 @@ func (cv coverage) outside(c conditions) []string {
 	return out
 }
 
+// unseen reports whether c's GPU architecture or one of its model
+// families lies outside the coverage: the kernels themselves change, which
+// the cross-validation measures only by leaving a whole architecture out.
+func (cv coverage) unseen(c conditions) bool {
+	if !slices.Contains(cv.Archs, c.Arch) {
+		return true
+	}
+	for _, f := range c.Families {
+		if !slices.Contains(cv.Families, f) {
+			return true
+		}
+	}
+	return false
+}
+
 // trainingCoverage is what the 11 training rows cover
 // (testdata/serving/train.csv and train-more.csv; TestTrainingCoverage
 // reads it back from them).
@@ -207,18 +222,23 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // left-out row whose conditions its fold still covers counts toward
 // fittedBand, the others toward extrapolatedBand; each band is the 80th
 // percentile of the absolute errors, so about four figures in five fall
-// inside:
+// inside. unseenBand is for a GPU architecture or a model family no row
+// runs, where the kernels themselves change: the larger of the
+// extrapolated band and the 80th percentile of the figures whose fold had
+// not seen their architecture (the GPU folds, the only measure there is of
+// such a change; no fold leaves a model family out):
 //
-//	                 fitted (n)       extrapolated (n)
-//	throughput       22.3% (7)        37.9% (17)
-//	TTFT             32.1% (21)       59.5% (51)
-//	TPOT             13.5% (21)       37.6% (51)
+//	                 fitted (n)       extrapolated (n)    unseen (n)
+//	throughput       22.3% (7)        37.9% (17)          38.6% (11)
+//	TTFT             32.1% (21)       59.5% (51)          44.1% (33)
+//	TPOT             13.5% (21)       37.6% (51)          46.6% (33)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
 	fittedBand       = errorBand{Throughput: 22, TTFT: 32, TPOT: 14, E2E: 32}
 	extrapolatedBand = errorBand{Throughput: 38, TTFT: 60, TPOT: 38, E2E: 60}
+	unseenBand       = errorBand{Throughput: 39, TTFT: 60, TPOT: 47, E2E: 60}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 
@@ -229,7 +249,10 @@ func ConfidenceOf(b memory.Budget) Confidence {
 	out := trainingCoverage.outside(conditionsOf(b))
 	c := Confidence{Evidence: evidenceFitted, Outside: out, Source: bandSource}
 	band := fittedBand
-	if len(out) > 0 {
+	switch {
+	case trainingCoverage.unseen(conditionsOf(b)):
+		c.Evidence, band = evidenceExtrapolated, unseenBand
+	case len(out) > 0:
 		c.Evidence, band = evidenceExtrapolated, extrapolatedBand
 	}
 	c.ThroughputPct, c.TTFTPct, c.TPOTPct, c.E2EPct = band.Throughput, band.TTFT, band.TPOT, band.E2E

@@ -8,7 +8,8 @@ import (
 )
 
 // Inside the training rows' conditions a simulation is fitted and gets the
-// fitted band; each condition outside is named.
+// fitted band; each condition outside is named, and an architecture or a
+// model family no row runs gets the wider unseen band.
 func TestConfidenceOf(t *testing.T) {
 	v := func(s string) vllm.Version { return vllm.MustVersion(s) }
 	for _, c := range []struct {
@@ -17,21 +18,26 @@ func TestConfidenceOf(t *testing.T) {
 		tp      int
 		set     vllm.Settings
 		outside []string // substrings, one per condition outside, in order
+		unseen  bool
 	}{
 		// a dense model the rows do not hold, on an sm_90 device they do not
 		// hold either: architecture, family, path, TP and version all covered
-		{"dense on H200", "Qwen/Qwen3-32B", "H200", 1, vllm.Settings{Version: v("0.11.0")}, nil},
-		{"gpt-oss-120b tp 2 on A100", "openai/gpt-oss-120b", "A100-80GB", 2, vllm.Settings{Version: v("0.10.2"), TensorParallelSize: 2}, nil},
+		{"dense on H200", "Qwen/Qwen3-32B", "H200", 1, vllm.Settings{Version: v("0.11.0")}, nil, false},
+		{"gpt-oss-120b tp 2 on A100", "openai/gpt-oss-120b", "A100-80GB", 2, vllm.Settings{Version: v("0.10.2"), TensorParallelSize: 2}, nil, false},
 		{"tp 4", "openai/gpt-oss-120b", "H100-80GB", 4, vllm.Settings{Version: v("0.11.0"), TensorParallelSize: 4},
-			[]string{"tensor parallel 4: the rows run 1, 2, 8"}},
+			[]string{"tensor parallel 4: the rows run 1, 2, 8"}, false},
 		{"0.19", "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{Version: v("0.19.0")},
-			[]string{"vLLM 0.19.0: the rows run 0.10.2–0.11.0"}},
+			[]string{"vLLM 0.19.0: the rows run 0.10.2–0.11.0"}, false},
 		{"MLA MoE on B200 at tp 4", "deepseek-ai/DeepSeek-V2-Lite", "B200", 4, vllm.Settings{Version: v("0.11.0"), TensorParallelSize: 4},
-			[]string{"GPU architecture sm_100 (B200)", "model family MLA", "tensor parallel 4"}},
+			[]string{"GPU architecture sm_100 (B200)", "model family MLA", "tensor parallel 4"}, true},
+		{"MLA on H100", "deepseek-ai/DeepSeek-V2-Lite", "H100-80GB", 1, vllm.Settings{Version: v("0.11.0")},
+			[]string{"model family MLA"}, true},
+		{"MI300X", "Qwen/Qwen3-8B", "MI300X", 1, vllm.Settings{Version: v("0.11.0")},
+			[]string{"GPU architecture amd (MI300X)"}, true},
 		{"FP8 on H100", "Qwen/Qwen3-8B", "H100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
-			[]string{"weights path sm_90/fp8: no row runs it"}},
+			[]string{"weights path sm_90/fp8: no row runs it"}, false},
 		{"FP8 on A100: Marlin", "Qwen/Qwen3-8B", "A100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
-			[]string{"weights path sm_80/fp8 marlin (weight-only, dequantized)"}},
+			[]string{"weights path sm_80/fp8 marlin (weight-only, dequantized)"}, false},
 	} {
 		got := ConfidenceOf(plan(t, c.id, c.gpu, c.tp, c.set))
 		if len(got.Outside) != len(c.outside) {
@@ -44,7 +50,10 @@ func TestConfidenceOf(t *testing.T) {
 			}
 		}
 		wantEv, band := "fitted", fittedBand
-		if len(c.outside) > 0 {
+		switch {
+		case c.unseen:
+			wantEv, band = "extrapolated", unseenBand
+		case len(c.outside) > 0:
 			wantEv, band = "extrapolated", extrapolatedBand
 		}
 		if got.Evidence != wantEv || got.TPOTPct != band.TPOT || got.TTFTPct != band.TTFT || got.ThroughputPct != band.Throughput {

@@ -681,7 +681,7 @@ func TestCrossValidateServing(t *testing.T) {
 		iters, _ = strconv.Atoi(s)
 	}
 	type errs struct{ tput, ttft, tpot []float64 }
-	var fitted, extrap errs
+	var fitted, extrap, unseen errs
 	for _, f := range folds {
 		var train, test []servingRun
 		var cv coverage
@@ -704,7 +704,10 @@ func TestCrossValidateServing(t *testing.T) {
 			rep := simulateServing(t, r, c, sh)
 			out := cv.outside(conditionsOf(servingPlan(t, r)))
 			e := &fitted
-			if len(out) > 0 {
+			switch {
+			case cv.unseen(conditionsOf(servingPlan(t, r))):
+				e = &unseen
+			case len(out) > 0:
 				e = &extrap
 			}
 			add := func(dst *[]float64, got, want float64) {
@@ -739,9 +742,15 @@ func TestCrossValidateServing(t *testing.T) {
 	summary("fitted: throughput", fitted.tput)
 	summary("fitted: TTFT", fitted.ttft)
 	summary("fitted: TPOT", fitted.tpot)
-	summary("extrapolated: throughput", extrap.tput)
-	summary("extrapolated: TTFT", extrap.ttft)
-	summary("extrapolated: TPOT", extrap.tpot)
+	// extrapolated pools every left-out figure outside its fold's rows;
+	// unseen is the part whose architecture or model family the fold had
+	// not seen at all
+	summary("extrapolated: throughput", append(extrap.tput, unseen.tput...))
+	summary("extrapolated: TTFT", append(extrap.ttft, unseen.ttft...))
+	summary("extrapolated: TPOT", append(extrap.tpot, unseen.tpot...))
+	summary("unseen: throughput", unseen.tput)
+	summary("unseen: TTFT", unseen.ttft)
+	summary("unseen: TPOT", unseen.tpot)
 }
 
 // TestServingProbe prints every row's errors at the constants in
