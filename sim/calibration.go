@@ -132,9 +132,9 @@ var (
 	// A100; sm_90: H100, H200, GH200). The A100's weights share is not
 	// fitted (weightBandwidthShare): no A100 row decodes a small batch.
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.556, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.693, DequantShare: 0.852,
+		"8.0": {FLOPsEfficiency: 0.546, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.812, DequantShare: 0.829,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
-		"9.0": {FLOPsEfficiency: 0.337, BandwidthEfficiency: 0.833, KVBandwidthEfficiency: 0.598, DequantShare: 0.941,
+		"9.0": {FLOPsEfficiency: 0.339, BandwidthEfficiency: 0.846, KVBandwidthEfficiency: 0.599, DequantShare: 0.952,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8)"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
@@ -143,16 +143,16 @@ var (
 	// the Qwen3 bursts), its harmony path (the gpt-oss bursts), the fixed
 	// latency on the way in (Qwen3-8B at concurrency 1 and 4), the
 	// engine's time per step and per sequence (all rows).
-	hostCPU = Calibration{Overhead: 0.000717, SeqOverhead: 23.8e-6,
-		FrontEnd:       FrontEnd{Latency: 0.0377, Request: 0.00901, PromptToken: tokenizeSeconds, OutputToken: 57.7e-6},
-		HarmonyRequest: 0.00438}
+	hostCPU = Calibration{Overhead: 0.000734, SeqOverhead: 24.1e-6,
+		FrontEnd:       FrontEnd{Latency: 0.0382, Request: 0.00909, PromptToken: tokenizeSeconds, OutputToken: 58.4e-6},
+		HarmonyRequest: 0.00341}
 	// groupedGEMM shapes the routed experts' grouped GEMMs on every
-	// architecture (groupedShare): 0.789 of the dense GEMMs' share at
-	// many tokens per expert, half of that at 27.3 (the five MoE rows).
-	groupedGEMM = Calibration{GroupedShare: 0.789, GroupedHalfTokens: 27.3}
+	// architecture (groupedShare): 0.815 of the dense GEMMs' share at
+	// many tokens per expert, half of that at 27.7 (the five MoE rows).
+	groupedGEMM = Calibration{GroupedShare: 0.815, GroupedHalfTokens: 27.7}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.447, BandwidthEfficiency: 0.817, KVBandwidthEfficiency: 0.645, DequantShare: 0.897}
+	defaultShares = Calibration{FLOPsEfficiency: 0.443, BandwidthEfficiency: 0.823, KVBandwidthEfficiency: 0.706, DequantShare: 0.891}
 )
 
 // prefillAttentionShare is the share of the tensor peak prefill attention

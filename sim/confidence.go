@@ -229,16 +229,16 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // such a change; no fold leaves a model family out):
 //
 //	                 fitted (n)       extrapolated (n)    unseen (n)
-//	throughput       22.3% (7)        37.9% (17)          38.6% (11)
-//	TTFT             32.1% (21)       59.5% (51)          44.1% (33)
-//	TPOT             13.5% (21)       37.6% (51)          46.6% (33)
+//	throughput       16.6% (7)        34.6% (17)          38.2% (11)
+//	TTFT             17.6% (21)       52.0% (51)          43.6% (33)
+//	TPOT              7.9% (21)       37.6% (51)          44.1% (33)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 22, TTFT: 32, TPOT: 14, E2E: 32}
-	extrapolatedBand = errorBand{Throughput: 38, TTFT: 60, TPOT: 38, E2E: 60}
-	unseenBand       = errorBand{Throughput: 39, TTFT: 60, TPOT: 47, E2E: 60}
+	fittedBand       = errorBand{Throughput: 17, TTFT: 18, TPOT: 8, E2E: 18}
+	extrapolatedBand = errorBand{Throughput: 35, TTFT: 52, TPOT: 38, E2E: 52}
+	unseenBand       = errorBand{Throughput: 38, TTFT: 52, TPOT: 44, E2E: 52}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 

@@ -273,7 +273,7 @@ type outputShape struct{ Sigma, Longest float64 }
 // replies cut a model short (more short outputs than the replies'
 // log-normal of σ 0.8 the stand-in had before, which made the ShareGPT
 // bursts' durations 15% long and their mean TPOT 10–27% short).
-var shareGPTOutputs = outputShape{Sigma: 1.194, Longest: 745}
+var shareGPTOutputs = outputShape{Sigma: 1.256, Longest: 827}
 
 // shareGPTStandIn stands in for `vllm bench serve --dataset-name sharegpt`
 // where only the totals are published: n requests whose prompt lengths
@@ -351,18 +351,14 @@ var servingMisses = map[string]map[string]float64{
 	// the Jinja path's c_req is a compromise between this burst (about
 	// 22 ms a request alone: its last first token at 22.6 s) and
 	// Qwen3-235B's (about 9 alone)
-	"gs-q14-h100-rand128": {"request throughput": 0.17, "mean TPOT": 0.12},
-	// ShareGPT bursts through the harmony path: the first tokens come
-	// about 27% late, the engine's prefill starting only once the API
-	// server has processed the whole burst
-	"gs-goss20-h100-sharegpt":      {"mean TTFT": 0.30},
-	"gs-goss120-h100-tp2-sharegpt": {"mean TTFT": 0.30},
-	"gs-goss20-a100-sharegpt":      {"request throughput": 0.11},
-	// the sort sampler's pool (44,720 tokens) takes a third of the burst
-	// at once where the row's queue (median TTFT 26 s) says fewer ran
-	"gs-goss120-h100-tp1-sharegpt": {"mean TTFT": 0.31, "mean TPOT": 0.14},
-	// TP 8 still priced a little cheap; the Jinja burst's first tokens late
-	"gs-q235-h100-tp8-sharegpt": {"mean TPOT": 0.14, "mean TTFT": 0.32},
+	"gs-q14-h100-rand128": {"request throughput": 0.17},
+	// the A100's small batches (256 sequences, 2,048 tokens a step):
+	// the burst's tail a little long
+	"gs-goss20-a100-sharegpt": {"request throughput": 0.12},
+	// its queue behind the KV pool (poolBoundTTFT)
+	"gs-goss120-h100-tp1-sharegpt": {"mean TTFT": 0.36},
+	// the Jinja burst's first tokens late; TP 8 a little cheap
+	"gs-q235-h100-tp8-sharegpt": {"mean TTFT": 0.31, "mean TPOT": 0.12},
 }
 
 // TestServingRuns replays the published runs the step time was fitted on
@@ -447,6 +443,19 @@ func TestOneRequestClosedLoop(t *testing.T) {
 	}
 }
 
+// poolBoundTTFT are the rows whose TTFT the fit does not match: a queue
+// behind a KV pool the source does not publish decides it, not the API
+// server. gpt-oss-120b on one H100 admits a third of its burst at once on
+// the planned pool and is preempted later, where the row's queue (median
+// TTFT 26 s of a 67 s run) says requests were admitted steadily: its mean
+// TTFT runs from −15% to −62% over pools of 4,000 to 13,980 blocks, its
+// median 72–76% early on any pool from 5,590 blocks up. Matched, it set
+// the harmony path's per-request cost for every gpt-oss burst (4.38 ms,
+// their first tokens 27% late, against 3.41 ms without it). Its
+// throughput and TPOT, which fit on the planned pool, stay in the fit; the
+// test still holds its TTFT to a bound (servingMisses).
+var poolBoundTTFT = map[string]bool{"gs-goss120-h100-tp1-sharegpt": true}
+
 // servingTargets are the published figures a fit matches, with weights:
 // the means the issue checks, then medians and tails.
 func servingTargets(r servingRun, rep *Report) (got, want, w []float64) {
@@ -457,9 +466,11 @@ func servingTargets(r servingRun, rep *Report) (got, want, w []float64) {
 		got, want, w = append(got, g), append(want, p), append(w, weight)
 	}
 	add(rep.RequestsPerS, r.reqPerS, 3)
-	add(rep.TTFT.Mean, r.ttftMean, 2)
-	add(rep.TTFT.P50, r.ttftMedian, 1)
-	add(rep.TTFT.P99, r.ttftP99, 1)
+	if !poolBoundTTFT[r.id] {
+		add(rep.TTFT.Mean, r.ttftMean, 2)
+		add(rep.TTFT.P50, r.ttftMedian, 1)
+		add(rep.TTFT.P99, r.ttftP99, 1)
+	}
 	add(rep.TPOT.Mean, r.tpotMean, 3)
 	add(rep.TPOT.P50, r.tpotMedian, 1)
 	add(rep.TPOT.P99, r.tpotP99, 1)
