@@ -246,11 +246,12 @@ var (
 // is. A user's calibration (--calibration, measured steps) changes the
 // clock but not the evidence: the bands are the built-in fit's.
 func ConfidenceOf(b memory.Budget) Confidence {
-	out := trainingCoverage.outside(conditionsOf(b))
+	cond := conditionsOf(b)
+	out := trainingCoverage.outside(cond)
 	c := Confidence{Evidence: evidenceFitted, Outside: out, Source: bandSource}
 	band := fittedBand
 	switch {
-	case trainingCoverage.unseen(conditionsOf(b)):
+	case trainingCoverage.unseen(cond):
 		c.Evidence, band = evidenceExtrapolated, unseenBand
 	case len(out) > 0:
 		c.Evidence, band = evidenceExtrapolated, extrapolatedBand

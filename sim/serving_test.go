@@ -215,9 +215,10 @@ func simulateServing(t testing.TB, r servingRun, c Calibration, sh outputShape) 
 
 // servingSource is a row's requests: the random dataset at its fixed
 // lengths, or the stand-in for a dataset whose lengths are published as
-// totals only (shareGPTStandIn, outputs of shape sh). A random row whose outputs stopped early
-// (its generated total under 95% of prompts × output_len) draws outputs
-// uniform in [lo, output_len], lo set so the mean is the published one.
+// totals only (shareGPTStandIn, outputs of shape sh). A random row whose
+// outputs stopped early (its generated total under 95% of prompts ×
+// output_len) draws outputs uniform in [lo, output_len], lo set so the
+// mean is the published one.
 func servingSource(r servingRun, sh outputShape) Source {
 	n := r.prompts
 	if r.successful > 0 {
@@ -268,7 +269,7 @@ type outputShape struct{ Sigma, Longest float64 }
 // every ShareGPT row. The rows publish the generated total only, and what
 // is generated is not ShareGPT's replies: bench asks for a reply's length
 // as max_tokens but sets no --ignore-eos, so a model stops at its own end
-// and the long replies' tail is cut (the fit's longest output is 745
+// and the long replies' tail is cut (the fit's longest output is 827
 // tokens where bench's filter allows 2,048 less the prompt), while short
 // replies cut a model short (more short outputs than the replies'
 // log-normal of σ 0.8 the stand-in had before, which made the ShareGPT
@@ -350,7 +351,7 @@ func relErr(got, want float64) float64 { return (got - want) / want }
 var servingMisses = map[string]map[string]float64{
 	// the Jinja path's c_req is a compromise between this burst (about
 	// 22 ms a request alone: its last first token at 22.6 s) and
-	// Qwen3-235B's (about 9 alone)
+	// Qwen3-235B's (about 5 alone: its first tokens from about 5 s)
 	"gs-q14-h100-rand128": {"request throughput": 0.17},
 	// the A100's small batches (256 sequences, 2,048 tokens a step):
 	// the burst's tail a little long
