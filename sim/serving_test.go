@@ -749,7 +749,8 @@ func TestCrossValidateServing(t *testing.T) {
 			sum += a[i]
 		}
 		sort.Float64s(a)
-		fmt.Printf("%-24s n %2d  mean |err| %5.1f%%  p80 %5.1f%%  worst %5.1f%%\n", name, len(a), sum/float64(len(a)), a[int(0.8*float64(len(a)-1)+0.5)], a[len(a)-1])
+		fmt.Printf("%-24s n %2d  mean |err| %5.1f%%  p80 %5.1f%%  band %5.1f%%  worst %5.1f%%\n", name, len(a), sum/float64(len(a)),
+			a[int(0.8*float64(len(a)-1)+0.5)], a[coverRank(len(a), 0.8, 0.9)-1], a[len(a)-1])
 	}
 	summary("fitted: throughput", fitted.tput)
 	summary("fitted: TTFT", fitted.ttft)
@@ -763,6 +764,39 @@ func TestCrossValidateServing(t *testing.T) {
 	summary("unseen: throughput", unseen.tput)
 	summary("unseen: TTFT", unseen.ttft)
 	summary("unseen: TPOT", unseen.tpot)
+}
+
+// coverRank is the rank k (1-based, at most n) of the k-th smallest of n
+// errors that exceeds a share q of the errors' distribution with
+// confidence conf, whatever the distribution: the least k with
+// P(Binomial(n, q) < k) ≥ conf, or n when none is (too few errors to say,
+// the worst is the band). The confidence.go bands are these order
+// statistics of the cross-validation's errors, not their plain 80th
+// percentiles, which a sample of 7 or 21 figures underestimates.
+func coverRank(n int, q, conf float64) int {
+	cdf := 0.0
+	for k := 0; k < n; k++ {
+		// P(X = k) for X ~ Binomial(n, q)
+		lg, _ := math.Lgamma(float64(n + 1))
+		lk, _ := math.Lgamma(float64(k + 1))
+		lnk, _ := math.Lgamma(float64(n - k + 1))
+		cdf += math.Exp(lg - lk - lnk + float64(k)*math.Log(q) + float64(n-k)*math.Log(1-q))
+		if cdf >= conf {
+			return k + 1
+		}
+	}
+	return n
+}
+
+// The rank of the band: of 21 errors the 20th (P(X ≤ 19) = 0.942 for X ~
+// Binomial(21, 0.8), P(X ≤ 18) = 0.821); of 7 the 7th (P(X ≤ 6) =
+// 1 − 0.8⁷ = 0.790 < 0.9: the worst).
+func TestCoverRank(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{21, 20}, {7, 7}, {1, 1}} {
+		if got := coverRank(c.n, 0.8, 0.9); got != c.want {
+			t.Errorf("coverRank(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
 }
 
 // TestServingProbe prints every row's errors at the constants in
