@@ -82,7 +82,21 @@ type conditions struct {
 	Quant   []string
 	TP      int
 	Version vllm.Version
+	// SmallBatch is set when the run decoded at most smallBatch
+	// sequences at a time (unknown, and unset, for a plan alone).
+	SmallBatch bool
 }
+
+// smallBatch is the most sequences a run may hold at once for its steps
+// to count as small batches: a regime of their own, where a step is the
+// kernels' and the all-reduce's latencies more than their bandwidth, and
+// which the training rows decode only at concurrency 1 and 4 (Qwen3-8B,
+// dense, one GPU).
+const smallBatch = 8
+
+// key is a family at a tensor-parallel size, as the small-batch coverage
+// lists them: "dense at TP 1".
+func key(family string, tp int) string { return fmt.Sprintf("%s at TP %d", family, tp) }
 
 func archOf(d gpu.Device) string {
 	if d.Vendor == "amd" || d.ComputeCapability == "" {
@@ -129,6 +143,9 @@ type coverage struct {
 	Archs, Families, Quant []string
 	TPs                    []int
 	Lo, Hi                 vllm.Version
+	// SmallBatch are the families and TP sizes the rows decode small
+	// batches of (key).
+	SmallBatch []string
 }
 
 // add widens the coverage by one row's conditions.
@@ -154,6 +171,11 @@ func (cv *coverage) add(c conditions) {
 	}
 	if c.Version.Compare(cv.Hi) > 0 {
 		cv.Hi = c.Version
+	}
+	if c.SmallBatch {
+		for _, f := range c.Families {
+			cv.SmallBatch = put(cv.SmallBatch, key(f, c.TP))
+		}
 	}
 }
 
@@ -183,14 +205,36 @@ func (cv coverage) outside(c conditions) []string {
 	if v := c.Version; !v.IsZero() && (v.Compare(cv.Lo) < 0 || v.Compare(cv.Hi) > 0) {
 		out = append(out, fmt.Sprintf("vLLM %s: the rows run %s–%s (engine and API server CPU costs are theirs)", v, cv.Lo, cv.Hi))
 	}
+	if k := cv.smallBatchOutside(c); k != "" {
+		rows := "no row decodes small batches"
+		if len(cv.SmallBatch) > 0 {
+			rows = "the rows decode small batches only for " + strings.Join(cv.SmallBatch, ", ")
+		}
+		out = append(out, fmt.Sprintf("at most %d sequences a step, %s: %s (kernel and all-reduce latencies, not bandwidth, set such steps)", smallBatch, k, rows))
+	}
 	return out
 }
 
+// smallBatchOutside is the first family and TP size of c whose small
+// batches the coverage lacks, or "".
+func (cv coverage) smallBatchOutside(c conditions) string {
+	if !c.SmallBatch {
+		return ""
+	}
+	for _, f := range c.Families {
+		if k := key(f, c.TP); !slices.Contains(cv.SmallBatch, k) {
+			return k
+		}
+	}
+	return ""
+}
+
 // unseen reports whether c's GPU architecture or one of its model
-// families lies outside the coverage: the kernels themselves change, which
-// the cross-validation measures only by leaving a whole architecture out.
+// families lies outside the coverage, or its small batches do: the
+// kernels themselves, or what bounds them, change, which the
+// cross-validation measures only by leaving a whole architecture out.
 func (cv coverage) unseen(c conditions) bool {
-	if !slices.Contains(cv.Archs, c.Arch) {
+	if !slices.Contains(cv.Archs, c.Arch) || cv.smallBatchOutside(c) != "" {
 		return true
 	}
 	for _, f := range c.Families {
@@ -205,12 +249,13 @@ func (cv coverage) unseen(c conditions) bool {
 // (testdata/serving/train.csv and train-more.csv; TestTrainingCoverage
 // reads it back from them).
 var trainingCoverage = coverage{
-	Archs:    []string{"sm_80", "sm_90"},
-	Families: []string{"MoE", "dense"},
-	Quant:    []string{"sm_80/bf16", "sm_80/mxfp4 marlin (weight-only, dequantized)", "sm_90/bf16", "sm_90/mxfp4 (upcast in kernel)"},
-	TPs:      []int{1, 2, 8},
-	Lo:       vllm.MustVersion("0.10.2"),
-	Hi:       vllm.MustVersion("0.11.0"),
+	Archs:      []string{"sm_80", "sm_90"},
+	Families:   []string{"MoE", "dense"},
+	Quant:      []string{"sm_80/bf16", "sm_80/mxfp4 marlin (weight-only, dequantized)", "sm_90/bf16", "sm_90/mxfp4 (upcast in kernel)"},
+	TPs:        []int{1, 2, 8},
+	Lo:         vllm.MustVersion("0.10.2"),
+	Hi:         vllm.MustVersion("0.11.0"),
+	SmallBatch: []string{"dense at TP 1"},
 }
 
 // errorBand is the ± of each figure, in percent.
@@ -223,35 +268,46 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // fittedBand, the others toward extrapolatedBand. A band is the order
 // statistic of the absolute errors that lies above their distribution's
 // 80th percentile with 90% confidence, whatever the distribution
-// (coverRank in serving_test.go): the 20th of 21 errors, the worst of 7;
+// (coverRank in serving_test.go): the 20th of 21 errors, the worst of 15;
 // a plain 80th percentile of so few figures would be too narrow. So four
 // figures in five fall inside, with room for the sample's luck.
-// unseenBand is for a GPU architecture or a model family no row runs,
-// where the kernels themselves change: the larger of the extrapolated
+// unseenBand is for a GPU architecture or a model family no row runs, or
+// small batches of a family and TP size no row decodes, where the kernels
+// themselves, or what bounds them, change: the larger of the extrapolated
 // band and the same statistic of the figures whose fold had not seen
-// their architecture (the GPU folds, the only measure there is of such a
-// change; no fold leaves a model family out). The bands, with the plain
-// 80th percentiles beside them:
+// their architecture or their small batches (the GPU folds and Qwen3-8B's,
+// the only measures there are of such a change; no fold leaves a model
+// family out). The bands, with the plain 80th percentiles beside them:
 //
 //	                 fitted (n)             extrapolated (n)       unseen (n)
-//	throughput       36.1%, p80 16.6% (7)   51.4%, p80 34.6% (17)  51.4%, p80 38.2% (11)
-//	TTFT             33.2%, p80 17.6% (21)  62.6%, p80 52.0% (51)  52.0%, p80 43.6% (33)
-//	TPOT             18.6%, p80  7.9% (21)  44.1%, p80 37.6% (51)  47.6%, p80 44.1% (33)
+//	throughput       36.1%, p80 16.6% (5)   39.7%, p80 34.1% (19)  51.4%, p80 38.2% (13)
+//	TTFT             33.8%, p80 17.6% (15)  62.6%, p80 51.5% (57)  51.5%, p80 39.3% (39)
+//	TPOT             31.4%, p80 16.3% (15)  38.8%, p80 37.5% (57)  46.7%, p80 38.5% (39)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 36, TTFT: 33, TPOT: 19, E2E: 33}
-	extrapolatedBand = errorBand{Throughput: 51, TTFT: 63, TPOT: 44, E2E: 63}
-	unseenBand       = errorBand{Throughput: 51, TTFT: 63, TPOT: 48, E2E: 63}
+	fittedBand       = errorBand{Throughput: 36, TTFT: 34, TPOT: 31, E2E: 34}
+	extrapolatedBand = errorBand{Throughput: 40, TTFT: 63, TPOT: 39, E2E: 63}
+	unseenBand       = errorBand{Throughput: 51, TTFT: 63, TPOT: 47, E2E: 63}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 
 // ConfidenceOf is how sure a simulation of plan b on the built-in clock
 // is. A user's calibration (--calibration, measured steps) changes the
 // clock but not the evidence: the bands are the built-in fit's.
-func ConfidenceOf(b memory.Budget) Confidence {
+func ConfidenceOf(b memory.Budget) Confidence { return confidenceOf(conditionsOf(b)) }
+
+// ConfidenceOfRun is ConfidenceOf with what the run shows: a run that
+// never held more than smallBatch sequences at once is a small-batch
+// regime, covered only where the rows decode one.
+func ConfidenceOfRun(b memory.Budget, rep *Report) Confidence {
 	cond := conditionsOf(b)
+	cond.SmallBatch = rep != nil && rep.MaxRunning > 0 && rep.MaxRunning <= smallBatch
+	return confidenceOf(cond)
+}
+
+func confidenceOf(cond conditions) Confidence {
 	out := trainingCoverage.outside(cond)
 	c := Confidence{Evidence: evidenceFitted, Outside: out, Source: bandSource}
 	band := fittedBand

@@ -73,3 +73,32 @@ func TestConfidenceSummary(t *testing.T) {
 		t.Errorf("band %q", got)
 	}
 }
+
+// A run that never holds more than 8 sequences is a small-batch regime:
+// covered for a dense model on one GPU (Qwen3-8B at concurrency 1 and 4),
+// unseen for a MoE model or at TP 8, whatever the plan says.
+func TestConfidenceOfRunSmallBatch(t *testing.T) {
+	v := vllm.MustVersion("0.11.0")
+	dense := plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, vllm.Settings{Version: v})
+	moe := plan(t, "Qwen/Qwen3-235B-A22B", "H100-80GB", 8, vllm.Settings{Version: v, TensorParallelSize: 8})
+	for _, c := range []struct {
+		name    string
+		got     Confidence
+		outside string
+	}{
+		{"dense, 4 at once", ConfidenceOfRun(dense, &Report{MaxRunning: 4}), ""},
+		{"MoE at TP 8, 500 at once", ConfidenceOfRun(moe, &Report{MaxRunning: 500}), ""},
+		{"MoE at TP 8, plan alone", ConfidenceOf(moe), ""},
+		{"MoE at TP 8, 4 at once", ConfidenceOfRun(moe, &Report{MaxRunning: 4}), "at most 8 sequences a step, MoE at TP 8: the rows decode small batches only for dense at TP 1"},
+	} {
+		if c.outside == "" {
+			if !c.got.Fitted() || c.got.TPOTPct != fittedBand.TPOT {
+				t.Errorf("%s: %+v, want fitted", c.name, c.got)
+			}
+			continue
+		}
+		if c.got.Fitted() || len(c.got.Outside) != 1 || !strings.HasPrefix(c.got.Outside[0], c.outside) || c.got.TPOTPct != unseenBand.TPOT {
+			t.Errorf("%s: %+v, want extrapolated at the unseen band: %q", c.name, c.got, c.outside)
+		}
+	}
+}

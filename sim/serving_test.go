@@ -637,12 +637,23 @@ func nelderMead(f func([]float64) float64, x0 []float64, iters int) ([]float64, 
 	return pts[best], vals[best]
 }
 
+// rowConditions are a row's conditions: its plan's, and whether its run
+// (on the built-in clock) decodes small batches.
+func rowConditions(t testing.TB, r servingRun) conditions {
+	c := conditionsOf(servingPlan(t, r))
+	sel, _ := gpu.Resolve(servingGPU[r.gpu])
+	cal, _ := CalibrationFor(sel.Device)
+	rep := simulateServing(t, r, cal, shareGPTOutputs)
+	c.SmallBatch = rep.MaxRunning <= smallBatch
+	return c
+}
+
 // TestTrainingCoverage reads the conditions the training rows cover back
 // from the rows themselves: trainingCoverage must be exactly theirs.
 func TestTrainingCoverage(t *testing.T) {
 	var cv coverage
 	for _, r := range readAllServingRuns(t) {
-		cv.add(conditionsOf(servingPlan(t, r)))
+		cv.add(rowConditions(t, r))
 	}
 	if fmt.Sprint(cv) != fmt.Sprint(trainingCoverage) {
 		t.Errorf("the rows cover\n%+v\ntrainingCoverage says\n%+v", cv, trainingCoverage)
@@ -702,7 +713,7 @@ func TestCrossValidateServing(t *testing.T) {
 				test = append(test, r)
 			} else {
 				train = append(train, r)
-				cv.add(conditionsOf(servingPlan(t, r)))
+				cv.add(rowConditions(t, r))
 			}
 		}
 		x, _ := nelderMead(func(x []float64) float64 { return servingLoss(t, train, x) }, cvStart, iters)
@@ -714,10 +725,10 @@ func TestCrossValidateServing(t *testing.T) {
 				c.FLOPsEfficiency, c.KVBandwidthEfficiency, c.BandwidthEfficiency, c.DequantShare = o.FLOPsEfficiency, o.KVBandwidthEfficiency, o.BandwidthEfficiency, o.DequantShare
 			}
 			rep := simulateServing(t, r, c, sh)
-			out := cv.outside(conditionsOf(servingPlan(t, r)))
+			out := cv.outside(rowConditions(t, r))
 			e := &fitted
 			switch {
-			case cv.unseen(conditionsOf(servingPlan(t, r))):
+			case cv.unseen(rowConditions(t, r)):
 				e = &unseen
 			case len(out) > 0:
 				e = &extrap

@@ -60,6 +60,9 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		capy := "never met"
 		if o.SLOCapacityPerS > 0 {
 			capy = fmt.Sprintf("%.3g req/s", o.SLOCapacityPerS)
+			if c := o.Confidence; c != nil {
+				capy += fmt.Sprintf(" ±%.0f%%", c.ThroughputPct)
+			}
 		}
 		reps, hours := "-", "-"
 		if o.SLOCapacityPerS > 0 {
@@ -93,7 +96,13 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		fmt.Fprintf(w, "  replayed: SLO met in %d of %d windows, %.1f GPU-hours, peak %d; the static fleet of %d: %d of %d, %.1f GPU-hours\n",
 			a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.PeakReplicas, best.PeakReplicas, best.Static.WindowsMet, best.Static.Windows, best.Static.GPUHours)
 	}
-	fmt.Fprintf(w, "\nSLO capacity measured on: %s\nprices: %s\n", best.CapacityProbe, r.Prices)
+	fmt.Fprintf(w, "\nSLO capacity measured on: %s\n", best.CapacityProbe)
+	for _, o := range r.Options {
+		if c := o.Confidence; c != nil && o.SLOCapacityPerS > 0 {
+			fmt.Fprintf(w, "  how sure, %s: %s\n", o.GPU, c.Summary())
+		}
+	}
+	fmt.Fprintf(w, "prices: %s\n", r.Prices)
 	for _, o := range r.Options {
 		if o.PriceSource != "" {
 			fmt.Fprintf(w, "  %s: $%g a GPU-hour (%s)\n", o.GPU, o.USDPerGPUHour, o.PriceSource)

@@ -83,6 +83,10 @@ type CapacityOption struct {
 	// was measured on at that rate.
 	SLOCapacityPerS float64 `json:"slo_capacity_per_s"`
 	CapacityProbe   string  `json:"capacity_probe"`
+	// Confidence is how sure the simulation behind the capacity is
+	// (sim.ConfidenceOfRun of the run at the capacity); absent for a
+	// fixed step time.
+	Confidence *sim.Confidence `json:"confidence,omitempty"`
 	// Met: every window of the trace is served within the SLO by at most
 	// MaxReplicas replicas.
 	Met          bool             `json:"met"`

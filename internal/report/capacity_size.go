@@ -24,6 +24,10 @@ type sizer struct {
 	files Files
 	req   CapacityRequest
 	tr    *trace
+	// met is the last one-replica run that met the SLO: the bisection
+	// only raises the met rate, so after sloCapacity it is the run at
+	// the capacity.
+	met *sim.Report
 }
 
 func (c *sizer) progress(format string, a ...any) {
@@ -105,6 +109,10 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	}
 	o.SLOCapacityPerS = capacity
 	o.CapacityProbe = CapacityProbe(req.Workload, capacity).Describe()
+	if _, ok := e.Timer.(*sim.Roofline); ok {
+		conf := sim.ConfidenceOfRun(e.Budget, c.met)
+		o.Confidence = &conf
+	}
 	if err := c.windows(ctx, &o); err != nil {
 		return o, "", err
 	}
@@ -146,6 +154,9 @@ func (c *sizer) oneReplica(ctx context.Context, rate float64) (bool, float64, er
 		return false, 0, err
 	}
 	ok, worst := judge(c.req.SLO, rep)
+	if ok {
+		c.met = rep
+	}
 	return ok, worst, nil
 }
 

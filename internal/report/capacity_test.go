@@ -52,6 +52,10 @@ func TestCapacityAgreesWithSimulate(t *testing.T) {
 		if sr.SLOMet == nil || *sr.SLOMet != k.met {
 			t.Errorf("simulate at %.3f req/s: SLO %+v, want met %t", k.rate, sr.SLO, k.met)
 		}
+		// and the capacity's confidence is simulate's at that rate
+		if k.met && (o.Confidence == nil || sr.Confidence == nil || o.Confidence.Summary() != sr.Confidence.Summary()) {
+			t.Errorf("capacity's confidence %+v, simulate's at its rate %+v", o.Confidence, sr.Confidence)
+		}
 	}
 	// Two windows of 10 req/s: more than one replica's capacity, so two.
 	if len(o.Windows) != 2 || o.Windows[0].Replicas != 2 || !o.Met || rep.Best != "H100-80GB" {

@@ -44,7 +44,7 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 	res.Simulated = &sm
 	res.Notes = append(res.Notes, e.Notes...)
 	if _, ok := e.Timer.(*sim.Roofline); ok && !p.StandIn {
-		c := sim.ConfidenceOf(e.Budget)
+		c := sim.ConfidenceOfRun(e.Budget, rep)
 		res.Notes = append(res.Notes, "the prediction's bands, from "+c.Source+": "+c.Summary())
 	}
 

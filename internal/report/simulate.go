@@ -70,7 +70,7 @@ type SimReport struct {
 	// numbers above are then the whole fleet's.
 	Router   string        `json:"router,omitempty"`
 	Replicas []*sim.Report `json:"replicas,omitempty"`
-	// Confidence is how sure the figures are (sim.ConfidenceOf); absent
+	// Confidence is how sure the figures are (sim.ConfidenceOfRun); absent
 	// with a fixed step time, which no fit stands behind.
 	Confidence *sim.Confidence `json:"confidence,omitempty"`
 	Notes      []string        `json:"notes,omitempty"`
@@ -250,7 +250,7 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		out.Router, out.Replicas = fr.Router, fr.Replicas
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
-		c := sim.ConfidenceOf(e.Budget)
+		c := sim.ConfidenceOfRun(e.Budget, rep)
 		out.Confidence = &c
 	}
 	if rep.DurationS > 0 {

@@ -142,7 +142,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		c.Reason += "; the same as without traffic"
 	}
 	ev := &SeqsEvidence{Traffic: t.Describe, Rule: rec.MaxNumSeqs, MaxNumSeqs: c.MaxNumSeqs, Reason: c.Reason, StepTime: stepTime, Candidates: c.Trials,
-		Confidence: sim.ConfidenceOf(rec.Budget)}
+		Confidence: sim.ConfidenceOfRun(rec.Budget, c.Best().Report)}
 	if b := c.Best().Report.FellBehind; b != nil && allBehind(c.Trials) {
 		ev.FellBehind = b
 		ev.Overload = "no max-num-seqs meets this traffic: " + b.Say(EngineName(rec.Budget.Count, rec.Budget.Device.Name))
