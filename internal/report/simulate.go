@@ -250,7 +250,17 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		out.Router, out.Replicas = fr.Router, fr.Replicas
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
-		c := sim.ConfidenceOfRun(e.Budget, rep)
+		// A fleet's regime is its replicas': the busiest one's batches.
+		one := rep
+		if fr != nil && len(fr.Replicas) > 0 {
+			r := *rep
+			r.MaxRunning = 0
+			for _, x := range fr.Replicas {
+				r.MaxRunning = max(r.MaxRunning, x.MaxRunning)
+			}
+			one = &r
+		}
+		c := sim.ConfidenceOfRun(e.Budget, one)
 		out.Confidence = &c
 	}
 	if rep.DurationS > 0 {
