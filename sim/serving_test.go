@@ -699,7 +699,7 @@ func TestCrossValidateServing(t *testing.T) {
 	for _, tp := range []int{2, 8} {
 		folds = append(folds, cvFold{"tp " + strconv.Itoa(tp), func(r servingRun) bool { return r.tp == tp }})
 	}
-	iters := 300
+	iters := 150
 	if s := os.Getenv("HEADROOM_CV_ITERS"); s != "" {
 		iters, _ = strconv.Atoi(s)
 	}
