@@ -34,6 +34,10 @@ type Calibration struct {
 	// tokens per expert at which they reach half of it (groupedShare).
 	GroupedShare      float64 `json:"grouped_gemm_share,omitempty"`
 	GroupedHalfTokens float64 `json:"grouped_gemm_half_tokens,omitempty"`
+	// GroupedKHalf is the reduction length at which an expert GEMM runs
+	// at half its share (Roofline.expertTime): the tiles' pipeline
+	// fill, which a rank's narrow experts do not amortise.
+	GroupedKHalf float64 `json:"grouped_gemm_k_half,omitempty"`
 	// DequantShare is the share of FLOPsEfficiency that weight-only
 	// kernels which widen quantized weights in registers reach on this
 	// architecture (Marlin on Ampere, matmul_ogs's MXFP4 on Hopper).
@@ -82,14 +86,16 @@ func (c Calibration) check() error {
 		return errors.New("grouped_gemm_share must be in [0, 2] and dequant_share in [0, 1]")
 	case c.GroupedHalfTokens < 0 || c.GroupedHalfTokens > 1e6:
 		return errors.New("grouped_gemm_half_tokens must be in [0, 1e6]")
+	case c.GroupedKHalf < 0 || c.GroupedKHalf > 1e6:
+		return errors.New("grouped_gemm_k_half must be in [0, 1e6]")
 	}
 	return c.FrontEnd.check()
 }
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {
-	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert), dequantizing kernels x%.2f; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
-		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.DequantShare,
+	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert and at a reduction of %.0f), dequantizing kernels x%.2f; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
+		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.GroupedKHalf, c.DequantShare,
 		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.OutputToken*1e6, c.Latency*1e3)
 }
 
@@ -132,9 +138,9 @@ var (
 	// A100; sm_90: H100, H200, GH200). The A100's weights share is not
 	// fitted (weightBandwidthShare): no A100 row decodes a small batch.
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.546, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.812, DequantShare: 0.829,
+		"8.0": {FLOPsEfficiency: 0.543, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.842, DequantShare: 0.837,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
-		"9.0": {FLOPsEfficiency: 0.339, BandwidthEfficiency: 0.846, KVBandwidthEfficiency: 0.599, DequantShare: 0.952,
+		"9.0": {FLOPsEfficiency: 0.339, BandwidthEfficiency: 0.846, KVBandwidthEfficiency: 0.596, DequantShare: 0.976,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8)"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
@@ -143,16 +149,18 @@ var (
 	// the Qwen3 bursts), its harmony path (the gpt-oss bursts), the fixed
 	// latency on the way in (Qwen3-8B at concurrency 1 and 4), the
 	// engine's time per step and per sequence (all rows).
-	hostCPU = Calibration{Overhead: 0.000734, SeqOverhead: 24.1e-6,
-		FrontEnd:       FrontEnd{Latency: 0.0382, Request: 0.00909, PromptToken: tokenizeSeconds, OutputToken: 58.4e-6},
-		HarmonyRequest: 0.00341}
+	hostCPU = Calibration{Overhead: 0.000742, SeqOverhead: 23.5e-6,
+		FrontEnd:       FrontEnd{Latency: 0.0380, Request: 0.00899, PromptToken: tokenizeSeconds, OutputToken: 58.3e-6},
+		HarmonyRequest: 0.00338}
 	// groupedGEMM shapes the routed experts' grouped GEMMs on every
-	// architecture (groupedShare): 0.815 of the dense GEMMs' share at
-	// many tokens per expert, half of that at 27.7 (the five MoE rows).
-	groupedGEMM = Calibration{GroupedShare: 0.815, GroupedHalfTokens: 27.7}
+	// architecture (groupedShare): 0.852 of the dense GEMMs' share at
+	// many tokens per expert, half of that at 28.2 (the five MoE rows),
+	// and half of it again at a reduction of 157 (Qwen3-235B's 192-wide
+	// experts a rank at TP 8 against gpt-oss's 2,880 and 1,440).
+	groupedGEMM = Calibration{GroupedShare: 0.852, GroupedHalfTokens: 28.2, GroupedKHalf: 157}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.443, BandwidthEfficiency: 0.823, KVBandwidthEfficiency: 0.706, DequantShare: 0.891}
+	defaultShares = Calibration{FLOPsEfficiency: 0.441, BandwidthEfficiency: 0.823, KVBandwidthEfficiency: 0.719, DequantShare: 0.907}
 )
 
 // prefillAttentionShare is the share of the tensor peak prefill attention
@@ -182,7 +190,7 @@ var DefaultCalibration = withHost(defaultShares, "default shares of the datashee
 func withHost(c Calibration, source string) Calibration {
 	c.AttentionEfficiency = prefillAttentionShare
 	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest
-	c.GroupedShare, c.GroupedHalfTokens = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens
+	c.GroupedShare, c.GroupedHalfTokens, c.GroupedKHalf = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens, groupedGEMM.GroupedKHalf
 	c.Source = source
 	return c
 }

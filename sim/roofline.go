@@ -61,7 +61,10 @@ type Roofline struct {
 	// the GEMMs' share (groupedShare); ExpertPeak is the tensor peak their
 	// quantization path runs at.
 	GroupedPlateau, GroupedHalf float64
-	ExpertPeak                  float64
+	// ExpertKHalf is the reduction length at which an expert GEMM's main
+	// loop runs at half its share (0: no such loss): see expertTime.
+	ExpertKHalf float64
+	ExpertPeak  float64
 	// DenseDequant and ExpertDequant are the shares of the GEMM share that
 	// weight-only dequantizing kernels reach (1 where the weights are not
 	// widened in the kernel).
@@ -178,6 +181,16 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	}
 	share := m.GEMMEfficiency * deq * groupedShare(perExpert, plateau, m.GroupedHalf)
 	flops := 2 * m.RoutedParams * tokens
+	if k := m.ExpertKHalf; k > 0 && m.MoEInter > 0 && m.MoEHidden > 0 {
+		// A tile's main loop walks the reduction dimension K a block at a
+		// time behind a pipeline a few blocks deep, whose filling and
+		// draining do no math: a GEMM of reduction K runs at K / (K +
+		// k) of its share. The gated experts' gate-up GEMM (two thirds
+		// of their FLOPs) reduces over the hidden size, the down GEMM
+		// (one third) over the expert's width on this rank, which tensor
+		// parallelism narrows (Qwen3-235B's 1,536 is 192 at TP 8).
+		flops *= 2.0/3*(m.MoEHidden+k)/m.MoEHidden + 1.0/3*(m.MoEInter+k)/m.MoEInter
+	}
 	read := m.ExpertBytes * touched
 	act := float64(m.MoELayers) * tokens * float64(m.TopK) * (3*m.MoEHidden + 5*m.MoEInter) * m.ActBytes
 	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency)) + act/(m.Bandwidth*m.BandwidthEfficiency)
@@ -440,6 +453,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		ActBytes:               float64(max(b.DtypeBytes, 1)),
 		GroupedPlateau:         c.groupedPlateau(),
 		GroupedHalf:            c.GroupedHalfTokens,
+		ExpertKHalf:            c.GroupedKHalf,
 		ExpertPeak:             peakOf(experts),
 		DenseDequant:           deq(dense),
 		ExpertDequant:          deq(experts),
