@@ -138,9 +138,9 @@ var (
 	// A100; sm_90: H100, H200, GH200). The A100's weights share is not
 	// fitted (weightBandwidthShare): no A100 row decodes a small batch.
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.543, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.842, DequantShare: 0.837,
+		"8.0": {FLOPsEfficiency: 0.531, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.933, DequantShare: 0.907,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
-		"9.0": {FLOPsEfficiency: 0.339, BandwidthEfficiency: 0.846, KVBandwidthEfficiency: 0.596, DequantShare: 0.976,
+		"9.0": {FLOPsEfficiency: 0.327, BandwidthEfficiency: 0.850, KVBandwidthEfficiency: 0.521, DequantShare: 0.878,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8)"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
@@ -149,18 +149,18 @@ var (
 	// the Qwen3 bursts), its harmony path (the gpt-oss bursts), the fixed
 	// latency on the way in (Qwen3-8B at concurrency 1 and 4), the
 	// engine's time per step and per sequence (all rows).
-	hostCPU = Calibration{Overhead: 0.000742, SeqOverhead: 23.5e-6,
-		FrontEnd:       FrontEnd{Latency: 0.0380, Request: 0.00899, PromptToken: tokenizeSeconds, OutputToken: 58.3e-6},
-		HarmonyRequest: 0.00338}
+	hostCPU = Calibration{Overhead: 0.000761, SeqOverhead: 25.7e-6,
+		FrontEnd:       FrontEnd{Latency: 0.0384, Request: 0.00866, PromptToken: tokenizeSeconds, OutputToken: 66.3e-6},
+		HarmonyRequest: 0.00264}
 	// groupedGEMM shapes the routed experts' grouped GEMMs on every
-	// architecture (groupedShare): 0.852 of the dense GEMMs' share at
-	// many tokens per expert, half of that at 28.2 (the five MoE rows),
-	// and half of it again at a reduction of 157 (Qwen3-235B's 192-wide
+	// architecture (groupedShare): 0.900 of the dense GEMMs' share at
+	// many tokens per expert, half of that at 30.5 (the five MoE rows),
+	// and half of it again at a reduction of 173 (Qwen3-235B's 192-wide
 	// experts a rank at TP 8 against gpt-oss's 2,880 and 1,440).
-	groupedGEMM = Calibration{GroupedShare: 0.852, GroupedHalfTokens: 28.2, GroupedKHalf: 157}
+	groupedGEMM = Calibration{GroupedShare: 0.900, GroupedHalfTokens: 30.5, GroupedKHalf: 173}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.441, BandwidthEfficiency: 0.823, KVBandwidthEfficiency: 0.719, DequantShare: 0.907}
+	defaultShares = Calibration{FLOPsEfficiency: 0.429, BandwidthEfficiency: 0.825, KVBandwidthEfficiency: 0.727, DequantShare: 0.893}
 )
 
 // prefillAttentionShare is the share of the tensor peak prefill attention

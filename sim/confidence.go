@@ -281,16 +281,16 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // statistics, with the plain 80th percentiles beside them:
 //
 //	                 fitted (n)             extrapolated (n)       unseen (n)
-//	throughput       29.2%, p80 17.6% (5)   38.8%, p80 33.3% (19)  47.9%, p80 36.9% (13)
-//	TTFT             28.0%, p80 20.8% (15)  59.5%, p80 53.4% (57)  53.4%, p80 41.4% (39)
-//	TPOT             40.6%, p80 12.8% (15)  39.0%, p80 36.4% (57)  45.9%, p80 37.6% (39)
+//	throughput       24.0%, p80 20.2% (5)   45.5%, p80 35.2% (19)  67.3%, p80 44.1% (13)
+//	TTFT             21.3%, p80 19.7% (15)  56.5%, p80 54.4% (57)  55.0%, p80 52.7% (39)
+//	TPOT             26.8%, p80 20.7% (15)  47.7%, p80 40.0% (57)  51.2%, p80 40.7% (39)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 29, TTFT: 28, TPOT: 41, E2E: 41}
-	extrapolatedBand = errorBand{Throughput: 39, TTFT: 60, TPOT: 41, E2E: 60}
-	unseenBand       = errorBand{Throughput: 48, TTFT: 60, TPOT: 46, E2E: 60}
+	fittedBand       = errorBand{Throughput: 24, TTFT: 21, TPOT: 27, E2E: 27}
+	extrapolatedBand = errorBand{Throughput: 46, TTFT: 57, TPOT: 48, E2E: 57}
+	unseenBand       = errorBand{Throughput: 67, TTFT: 57, TPOT: 51, E2E: 57}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 

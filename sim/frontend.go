@@ -24,6 +24,16 @@ import "errors"
 // core over its socket, the client's own start): requests in flight
 // overlap it. A closed loop of one request pays it in full on every TTFT;
 // a burst of a thousand barely notices it.
+//
+// Tokenizing (PromptToken a token) runs beside the loop, one prompt after
+// another in the order the requests came (vLLM's tokenizer thread; for
+// gpt-oss, harmony's renderer), before the request's share of the loop.
+// So the loop's work is the same for every request of a burst, which
+// then reaches the engine in the order it was sent: were the tokens part
+// of the shared work, processor sharing would finish the shortest
+// prompts first and hand a burst to the engine sorted by length, which
+// no event loop does and which lets a KV-bound engine admit its short
+// prompts first.
 type FrontEnd struct {
 	Latency     float64 `json:"frontend_latency_s,omitempty"`
 	Request     float64 `json:"frontend_request_s,omitempty"`
@@ -69,17 +79,22 @@ type frontEnd struct {
 	v    float64
 	jobs []psJob // min-heap by finish
 	seq  uint64
-	// pending are the requests sent but still in Latency, in the order
-	// they are ready (sends come in time order and Latency is one).
+	// pending are the requests sent but still in Latency or the
+	// tokenizer, in the order they are ready (sends come in time order,
+	// Latency is one and the tokenizer first come first served).
 	pending     []pendingReq
 	pendingHead int
+	// tokenizerFree is when the tokenizer, one worker beside the loop,
+	// has tokenized every prompt handed to it.
+	tokenizerFree float64
 	// out is the FIFO of step outputs; the head completes at outFinish.
 	out       []delivery
 	outHead   int
 	outFinish float64
 }
 
-// pendingReq is a request in the front end's fixed latency.
+// pendingReq is a request in the front end's fixed latency or its
+// tokenizer.
 type pendingReq struct {
 	ready float64
 	req   Request
@@ -136,17 +151,20 @@ func (f *frontEnd) advance(t float64) {
 	f.now = t
 }
 
-// submit starts a request's input processing now, or after the fixed
-// latency.
+// submit starts a request's input processing: after the fixed latency
+// and its tokenizing, first come first served, it takes its share of the
+// loop.
 func (f *frontEnd) submit(r Request) {
-	if f.cost.Latency > 0 {
+	if f.cost.Latency > 0 || f.cost.PromptToken > 0 {
 		if f.pendingHead == len(f.pending) {
 			f.pending, f.pendingHead = f.pending[:0], 0
 		} else if f.pendingHead >= 64 && 2*f.pendingHead >= len(f.pending) {
 			n := copy(f.pending, f.pending[f.pendingHead:])
 			f.pending, f.pendingHead = f.pending[:n], 0
 		}
-		f.pending = append(f.pending, pendingReq{ready: f.now + f.cost.Latency, req: r})
+		ready := max(f.now+f.cost.Latency, f.tokenizerFree) + f.cost.PromptToken*float64(r.PromptTokens)
+		f.tokenizerFree = ready
+		f.pending = append(f.pending, pendingReq{ready: ready, req: r})
 		return
 	}
 	f.enter(r)
@@ -154,7 +172,7 @@ func (f *frontEnd) submit(r Request) {
 
 // enter puts a request on the shared CPU now.
 func (f *frontEnd) enter(r Request) {
-	w := f.cost.Request + f.cost.PromptToken*float64(r.PromptTokens)
+	w := f.cost.Request
 	f.seq++
 	f.jobs = append(f.jobs, psJob{finish: f.v + w, seq: f.seq, req: r})
 	f.up(len(f.jobs) - 1)

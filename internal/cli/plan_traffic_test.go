@@ -35,10 +35,13 @@ var planSeqsBase = []string{"plan", "--model", "meta-llama/Llama-3.1-8B-Instruct
 // the cache holds at which utilization. The
 // traffic (shortLog, profiled in windows of 1 minute: 600 requests in the
 // busiest, 10 req/s of about 1,200 tokens each) is replayed as 20,000
-// Poisson arrivals on every candidate: a request lives about 3 s (E2E p99),
-// so about 10 × 3 = 30 are in flight (Little's law) and a cap of 8 or 16
-// makes requests queue for the whole run, while from 64 up the cap never
-// binds and every run is the same: the larger value wins, the one in use.
+// Poisson arrivals on every candidate: a request lives about 5 s (E2E p99),
+// so about 10 × 5 = 50 are in flight (Little's law) and a cap of 8 or 16
+// makes requests queue for the whole run, 64 binds at the peaks only (its
+// tail within a few percent of the others'), and from 128 up the cap never
+// binds and every run is the same. The chosen value is vLLM's 1024 or 64,
+// whichever BetterTrial prefers at that margin; either way the plan keeps
+// everything else.
 func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 	logFile := writeFile(t, "req.log", shortLog())
 	code, prof, errs := run(t, offline, "profile", logFile, "--window", "1m", "-o", "json")
@@ -78,8 +81,8 @@ func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 	if !strings.Contains(ev.Traffic, "Poisson 10 req/s (its busiest 60s window)") || !strings.Contains(ev.Traffic, "20,000 requests") {
 		t.Errorf("traffic: %s", ev.Traffic)
 	}
-	if ev.Rule != 1024 || ev.MaxNumSeqs != with.Recommended.MaxNumSeqs || ev.MaxNumSeqs != 1024 {
-		t.Fatalf("in use %d, chosen %d, recommended %d: want 1024 for all", ev.Rule, ev.MaxNumSeqs, with.Recommended.MaxNumSeqs)
+	if ev.Rule != 1024 || ev.MaxNumSeqs != with.Recommended.MaxNumSeqs || (ev.MaxNumSeqs != 1024 && ev.MaxNumSeqs != 64) {
+		t.Fatalf("in use %d, chosen %d, recommended %d: want 1024 in use, 1024 or 64 chosen and recommended", ev.Rule, ev.MaxNumSeqs, with.Recommended.MaxNumSeqs)
 	}
 	// Candidates: vLLM's 1024, then 8 ... 512.
 	var seqs []int
@@ -100,13 +103,17 @@ func TestPlanProfileChoosesMaxNumSeqs(t *testing.T) {
 	if small.TTFTP99MS < 0.9*small.E2EP99MS || small.E2EP99MS < 10*best.E2EP99MS || best.Preemptions != 0 {
 		t.Errorf("8: E2E p99 %.0f ms, TTFT p99 %.0f ms; 1024: E2E p99 %.0f ms, %d preemptions", small.E2EP99MS, small.TTFTP99MS, best.E2EP99MS, best.Preemptions)
 	}
-	for _, n := range []int{64, 128, 256, 512} {
+	for _, n := range []int{128, 256, 512} {
 		if c := ev.Candidates[byN[n]]; math.Abs(c.E2EP99MS/best.E2EP99MS-1) > 0.02 {
 			t.Errorf("max-num-seqs %d: E2E p99 %.0f ms, want the same run as 1024's %.0f (within 2%%)", n, c.E2EP99MS, best.E2EP99MS)
 		}
 	}
+	if c := ev.Candidates[byN[64]]; math.Abs(c.E2EP99MS/best.E2EP99MS-1) > 0.05 {
+		t.Errorf("max-num-seqs 64: E2E p99 %.0f ms, want within 5%% of 1024's %.0f", c.E2EP99MS, best.E2EP99MS)
+	}
 	why := strings.Join(with.Recommended.Why, "\n")
-	if !strings.Contains(why, "max-num-seqs 1024: chosen by simulating the traffic (8 values tried): E2E p99 ") || !strings.Contains(why, "the same as without traffic") {
+	if !strings.Contains(why, fmt.Sprintf("max-num-seqs %d: chosen by simulating the traffic (8 values tried): E2E p99 ", ev.MaxNumSeqs)) ||
+		(ev.MaxNumSeqs == 1024) != strings.Contains(why, "the same as without traffic") {
 		t.Errorf("why:\n%s", why)
 	}
 	if ev.Reason == "" || !strings.Contains(why, ev.Reason) {
