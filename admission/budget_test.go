@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"headroom.dev/headroom/internal/testkit"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -20,22 +21,7 @@ import (
 // bigReview is an AdmissionReview of a Deployment with n vLLM containers
 // (each as deployment-fits.json's, named c0, c1, ...): 10,000 of them are
 // 2.2 MB, the size the issue's hostile review had.
-func bigReview(n int, gpus string) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",` +
-		`"kind":{"group":"apps","version":"v1","kind":"Deployment"},"resource":{"group":"apps","version":"v1","resource":"deployments"},` +
-		`"name":"big","namespace":"llm","operation":"CREATE","object":{"metadata":{"name":"big","namespace":"llm"},` +
-		`"spec":{"selector":{"matchLabels":{"app":"llm"}},"template":{"metadata":{"labels":{"app":"llm"}},"spec":{"containers":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"name":"c%d","image":"vllm/vllm-openai:v0.19.0","ports":[{"containerPort":8000}],`+
-			`"args":["--model","Qwen/Qwen2.5-7B-Instruct","--max-model-len","8192"],"resources":{"limits":{"nvidia.com/gpu":%q}}}`, i, gpus)
-	}
-	b.WriteString(`]}}}}}}`)
-	return b.Bytes()
-}
+func bigReview(n int, gpus string) []byte { return testkit.Review("u1", "", n, gpus) }
 
 // peakHeap runs f while sampling the heap every millisecond and returns
 // the largest HeapAlloc seen above the heap before f.

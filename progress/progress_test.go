@@ -2,30 +2,13 @@ package progress
 
 import (
 	"bytes"
+	"headroom.dev/headroom/internal/testkit"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a bytes.Buffer a ticker goroutine and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLiveLine: on a terminal Set redraws in place, Print clears the live
 // line and writes a whole one, Clear erases only a line that is shown.
@@ -73,7 +56,7 @@ func TestPlainLine(t *testing.T) {
 // whole lines, and a plain period of 0 prints nothing.
 func TestEvery(t *testing.T) {
 	for _, live := range []bool{true, false} {
-		var b syncBuffer
+		var b testkit.SyncBuffer
 		l := &Line{w: &b, live: live}
 		var mu sync.Mutex
 		n := 0
@@ -102,7 +85,7 @@ func TestEvery(t *testing.T) {
 			t.Errorf("plain: %q", got)
 		}
 	}
-	var b syncBuffer
+	var b testkit.SyncBuffer
 	stop := (&Line{w: &b}).Every(time.Millisecond, 0, func() string { return "tick" })
 	time.Sleep(5 * time.Millisecond)
 	stop()

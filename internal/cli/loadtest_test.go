@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"headroom.dev/headroom/internal/testkit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -155,7 +156,7 @@ func TestLoadtestBadInput(t *testing.T) {
 func serveSimulated(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errb syncBuffer
+	var errb testkit.SyncBuffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Main(ctx, append([]string{"simulate", "--serve", "--listen", "127.0.0.1:0"}, args...),

@@ -1,17 +1,16 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"headroom.dev/headroom/internal/report"
+	"headroom.dev/headroom/internal/testkit"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -158,30 +157,12 @@ func TestSimulateCompareTable(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // --serve listens, answers /health and a completion, and stops with its
 // context (exit 0).
 func TestSimulateServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errb syncBuffer
+	var errb testkit.SyncBuffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Main(ctx, append(simBase, "--serve", "--listen", "127.0.0.1:0", "--time-scale", "100", "--served-model-name", "m"),

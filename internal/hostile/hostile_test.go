@@ -18,6 +18,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"headroom.dev/headroom/internal/testkit"
 	"io"
 	"net/http"
 	"os"
@@ -77,24 +78,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	addr   string
 	exited chan struct{}
-	stderr *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr *testkit.SyncBuffer
 }
 
 // start runs bin with args under GOMEMLIMIT=200MiB (as the chart sets it) and
@@ -104,7 +88,7 @@ func start(t *testing.T, addrRe *regexp.Regexp, args ...string) *proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=200MiB", "HF_HUB_OFFLINE=1")
 	pr, pw := io.Pipe()
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	cmd.Stderr = io.MultiWriter(pw, buf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -383,23 +367,8 @@ func TestServeHostile(t *testing.T) {
 var webhookAddr = regexp.MustCompile(`msg="serving admission webhook" addr=(\S+)`)
 
 // review is an AdmissionReview of a Deployment of n vLLM containers
-// asking for gpus each.
-func review(uid string, n int, gpus string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%q,`+
-		`"kind":{"group":"apps","version":"v1","kind":"Deployment"},"resource":{"group":"apps","version":"v1","resource":"deployments"},`+
-		`"name":"big","namespace":"llm","operation":"CREATE","object":{"metadata":{"name":"big","namespace":"llm"},`+
-		`"spec":{"selector":{"matchLabels":{"app":"llm"}},"template":{"metadata":{"labels":{"app":"llm"},"annotations":{"headroom.dev/gpu":"H100-80GB"}},"spec":{"containers":[`, uid)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"name":"c%d","image":"vllm/vllm-openai:v0.19.0","ports":[{"containerPort":8000}],`+
-			`"args":["--model","Qwen/Qwen2.5-7B-Instruct","--max-model-len","8192"],"resources":{"limits":{"nvidia.com/gpu":%q}}}`, i, gpus)
-	}
-	b.WriteString(`]}}}}}}`)
-	return b.Bytes()
-}
+// asking for gpus each, on H100-80GB.
+func review(uid string, n int, gpus string) []byte { return testkit.Review(uid, "H100-80GB", n, gpus) }
 
 // The issue's cases against the webhook, at once: a Deployment of 10,000
 // containers (2 MB; it took the webhook to 277 MiB), 8 concurrent

@@ -69,6 +69,7 @@ var floorOf = map[string]int{
 	"internal/layers":          top, // tests only: this test
 	"internal/kubetest":        top, // test part: envtest with stand-in CRDs
 	"internal/fakeopenai":      top, // test part: an OpenAI stand-in with faults
+	"internal/testkit":         top, // test part: fixtures several packages' tests share
 	"internal/standin":         top, // test part: the vLLM start-up stand-in
 	"probe/internal/enginesim": top, // test part: a vLLM engine stand-in for probe
 }
