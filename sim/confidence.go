@@ -294,14 +294,12 @@ var (
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 
-// ConfidenceOf is how sure a simulation of plan b on the built-in clock
-// is. A user's calibration (--calibration, measured steps) changes the
-// clock but not the evidence: the bands are the built-in fit's.
-func ConfidenceOf(b memory.Budget) Confidence { return confidenceOf(conditionsOf(b)) }
-
-// ConfidenceOfRun is ConfidenceOf with what the run shows: a run that
-// never held more than smallBatch sequences at once is a small-batch
-// regime, covered only where the rows decode one.
+// ConfidenceOfRun is how sure a simulation of plan b on the built-in
+// clock is, given what its run rep showed: a run that never held more
+// than smallBatch sequences at once is a small-batch regime, covered only
+// where the rows decode one (rep nil: the plan's conditions alone). A
+// user's calibration (--calibration, measured steps) changes the clock but
+// not the evidence: the bands are the built-in fit's.
 func ConfidenceOfRun(b memory.Budget, rep *Report) Confidence {
 	cond := conditionsOf(b)
 	cond.SmallBatch = rep != nil && rep.MaxRunning > 0 && rep.MaxRunning <= smallBatch

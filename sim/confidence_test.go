@@ -10,7 +10,7 @@ import (
 // Inside the training rows' conditions a simulation is fitted and gets the
 // fitted band; each condition outside is named, and an architecture or a
 // model family no row runs gets the wider unseen band.
-func TestConfidenceOf(t *testing.T) {
+func TestConfidenceOfPlan(t *testing.T) {
 	v := func(s string) vllm.Version { return vllm.MustVersion(s) }
 	for _, c := range []struct {
 		name    string
@@ -39,7 +39,7 @@ func TestConfidenceOf(t *testing.T) {
 		{"FP8 on A100: Marlin", "Qwen/Qwen3-8B", "A100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
 			[]string{"weights path sm_80/fp8 marlin (weight-only, dequantized)"}, false},
 	} {
-		got := ConfidenceOf(plan(t, c.id, c.gpu, c.tp, c.set))
+		got := ConfidenceOfRun(plan(t, c.id, c.gpu, c.tp, c.set), nil)
 		if len(got.Outside) != len(c.outside) {
 			t.Errorf("%s: outside %q, want %q", c.name, got.Outside, c.outside)
 			continue
@@ -88,7 +88,7 @@ func TestConfidenceOfRunSmallBatch(t *testing.T) {
 	}{
 		{"dense, 4 at once", ConfidenceOfRun(dense, &Report{MaxRunning: 4}), ""},
 		{"MoE at TP 8, 500 at once", ConfidenceOfRun(moe, &Report{MaxRunning: 500}), ""},
-		{"MoE at TP 8, plan alone", ConfidenceOf(moe), ""},
+		{"MoE at TP 8, plan alone", ConfidenceOfRun(moe, nil), ""},
 		{"MoE at TP 8, 4 at once", ConfidenceOfRun(moe, &Report{MaxRunning: 4}), "at most 8 sequences a step, MoE at TP 8: the rows decode small batches only for dense at TP 1"},
 	} {
 		if c.outside == "" {

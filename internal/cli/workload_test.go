@@ -113,19 +113,7 @@ func TestSimulateBench(t *testing.T) {
 			t.Errorf("no line %q in\n%s", line, out)
 		}
 	}
-	value := func(label string) float64 {
-		for _, l := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(l, label); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil {
-					t.Fatalf("%s: %v", l, err)
-				}
-				return f
-			}
-		}
-		t.Fatalf("no %q in\n%s", label, out)
-		return 0
-	}
+	value := func(label string) float64 { return benchValue(t, out, label) }
 	// Published: 1.23 req/s, mean TTFT 197,625 ms, mean TPOT 254.61 ms.
 	for _, c := range []struct {
 		label     string
