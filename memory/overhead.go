@@ -282,7 +282,12 @@ func joinInts(xs []int) string {
 // baseline snapshot (CUDA context, and NCCL communicators when TP > 1). It
 // is outside the utilization budget but on the card. Source: v0.19.0
 // start-ups on H100 log 78.68 GiB free of 79.19 at TP=1 (0.51 GiB used)
-// and 77.64–77.66 at TP=2/4 (1.53–1.55 GiB).
+// and 77.64–77.66 at TP=2/4 (1.53–1.55 GiB). A bare PyTorch process
+// agrees: torch 2.11 (CUDA 13.0) held 527 MiB (0.51 GiB) after
+// torch.cuda.init() on an H100 SXM and on an H200 alike, by nvidia-smi,
+// and 783 MiB after its first BF16 GEMM (cuBLAS's handle, workspace and
+// kernels, loaded on first use; vLLM's snapshot is taken before its
+// profile run, so this is not in the 0.51).
 func contextBytes(tp int) int64 {
 	if tp > 1 {
 		return gibs(1.54)

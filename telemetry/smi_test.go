@@ -46,6 +46,17 @@ func TestParseQueryGPU(t *testing.T) {
 			{Index: 0, Name: "NVIDIA L4", UUID: "GPU-c7a1e9d3-5b2f-4c8e-9a6d-0f3b7e1c5a92",
 				TotalBytes: 23034 << 20, UsedBytes: 20983 << 20, FreeBytes: 1563 << 20, ReservedBytes: 488 << 20, UtilizationPercent: Unknown},
 		}},
+		// Recorded on one H200 (driver 580.159.04) while a PyTorch process
+		// held 20 GiB, and before it started: total − used − free is the
+		// 614 MiB the driver reserves, which these fields do not name.
+		{"query-gpu-580-h200-nounits.csv", []GPU{
+			{Index: 0, Name: "NVIDIA H200", UUID: "GPU-080f83a1-947f-164d-fde0-2a30d7b18bb9",
+				TotalBytes: 143771 << 20, UsedBytes: 21263 << 20, FreeBytes: 121894 << 20, ReservedBytes: Unknown, UtilizationPercent: Unknown},
+		}},
+		{"query-gpu-580-h200-idle-units.csv", []GPU{
+			{Index: 0, Name: "NVIDIA H200", UUID: "GPU-080f83a1-947f-164d-fde0-2a30d7b18bb9",
+				TotalBytes: 143771 << 20, UsedBytes: 0, FreeBytes: 143156 << 20, ReservedBytes: Unknown, UtilizationPercent: Unknown},
+		}},
 		// utilization.gpu is [N/A] on a MIG-enabled GPU.
 		{"query-gpu-550-na.csv", []GPU{
 			{Index: 0, Name: "NVIDIA A100-SXM4-40GB", UUID: "GPU-5d1c0b9a-8f7e-6d5c-4b3a-29180f7e6d5c",
@@ -125,6 +136,9 @@ func TestParseComputeApps(t *testing.T) {
 			p(284, "/opt/venvs/vllm/bin/python3.12", Unknown, "GPU-c7a1e9d3-5b2f-4c8e-9a6d-0f3b7e1c5a92"),
 		}},
 		{"compute-apps-empty.csv", []Process{}},
+		// The H200 recording (driver 580.159.04), with and without units.
+		{"compute-apps-580-h200-nounits.csv", []Process{p(476, "python3", 21254<<20, "GPU-080f83a1-947f-164d-fde0-2a30d7b18bb9")}},
+		{"compute-apps-580-h200-units.csv", []Process{p(476, "python3", 21254<<20, "GPU-080f83a1-947f-164d-fde0-2a30d7b18bb9")}},
 		{"compute-apps-noheader-nounits.csv", []Process{
 			p(28417, "python3", 14463<<20, "GPU-1f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0"),
 		}},
@@ -199,6 +213,12 @@ func TestParseSMIScreen(t *testing.T) {
 		{file: "screen-550-h100-noproc.txt", driver: "550.54.15", cuda: "12.4",
 			gpus:        []GPU{gpu(0, "NVIDIA H100 80GB HBM3", "00000000:19:00.0", 4<<20, 81559<<20, 0)},
 			noProcesses: true},
+		// Recorded on one H200 while a PyTorch process held 20 GiB; the
+		// screen leaves out the 614 MiB the driver reserves, so free is
+		// taken as total − used.
+		{file: "screen-580-h200.txt", driver: "580.159.04", cuda: "13.0",
+			gpus:  []GPU{gpu(0, "NVIDIA H200", "00000000:00:06.0", 21263<<20, 143771<<20, 7)},
+			procs: []Process{proc(0, Unknown, Unknown, 476, "C", "python3", 21254<<20)}},
 		{file: "screen-570-l4-container.txt", driver: "570.133.20", cuda: "12.8",
 			gpus: []GPU{gpu(0, "NVIDIA L4", "00000000:00:03.0", 20983<<20, 23034<<20, 87)},
 			procs: []Process{
@@ -271,6 +291,16 @@ func TestParseDmon(t *testing.T) {
 			d("", "", 0, 14466<<20, 5<<20, 97, 63),
 			d("", "", 0, 14466<<20, 5<<20, 98, 61),
 			d("", "", 0, 14466<<20, 5<<20, 0, 0),
+		}},
+		// R580 on an H200 (recorded): ccpm comes after bar1.
+		{"dmon-580-h200.txt", []DmonSample{
+			d("", "", 0, 21263<<20, 21264<<20, 0, 0),
+			d("", "", 0, 21263<<20, 21264<<20, 0, 0),
+			d("", "", 0, 21263<<20, 21264<<20, 0, 0),
+		}},
+		{"dmon-580-h200-dt.txt", []DmonSample{
+			d("20261127", "12:07:16", 0, 21263<<20, 21264<<20, 0, 0),
+			d("20261127", "12:07:17", 0, 21263<<20, 21264<<20, 0, 0),
 		}},
 		// R550 with -o DT: date and time first; jpg, ofa, ccpm added; "-" is no value.
 		{"dmon-550-dt.txt", []DmonSample{
