@@ -23,7 +23,9 @@ const (
 	// vLLM's sampler code (memory notes §2.7), not fitted:
 	//   - sort (torch.sort of each row, 0.11.1–0.16): a float32 copy (4),
 	//     sorted values (4), int64 indices (8), an int64 reverse index (8)
-	//     and the radix sort's alternate values and indices (12): 36;
+	//     and the radix sort's alternate values and indices (12): 36, what
+	//     the CUDA allocator held running that code on an H100 (36.02–36.06
+	//     over six shapes; TestSortSamplerMeasured);
 	//   - FlashInfer's fused top-k/top-p (≤ 0.11.0 when installed, 0.21+)
 	//     and the Triton kernel (0.17–0.20): a float32 copy, float32
 	//     probabilities and float32 exponential noise: 12;
