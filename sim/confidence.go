@@ -281,16 +281,16 @@ type errorBand struct{ Throughput, TTFT, TPOT, E2E float64 }
 // statistics, with the plain 80th percentiles beside them:
 //
 //	                 fitted (n)             extrapolated (n)       unseen (n)
-//	throughput       24.0%, p80 20.2% (5)   45.5%, p80 35.2% (19)  67.3%, p80 44.1% (13)
-//	TTFT             21.3%, p80 19.7% (15)  56.5%, p80 54.4% (57)  55.0%, p80 52.7% (39)
-//	TPOT             26.8%, p80 20.7% (15)  47.7%, p80 40.0% (57)  51.2%, p80 40.7% (39)
+//	throughput       20.6%, p80 19.6% (5)   43.5%, p80 32.0% (19)  55.4%, p80 39.1% (13)
+//	TTFT             20.1%, p80 16.2% (15)  63.5%, p80 54.5% (57)  62.6%, p80 42.3% (39)
+//	TPOT             25.0%, p80 17.5% (15)  51.0%, p80 41.1% (57)  58.7%, p80 43.0% (39)
 //
 // ITL takes TPOT's band. The rows publish no E2E: its band is the larger
 // of TTFT's and TPOT's.
 var (
-	fittedBand       = errorBand{Throughput: 24, TTFT: 21, TPOT: 27, E2E: 27}
-	extrapolatedBand = errorBand{Throughput: 46, TTFT: 57, TPOT: 48, E2E: 57}
-	unseenBand       = errorBand{Throughput: 67, TTFT: 57, TPOT: 51, E2E: 57}
+	fittedBand       = errorBand{Throughput: 21, TTFT: 20, TPOT: 25, E2E: 25}
+	extrapolatedBand = errorBand{Throughput: 44, TTFT: 64, TPOT: 51, E2E: 64}
+	unseenBand       = errorBand{Throughput: 55, TTFT: 64, TPOT: 59, E2E: 64}
 	bandSource       = "the fit's cross-validation over 11 published runs (one GPU, model or TP size left out)"
 )
 

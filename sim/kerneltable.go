@@ -28,7 +28,8 @@ import (
 //	kind,dtype,shape,tokens_per_expert,seconds,flops,bytes
 //	gemm,bf16,m=8192 n=5120 k=5120,,0.000652,4.294967296e+11,1.52e+08
 //
-// kind is gemm, grouped_gemm, attention_prefill or attention_decode;
+// kind is gemm, grouped_gemm, small_kernel (an elementwise kernel of a
+// few rows), attention_prefill or attention_decode;
 // flops and bytes are what the kernel must compute and move at least
 // (the script's arithmetic), so flops / seconds and bytes / seconds are
 // the rates it reached.
@@ -113,9 +114,9 @@ func ReadKernelTable(r io.Reader) (KernelTable, error) {
 		}
 		row := KernelRow{Kind: f[0], Dtype: f[1], Shape: f[2]}
 		switch row.Kind {
-		case "gemm", "grouped_gemm", "attention_prefill", "attention_decode":
+		case "gemm", "grouped_gemm", "small_kernel", "attention_prefill", "attention_decode":
 		default:
-			return t, fmt.Errorf("line %d: kind %q is not gemm, grouped_gemm, attention_prefill or attention_decode", n, row.Kind)
+			return t, fmt.Errorf("line %d: kind %q is not gemm, grouped_gemm, small_kernel, attention_prefill or attention_decode", n, row.Kind)
 		}
 		nums := []*float64{&row.TokensPerExpert, &row.Seconds, &row.FLOPs, &row.Bytes}
 		for i, p := range nums {
@@ -168,8 +169,12 @@ func orUnknown(s string) string {
 // reached in a table; 0 where the table has no row to tell.
 type KernelShares struct {
 	// GEMM: compute-bound dense BF16 GEMMs over the BF16 peak; Weights:
-	// memory-bound ones (a few rows) over the bandwidth.
-	GEMM, Weights float64
+	// memory-bound ones (a few rows) over the bandwidth, beyond GEMMFloor,
+	// the seconds each takes whatever its size (gemmLine).
+	GEMM, Weights, GEMMFloor float64
+	// SmallKernel is the median time of the small_kernel rows: the least
+	// a kernel of almost no work holds the GPU.
+	SmallKernel float64
 	// Grouped: the grouped GEMMs' plateau (a share of GEMM) and the
 	// tokens per expert where they reach half of it.
 	GroupedPlateau, GroupedHalf float64
@@ -181,17 +186,19 @@ type KernelShares struct {
 // Shares reads the table against the device's datasheet (gpu.Perf). A
 // dense GEMM counts as compute-bound when its FLOPs per byte exceed twice
 // the device's (peak / bandwidth), as memory-bound below a quarter of it;
-// each share is the median of its rows. The grouped GEMMs' curve
-// plateau × t / (t + half) is fitted to their shares by least squares
-// over half on a log grid of 1 to 4096 tokens.
+// the compute-bound share is the median of its rows, the memory-bound
+// GEMMs give the weights' share and the GEMM floor (gemmLine). The grouped
+// GEMMs' curve plateau × t / (t + half) is fitted to their times as the
+// clock prices them.
 func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 	var s KernelShares
 	if p.BF16 <= 0 || p.Bandwidth <= 0 {
 		return s
 	}
 	ridge := p.BF16 / p.Bandwidth
-	var comp, mem, pre, dec []float64
-	type point struct{ t, share float64 }
+	var comp, mem, pre, dec, small []float64
+	var line [][2]float64
+	type point struct{ t, flops, bytes, seconds float64 }
 	var grouped []point
 	for _, r := range t.Rows {
 		if r.Dtype != "bf16" && r.Dtype != "fp16" {
@@ -204,10 +211,13 @@ func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 				comp = append(comp, rate)
 			} else if r.Bytes > 0 && r.FLOPs/r.Bytes < ridge/4 {
 				mem = append(mem, bw)
+				line = append(line, [2]float64{r.Bytes, r.Seconds})
 			}
+		case "small_kernel":
+			small = append(small, r.Seconds)
 		case "grouped_gemm":
 			if r.FLOPs > 0 {
-				grouped = append(grouped, point{r.TokensPerExpert, rate})
+				grouped = append(grouped, point{r.TokensPerExpert, r.FLOPs, r.Bytes, r.Seconds})
 			}
 		case "attention_prefill":
 			if r.FLOPs > 0 {
@@ -219,28 +229,59 @@ func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 			}
 		}
 	}
-	s.GEMM, s.Weights, s.Prefill, s.Decode = median(comp), median(mem), median(pre), median(dec)
-	if s.GEMM > 0 && len(grouped) > 0 {
+	s.GEMM, s.Weights, s.Prefill, s.Decode, s.SmallKernel = median(comp), median(mem), median(pre), median(dec), median(small)
+	if floor, perByte, ok := gemmLine(line); ok && !math.IsInf(1/(perByte*p.Bandwidth), 0) {
+		s.GEMMFloor, s.Weights = floor, 1/(perByte*p.Bandwidth)
+	}
+	if s.GEMM > 0 && s.Weights > 0 && len(grouped) > 0 {
+		// Each grouped GEMM is priced as the clock prices the experts
+		// (Roofline.expertTime): the longer of its math at the grouped
+		// share and its read at the weights' share, plus the GEMM floor;
+		// plateau and half are searched on grids (plateau 0.30–2.00 by
+		// 0.01, half 1–4096 tokens by √2) for the least squared log error.
 		best := math.Inf(1)
-		for h := 1.0; h <= 4096; h *= math.Sqrt2 {
-			// least squares plateau for this half: Σ y·x / Σ x²
-			var xy, xx float64
-			for _, g := range grouped {
-				x := g.t / (g.t + h)
-				xy, xx = xy+g.share/s.GEMM*x, xx+x*x
-			}
-			plateau := xy / xx
-			var loss float64
-			for _, g := range grouped {
-				d := g.share/s.GEMM - plateau*g.t/(g.t+h)
-				loss += d * d
-			}
-			if loss < best {
-				best, s.GroupedPlateau, s.GroupedHalf = loss, plateau, h
+		for pi := 30; pi <= 200; pi++ {
+			plateau := float64(pi) / 100
+			for h := 1.0; h <= 4096; h *= math.Sqrt2 {
+				var loss float64
+				for _, g := range grouped {
+					share := p.BF16 * s.GEMM * plateau * g.t / (g.t + h)
+					pred := max(g.flops/share, g.bytes/(p.Bandwidth*s.Weights)) + s.GEMMFloor
+					d := math.Log(pred / g.seconds)
+					loss += d * d
+				}
+				if loss < best {
+					best, s.GroupedPlateau, s.GroupedHalf = loss, plateau, h
+				}
 			}
 		}
 	}
 	return s
+}
+
+// gemmLine fits seconds = floor + perByte × bytes through memory-bound
+// GEMMs by least squares on relative error (weights 1 / seconds²), so
+// the small GEMMs, where the floor shows, count as much as the large. It
+// needs three sizes at least, a floor ≥ 0 and a positive slope.
+func gemmLine(pts [][2]float64) (floor, perByte float64, ok bool) {
+	var sw, sx, sy, sxx, sxy float64
+	sizes := map[float64]bool{}
+	for _, p := range pts {
+		x, y := p[0], p[1]
+		w := 1 / (y * y)
+		sw, sx, sy, sxx, sxy = sw+w, sx+w*x, sy+w*y, sxx+w*x*x, sxy+w*x*y
+		sizes[x] = true
+	}
+	d := sw*sxx - sx*sx
+	if len(sizes) < 3 || !(d > 0) {
+		return 0, 0, false
+	}
+	perByte = (sw*sxy - sx*sy) / d
+	floor = (sy - perByte*sx) / sw
+	if !(perByte > 0) || !(floor >= 0) || math.IsInf(floor, 0) {
+		return 0, 0, false
+	}
+	return floor, perByte, true
 }
 
 func median(v []float64) float64 {
@@ -257,8 +298,9 @@ func median(v []float64) float64 {
 }
 
 // Calibration applies the table to base, the device's calibration. The
-// grouped GEMMs' curve is relative to the dense GEMMs, so the table's
-// replaces the fitted one on any device. The absolute shares are kernel
+// grouped GEMMs' curve is relative to the dense GEMMs, and the GEMM floor
+// is the kernels' own, so the table's replace the fitted ones on any
+// device. The absolute shares are kernel
 // ceilings, while a fitted device's shares also hold what serving adds
 // around the kernels (the fit's H100 GEMM share is 0.374 where cuBLAS
 // alone reaches about 0.7): they replace the default shares of a device
@@ -272,6 +314,9 @@ func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Ca
 	c := base
 	if s.GroupedPlateau > 0 {
 		c.GroupedShare, c.GroupedHalfTokens = min(s.GroupedPlateau, 2), s.GroupedHalf
+	}
+	if s.GEMMFloor > 0 {
+		c.GEMMFloor = min(s.GEMMFloor, 1e-3)
 	}
 	if !fitted {
 		set := func(dst *float64, v float64) {

@@ -18,8 +18,11 @@ import (
 //	          + decode KV bytes / (bandwidth × e_kv), the pairs and bytes of
 //	            sliding-window layers within their window
 //	all-reduce (TP > 1) = 2 per layer: latency + tokens × hidden bytes × 2(TP−1)/TP / link
+//	GEMM floors = GEMM kernels per step × the time a GEMM takes beyond its
+//	            math or its read (launch, prologue, epilogue, last wave)
 //	small kernels = their count per step × the least time a kernel takes
-//	GPU       = linear + attention + all-reduce + small kernels, at least
+//	GPU       = linear + attention + all-reduce + GEMM floors + small
+//	            kernels, at least
 //	            the launches of an eager step (no CUDA graph:
 //	            --enforce-eager, or more tokens than the largest captured
 //	            graph)
@@ -102,6 +105,11 @@ type Roofline struct {
 	// SmallKernels is how many kernels of negligible work one step runs
 	// (smallKernels), each at least KernelFloor seconds on the GPU.
 	SmallKernels, KernelFloor float64
+	// GEMMKernels is how many GEMM kernels one step runs (gemmKernels),
+	// each GEMMFloor seconds longer than its math or its read: a
+	// memory-bound GEMM of B bytes takes GEMMFloor + B / (bandwidth ×
+	// BandwidthEfficiency) (Calibration.GEMMFloor).
+	GEMMKernels, GEMMFloor float64
 	// The shares of the peaks real kernels reach, and the engine's CPU
 	// costs (Calibration).
 	GEMMEfficiency, AttentionEfficiency        float64
@@ -139,7 +147,7 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 	if m.TP > 1 {
 		t += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
-	t += m.smallKernelTime()
+	t += m.fixedKernelTime()
 	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
 		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
 	}
@@ -266,9 +274,11 @@ func (w WindowAttention) keys(lo, hi int64) int64 {
 	return n
 }
 
-// smallKernelTime is what a step's kernels of negligible work take
-// together.
-func (m *Roofline) smallKernelTime() float64 { return m.SmallKernels * m.KernelFloor }
+// fixedKernelTime is what a step's kernels take whatever their work: the
+// kernels of negligible work, and every GEMM's floor.
+func (m *Roofline) fixedKernelTime() float64 {
+	return m.SmallKernels*m.KernelFloor + m.GEMMKernels*m.GEMMFloor
+}
 
 // prefillPairs and decodeContext read a batch that only gives the totals
 // (a measured step written before the split existed) as all prefill when
@@ -354,6 +364,30 @@ func smallKernels(s model.Spec, dense, experts quantPath) float64 {
 			}
 		}
 		if moe && experts.quantizesActivations() {
+			n += 2
+		}
+	}
+	return float64(n)
+}
+
+// gemmKernels counts the GEMM kernels in one step of s, on every rank,
+// read from vLLM's layer code: in every decoder layer the attention's
+// input and output projections (qkv_proj and o_proj; MLA's three: the
+// fused q_a/kv_a down-projection, or q_proj and kv_a_proj without a query
+// LoRA, then q_b_proj and o_proj; a linear-attention or state-space
+// layer's in and out projections likewise), then the dense MLP's gate-up
+// and down projections, or in a MoE layer fused_moe's two grouped GEMMs
+// and the shared experts' two; and the LM head once. The router's GEMM is
+// a kernel of negligible work (smallKernels).
+func gemmKernels(s model.Spec) float64 {
+	n := 1
+	for i := range s.Layers {
+		n += 2
+		if s.LayerKind(i).Kind == model.MLA {
+			n++
+		}
+		n += 2
+		if s.IsMoELayer(i) && s.MoE != nil && s.MoE.Shared > 0 {
 			n += 2
 		}
 	}
@@ -471,6 +505,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		LaunchPerLayer:         eagerLaunchPerLayer,
 		SmallKernels:           smallKernels(s, dense, experts),
 		KernelFloor:            graphKernelFloor,
+		GEMMKernels:            gemmKernels(s),
+		GEMMFloor:              c.GEMMFloor,
 		GEMMEfficiency:         c.FLOPsEfficiency,
 		AttentionEfficiency:    c.attention(),
 		BandwidthEfficiency:    c.BandwidthEfficiency,

@@ -73,7 +73,9 @@ func plan(t *testing.T, id, device string, count int, set vllm.Settings) memory.
 // of 3.35 TB/s and
 // 1000 × 131072 B of KV (32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B) at
 // the cache's share, runs 32 layers × 6 small kernels at 3 µs each
-// (576 µs), and costs the per-step and one per-sequence overhead.
+// (576 µs) and 32 × 4 + 1 = 129 GEMMs (qkv, o, gate-up and down in each
+// layer, the LM head) at 3.92 µs each beyond their read (505.68 µs), and
+// costs the per-step and one per-sequence overhead.
 func TestRooflineLlama8BH100(t *testing.T) {
 	b := plan(t, "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", 1, vllm.Settings{Version: vllm.Version{Major: 0, Minor: 11}})
 	if b.ModelKVBytesPerToken != 32*8*128*2*2 {
@@ -87,7 +89,7 @@ func TestRooflineLlama8BH100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := 32 * 6 * 3e-6
+	small := 32*6*3e-6 + 129*3.92e-6
 	want := float64(b.WeightsTotal)/(c.BandwidthEfficiency*3.35e12) + 1000*131072/(c.KVBandwidthEfficiency*3.35e12) + small + c.Overhead + c.SeqOverhead
 	if got := m.StepTime(Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}); math.Abs(got-want) > 1e-12 {
 		t.Errorf("decode step %v, want %v", got, want)
@@ -177,16 +179,17 @@ func TestTensorParallelAllReduce(t *testing.T) {
 }
 
 // --enforce-eager: a decode step of Qwen3-0.6B (28 layers) launches its
-// kernels from the CPU, 28 × 100 µs = 2.8 ms, longer than its forward
-// pass on an H100 (1.5 GB of weights: about 0.6 ms); with CUDA graphs the
-// forward pass alone counts.
+// kernels from the CPU, 28 × 100 µs = 2.8 ms, twice its forward pass on
+// an H100 (1.5 GB of weights: about 0.6 ms; 28 × 6 small kernels at 3 µs,
+// 0.5 ms; 28 × 4 + 1 GEMMs at 3.92 µs beyond their read, 0.44 ms); with
+// CUDA graphs the forward pass alone counts.
 func TestEagerStepIsLaunchBound(t *testing.T) {
 	graphs := plan(t, "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{})
 	eager := plan(t, "Qwen/Qwen3-0.6B", "H100-80GB", 1, vllm.Settings{EnforceEager: true})
 	mg, _ := RooflineFor(graphs, DefaultCalibration)
 	me, _ := RooflineFor(eager, DefaultCalibration)
 	batch := Batch{Requests: 1, Tokens: 1, Decodes: 1, DecodeContext: 100}
-	if g := mg.GPUTime(batch); g > 0.001 {
+	if g := mg.GPUTime(batch); g > 28*100e-6/2 {
 		t.Errorf("with CUDA graphs the step is its forward pass, %v s", g)
 	}
 	if g := me.GPUTime(batch); math.Abs(g-28*100e-6) > 1e-12 {
@@ -397,6 +400,32 @@ func TestSmallKernelsQuantizedActivations(t *testing.T) {
 		got := smallKernels(s, quantPathOf(denseQuant(s, ""), d), quantPathOf(expertQuant(s, ""), d))
 		if got != c.want {
 			t.Errorf("%s on %s: %v small kernels a step, want %v", c.model, c.gpu, got, c.want)
+		}
+	}
+}
+
+// GEMM kernels a step, read from vLLM's layer code (gemmKernels), with the
+// LM head once:
+//
+//	Llama-3.1-8B:  32 layers × (qkv, o, gate-up, down) + 1            = 129
+//	Qwen3-235B:    94 MoE layers × (qkv, o, fused_moe's 2) + 1         = 377
+//	DeepSeek-V3:   61 MLA layers × (q_a/kv_a, q_b, o) + 3 dense MLPs × 2
+//	               + 58 MoE layers × (fused_moe's 2 + shared experts' 2) + 1 = 422
+func TestGEMMKernels(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		want  float64
+	}{
+		{"meta-llama/Llama-3.1-8B-Instruct", 129},
+		{"Qwen/Qwen3-235B-A22B", 377},
+		{"deepseek-ai/DeepSeek-V3", 61*3 + 3*2 + 58*4 + 1},
+	} {
+		s, ok := catalog.Lookup(c.model)
+		if !ok {
+			t.Fatalf("%s not in the catalog", c.model)
+		}
+		if got := gemmKernels(s); got != c.want {
+			t.Errorf("%s: %v GEMM kernels a step, want %v", c.model, got, c.want)
 		}
 	}
 }
