@@ -80,6 +80,19 @@ def catalog_shapes(root):
     return sorted(dense), sorted(moe)
 
 
+def require_torch(name):
+    """PyTorch with a CUDA device, or one line of why not and exit 2."""
+    try:
+        import torch
+    except ImportError:
+        print(f"{name}: PyTorch is not installed (pip install torch)", file=sys.stderr)
+        sys.exit(2)
+    if not torch.cuda.is_available():
+        print(f"{name}: no CUDA device visible to PyTorch", file=sys.stderr)
+        sys.exit(2)
+    return torch
+
+
 def timed(torch, fns, reps):
     """Median seconds of one call, over reps replays of fns run back to back.
 
@@ -137,15 +150,8 @@ def main():
     ap.add_argument("--out", default="-")
     ap.add_argument("--quick", action="store_true", help="fewer shapes and repetitions (a smoke run)")
     args = ap.parse_args()
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        print("gpu-kernels: PyTorch is not installed (pip install torch)", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("gpu-kernels: no CUDA device visible to PyTorch", file=sys.stderr)
-        return 2
+    torch = require_torch("gpu-kernels")
+    F = torch.nn.functional
     dev = torch.device("cuda")
     bf16 = torch.bfloat16
     reps = 5 if args.quick else 20

@@ -15,14 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_kernels as g  # noqa: E402
 
-try:
-    import torch
-except ImportError:
-    print("reduction_sweep: PyTorch is not installed", file=sys.stderr)
-    sys.exit(2)
-if not torch.cuda.is_available():
-    print("reduction_sweep: no CUDA device visible to PyTorch", file=sys.stderr)
-    sys.exit(2)
+torch = g.require_torch("reduction_sweep")
 dev = "cuda"; bf16 = torch.bfloat16
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 print(g.MAGIC); print("# gpu:", torch.cuda.get_device_name(0)); print("# driver:", g.driver_version())

@@ -9,16 +9,13 @@ the bf16 logits, in bytes and per logit (memory's sortBytesPerLogit):
     python3 bench/gpu-kernels/sampler_peak.py > sampler-sort.json
 """
 import json
+import os
 import sys
 
-try:
-    import torch
-except ImportError:
-    print("sampler_peak: PyTorch is not installed", file=sys.stderr)
-    sys.exit(2)
-if not torch.cuda.is_available():
-    print("sampler_peak: no CUDA device visible to PyTorch", file=sys.stderr)
-    sys.exit(2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_kernels  # noqa: E402
+
+torch = gpu_kernels.require_torch("sampler_peak")
 
 def apply_top_k_top_p(logits, k, p):
     logits_sort, logits_idx = logits.sort(dim=-1, descending=False)
