@@ -46,6 +46,12 @@ type Calibration struct {
 	// (Roofline.GEMMKernels); measured on kernel tables, not fitted
 	// (gemmFloor).
 	GEMMFloor float64 `json:"gemm_floor_s,omitempty"`
+	// FP8GEMMShare and FP8ReadShare are the shares of the GEMM share and
+	// of the weights' bandwidth share that native FP8 GEMMs reach against
+	// BF16 ones (on the FP8 peak, reading one byte a weight); measured on
+	// kernel tables, not fitted (fp8GEMMShare).
+	FP8GEMMShare float64 `json:"fp8_gemm_share,omitempty"`
+	FP8ReadShare float64 `json:"fp8_read_share,omitempty"`
 	// FrontEnd is the API server's CPU time, its Request for a chat
 	// rendered by the model's Jinja chat template; HarmonyRequest replaces
 	// it for models whose chat vLLM renders with openai_harmony
@@ -65,6 +71,20 @@ func (c Calibration) attention() float64 {
 func (c Calibration) groupedPlateau() float64 {
 	if c.GroupedShare > 0 {
 		return c.GroupedShare
+	}
+	return 1
+}
+
+func (c Calibration) fp8GEMM() float64 {
+	if c.FP8GEMMShare > 0 {
+		return c.FP8GEMMShare
+	}
+	return 1
+}
+
+func (c Calibration) fp8Read() float64 {
+	if c.FP8ReadShare > 0 {
+		return c.FP8ReadShare
 	}
 	return 1
 }
@@ -94,14 +114,16 @@ func (c Calibration) check() error {
 		return errors.New("grouped_gemm_k_half must be in [0, 1e6]")
 	case c.GEMMFloor < 0 || c.GEMMFloor > 1e-3:
 		return errors.New("gemm_floor_s must be in [0, 0.001]")
+	case c.FP8GEMMShare < 0 || c.FP8GEMMShare > 1.5 || c.FP8ReadShare < 0 || c.FP8ReadShare > 1.5:
+		return errors.New("fp8_gemm_share and fp8_read_share must be in [0, 1.5]")
 	}
 	return c.FrontEnd.check()
 }
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {
-	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert and at a reduction of %.0f), dequantizing kernels x%.2f; +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
-		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.GroupedKHalf, c.DequantShare, c.GEMMFloor*1e6,
+	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert and at a reduction of %.0f), dequantizing kernels x%.2f, FP8 GEMMs x%.2f (weights read x%.2f); +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
+		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.GroupedKHalf, c.DequantShare, c.fp8GEMM(), c.fp8Read(), c.GEMMFloor*1e6,
 		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.OutputToken*1e6, c.Latency*1e3)
 }
 
@@ -181,6 +203,20 @@ var (
 // H100's.
 const gemmFloor = 3.92e-6
 
+// fp8GEMMShare and fp8ReadShare are what native FP8 GEMMs reach against
+// BF16 ones of the same shapes, in the H100 SXM's kernel table
+// (torch._scaled_mm with per-tensor scales, cuBLASLt's FP8 kernels):
+// compute-bound, 0.659 of the FP8 peak against 0.739 of the BF16 peak
+// (0.892); memory-bound, 0.785 of the bandwidth beyond the floor against
+// 0.855 (0.918; KernelTable.Shares). The H200's table gives 0.885 and
+// 0.907 (TestFP8SharesMeasured). vLLM's FP8 GEMMs
+// are CUTLASS's (cutlass_scaled_mm), not cuBLASLt's: the ratio, not the
+// kernel, is what is carried over. No training row runs FP8.
+const (
+	fp8GEMMShare = 0.892
+	fp8ReadShare = 0.918
+)
+
 // prefillAttentionShare is the share of the tensor peak prefill attention
 // reaches: FlashAttention-2 reaches 72% of an A100's BF16 peak (225 of 312
 // TFLOP/s, its paper's long-sequence forward pass), FlashAttention-3 75% of
@@ -219,6 +255,7 @@ func withHost(c Calibration, source string) Calibration {
 	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest
 	c.GroupedShare, c.GroupedHalfTokens, c.GroupedKHalf = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens, groupedGEMM.GroupedKHalf
 	c.GEMMFloor = gemmFloor
+	c.FP8GEMMShare, c.FP8ReadShare = fp8GEMMShare, fp8ReadShare
 	c.Source = source
 	return c
 }
@@ -270,7 +307,7 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 	// weights is the part of a decode step the cache share does not
 	// explain: the weights' read (at c's share) and the small kernels.
 	weights := func(b Batch) float64 {
-		return (m.WeightBytes+m.ExpertBytes*m.expertsTouched(float64(b.Tokens)))/(m.Bandwidth*c.BandwidthEfficiency) + m.fixedKernelTime()
+		return (m.WeightBytes/orOne(m.DenseRead)+m.ExpertBytes*m.expertsTouched(float64(b.Tokens))/orOne(m.ExpertRead))/(m.Bandwidth*c.BandwidthEfficiency) + m.fixedKernelTime()
 	}
 	if len(mem) > 0 {
 		var sx, sy, sxx, sxy float64

@@ -175,6 +175,10 @@ type KernelShares struct {
 	// SmallKernel is the median time of the small_kernel rows: the least
 	// a kernel of almost no work holds the GPU.
 	SmallKernel float64
+	// FP8GEMM and FP8Read are the FP8 GEMMs' shares against the BF16
+	// ones': the compute-bound share of the FP8 peak over GEMM, and the
+	// memory-bound line's share of the bandwidth over Weights.
+	FP8GEMM, FP8Read float64
 	// Grouped: the grouped GEMMs' plateau (a share of GEMM) and the
 	// tokens per expert where they reach half of it.
 	GroupedPlateau, GroupedHalf float64
@@ -197,10 +201,19 @@ func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 	}
 	ridge := p.BF16 / p.Bandwidth
 	var comp, mem, pre, dec, small []float64
-	var line [][2]float64
+	var line, line8 [][2]float64
+	var comp8 []float64
 	type point struct{ t, flops, bytes, seconds float64 }
 	var grouped []point
 	for _, r := range t.Rows {
+		if r.Dtype == "fp8" && r.Kind == "gemm" && p.FP8 > 0 && r.Bytes > 0 {
+			ridge8 := p.FP8 / p.Bandwidth
+			if r.FLOPs/r.Bytes > 2*ridge8 {
+				comp8 = append(comp8, r.FLOPs/r.Seconds/p.FP8)
+			} else if r.FLOPs/r.Bytes < ridge8/4 {
+				line8 = append(line8, [2]float64{r.Bytes, r.Seconds})
+			}
+		}
 		if r.Dtype != "bf16" && r.Dtype != "fp16" {
 			continue
 		}
@@ -232,6 +245,12 @@ func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 	s.GEMM, s.Weights, s.Prefill, s.Decode, s.SmallKernel = median(comp), median(mem), median(pre), median(dec), median(small)
 	if floor, perByte, ok := gemmLine(line); ok && !math.IsInf(1/(perByte*p.Bandwidth), 0) {
 		s.GEMMFloor, s.Weights = floor, 1/(perByte*p.Bandwidth)
+		if _, perByte8, ok := gemmLine(line8); ok {
+			s.FP8Read = perByte / perByte8
+		}
+	}
+	if s.GEMM > 0 && len(comp8) > 0 {
+		s.FP8GEMM = median(comp8) / s.GEMM
 	}
 	if s.GEMM > 0 && s.Weights > 0 && len(grouped) > 0 {
 		// Each grouped GEMM is priced as the clock prices the experts
@@ -298,9 +317,9 @@ func median(v []float64) float64 {
 }
 
 // Calibration applies the table to base, the device's calibration. The
-// grouped GEMMs' curve is relative to the dense GEMMs, and the GEMM floor
-// is the kernels' own, so the table's replace the fitted ones on any
-// device. The absolute shares are kernel ceilings, while a fitted
+// grouped GEMMs' curve and the FP8 GEMMs' shares are relative to the
+// dense BF16 GEMMs, and the GEMM floor is the kernels' own, so the
+// table's replace the fitted ones on any device. The absolute shares are kernel ceilings, while a fitted
 // device's shares also hold what serving adds around the kernels (the
 // fit's H100 GEMM share is 0.329 where cuBLAS alone reaches 0.74 in the
 // H100's table): they replace the default shares of a device without a
@@ -317,6 +336,12 @@ func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Ca
 	}
 	if s.GEMMFloor > 0 {
 		c.GEMMFloor = min(s.GEMMFloor, 1e-3)
+	}
+	if s.FP8GEMM > 0 {
+		c.FP8GEMMShare = min(s.FP8GEMM, 1.5)
+	}
+	if s.FP8Read > 0 {
+		c.FP8ReadShare = min(s.FP8Read, 1.5)
 	}
 	if !fitted {
 		set := func(dst *float64, v float64) {

@@ -172,7 +172,8 @@ func FuzzReadKernelTable(f *testing.F) {
 	f.Add(head + "gemm,bf16,m=1,,1e-3,2e9,1e9\n")
 	f.Add(head + "grouped_gemm,bf16,,8,1e-3,2e9,1e9\nattention_decode,bf16,,,1e-4,0,1e8\n")
 	f.Add("\ufeff" + head)
-	f.Add(head + "gemm,bf16,m=1,,5e-6,2e6,1e6\ngemm,bf16,m=1,,1e-5,2e7,2e7\ngemm,bf16,m=1,,4e-5,2e8,1e8\nsmall_kernel,bf16,op=add rows=1,,1.3e-6,4096,24576\n")
+	f.Add(head + "gemm,bf16,m=1,,5e-6,2e6,1e6\ngemm,bf16,m=1,,1e-5,2e7,2e7\ngemm,bf16,m=1,,4e-5,2e8,1e8\nsmall_kernel,bf16,op=add rows=1,,1.3e-6,4096,24576\n" +
+		"gemm,fp8,m=1,,4e-6,2e6,5e5\ngemm,fp8,m=1,,8e-6,2e7,1e7\ngemm,fp8,m=1,,3e-5,2e8,5e7\ngemm,fp8,m=8192,,1e-3,1e12,1e8\ngemm,bf16,m=8192,,2e-3,1e12,2e8\n")
 	if b, err := os.ReadFile("testdata/kernels/h100-sxm.csv"); err == nil {
 		lines := strings.SplitAfter(string(b), "\n")
 		f.Add(strings.Join(lines[:min(len(lines), 60)], ""))
@@ -189,8 +190,8 @@ func FuzzReadKernelTable(f *testing.F) {
 				}
 			}
 		}
-		s := tab.Shares(gpu.Perf{BF16: 1e15, Bandwidth: 3e12})
-		for _, v := range []float64{s.GEMM, s.Weights, s.GEMMFloor, s.SmallKernel, s.GroupedPlateau, s.GroupedHalf, s.Prefill, s.Decode} {
+		s := tab.Shares(gpu.Perf{BF16: 1e15, FP8: 2e15, Bandwidth: 3e12})
+		for _, v := range []float64{s.GEMM, s.Weights, s.GEMMFloor, s.SmallKernel, s.FP8GEMM, s.FP8Read, s.GroupedPlateau, s.GroupedHalf, s.Prefill, s.Decode} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 				t.Fatalf("shares %+v", s)
 			}
@@ -290,5 +291,24 @@ func TestReductionLengthMeasured(t *testing.T) {
 	}
 	if k := groupedGEMM.GroupedKHalf; k < 0.9*lo || k > 1.1*hi {
 		t.Errorf("the serving fit's k½ %.0f is outside the measured %.0f–%.0f", k, lo, hi)
+	}
+}
+
+// The FP8 GEMMs of the two measured tables against their BF16 GEMMs of
+// the same shapes: compute-bound 0.892 (H100) and 0.885 (H200) of the BF16
+// share of the peak, memory-bound 0.918 and 0.907 of the BF16 weights
+// share. fp8GEMMShare and fp8ReadShare are the H100's; the H200 agrees
+// within 2%.
+func TestFP8SharesMeasured(t *testing.T) {
+	for _, c := range []struct {
+		file, gpu string
+		tol       float64
+	}{{"testdata/kernels/h100-sxm.csv", "H100-80GB", 0.002}, {"testdata/kernels/h200-sxm.csv", "H200", 0.02}} {
+		_, p := perfOf(t, c.gpu)
+		s := readTable(t, c.file).Shares(p)
+		if math.Abs(s.FP8GEMM/fp8GEMMShare-1) > c.tol || math.Abs(s.FP8Read/fp8ReadShare-1) > c.tol {
+			t.Errorf("%s: FP8 GEMMs at %.3f of the BF16 share and reading at %.3f; the constants are %.3f and %.3f",
+				c.gpu, s.FP8GEMM, s.FP8Read, fp8GEMMShare, fp8ReadShare)
+		}
 	}
 }

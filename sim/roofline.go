@@ -68,10 +68,13 @@ type Roofline struct {
 	// loop runs at half its share (0: no such loss): see expertTime.
 	ExpertKHalf float64
 	ExpertPeak  float64
-	// DenseDequant and ExpertDequant are the shares of the GEMM share that
-	// weight-only dequantizing kernels reach (1 where the weights are not
-	// widened in the kernel).
+	// DenseDequant and ExpertDequant are the shares of the GEMM share
+	// their quantization path reaches: weight-only dequantizing kernels
+	// DequantShare, native FP8 GEMMs FP8GEMMShare, 1 otherwise (0 reads as
+	// 1). DenseRead and ExpertRead are the shares of the weights' bandwidth
+	// share the path's read reaches (FP8ReadShare for native FP8).
 	DenseDequant, ExpertDequant float64
+	DenseRead, ExpertRead       float64
 	// KVBytesPerToken is the KV one token of context costs, per GPU.
 	KVBytesPerToken float64
 	// MLADecodeFLOPsPerToken is what a decode's attention computes per
@@ -137,7 +140,7 @@ func (m *Roofline) StepTime(b Batch) float64 {
 func (m *Roofline) GPUTime(b Batch) float64 {
 	tokens := float64(b.Tokens)
 	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
-	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency))
+	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.DenseRead)))
 	t += m.expertTime(tokens)
 	pairFLOPs, cacheBytes := m.attention(b)
 	t += pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
@@ -154,9 +157,12 @@ func (m *Roofline) GPUTime(b Batch) float64 {
 	return t
 }
 
-func (m *Roofline) denseDequant() float64 {
-	if m.DenseDequant > 0 {
-		return m.DenseDequant
+func (m *Roofline) denseDequant() float64 { return orOne(m.DenseDequant) }
+
+// orOne reads an unset share (0) as 1.
+func orOne(v float64) float64 {
+	if v > 0 {
+		return v
 	}
 	return 1
 }
@@ -179,10 +185,7 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	if peak == 0 {
 		peak = m.PeakFLOPs
 	}
-	deq := m.ExpertDequant
-	if deq == 0 {
-		deq = 1
-	}
+	deq := orOne(m.ExpertDequant)
 	plateau := m.GroupedPlateau
 	if plateau == 0 {
 		plateau = 1
@@ -201,7 +204,7 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	}
 	read := m.ExpertBytes * touched
 	act := float64(m.MoELayers) * tokens * float64(m.TopK) * (3*m.MoEHidden + 5*m.MoEInter) * m.ActBytes
-	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency)) + act/(m.Bandwidth*m.BandwidthEfficiency)
+	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.ExpertRead))) + act/(m.Bandwidth*m.BandwidthEfficiency)
 }
 
 // attention is b's attention work: the FLOPs of its prefill chunks' query
@@ -471,9 +474,19 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		}
 		return p.BF16
 	}
+	native8 := func(q quantPath) bool { return q.FP8 && p.FP8 > 0 }
 	deq := func(q quantPath) float64 {
-		if q.Dequant && c.DequantShare > 0 {
+		switch {
+		case q.Dequant && c.DequantShare > 0:
 			return c.DequantShare
+		case native8(q):
+			return c.fp8GEMM()
+		}
+		return 1
+	}
+	read := func(q quantPath) float64 {
+		if native8(q) {
+			return c.fp8Read()
 		}
 		return 1
 	}
@@ -491,6 +504,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		ExpertPeak:             peakOf(experts),
 		DenseDequant:           deq(dense),
 		ExpertDequant:          deq(experts),
+		DenseRead:              read(dense),
+		ExpertRead:             read(experts),
 		KVBytesPerToken:        kvPerToken,
 		MLADecodeFLOPsPerToken: mlaDecode / tp,
 		AttentionFLOPsPerPair:  pairFLOPs / tp,

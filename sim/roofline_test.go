@@ -429,3 +429,30 @@ func TestGEMMKernels(t *testing.T) {
 		}
 	}
 }
+
+// The path shares of a step's GEMMs: native FP8 on Hopper reaches
+// fp8GEMMShare of the BF16 GEMM share and reads at fp8ReadShare of the
+// weights' bandwidth share; on Ampere the same checkpoint takes FP8 Marlin
+// (the dequantizing share, BF16's read); BF16 weights take neither.
+func TestFP8PathShares(t *testing.T) {
+	for _, c := range []struct {
+		model, gpu  string
+		deq, read   float64
+		wantFP8Peak bool
+	}{
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "H100-80GB", fp8GEMMShare, fp8ReadShare, true},
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "A100-80GB", fittedByCapability["8.0"].DequantShare, 1, false},
+		{"meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", 1, 1, false},
+	} {
+		b := plan(t, c.model, c.gpu, 1, vllm.Settings{})
+		cal, _ := CalibrationFor(b.Device)
+		m, err := RooflineFor(b, cal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := gpu.PerfOf(b.Device)
+		if m.denseDequant() != c.deq || orOne(m.DenseRead) != c.read || (m.PeakFLOPs == p.FP8) != c.wantFP8Peak {
+			t.Errorf("%s on %s: GEMM path share %v, read share %v, peak %g; want %v, %v", c.model, c.gpu, m.denseDequant(), orOne(m.DenseRead), m.PeakFLOPs, c.deq, c.read)
+		}
+	}
+}
