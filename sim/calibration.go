@@ -170,7 +170,7 @@ var (
 		"8.0": {FLOPsEfficiency: 0.528, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.939, DequantShare: 0.942,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
 		"9.0": {FLOPsEfficiency: 0.329, BandwidthEfficiency: hopperWeightsShare, KVBandwidthEfficiency: 0.548, DequantShare: 0.881,
-			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8)"},
+			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8); the weights read, GEMM floor and FP8 shares measured on its kernel table"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
 	// API server (with the bench client) on gpustack's hosts, fitted on
