@@ -317,9 +317,13 @@ func median(v []float64) float64 {
 }
 
 // Calibration applies the table to base, the device's calibration. The
-// grouped GEMMs' curve and the FP8 GEMMs' shares are relative to the
-// dense BF16 GEMMs, and the GEMM floor is the kernels' own, so the
-// table's replace the fitted ones on any device. The absolute shares are kernel ceilings, while a fitted
+// FP8 GEMMs' shares are relative to the dense BF16 GEMMs and the GEMM
+// floor is the kernels' own, so the table's replace the fitted ones on any
+// device. The grouped GEMMs' curve is reported, not applied: torch.bmm
+// gives every expert the same tokens and pads none, where fused_moe pads
+// each expert's tokens to its tile, and on the H100 their curves differ
+// (bmm: plateau 0.96, half at 16 tokens; the serving fit's fused_moe:
+// 0.908, 30.7), so the fitted curve stays. The absolute shares are kernel ceilings, while a fitted
 // device's shares also hold what serving adds around the kernels (the
 // fit's H100 GEMM share is 0.329 where cuBLAS alone reaches 0.74 in the
 // H100's table): they replace the default shares of a device without a
@@ -331,9 +335,6 @@ func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Ca
 	}
 	s := t.Shares(p)
 	c := base
-	if s.GroupedPlateau > 0 {
-		c.GroupedShare, c.GroupedHalfTokens = min(s.GroupedPlateau, 2), s.GroupedHalf
-	}
 	if s.GEMMFloor > 0 {
 		c.GEMMFloor = min(s.GEMMFloor, 1e-3)
 	}

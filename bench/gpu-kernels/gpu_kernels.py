@@ -16,8 +16,8 @@ times the L2 (as a model's layers each read their own weights):
   - grouped_gemm: the routed experts' GEMMs of the catalog's MoE shapes at 1
     to 4096 tokens per expert, as one batched matmul over the experts
     (torch.bmm: what a grouped GEMM must at least do; vLLM's fused_moe is a
-    Triton kernel of its own, so this is the shape of the curve, not its
-    level);
+    Triton kernel of its own that pads each expert's tokens to its tile, so
+    these rows are a reference, not the clock's curve);
   - small_kernel: one elementwise kernel over 1 to 256 rows (add, mul,
     silu), the least a kernel of almost no work holds the GPU;
   - attention_prefill and attention_decode: scaled dot-product attention
