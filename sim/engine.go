@@ -87,6 +87,10 @@ type StepResult struct {
 	// step sampled, First how many of them were first tokens.
 	Preempted      int
 	Sampled, First int
+	// Parts is where the step's time went, when the timer says
+	// (HasParts: a PartsTimer, the roofline).
+	Parts    StepParts
+	HasParts bool
 }
 
 // Gauges are the engine's state, as vLLM's /metrics shows it.
@@ -150,6 +154,8 @@ type Engine struct {
 	seq    uint64
 	gauges Gauges
 	res    StepResult
+	// parts is the timer when it says where a step's time goes.
+	parts PartsTimer
 }
 
 // New returns an idle engine at time 0.
@@ -160,6 +166,7 @@ func New(cfg Config) (*Engine, error) {
 	caching := !cfg.NoPrefixCaching && len(cfg.Groups) == 1 && cfg.Groups[0].Kind != model.Sliding && cfg.Groups[0].Kind != model.Linear
 	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
 	e.fullOnly = len(cfg.Groups) == 1 && (cfg.Groups[0].Kind == model.Full || cfg.Groups[0].Kind == model.MLA)
+	e.parts, _ = cfg.Timer.(PartsTimer)
 	return e, nil
 }
 
@@ -273,7 +280,12 @@ func (e *Engine) Step() StepResult {
 	e.schedule(res)
 	b := e.batch()
 	res.Batch = b
-	e.now += e.cfg.Timer.StepTime(b)
+	if e.parts != nil {
+		res.Parts, res.HasParts = e.parts.Parts(b), true
+		e.now += res.Parts.Total()
+	} else {
+		e.now += e.cfg.Timer.StepTime(b)
+	}
 	res.End = e.now
 	e.finishStep(res)
 	return *res

@@ -124,37 +124,88 @@ type Roofline struct {
 }
 
 // StepTime is the model's estimate.
-func (m *Roofline) StepTime(b Batch) float64 {
-	cpu := m.StepOverhead + m.SeqOverhead*float64(b.Requests)
-	if b.Tokens == 0 {
-		return cpu
-	}
-	g := m.GPUTime(b)
-	if m.Overlap {
-		return max(g, cpu)
-	}
-	return g + cpu
-}
+func (m *Roofline) StepTime(b Batch) float64 { return m.Parts(b).Total() }
 
 // GPUTime is the forward pass alone.
-func (m *Roofline) GPUTime(b Batch) float64 {
+func (m *Roofline) GPUTime(b Batch) float64 { return m.Parts(b).GPU() }
+
+// Parts is where step b's time goes, by the mechanisms above.
+func (m *Roofline) Parts(b Batch) StepParts {
+	p := StepParts{CPU: m.StepOverhead + m.SeqOverhead*float64(b.Requests), overlap: m.Overlap}
+	if b.Tokens == 0 {
+		return p
+	}
 	tokens := float64(b.Tokens)
 	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
-	t := max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.DenseRead)))
-	t += m.expertTime(tokens)
+	p.Dense = max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.DenseRead)))
+	p.Experts = m.expertTime(tokens)
 	pairFLOPs, cacheBytes := m.attention(b)
-	t += pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
+	p.Attention = pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
 	if m.MLADecodeFLOPsPerToken > 0 {
-		t += m.MLADecodeFLOPsPerToken * float64(m.decodeContext(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
+		p.Attention += m.MLADecodeFLOPsPerToken * float64(m.decodeContext(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
 	}
 	if m.TP > 1 {
-		t += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
+		p.AllReduce = 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
-	t += m.fixedKernelTime()
+	p.GEMMFloors, p.SmallKernels = m.kernelFloors()
 	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
-		t = max(t, float64(m.Layers)*m.LaunchPerLayer)
+		p.Launch = max(0, float64(m.Layers)*m.LaunchPerLayer-p.GPU())
 	}
-	return t
+	return p
+}
+
+// StepParts is where a step's time goes, in seconds, or the sum of a
+// run's steps (Add): the GPU's parts, the engine's CPU, and the part of
+// the two that ran at once (async scheduling overlaps them: a step is the
+// longer of the two), so that GPU + CPU − Overlapped is the steps' time.
+type StepParts struct {
+	// Dense is the dense GEMMs (the longer of their math and their read
+	// of the weights); Experts the routed experts' grouped GEMMs and the
+	// activations they move; Attention prefill's pairs and decode's cache
+	// read; AllReduce tensor parallelism's; GEMMFloors and SmallKernels
+	// what every GEMM and every kernel of negligible work takes whatever
+	// its work; Launch what an eager step's launches take beyond all that.
+	Dense        float64 `json:"dense_gemms_s"`
+	Experts      float64 `json:"expert_gemms_s"`
+	Attention    float64 `json:"attention_s"`
+	AllReduce    float64 `json:"all_reduce_s"`
+	GEMMFloors   float64 `json:"gemm_floors_s"`
+	SmallKernels float64 `json:"small_kernels_s"`
+	Launch       float64 `json:"eager_launch_s"`
+	// CPU is the engine core's time (per step and per sequence);
+	// Overlapped the time it ran beside the GPU.
+	CPU        float64 `json:"engine_cpu_s"`
+	Overlapped float64 `json:"overlapped_s"`
+	overlap    bool
+}
+
+// GPU is the forward pass.
+func (p StepParts) GPU() float64 {
+	return p.Dense + p.Experts + p.Attention + p.AllReduce + p.GEMMFloors + p.SmallKernels + p.Launch
+}
+
+// Total is the step's time (of a sum: the steps' time).
+func (p StepParts) Total() float64 {
+	if p.overlap {
+		return max(p.GPU(), p.CPU)
+	}
+	return p.GPU() + p.CPU - p.Overlapped
+}
+
+// Add sums q into p, a run's split, keeping what overlapped.
+func (p *StepParts) Add(q StepParts) {
+	if q.overlap {
+		q.Overlapped = min(q.GPU(), q.CPU)
+	}
+	p.Dense += q.Dense
+	p.Experts += q.Experts
+	p.Attention += q.Attention
+	p.AllReduce += q.AllReduce
+	p.GEMMFloors += q.GEMMFloors
+	p.SmallKernels += q.SmallKernels
+	p.Launch += q.Launch
+	p.CPU += q.CPU
+	p.Overlapped += q.Overlapped
 }
 
 func (m *Roofline) denseDequant() float64 { return orOne(m.DenseDequant) }
@@ -277,10 +328,15 @@ func (w WindowAttention) keys(lo, hi int64) int64 {
 	return n
 }
 
-// fixedKernelTime is what a step's kernels take whatever their work: the
-// kernels of negligible work, and every GEMM's floor.
+// kernelFloors is what a step's GEMMs and its kernels of negligible work
+// take whatever their work; fixedKernelTime the two together.
+func (m *Roofline) kernelFloors() (gemms, small float64) {
+	return m.GEMMKernels * m.GEMMFloor, m.SmallKernels * m.KernelFloor
+}
+
 func (m *Roofline) fixedKernelTime() float64 {
-	return m.SmallKernels*m.KernelFloor + m.GEMMKernels*m.GEMMFloor
+	g, k := m.kernelFloors()
+	return g + k
 }
 
 // prefillPairs and decodeContext read a batch that only gives the totals

@@ -91,8 +91,26 @@ func TestRooflineLlama8BH100(t *testing.T) {
 	}
 	small := 32*6*3e-6 + 129*3.92e-6
 	want := float64(b.WeightsTotal)/(c.BandwidthEfficiency*3.35e12) + 1000*131072/(c.KVBandwidthEfficiency*3.35e12) + small + c.Overhead + c.SeqOverhead
-	if got := m.StepTime(Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}); math.Abs(got-want) > 1e-12 {
+	decode := Batch{Requests: 1, Tokens: 1, ContextTokens: 1000, Decodes: 1, DecodeContext: 1000}
+	if got := m.StepTime(decode); math.Abs(got-want) > 1e-12 {
 		t.Errorf("decode step %v, want %v", got, want)
+	}
+	// The same step by its parts.
+	p := m.Parts(decode)
+	for _, q := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"dense GEMMs (the weights' read)", p.Dense, float64(b.WeightsTotal) / (c.BandwidthEfficiency * 3.35e12)},
+		{"attention (the cache's read)", p.Attention, 1000 * 131072 / (c.KVBandwidthEfficiency * 3.35e12)},
+		{"GEMM floors", p.GEMMFloors, 129 * 3.92e-6},
+		{"small kernels", p.SmallKernels, 32 * 6 * 3e-6},
+		{"engine CPU", p.CPU, c.Overhead + c.SeqOverhead},
+		{"experts, all-reduce, launches", p.Experts + p.AllReduce + p.Launch, 0},
+	} {
+		if math.Abs(q.got-q.want) > 1e-12 {
+			t.Errorf("decode step's %s %v, want %v", q.name, q.got, q.want)
+		}
 	}
 	// A prefill of 4096 tokens: 2 × (GEMM params × 4096 + LM head × 1)
 	// FLOPs at the GEMM share, 4096 × 4097 / 2 pairs × 4 × 32 layers × 32
@@ -453,6 +471,51 @@ func TestFP8PathShares(t *testing.T) {
 		p, _ := gpu.PerfOf(b.Device)
 		if m.denseDequant() != c.deq || orOne(m.DenseRead) != c.read || (m.PeakFLOPs == p.FP8) != c.wantFP8Peak {
 			t.Errorf("%s on %s: GEMM path share %v, read share %v, peak %g; want %v, %v", c.model, c.gpu, m.denseDequant(), orOne(m.DenseRead), m.PeakFLOPs, c.deq, c.read)
+		}
+	}
+}
+
+// A step is the sum of its parts, and a run's split sums to the steps'
+// time: 300 requests of 100–3000 prompt and 10–400 output tokens on
+// Llama-3.1-8B, every step of the engine summed by hand, with the CPU in
+// series (0.11) and beside the GPU (async scheduling, the newest release).
+func TestStepPartsSumToTheSteps(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		cfg, _ := llama8B(t, "H100-80GB")
+		m := cfg.Timer.(*Roofline)
+		m.Overlap = async
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 300; i++ {
+			if _, err := e.Add(Request{Arrival: float64(i) * 0.02, PromptTokens: 100 + i*29%2900, OutputTokens: 10 + i*37%390}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var busy float64
+		var split StepParts
+		steps := 0
+		for {
+			res := e.Step()
+			if res.Idle {
+				break
+			}
+			if !res.HasParts {
+				t.Fatal("a roofline step without its parts")
+			}
+			if d, want := res.End-res.Start, m.StepTime(res.Batch); math.Abs(d-want) > 1e-12 {
+				t.Fatalf("step of %+v took %v, the roofline says %v", res.Batch, d, want)
+			}
+			busy += res.End - res.Start
+			split.Add(res.Parts)
+			steps++
+		}
+		if steps < 100 || math.Abs(split.Total()/busy-1) > 1e-9 {
+			t.Errorf("async %v: %d steps, busy %.6f s, split %.6f s (%+v)", async, steps, busy, split.Total(), split)
+		}
+		if async != (split.Overlapped > 0) || split.Dense <= 0 || split.GEMMFloors <= 0 || split.CPU <= 0 {
+			t.Errorf("async %v: split %+v", async, split)
 		}
 	}
 }

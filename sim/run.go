@@ -201,6 +201,9 @@ type Report struct {
 	FellBehind *Backlog `json:"fell_behind,omitempty"`
 	// BeyondHorizon counts requests due after Horizon, not sent.
 	BeyondHorizon int64 `json:"beyond_horizon,omitempty"`
+	// StepSplit is where the engine's busy time went over the run's
+	// steps, by the roofline's mechanisms (nil with a fixed step time).
+	StepSplit *StepParts `json:"step_time_split,omitempty"`
 }
 
 // stats accumulates a run in bounded memory: latencies in microsecond
@@ -327,6 +330,12 @@ func (s *stats) merge() {
 
 func (s *stats) step(res *StepResult, g Gauges) {
 	s.rep.Steps++
+	if res.HasParts {
+		if s.rep.StepSplit == nil {
+			s.rep.StepSplit = &StepParts{}
+		}
+		s.rep.StepSplit.Add(res.Parts)
+	}
 	w := s.window(res.Start)
 	w.KVUsage = max(w.KVUsage, g.KVUsage)
 	w.Running = max(w.Running, g.Running)
@@ -683,6 +692,13 @@ func (s *stats) reportOf(g Gauges) *Report {
 		r.PrefixHitRate = math.Round(float64(g.PrefixHits)/float64(g.PrefixQueries)*1e4) / 1e4
 	}
 	r.MaxKVUsage = math.Round(r.MaxKVUsage*1e4) / 1e4
+	if r.StepSplit != nil {
+		c := *r.StepSplit
+		for _, v := range []*float64{&c.Dense, &c.Experts, &c.Attention, &c.AllReduce, &c.GEMMFloors, &c.SmallKernels, &c.Launch, &c.CPU, &c.Overlapped} {
+			*v = math.Round(*v*1e6) / 1e6
+		}
+		r.StepSplit = &c
+	}
 	for i := range r.Series {
 		r.Series[i].KVUsage = math.Round(r.Series[i].KVUsage*1e4) / 1e4
 	}

@@ -38,6 +38,13 @@ type StepTimer interface {
 	StepTime(Batch) float64
 }
 
+// PartsTimer is a StepTimer that says where a step's time goes; its
+// StepTime is Parts(b).Total().
+type PartsTimer interface {
+	StepTimer
+	Parts(Batch) StepParts
+}
+
 // Fixed is a step time that is the same for every step (exact checks).
 type Fixed float64
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -85,6 +86,9 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, ", prefix-cache hits %s of prompt tokens", pct(r.PrefixHitRate))
 	}
 	fmt.Fprintln(w)
+	if line := splitLine(r.StepSplit, r.DurationS); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w)
 	if r.Requests == 0 {
 		// No latency was measured: zeros would read as instant answers.
@@ -266,4 +270,36 @@ func simBenchHeader(r *report.SimReport) string {
 		return fmt.Sprintf("FELL BEHIND: %s\nheadroom simulate: the predicted result of %s\n%s\nstep time: %s", r.FellBehindLine, r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
 	}
 	return fmt.Sprintf("headroom simulate: the predicted result of %s\n%s\nstep time: %s", r.Traffic, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings), r.StepTime)
+}
+
+// splitLine says where the engine's busy time went: its share of the run,
+// then each mechanism's share of it, the largest first, those under 0.5%
+// left out.
+func splitLine(p *sim.StepParts, duration float64) string {
+	if p == nil {
+		return ""
+	}
+	busy := p.Total()
+	if busy <= 0 || duration <= 0 {
+		return ""
+	}
+	type part struct {
+		name string
+		v    float64
+	}
+	parts := []part{{"dense GEMMs", p.Dense}, {"expert GEMMs", p.Experts}, {"attention", p.Attention},
+		{"all-reduce", p.AllReduce}, {"GEMM floors", p.GEMMFloors}, {"small kernels", p.SmallKernels},
+		{"eager launches", p.Launch}, {"engine CPU", p.CPU}}
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].v > parts[j].v })
+	var out []string
+	for _, q := range parts {
+		if q.v/busy >= 0.005 {
+			out = append(out, fmt.Sprintf("%s %s", q.name, pct(q.v/busy)))
+		}
+	}
+	line := fmt.Sprintf("engine busy %.1f of %.1f s: %s", busy, duration, strings.Join(out, ", "))
+	if p.Overlapped/busy >= 0.005 {
+		line += fmt.Sprintf(" (%s of it CPU and GPU at once)", pct(p.Overlapped/busy))
+	}
+	return line
 }

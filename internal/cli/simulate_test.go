@@ -382,3 +382,39 @@ func TestSimulateConfidence(t *testing.T) {
 		t.Errorf("fixed step time: exit %d, %s", code, out)
 	}
 }
+
+// Where the engine's busy time went: on the roofline, step_time_split's
+// parts less what overlapped are the busy time, within the run's length,
+// and the table says so in one line; a fixed step time has no parts.
+func TestSimulateStepSplit(t *testing.T) {
+	args := append(simBase, "--rate", "1", "--num-requests", "50")
+	code, out, errs := run(t, offline, append(args, "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		DurationS float64            `json:"duration_s"`
+		Split     map[string]float64 `json:"step_time_split"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var busy float64
+	for _, k := range []string{"dense_gemms_s", "expert_gemms_s", "attention_s", "all_reduce_s", "gemm_floors_s", "small_kernels_s", "eager_launch_s", "engine_cpu_s"} {
+		v, ok := r.Split[k]
+		if !ok {
+			t.Errorf("step_time_split has no %s: %v", k, r.Split)
+		}
+		busy += v
+	}
+	busy -= r.Split["overlapped_s"]
+	if r.Split["dense_gemms_s"] <= 0 || r.Split["overlapped_s"] <= 0 || busy <= 0 || busy > r.DurationS {
+		t.Errorf("busy %.3f s of %.3f: %v", busy, r.DurationS, r.Split)
+	}
+	if code, out, _ := run(t, offline, args...); code != 0 || !strings.Contains(out, "\nengine busy ") || !strings.Contains(out, "dense GEMMs") {
+		t.Errorf("table: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := run(t, offline, append(args, "--step-time", "fixed:10ms", "-o", "json")...); code != 0 || strings.Contains(out, "step_time_split") {
+		t.Errorf("fixed step time: exit %d, split in %s", code, out)
+	}
+}
