@@ -209,9 +209,9 @@ const gemmFloor = 3.92e-6
 // compute-bound, 0.659 of the FP8 peak against 0.739 of the BF16 peak
 // (0.892); memory-bound, 0.785 of the bandwidth beyond the floor against
 // 0.855 (0.918; KernelTable.Shares). The H200's table gives 0.885 and
-// 0.907 (TestFP8SharesMeasured). vLLM's FP8 GEMMs
-// are CUTLASS's (cutlass_scaled_mm), not cuBLASLt's: the ratio, not the
-// kernel, is what is carried over. No training row runs FP8.
+// 0.907 (TestFP8SharesMeasured). vLLM's FP8 GEMMs are CUTLASS's
+// (cutlass_scaled_mm), not cuBLASLt's: the ratio, not the kernel, is what
+// is carried over. No training row runs FP8.
 const (
 	fp8GEMMShare = 0.892
 	fp8ReadShare = 0.918
@@ -305,7 +305,7 @@ func Fit(m Roofline, c Calibration, samples []Sample) Calibration {
 		seq = func(Batch) float64 { return 0 }
 	}
 	// weights is the part of a decode step the cache share does not
-	// explain: the weights' read (at c's share) and the small kernels.
+	// explain: the weights' read (at c's share) and the kernels' floors.
 	weights := func(b Batch) float64 {
 		return (m.WeightBytes/orOne(m.DenseRead)+m.ExpertBytes*m.expertsTouched(float64(b.Tokens))/orOne(m.ExpertRead))/(m.Bandwidth*c.BandwidthEfficiency) + m.fixedKernelTime()
 	}
