@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -311,5 +312,50 @@ func TestFP8SharesMeasured(t *testing.T) {
 			t.Errorf("%s: FP8 GEMMs at %.3f of the BF16 share and reading at %.3f; the constants are %.3f and %.3f",
 				c.gpu, s.FP8GEMM, s.FP8Read, fp8GEMMShare, fp8ReadShare)
 		}
+	}
+}
+
+// testdata/kernels/h100-attention.json (bench/gpu-kernels/
+// attention_sweep.py on an H100 SXM): causal prefill through PyTorch's
+// attention backends. cuDNN's, the FlashAttention-3 class vLLM runs on
+// Hopper, reaches 0.375 of the BF16 peak on 64 prompts of 512 tokens and
+// 0.557–0.651 on 2,048–32,768-token prompts in batches of 32,768 tokens;
+// FlashAttention-2 through PyTorch stays at or under 0.36. The clock's
+// prefillAttentionShare lies between cuDNN's short and long prompts.
+func TestPrefillAttentionMeasured(t *testing.T) {
+	data, err := os.ReadFile("testdata/kernels/h100-attention.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		GPU     string
+		Prefill []struct {
+			Backend    string
+			Batch, Seq int
+			TFLOPS     float64 `json:"tflops"`
+		}
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	_, p := perfOf(t, "H100-80GB")
+	short, long := 0.0, math.Inf(1)
+	flash := 0.0
+	for _, r := range m.Prefill {
+		share := r.TFLOPS * 1e12 / p.BF16
+		switch {
+		case r.Backend == "cudnn" && r.Batch*r.Seq == 32768 && r.Seq == 512:
+			short = share
+		case r.Backend == "cudnn" && r.Batch*r.Seq == 32768:
+			long = min(long, share)
+		case r.Backend == "flash":
+			flash = max(flash, share)
+		}
+	}
+	if m.GPU != "NVIDIA H100 80GB HBM3" || short == 0 || math.IsInf(long, 1) {
+		t.Fatalf("%s: no cuDNN prefill rows", m.GPU)
+	}
+	if !(short < prefillAttentionShare && prefillAttentionShare < long) || flash > 0.4 {
+		t.Errorf("cuDNN at 512 tokens %.3f, at 2k–32k at least %.3f, FlashAttention-2 at most %.3f; the clock takes %.2f", short, long, flash, prefillAttentionShare)
 	}
 }
