@@ -51,6 +51,10 @@ const (
 	maxKernelLine = 4096
 )
 
+// maxGroupedFit bounds the grouped GEMMs the curve's grid search reads
+// (the script writes about 70): 171 × 25 grid points each.
+const maxGroupedFit = 4096
+
 const kernelTableMagic = "# headroom gpu-kernels 1"
 
 // IsKernelTable reports whether data starts like a kernel table.
@@ -230,7 +234,9 @@ func (t KernelTable) Shares(p gpu.Perf) KernelShares {
 			small = append(small, r.Seconds)
 		case "grouped_gemm":
 			if r.FLOPs > 0 {
-				grouped = append(grouped, point{r.TokensPerExpert, r.FLOPs, r.Bytes, r.Seconds})
+				if len(grouped) < maxGroupedFit {
+					grouped = append(grouped, point{r.TokensPerExpert, r.FLOPs, r.Bytes, r.Seconds})
+				}
 			}
 		case "attention_prefill":
 			if r.FLOPs > 0 {
