@@ -44,12 +44,12 @@ type Calibration struct {
 	DequantShare float64 `json:"dequant_share,omitempty"`
 	// GEMMFloor is what a GEMM kernel takes beyond its math or its read
 	// (Roofline.GEMMKernels); measured on kernel tables, not fitted
-	// (gemmFloor).
+	// (kernelsMeasured).
 	GEMMFloor float64 `json:"gemm_floor_s,omitempty"`
 	// FP8GEMMShare and FP8ReadShare are the shares of the GEMM share and
 	// of the weights' bandwidth share that native FP8 GEMMs reach against
 	// BF16 ones (on the FP8 peak, reading one byte a weight); measured on
-	// kernel tables, not fitted (fp8GEMMShare).
+	// kernel tables, not fitted (kernelsMeasured).
 	FP8GEMMShare float64 `json:"fp8_gemm_share,omitempty"`
 	FP8ReadShare float64 `json:"fp8_read_share,omitempty"`
 	// FrontEnd is the API server's CPU time, its Request for a chat
@@ -164,12 +164,12 @@ var (
 	// capability: the kernels a release runs, and the share of its
 	// datasheet peak a part reaches, are the architecture's (sm_80:
 	// A100; sm_90: H100, H200, GH200). The weights shares are not fitted:
-	// Hopper's is measured (hopperWeightsShare), the A100's a cuBLAS
-	// figure (weightBandwidthShare).
+	// Hopper's is measured (hopperKernels; a GPU with its own table takes
+	// its own), the A100's a cuBLAS figure (weightBandwidthShare).
 	fittedByCapability = map[string]Calibration{
 		"8.0": {FLOPsEfficiency: 0.528, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.939, DequantShare: 0.942,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
-		"9.0": {FLOPsEfficiency: 0.329, BandwidthEfficiency: hopperWeightsShare, KVBandwidthEfficiency: 0.548, DequantShare: 0.881,
+		hopper: {FLOPsEfficiency: 0.329, BandwidthEfficiency: hopperKernels.Weights, KVBandwidthEfficiency: 0.548, DequantShare: 0.881,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8); the weights read, GEMM floor and FP8 shares measured on its kernel table"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
@@ -192,30 +192,49 @@ var (
 	defaultShares = Calibration{FLOPsEfficiency: 0.429, BandwidthEfficiency: 0.828, KVBandwidthEfficiency: 0.744, DequantShare: 0.912}
 )
 
-// gemmFloor is what a GEMM kernel takes beyond its math or its read, in
-// a CUDA graph: the line seconds = floor + bytes / (bandwidth × share)
-// through the memory-bound BF16 GEMMs of the catalog's shapes (1 to 64
-// rows) in the H100 SXM's kernel table (testdata/kernels/h100-sxm.csv,
-// torch 2.11, CUDA 13.0), fitted on relative error (KernelTable.Shares):
-// 3.92 µs and 0.855 of the bandwidth; the H200's table gives 4.31 µs and
-// 0.831. TestGEMMFloorMeasured holds the constant to the table and shows
-// what the floor explains. The A100 and devices without a table take the
-// H100's.
-const gemmFloor = 3.92e-6
+// kernelsMeasured are what the kernel table of each GPU measured there
+// (bench/gpu-kernels, read by KernelTable.Shares; TestKernelsMeasured
+// holds each entry to its table):
+//   - GEMMFloor and Weights: the line seconds = floor + bytes / (bandwidth
+//     × share) through the memory-bound BF16 GEMMs of the catalog's shapes
+//     (1 to 64 rows), fitted on relative error: what a GEMM takes beyond
+//     its read in a CUDA graph, and the share of the bandwidth it reads
+//     at beyond that;
+//   - FP8GEMM and FP8Read: native FP8 GEMMs (torch._scaled_mm, per-tensor
+//     scales, cuBLASLt's kernels) against the BF16 GEMMs of the same
+//     shapes, compute-bound (the share of the FP8 peak over the BF16
+//     share of its peak) and memory-bound (the line's share over the BF16
+//     line's). vLLM's FP8 GEMMs are CUTLASS's (cutlass_scaled_mm): the
+//     ratio, not the kernel, is what is carried over. No training row runs
+//     FP8.
+//
+// A GPU with a table takes its own; every other device takes the H100's
+// (hopperKernels). Tables were measured on 2026-11-27 with driver
+// 580.159.04, torch 2.11.0+cu130 and CUDA 13.0.
+var kernelsMeasured = map[string]measuredKernels{
+	"H100-80GB": {Table: "testdata/kernels/h100-sxm.csv", GEMMFloor: 3.92e-6, Weights: 0.855, FP8GEMM: 0.892, FP8Read: 0.918},
+	"H200":      {Table: "testdata/kernels/h200-sxm.csv", GEMMFloor: 4.31e-6, Weights: 0.831, FP8GEMM: 0.885, FP8Read: 0.907},
+}
 
-// fp8GEMMShare and fp8ReadShare are what native FP8 GEMMs reach against
-// BF16 ones of the same shapes, in the H100 SXM's kernel table
-// (torch._scaled_mm with per-tensor scales, cuBLASLt's FP8 kernels):
-// compute-bound, 0.659 of the FP8 peak against 0.739 of the BF16 peak
-// (0.892); memory-bound, 0.785 of the bandwidth beyond the floor against
-// 0.855 (0.918; KernelTable.Shares). The H200's table gives 0.885 and
-// 0.907 (TestFP8SharesMeasured). vLLM's FP8 GEMMs are CUTLASS's
-// (cutlass_scaled_mm), not cuBLASLt's: the ratio, not the kernel, is what
-// is carried over. No training row runs FP8.
-const (
-	fp8GEMMShare = 0.892
-	fp8ReadShare = 0.918
-)
+// hopper is the compute capability of the Hopper fit, whose weights share
+// is a kernel table's.
+const hopper = "9.0"
+
+// measuredKernels is one GPU's entry of kernelsMeasured.
+type measuredKernels struct {
+	Table                                string
+	GEMMFloor, Weights, FP8GEMM, FP8Read float64
+}
+
+// hopperKernels are the H100 SXM's, the GPU the Hopper rows ran on: its
+// weights share is the Hopper calibration's (not fitted: fitted on the
+// rows beside the floor it went to 0.932, the loss 1.302 against 1.337
+// here, a share no measured GEMM reaches, taking up time the rest of a
+// one-sequence step holds, gs-q8-h100-c1's 7.3 ms; held at the
+// measurement, the rows keep every figure but the Jinja path's within the
+// bars, sim/README.md), and its floor and FP8 shares are every device's
+// without a table of its own.
+var hopperKernels = kernelsMeasured["H100-80GB"]
 
 // prefillAttentionShare is the share of the tensor peak prefill attention
 // reaches: FlashAttention-2 reaches 72% of an A100's BF16 peak (225 of 312
@@ -244,15 +263,6 @@ const tokenizeSeconds = 1e-6
 // fitted, since no A100 row decodes a small batch. No A100 table yet.
 const weightBandwidthShare = 0.8
 
-// hopperWeightsShare is the share of the bandwidth Hopper's GEMMs reach
-// streaming the weights, beyond each GEMM's floor: the H100 table's line
-// (gemmFloor), measured, not fitted. Fitted on the rows beside the floor
-// it went to 0.932 (the loss 1.302 against 1.337 here), a share no
-// measured GEMM reaches, taking up time the rest of a one-sequence step
-// holds (gs-q8-h100-c1: 7.3 ms); held at the measurement, the rows keep
-// every figure but the Jinja path's within the bars (sim/README.md).
-const hopperWeightsShare = 0.855
-
 // DefaultCalibration is the calibration of a device without a fit.
 var DefaultCalibration = withHost(defaultShares, "default shares of the datasheet peaks (no serving run fitted on this device)")
 
@@ -260,8 +270,7 @@ func withHost(c Calibration, source string) Calibration {
 	c.AttentionEfficiency = prefillAttentionShare
 	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest
 	c.GroupedShare, c.GroupedHalfTokens, c.GroupedKHalf = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens, groupedGEMM.GroupedKHalf
-	c.GEMMFloor = gemmFloor
-	c.FP8GEMMShare, c.FP8ReadShare = fp8GEMMShare, fp8ReadShare
+	c.GEMMFloor, c.FP8GEMMShare, c.FP8ReadShare = hopperKernels.GEMMFloor, hopperKernels.FP8GEMM, hopperKernels.FP8Read
 	c.Source = source
 	return c
 }
@@ -270,10 +279,19 @@ func withHost(c Calibration, source string) Calibration {
 // where serving runs were fitted on it, else DefaultCalibration; fitted
 // says which.
 func CalibrationFor(d gpu.Device) (c Calibration, fitted bool) {
+	c = DefaultCalibration
 	if f, ok := fittedByCapability[d.ComputeCapability]; ok && d.Vendor != "amd" {
-		return withHost(f, f.Source), true
+		c, fitted = withHost(f, f.Source), true
 	}
-	return DefaultCalibration, false
+	if k, ok := kernelsMeasured[d.Name]; ok {
+		// The GPU's own kernels: its floor and FP8 shares, and, where the
+		// weights share is a measurement (Hopper's), its own.
+		c.GEMMFloor, c.FP8GEMMShare, c.FP8ReadShare = k.GEMMFloor, k.FP8GEMM, k.FP8Read
+		if fitted && d.ComputeCapability == hopper {
+			c.BandwidthEfficiency = k.Weights
+		}
+	}
+	return c, fitted
 }
 
 // Sample is one measured step: its batch and how long it took.

@@ -94,8 +94,8 @@ func perfOf(t *testing.T, name string) (gpu.Device, gpu.Perf) {
 // (bandwidth × share) explains the 1 to 64-row BF16 GEMMs of the catalog
 // (528) with a median error of 4.4% (90th percentile 13%), where the
 // median share alone misses by 11.5% (42%): the small GEMMs take several
-// times their read. So the clock prices a floor per GEMM (gemmFloor is
-// the H100's line).
+// times their read. So the clock prices a floor per GEMM (hopperKernels
+// is the H100's line).
 func TestGEMMFloorMeasured(t *testing.T) {
 	h100 := readTable(t, "testdata/kernels/h100-sxm.csv")
 	if h100.GPU != "NVIDIA H100 80GB HBM3" || h100.Torch != "2.11.0+cu130" || len(h100.Rows) < 2000 {
@@ -103,8 +103,8 @@ func TestGEMMFloorMeasured(t *testing.T) {
 	}
 	_, p := perfOf(t, "H100-80GB")
 	s := h100.Shares(p)
-	if math.Abs(s.GEMMFloor/gemmFloor-1) > 0.01 || math.Abs(s.Weights-0.855) > 0.005 {
-		t.Errorf("H100 table: floor %.3g s and weights share %.3f; gemmFloor is %.3g", s.GEMMFloor, s.Weights, gemmFloor)
+	if math.Abs(s.GEMMFloor/hopperKernels.GEMMFloor-1) > 0.01 || math.Abs(s.Weights/hopperKernels.Weights-1) > 0.01 {
+		t.Errorf("H100 table: floor %.3g s and weights share %.3f; the clock takes %.3g and %.3f", s.GEMMFloor, s.Weights, hopperKernels.GEMMFloor, hopperKernels.Weights)
 	}
 	// The memory-bound rows, priced with the line and with the table's
 	// median share and no floor.
@@ -296,22 +296,34 @@ func TestReductionLengthMeasured(t *testing.T) {
 	}
 }
 
-// The FP8 GEMMs of the two measured tables against their BF16 GEMMs of
-// the same shapes: compute-bound 0.892 (H100) and 0.885 (H200) of the BF16
-// share of the peak, memory-bound 0.918 and 0.907 of the BF16 weights
-// share. fp8GEMMShare and fp8ReadShare are the H100's; the H200 agrees
-// within 2%.
-func TestFP8SharesMeasured(t *testing.T) {
-	for _, c := range []struct {
-		file, gpu string
-		tol       float64
-	}{{"testdata/kernels/h100-sxm.csv", "H100-80GB", 0.002}, {"testdata/kernels/h200-sxm.csv", "H200", 0.02}} {
-		_, p := perfOf(t, c.gpu)
-		s := readTable(t, c.file).Shares(p)
-		if math.Abs(s.FP8GEMM/fp8GEMMShare-1) > c.tol || math.Abs(s.FP8Read/fp8ReadShare-1) > c.tol {
-			t.Errorf("%s: FP8 GEMMs at %.3f of the BF16 share and reading at %.3f; the constants are %.3f and %.3f",
-				c.gpu, s.FP8GEMM, s.FP8Read, fp8GEMMShare, fp8ReadShare)
+// Every GPU's entry of kernelsMeasured is what its table says, to the
+// digits it keeps: the H100's floor 3.92 µs and weights share 0.855, FP8
+// GEMMs at 0.892 of the BF16 share and reading at 0.918 of it; the
+// H200's 4.31 µs, 0.831, 0.885 and 0.907. And CalibrationFor gives each
+// its own: the H200, a Hopper part of the H100's fit, reads its weights
+// at 0.831 and pays 4.31 µs a GEMM.
+func TestKernelsMeasured(t *testing.T) {
+	for name, k := range kernelsMeasured {
+		d, p := perfOf(t, name)
+		s := readTable(t, k.Table).Shares(p)
+		for _, c := range []struct {
+			what      string
+			got, want float64
+		}{{"GEMM floor", s.GEMMFloor, k.GEMMFloor}, {"weights share", s.Weights, k.Weights},
+			{"FP8 GEMM share", s.FP8GEMM, k.FP8GEMM}, {"FP8 read share", s.FP8Read, k.FP8Read}} {
+			if math.Abs(c.got/c.want-1) > 0.005 {
+				t.Errorf("%s: the table's %s is %.4g, kernelsMeasured says %.4g", name, c.what, c.got, c.want)
+			}
 		}
+		c, fitted := CalibrationFor(d)
+		if !fitted || c.GEMMFloor != k.GEMMFloor || c.BandwidthEfficiency != k.Weights || c.FP8GEMMShare != k.FP8GEMM || c.FP8ReadShare != k.FP8Read {
+			t.Errorf("%s's calibration: floor %g, weights %g, FP8 %g/%g", name, c.GEMMFloor, c.BandwidthEfficiency, c.FP8GEMMShare, c.FP8ReadShare)
+		}
+	}
+	// A Hopper part without a table of its own takes the H100's.
+	d, _ := perfOf(t, "H100-94GB")
+	if c, _ := CalibrationFor(d); c.GEMMFloor != hopperKernels.GEMMFloor || c.BandwidthEfficiency != hopperKernels.Weights {
+		t.Errorf("H100 NVL: floor %g, weights %g", c.GEMMFloor, c.BandwidthEfficiency)
 	}
 }
 

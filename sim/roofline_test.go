@@ -448,8 +448,8 @@ func TestGEMMKernels(t *testing.T) {
 	}
 }
 
-// The path shares of a step's GEMMs: native FP8 on Hopper reaches
-// fp8GEMMShare of the BF16 GEMM share and reads at fp8ReadShare of the
+// The path shares of a step's GEMMs: native FP8 on an H100 reaches its
+// table's FP8GEMM of the BF16 GEMM share and reads at its FP8Read of the
 // weights' bandwidth share; on Ampere the same checkpoint takes FP8 Marlin
 // (the dequantizing share, BF16's read); BF16 weights take neither.
 func TestFP8PathShares(t *testing.T) {
@@ -458,7 +458,8 @@ func TestFP8PathShares(t *testing.T) {
 		deq, read   float64
 		wantFP8Peak bool
 	}{
-		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "H100-80GB", fp8GEMMShare, fp8ReadShare, true},
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "H100-80GB", hopperKernels.FP8GEMM, hopperKernels.FP8Read, true},
+		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "H200", kernelsMeasured["H200"].FP8GEMM, kernelsMeasured["H200"].FP8Read, true},
 		{"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "A100-80GB", fittedByCapability["8.0"].DequantShare, 1, false},
 		{"meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", 1, 1, false},
 	} {

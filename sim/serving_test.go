@@ -491,12 +491,12 @@ func fitCalibration(x []float64, r servingRun) (Calibration, outputShape, bool) 
 		return Calibration{}, outputShape{}, false
 	}
 	c := Calibration{Overhead: x[4], SeqOverhead: x[5], AttentionEfficiency: prefillAttentionShare,
-		GroupedShare: x[8], GroupedHalfTokens: x[9], GroupedKHalf: x[16], HarmonyRequest: x[13], GEMMFloor: gemmFloor,
+		GroupedShare: x[8], GroupedHalfTokens: x[9], GroupedKHalf: x[16], HarmonyRequest: x[13], GEMMFloor: hopperKernels.GEMMFloor,
 		FrontEnd: FrontEnd{Latency: x[12], Request: x[6], PromptToken: tokenizeSeconds, OutputToken: x[7]}}
 	if strings.HasPrefix(r.gpu, "A100") {
 		c.FLOPsEfficiency, c.KVBandwidthEfficiency, c.BandwidthEfficiency, c.DequantShare = x[0], x[2], weightBandwidthShare, x[10]
 	} else {
-		c.FLOPsEfficiency, c.KVBandwidthEfficiency, c.BandwidthEfficiency, c.DequantShare = x[1], x[3], fittedByCapability["9.0"].BandwidthEfficiency, x[11]
+		c.FLOPsEfficiency, c.KVBandwidthEfficiency, c.BandwidthEfficiency, c.DequantShare = x[1], x[3], hopperKernels.Weights, x[11]
 	}
 	return c, outputShape{Sigma: x[14], Longest: x[15]}, true
 }
