@@ -329,11 +329,13 @@ func median(v []float64) float64 {
 // gives every expert the same tokens and pads none, where fused_moe pads
 // each expert's tokens to its tile, and on the H100 their curves differ
 // (bmm: plateau 0.96, half at 16 tokens; the serving fit's fused_moe:
-// 0.908, 30.7), so the fitted curve stays. The absolute shares are kernel ceilings, while a fitted
-// device's shares also hold what serving adds around the kernels (the
-// fit's H100 GEMM share is 0.329 where cuBLAS alone reaches 0.74 in the
-// H100's table): they replace the default shares of a device without a
-// serving fit only, and a fitted device keeps its own.
+// 0.908, 30.7), so the fitted curve stays; the source line names the
+// table's curve and its elementwise kernels' time beside the table. The
+// absolute shares are kernel ceilings, while a fitted device's shares
+// also hold what serving adds around the kernels (the fit's H100 GEMM
+// share is 0.329 where cuBLAS alone reaches 0.74 in the H100's table):
+// they replace the default shares of a device without a serving fit
+// only, and a fitted device keeps its own.
 func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Calibration {
 	p, ok := gpu.PerfOf(d)
 	if !ok {
@@ -362,5 +364,11 @@ func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Ca
 		set(&c.KVBandwidthEfficiency, s.Decode)
 	}
 	c.Source = t.Source()
+	if s.GroupedPlateau > 0 {
+		c.Source += fmt.Sprintf("; its grouped GEMMs (torch.bmm, not applied: not fused_moe's) reach %.2f of its GEMMs' share, half of it at %.0f tokens an expert", s.GroupedPlateau, s.GroupedHalf)
+	}
+	if s.SmallKernel > 0 {
+		c.Source += fmt.Sprintf("; an elementwise kernel takes %.1f µs (the clock takes %.0f µs for vLLM's fused ones)", s.SmallKernel*1e6, graphKernelFloor*1e6)
+	}
 	return c
 }

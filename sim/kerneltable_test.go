@@ -50,6 +50,10 @@ func TestKernelTableShares(t *testing.T) {
 	if c.FLOPsEfficiency != base.FLOPsEfficiency || c.GroupedShare != base.GroupedShare || c.GroupedHalfTokens != base.GroupedHalfTokens {
 		t.Errorf("fitted device: %+v", c)
 	}
+	// The table's grouped curve is named, not applied.
+	if !strings.Contains(c.Source, "reach 0.80 of its GEMMs' share, half of it at 16 tokens an expert") {
+		t.Errorf("fitted device's source: %s", c.Source)
+	}
 	u := tab.Calibration(dev, DefaultCalibration, false)
 	if math.Abs(u.FLOPsEfficiency-0.7) > 1e-6 || math.Abs(u.KVBandwidthEfficiency-0.8) > 1e-6 || !strings.HasPrefix(u.Source, "kernel table of H100-80GB") {
 		t.Errorf("unfitted device: %+v", u)

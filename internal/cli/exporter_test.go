@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,39 +10,21 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"headroom.dev/headroom/internal/testkit"
 )
-
-// telemetrySyncBuffer is a bytes.Buffer the exporter's goroutines and the
-// test can share.
-type telemetrySyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *telemetrySyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *telemetrySyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var servingAddr = regexp.MustCompile(`addr=(http://127\.0\.0\.1:\d+/metrics)`)
 
 // startExporter runs `headroom exporter` until the test ends and returns
 // its metrics URL.
-func startExporter(t *testing.T, args ...string) (metricsURL string, stderr *telemetrySyncBuffer, stop func() int) {
+func startExporter(t *testing.T, args ...string) (metricsURL string, stderr *testkit.SyncBuffer, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out telemetrySyncBuffer
-	stderr = &telemetrySyncBuffer{}
+	var out testkit.SyncBuffer
+	stderr = &testkit.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, append([]string{"exporter", "--listen", "127.0.0.1:0"}, args...), Env{

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"headroom.dev/headroom/internal/testkit"
 )
 
 // headroom serve answers on the address it logs and stops cleanly when
@@ -13,7 +15,7 @@ import (
 func TestServeStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, logs telemetrySyncBuffer
+	var out, logs testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--offline"}, Env{Stdout: &out, Stderr: &logs, Getenv: func(string) string { return "" }})
