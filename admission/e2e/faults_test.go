@@ -16,14 +16,13 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,17 +108,6 @@ func (ca testCA) issue(t *testing.T, dir string, serial int64) {
 	}
 }
 
-// apiServerPID finds the kube-apiserver process serving on port (envtest
-// keeps its process to itself).
-func apiServerPID(t *testing.T, port string) int {
-	t.Helper()
-	pid := findAPIServer(port)
-	if pid == 0 {
-		t.Fatalf("no kube-apiserver process serving on port %s", port)
-	}
-	return pid
-}
-
 func contains(list []string, sub string) bool {
 	for _, s := range list {
 		if strings.Contains(s, sub) {
@@ -197,7 +185,8 @@ func reviewBody(t *testing.T, uid, group, version, kind string, obj any) []byte 
 // TestWebhookFaults serves the webhook while its own cluster fails, against
 // a real kube-apiserver and etcd:
 //
-//   - the API server stops, then hangs (its process stopped with SIGSTOP):
+//   - the API server stops, then hangs (a proxy before it passes no byte,
+//     as before a stopped process; see freezer):
 //     every review is answered within the configuration's timeout, by the
 //     documented policy (what cannot be read is allowed with a warning that
 //     says so: fail open), and once the API server is back the ConfigMap is
@@ -255,17 +244,18 @@ func TestWebhookFaults(t *testing.T) {
 		}
 	}
 	api := env.ControlPlane.APIServer
-	t.Cleanup(func() {
-		// Whatever the test left, the API server runs again to be stopped.
-		if pid := findAPIServer(api.SecureServing.Port); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
 
 	// The webhook's client as in a cluster: rest.InClusterConfig leaves QPS
 	// and Burst to client-go's defaults (envtest's own config raises them).
+	// It reaches the API server through a proxy that can hang.
+	host, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := newFreezer(t, host.Host)
 	incluster := rest.CopyConfig(cfg)
 	incluster.QPS, incluster.Burst = 0, 0
+	incluster.Host = "https://" + hang.Addr()
 	cluster, err := admission.NewCluster(incluster)
 	if err != nil {
 		t.Fatal(err)
@@ -341,16 +331,11 @@ func TestWebhookFaults(t *testing.T) {
 	})
 
 	t.Run("API server hangs and returns", func(t *testing.T) {
-		pid := apiServerPID(t, api.SecureServing.Port)
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
+		hang.Freeze()
 		// Connections are accepted and never answered: each look-up
 		// waits its bound, and the review is answered after it.
 		failOpen(t, 20, lookup)
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
+		hang.Thaw()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			a := rv.post("/validate", configMapReview(t, "thawed"))
@@ -484,22 +469,6 @@ func TestWebhookFaults(t *testing.T) {
 			t.Errorf("the process's memory peaked at %.1f MiB, over the chart's %d MiB limit", float64(*peak)/(1<<20), limit>>20)
 		}
 	})
-}
-
-// findAPIServer is apiServerPID without failing: 0 when there is none.
-func findAPIServer(port string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.HasPrefix(filepath.Base(strings.Split(string(cmdline), "\x00")[0]), "kube-apiserver") && strings.Contains(string(cmdline), "--secure-port="+port+"\x00") {
-			return pid
-		}
-	}
-	return 0
 }
 
 // sampleMemory samples the memory the Go runtime holds from the operating
