@@ -9,6 +9,7 @@ CUDA graph; norms and activations are unfused PyTorch, slower than vLLM's
 compiled ones, so the whole layer's share is a lower bound. Prints JSON:
 
     python3 bench/gpu-kernels/layer_sweep.py > layer.json
+    python3 bench/gpu-kernels/layer_sweep.py --sustain 90 > sustained.json
 """
 import json
 import os
@@ -105,6 +106,41 @@ def eager(fn, reps=20):
     b.synchronize()
     return a.elapsed_time(b) / 1e3 / reps
 
+
+def sustain(seconds):
+    """The Qwen3-14B layer at 2 × 4,096 tokens replayed back to back for
+    seconds, one line a window of about 2 s: a serving benchmark keeps the
+    GPU busy for minutes, at the clocks its power limit allows, where each
+    figure above is a fraction of a second at the boost clock."""
+    import time
+    _, layer, gf, _ = build(*MODELS["Qwen3-14B"], 2, 4096)
+    layer()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        layer()
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(g):
+        layer()
+    start, rows = time.time(), []
+    while time.time() - start < seconds:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(160):
+            g.replay()
+        b.record()
+        b.synchronize()
+        s = a.elapsed_time(b) / 1e3 / 160
+        rows.append({"t_s": round(time.time() - start, 2), "layer_s": s, "layer_share": gf / s / PEAK})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+if len(sys.argv) > 2 and sys.argv[1] == "--sustain":
+    print(json.dumps({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "sustained": sustain(float(sys.argv[2]))}, indent=1))
+    sys.exit(0)
 
 out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "peak_flops": PEAK, "layers": []}
 for name, shape in MODELS.items():
