@@ -203,7 +203,7 @@ func (cv coverage) outside(c conditions) []string {
 		out = append(out, fmt.Sprintf("tensor parallel %d: the rows run %s", c.TP, strings.Join(tps, ", ")))
 	}
 	if v := c.Version; !v.IsZero() && (v.Compare(cv.Lo) < 0 || v.Compare(cv.Hi) > 0) {
-		out = append(out, fmt.Sprintf("vLLM %s: the rows run %s–%s (engine and API server CPU costs are theirs)", v, cv.Lo, cv.Hi))
+		out = append(out, fmt.Sprintf("vLLM %s: the rows run %s–%s (their engine and API server CPU costs, and GEMM shares that give a Hopper prefill layer 1.3–1.5 times its kernels' time)", v, cv.Lo, cv.Hi))
 	}
 	if k := cv.smallBatchOutside(c); k != "" {
 		rows := "no row decodes small batches"
