@@ -333,9 +333,10 @@ func median(v []float64) float64 {
 // table's curve and its elementwise kernels' time beside the table. The
 // absolute shares are kernel ceilings, while a fitted device's shares
 // also hold what serving adds around the kernels (the fit's H100 GEMM
-// share is 0.329 where cuBLAS alone reaches 0.74 in the H100's table):
-// they replace the default shares of a device without a serving fit
-// only, and a fitted device keeps its own.
+// share is 0.329 where cuBLAS alone reaches 0.74 in the H100's table): a
+// fitted device keeps its own, and a device without a serving fit takes
+// the table's scaled by what serving reaches of its kernels on Hopper
+// (kernelToServing), not the ceilings.
 func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Calibration {
 	p, ok := gpu.PerfOf(d)
 	if !ok {
@@ -352,18 +353,20 @@ func (t KernelTable) Calibration(d gpu.Device, base Calibration, fitted bool) Ca
 	if s.FP8Read > 0 {
 		c.FP8ReadShare = min(s.FP8Read, 1.5)
 	}
+	c.Source = t.Source()
 	if !fitted {
 		set := func(dst *float64, v float64) {
 			if v > 0 {
 				*dst = min(v, 1)
 			}
 		}
-		set(&c.FLOPsEfficiency, s.GEMM)
+		gemm, prefill, decode := kernelToServing()
+		set(&c.FLOPsEfficiency, s.GEMM*gemm)
 		set(&c.BandwidthEfficiency, s.Weights)
-		set(&c.AttentionEfficiency, s.Prefill)
-		set(&c.KVBandwidthEfficiency, s.Decode)
+		set(&c.AttentionEfficiency, s.Prefill*prefill)
+		set(&c.KVBandwidthEfficiency, s.Decode*decode)
+		c.Source += fmt.Sprintf("; its kernel shares × what serving reaches of the H100's (GEMMs %.3f, prefill attention %.2f, KV cache reads %.3f)", gemm, prefill, decode)
 	}
-	c.Source = t.Source()
 	if s.GroupedPlateau > 0 {
 		c.Source += fmt.Sprintf("; its grouped GEMMs (torch.bmm, not applied: not fused_moe's) reach %.2f of its GEMMs' share, half of it at %.0f tokens an expert", s.GroupedPlateau, s.GroupedHalf)
 	}

@@ -54,9 +54,21 @@ func TestKernelTableShares(t *testing.T) {
 	if !strings.Contains(c.Source, "reach 0.80 of its GEMMs' share, half of it at 16 tokens an expert") {
 		t.Errorf("fitted device's source: %s", c.Source)
 	}
+	// An unfitted device takes the kernel shares scaled by what serving
+	// reaches of the H100's kernels (kernelToServing): GEMMs 0.7 × 0.329
+	// / 0.739 = 0.3116, KV cache 0.8 × 0.548 / 0.801 = 0.5473, prefill
+	// attention 0.5 × 0.5 / 0.395 = 0.6329, weights 0.85 as they are.
 	u := tab.Calibration(dev, DefaultCalibration, false)
-	if math.Abs(u.FLOPsEfficiency-0.7) > 1e-6 || math.Abs(u.KVBandwidthEfficiency-0.8) > 1e-6 || !strings.HasPrefix(u.Source, "kernel table of H100-80GB") {
-		t.Errorf("unfitted device: %+v", u)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"GEMM", u.FLOPsEfficiency, 0.3116}, {"KV cache", u.KVBandwidthEfficiency, 0.5473}, {"prefill attention", u.AttentionEfficiency, 0.6329}, {"weights", u.BandwidthEfficiency, 0.85}} {
+		if math.Abs(c.got/c.want-1) > 5e-4 {
+			t.Errorf("unfitted device's %s share %.4f, want %.4f", c.name, c.got, c.want)
+		}
+	}
+	if !strings.HasPrefix(u.Source, "kernel table of H100-80GB") || !strings.Contains(u.Source, "× what serving reaches of the H100's (GEMMs 0.445, prefill attention 1.27, KV cache reads 0.684)") {
+		t.Errorf("unfitted device's source: %s", u.Source)
 	}
 	if err := u.Check(); err != nil {
 		t.Error(err)
@@ -315,7 +327,8 @@ func TestKernelsMeasured(t *testing.T) {
 			what      string
 			got, want float64
 		}{{"GEMM floor", s.GEMMFloor, k.GEMMFloor}, {"weights share", s.Weights, k.Weights},
-			{"FP8 GEMM share", s.FP8GEMM, k.FP8GEMM}, {"FP8 read share", s.FP8Read, k.FP8Read}} {
+			{"FP8 GEMM share", s.FP8GEMM, k.FP8GEMM}, {"FP8 read share", s.FP8Read, k.FP8Read},
+			{"GEMM share", s.GEMM, k.GEMM}, {"prefill attention share", s.Prefill, k.Prefill}, {"decode share", s.Decode, k.Decode}} {
 			if math.Abs(c.got/c.want-1) > 0.005 {
 				t.Errorf("%s: the table's %s is %.4g, kernelsMeasured says %.4g", name, c.what, c.got, c.want)
 			}
@@ -323,6 +336,21 @@ func TestKernelsMeasured(t *testing.T) {
 		c, fitted := CalibrationFor(d)
 		if !fitted || c.GEMMFloor != k.GEMMFloor || c.BandwidthEfficiency != k.Weights || c.FP8GEMMShare != k.FP8GEMM || c.FP8ReadShare != k.FP8Read {
 			t.Errorf("%s's calibration: floor %g, weights %g, FP8 %g/%g", name, c.GEMMFloor, c.BandwidthEfficiency, c.FP8GEMMShare, c.FP8ReadShare)
+		}
+	}
+	// The H100's table, taken as a device without a serving fit's, gives
+	// back the Hopper fit: the ratios carry what serving adds, not the
+	// kernels' ceilings.
+	h100, _ := perfOf(t, "H100-80GB")
+	fit, _ := CalibrationFor(h100)
+	u := readTable(t, hopperKernels.Table).Calibration(h100, DefaultCalibration, false)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"GEMM", u.FLOPsEfficiency, fit.FLOPsEfficiency}, {"KV cache", u.KVBandwidthEfficiency, fit.KVBandwidthEfficiency},
+		{"prefill attention", u.AttentionEfficiency, fit.AttentionEfficiency}, {"weights", u.BandwidthEfficiency, fit.BandwidthEfficiency}} {
+		if math.Abs(c.got/c.want-1) > 0.005 {
+			t.Errorf("the H100's table unfitted: %s share %.4f, the fit's %.4f", c.name, c.got, c.want)
 		}
 	}
 	// A Hopper part without a table of its own takes the H100's.

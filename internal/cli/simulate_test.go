@@ -418,3 +418,33 @@ func TestSimulateStepSplit(t *testing.T) {
 		t.Errorf("fixed step time: exit %d, split in %s", code, out)
 	}
 }
+
+// A kernel table (bench/gpu-kernels) through --calibration: its shares
+// are its GPU's seconds over the datasheet of --gpu, so a table of
+// another GPU is refused in one line (exit 2), and on an unfitted GPU its
+// kernel shares are scaled by what serving reaches of the H100's kernels.
+// The H200 row is the first 8,192-row GEMM of the committed H200 table
+// (sim/testdata/kernels/h200-sxm.csv, measured on 2026-11-27); the L40S
+// row is made up, its seconds set for 0.7 of the L40S's 362.05 TFLOP/s
+// (1.0995e12 FLOPs / (0.7 × 362.05e12) = 4.3384 ms), so the clock takes
+// 0.7 × 0.445 = 0.31 of the peak.
+func TestSimulateKernelTable(t *testing.T) {
+	table := func(gpu, row string) string {
+		return writeFile(t, "kernels.csv", "# headroom gpu-kernels 1\n# gpu: "+gpu+"\n# driver: 580.159.04\n# torch: 2.11.0+cu130\n# cuda: 13.0\nkind,dtype,shape,tokens_per_expert,seconds,flops,bytes\n"+row+"\n")
+	}
+	h200 := table("NVIDIA H200", "gemm,bf16,m=8192 n=896 k=896,,2.341799997e-05,1.315333734e+10,3.096576000e+07")
+	args := []string{"simulate", "--model", "Qwen/Qwen3-8B", "--rate", "1", "--duration", "10s", "--calibration", h200}
+	code, _, errs := run(t, offline, append(args, "--gpu", "L40S")...)
+	if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "a kernel table of NVIDIA H200 (H200), not of L40S") || !strings.Contains(errs, "--gpu H200") {
+		t.Errorf("another GPU's table: exit %d: %s", code, errs)
+	}
+	if code, out, errs := run(t, offline, append(args, "--gpu", "H200", "-v")...); code != 0 || !strings.Contains(out, "kernel table of NVIDIA H200") || strings.Contains(out, "what serving reaches") {
+		t.Errorf("the H200's own table on the H200 (fitted: Hopper): exit %d: %s%s", code, out, errs)
+	}
+	// On the L40S, unfitted (sm_89), an L40S table's GEMM share is scaled.
+	l40s := table("NVIDIA L40S", "gemm,bf16,m=8192 n=8192 k=8192,,4.338440e-03,1.099511628e+12,4.026531840e+08")
+	if code, out, errs := run(t, offline, "simulate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--rate", "1", "--duration", "10s", "--calibration", l40s, "-v"); code != 0 ||
+		!strings.Contains(out, "its kernel shares × what serving reaches of the H100's (GEMMs 0.445") || !strings.Contains(out, "GEMMs x0.31,") {
+		t.Errorf("an L40S table on the L40S: exit %d: %s%s", code, out, errs)
+	}
+}

@@ -341,7 +341,8 @@ const maxCalibrationFile = 16 << 20
 // sim.Fit turns into a correction on top.
 //
 // A kernel table written by bench/gpu-kernels (sim.KernelTable) is read as
-// the device's calibration instead.
+// the device's calibration instead; a table measured on another GPU is
+// refused.
 func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, error) {
 	base, fitted := sim.CalibrationFor(dev)
 	cal := calibration{Calibration: base, file: name}
@@ -358,6 +359,13 @@ func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, err
 		t, err := sim.ReadKernelTable(bytes.NewReader(data))
 		if err != nil {
 			return cal, fmt.Errorf("--calibration %s: %v", name, err)
+		}
+		// Its shares are the seconds of the GPU it ran on over the
+		// datasheet of this one: another GPU's table would read an H200's
+		// GEMMs as 2.7 times an L40S's peak. A name no catalog GPU
+		// answers to (a worked example) cannot be checked and is taken.
+		if sel, err := gpu.Resolve(t.GPU); err == nil && sel.Device.Name != dev.Name {
+			return cal, fmt.Errorf("--calibration %s: a kernel table of %s (%s), not of %s: its shares are that GPU's; run bench/gpu-kernels/gpu_kernels.py on the %s, or pass --gpu %s", name, t.GPU, sel.Device.Name, dev.Name, dev.Name, sel.Device.Name)
 		}
 		cal.Calibration = t.Calibration(dev, base, fitted)
 		return cal, nil
