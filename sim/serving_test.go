@@ -357,9 +357,10 @@ func relErr(got, want float64) float64 { return (got - want) / want }
 // here (a little above its miss, so a regression still fails) and
 // explained in sim/README.md ("What the fit does not reproduce").
 var servingMisses = map[string]map[string]float64{
-	// the Jinja path's c_req is a compromise between this burst (about
-	// 22 ms a request alone: its last first token at 22.6 s) and
-	// Qwen3-235B's (about 5 alone: its first tokens from about 5 s)
+	// the Jinja path's c_req is a compromise between this burst (13.9
+	// ms a request: its first tokens spread over 13.9–22.6 s, by its mean
+	// and p99 TTFT) and Qwen3-235B's (4.5 ms: over 4.4–12.9 s),
+	// sim/README.md "What the fit does not reproduce"
 	"gs-q14-h100-rand128":       {"request throughput": 0.21, "mean TTFT": 0.26, "mean TPOT": 0.12},
 	"gs-q235-h100-tp8-sharegpt": {"mean TTFT": 0.43},
 }
