@@ -96,29 +96,38 @@ func (c Calibration) kvBandwidth() float64 {
 	return c.BandwidthEfficiency
 }
 
+// check reports a calibration that cannot price a step. A share is at
+// least minShare, or 0 where 0 means the default: a share
+// a hair above 0 (a measured step of 1e300 s, fitted) would price a step
+// at infinity. The CPU times are bounded for the same reason, far above
+// any step or request a server survives.
 func (c Calibration) check() error {
+	share := func(v, hi float64) bool { return v == 0 || (v >= minShare && v <= hi) }
 	switch {
-	case !(c.FLOPsEfficiency > 0 && c.FLOPsEfficiency <= 1) || !(c.BandwidthEfficiency > 0 && c.BandwidthEfficiency <= 1):
-		return errors.New("flops_efficiency and bandwidth_efficiency must be in (0, 1]")
-	case c.AttentionEfficiency < 0 || c.AttentionEfficiency > 1 || c.KVBandwidthEfficiency < 0 || c.KVBandwidthEfficiency > 1:
-		return errors.New("attention_efficiency and kv_bandwidth_efficiency must be in [0, 1]")
-	case c.Overhead < 0 || c.SeqOverhead < 0:
-		return errors.New("overhead_s and seq_overhead_s must not be negative")
-	case c.HarmonyRequest < 0:
-		return errors.New("frontend_harmony_request_s must not be negative")
-	case c.GroupedShare < 0 || c.GroupedShare > 2 || c.DequantShare < 0 || c.DequantShare > 1:
-		return errors.New("grouped_gemm_share must be in [0, 2] and dequant_share in [0, 1]")
+	case !(c.FLOPsEfficiency >= minShare && c.FLOPsEfficiency <= 1) || !(c.BandwidthEfficiency >= minShare && c.BandwidthEfficiency <= 1):
+		return errors.New("flops_efficiency and bandwidth_efficiency must be in [0.001, 1]")
+	case !share(c.AttentionEfficiency, 1) || !share(c.KVBandwidthEfficiency, 1):
+		return errors.New("attention_efficiency and kv_bandwidth_efficiency must be 0 (the default) or in [0.001, 1]")
+	case !(c.Overhead >= 0 && c.Overhead <= 10) || !(c.SeqOverhead >= 0 && c.SeqOverhead <= 1):
+		return errors.New("overhead_s must be in [0, 10] and seq_overhead_s in [0, 1]")
+	case !(c.HarmonyRequest >= 0 && c.HarmonyRequest <= 60):
+		return errors.New("frontend_harmony_request_s must be in [0, 60]")
+	case !share(c.GroupedShare, 2) || !share(c.DequantShare, 1):
+		return errors.New("grouped_gemm_share must be 0 (the default) or in [0.001, 2], and dequant_share 0 or in [0.001, 1]")
 	case c.GroupedHalfTokens < 0 || c.GroupedHalfTokens > 1e6:
 		return errors.New("grouped_gemm_half_tokens must be in [0, 1e6]")
 	case c.GroupedKHalf < 0 || c.GroupedKHalf > 1e6:
 		return errors.New("grouped_gemm_k_half must be in [0, 1e6]")
 	case c.GEMMFloor < 0 || c.GEMMFloor > 1e-3:
 		return errors.New("gemm_floor_s must be in [0, 0.001]")
-	case c.FP8GEMMShare < 0 || c.FP8GEMMShare > 1.5 || c.FP8ReadShare < 0 || c.FP8ReadShare > 1.5:
-		return errors.New("fp8_gemm_share and fp8_read_share must be in [0, 1.5]")
+	case !share(c.FP8GEMMShare, 1.5) || !share(c.FP8ReadShare, 1.5):
+		return errors.New("fp8_gemm_share and fp8_read_share must be 0 (the default) or in [0.001, 1.5]")
 	}
 	return c.FrontEnd.check()
 }
+
+// minShare is the least share of a peak a calibration may give.
+const minShare = 1e-3
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {

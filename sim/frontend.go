@@ -42,8 +42,8 @@ type FrontEnd struct {
 }
 
 func (f FrontEnd) check() error {
-	if f.Latency < 0 || f.Request < 0 || f.PromptToken < 0 || f.OutputToken < 0 {
-		return errors.New("frontend_latency_s, frontend_request_s, frontend_prompt_token_s and frontend_output_token_s must not be negative")
+	if !(f.Latency >= 0 && f.Latency <= 60) || !(f.Request >= 0 && f.Request <= 60) || !(f.PromptToken >= 0 && f.PromptToken <= 1) || !(f.OutputToken >= 0 && f.OutputToken <= 1) {
+		return errors.New("frontend_latency_s and frontend_request_s must be in [0, 60], frontend_prompt_token_s and frontend_output_token_s in [0, 1]")
 	}
 	return nil
 }

@@ -448,3 +448,21 @@ func TestSimulateKernelTable(t *testing.T) {
 		t.Errorf("an L40S table on the L40S: exit %d: %s%s", code, out, errs)
 	}
 }
+
+// A calibration that would price a step at infinity is refused in one
+// line: a CPU time past its bound, or measured steps whose fit gives a
+// share of almost nothing (a step of 1e300 s for one token; found by
+// FuzzCalibrationFile, which before the bounds answered with an infinite
+// duration).
+func TestSimulateCalibrationBounds(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`{"gpu":"H100-80GB","overhead_s":1e300}`, "overhead_s must be in [0, 10]"},
+		{`{"gpu":"H100-80GB","flops_efficiency":1e-9}`, "flops_efficiency and bandwidth_efficiency must be in [0.001, 1]"},
+		{`{"gpu":"H100-80GB","batch":{"Tokens":1},"seconds":1e300}`, "its measured step fits no step time a GPU could have"},
+	} {
+		code, _, errs := run(t, offline, append(simBase, "--rate", "1", "--duration", "10s", "--calibration", writeFile(t, "cal.jsonl", c.line+"\n"))...)
+		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d: %s", c.line, code, errs)
+		}
+	}
+}

@@ -157,14 +157,12 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 		return err
 	}
 	e.Input, e.Budget = in, b
-	if e.Timer, e.StepTime, err = stepTimer(stepTime, b, e.cal); err != nil {
+	var fitted sim.Calibration
+	if e.Timer, e.StepTime, fitted, err = stepTimer(stepTime, b, e.cal); err != nil {
 		return err
 	}
-	if m, ok := e.Timer.(*sim.Roofline); ok {
-		e.Calibration = e.cal.Calibration
-		if len(e.cal.samples) > 0 {
-			e.Calibration = sim.Fit(*m, e.cal.Calibration, e.cal.samples)
-		}
+	if _, ok := e.Timer.(*sim.Roofline); ok {
+		e.Calibration = fitted
 		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget.Model)
 	}
 	e.Config = sim.ConfigFor(b, e.Timer)
@@ -249,30 +247,35 @@ func (e *Engine) RunFleet(ctx context.Context, files Files, spec workload.Spec, 
 }
 
 // stepTimer builds the step time of a plan: the roofline with the
-// calibration (its measured steps fitted), or a fixed time.
-func stepTimer(spec string, b memory.Budget, cal calibration) (sim.StepTimer, string, error) {
+// calibration (its measured steps fitted, which it returns), or a fixed
+// time.
+func stepTimer(spec string, b memory.Budget, cal calibration) (sim.StepTimer, string, sim.Calibration, error) {
 	if spec == "" || spec == "roofline" {
 		c := cal.Calibration
 		m, err := sim.RooflineFor(b, c)
 		if err != nil {
-			return nil, "", err
+			return nil, "", c, err
 		}
 		if len(cal.samples) > 0 {
 			c = sim.Fit(*m, c, cal.samples)
 			c.Source += " in " + cal.file
 			if m, err = sim.RooflineFor(b, c); err != nil {
-				return nil, "", err
+				steps := fmt.Sprintf("its %d measured steps fit", len(cal.samples))
+				if len(cal.samples) == 1 {
+					steps = "its measured step fits"
+				}
+				return nil, "", c, fmt.Errorf("--calibration %s: %s no step time a GPU could have (%v): check their seconds and batches", cal.file, steps, err)
 			}
 		}
-		return m, "roofline (" + c.String() + ")", nil
+		return m, "roofline (" + c.String() + ")", c, nil
 	}
 	if v, ok := strings.CutPrefix(spec, "fixed:"); ok {
 		d, err := time.ParseDuration(v)
 		if err == nil && d > 0 {
-			return sim.Fixed(d.Seconds()), spec, nil
+			return sim.Fixed(d.Seconds()), spec, cal.Calibration, nil
 		}
 	}
-	return nil, "", fmt.Errorf("--step-time %q: use roofline or fixed:DURATION (e.g. fixed:10ms)", spec)
+	return nil, "", cal.Calibration, fmt.Errorf("--step-time %q: use roofline or fixed:DURATION (e.g. fixed:10ms)", spec)
 }
 
 // calibration is a calibration file's content for one GPU: a correction,

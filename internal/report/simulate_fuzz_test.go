@@ -45,17 +45,28 @@ func FuzzSimulateBounds(f *testing.F) {
 		req := SimRequest{Engine: EngineRequest{Plan: plan, StepTime: "fixed:10ms"},
 			Workload: workload.Spec{Rate: rate, NumRequests: n, Prompt: workload.Fixed(100), Output: workload.Fixed(4), Speedup: 1}}
 		rep, err := Simulate(context.Background(), offlineEnv(), NoFiles, req)
-		if err != nil {
-			if msg := err.Error(); msg == "" || strings.Contains(msg, "\n") {
-				t.Fatalf("error %q: want one line", msg)
-			}
+		if !answered(t, rep, err, n) {
 			return
-		}
-		if got := rep.Requests + rep.Rejected + rep.BeyondHorizon; got > n || (rep.FellBehind == nil && got != n) {
-			t.Fatalf("%d answered, %d rejected, %d beyond the horizon of %d requests", rep.Requests, rep.Rejected, rep.BeyondHorizon, n)
 		}
 		if rep.Settings.NumGPUBlocks > sim.MaxBlocks {
 			t.Fatalf("a pool of %d blocks", rep.Settings.NumGPUBlocks)
 		}
 	})
+}
+
+// answered holds a simulation of n requests to its contract: refused in
+// one line (false), or every request answered, rejected or past the
+// horizon unless the run fell behind (true).
+func answered(t *testing.T, rep *SimReport, err error, n int64) bool {
+	t.Helper()
+	if err != nil {
+		if msg := err.Error(); msg == "" || strings.Contains(msg, "\n") {
+			t.Fatalf("error %q: want one line", msg)
+		}
+		return false
+	}
+	if got := rep.Requests + rep.Rejected + rep.BeyondHorizon; got > n || (rep.FellBehind == nil && got != n) {
+		t.Fatalf("%d answered, %d rejected, %d beyond the horizon of %d requests", rep.Requests, rep.Rejected, rep.BeyondHorizon, n)
+	}
+	return true
 }
