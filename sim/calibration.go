@@ -97,10 +97,10 @@ func (c Calibration) kvBandwidth() float64 {
 }
 
 // check reports a calibration that cannot price a step. A share is at
-// least minShare, or 0 where 0 means the default: a share
-// a hair above 0 (a measured step of 1e300 s, fitted) would price a step
-// at infinity. The CPU times are bounded for the same reason, far above
-// any step or request a server survives.
+// least minShare, or 0 where 0 means the default: a share a hair above 0
+// (a measured step of 1e300 s, fitted) would price a step at infinity.
+// The CPU times are bounded for the same reason, far above any step or
+// request a server survives.
 func (c Calibration) check() error {
 	share := func(v, hi float64) bool { return v == 0 || (v >= minShare && v <= hi) }
 	switch {
@@ -257,8 +257,8 @@ var hopperKernels = kernelsMeasured["H100-80GB"]
 // kernelToServing is what serving reaches of its kernels, on the one
 // architecture where both were measured: the Hopper fit's shares over the
 // H100 table's. A prefill step's GEMMs reach 0.445 of cuBLAS's share
-// (0.329 against 0.739: a whole Qwen3 layer, unfused, takes 1.28–1.50
-// times what the GEMM share prices, bench/gpu-kernels/layer_sweep.py), the
+// (0.329 against 0.739: the fit prices a whole Qwen3 prefill layer at
+// 1.28–1.50 times what it takes unfused, bench/gpu-kernels/layer_sweep.py), the
 // paged KV cache 0.684 of a contiguous decode's read (0.548 against
 // 0.801), and the clock's prefill attention share 1.27 times the table's
 // (0.5 against 0.395, which is PyTorch's default backend at three
