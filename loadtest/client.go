@@ -108,6 +108,14 @@ func ParseBaseURL(s string) (string, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Errorf("--url %q: the scheme must be http or https", s)
 	}
+	// The endpoints are appended to the path: a query or fragment would
+	// take them in and send every request to the server's root.
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+		return "", fmt.Errorf("--url %q: give the server's base URL, without ? or #", s)
+	}
+	if strings.Trim(u.Host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]") != "" {
+		return "", fmt.Errorf("--url %q: %q is not a host name or address", s, u.Host)
+	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions")
 	u.Path = strings.TrimSuffix(u.Path, "/completions")
 	return strings.TrimRight(u.String(), "/"), nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,6 +112,31 @@ func FuzzReadSections(f *testing.F) {
 				done.Load() != int64(len(data)) {
 				t.Fatalf("chunks of %d on %d workers: %d requests, %d skipped, %d bytes; serial %d, %d",
 					int(chunk)+1, workers, p.Requests(), p.Skipped(), done.Load(), want.Requests(), want.Skipped())
+			}
+		}
+	})
+}
+
+// FuzzParseBounds: --buckets gives at most 8 positive, ascending bounds of
+// at most 2^40 tokens, or one line of error.
+func FuzzParseBounds(f *testing.F) {
+	for _, s := range []string{"512,2048,8192", "2k,8K", "1,1", "0", "", "1,2,3,4,5,6,7,8,9", "1099511627776", "1073741824k", " 4 , 8 ", "-1,k"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBounds(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q: error not one line: %v", s, err)
+			}
+			return
+		}
+		if len(b) == 0 || len(b) > 8 {
+			t.Fatalf("%q: %d bounds", s, len(b))
+		}
+		for i, v := range b {
+			if v <= 0 || v > 1<<40 || (i > 0 && v <= b[i-1]) {
+				t.Fatalf("%q: bounds %v", s, b)
 			}
 		}
 	})
