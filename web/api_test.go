@@ -359,6 +359,7 @@ func TestBadInput(t *testing.T) {
 		{"empty doctor", "/api/doctor", `{"text": "  "}`, 400, "no evidence"},
 		{"nothing recognised", "/api/doctor", `{"text": "hello"}`, 400, "nothing recognised"},
 		{"no such endpoint", "/api/nope", `{}`, 404, "no such API endpoint"},
+		{"path not clean (the mux would redirect, without JSON)", "/api/./plan", `{}`, 404, "no such API endpoint"},
 		{"empty simulation", "/api/simulate", `{}`, 400, "duration_s"},
 	}
 	for _, c := range cases {

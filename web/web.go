@@ -15,6 +15,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"headroom.dev/headroom/graceful"
@@ -127,9 +129,10 @@ func Handler(opt Options) http.Handler {
 	mux.HandleFunc("/api/simulate", a.simulate)
 	mux.HandleFunc("/api/capacity", a.capacity)
 	mux.HandleFunc("/api/audit", a.audit)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	noEndpoint := func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API endpoint: use /api/plan, /api/gpus, /api/models, /api/doctor, /api/simulate, /api/capacity or /api/audit")
-	})
+	}
+	mux.HandleFunc("/api/", noEndpoint)
 	files := http.FileServerFS(static)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -138,7 +141,28 @@ func Handler(opt Options) http.Handler {
 		}
 		files.ServeHTTP(w, r)
 	})
-	return secure(graceful.Recover(mux, opt.Log, writeError))
+	// The mux answers a path that is not clean ("/api/./plan") with a
+	// redirect and no body, which an API client would not follow with its
+	// POST: under /api/ such a path gets the JSON 404 instead (found by
+	// FuzzHandler).
+	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; strings.HasPrefix(p, "/api/") && !clean(p) {
+			noEndpoint(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return secure(graceful.Recover(routes, opt.Log, writeError))
+}
+
+// clean reports whether the mux would serve p as it is: path.Clean leaves
+// it, keeping a trailing slash.
+func clean(p string) bool {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // secure sets the headers every answer carries.
