@@ -92,7 +92,8 @@ func (t Target) URL() string {
 }
 
 // ParseBaseURL checks a server URL as people type it ("host:8000",
-// "http://host:8000", ".../v1") and returns it with a scheme.
+// "http://host:8000", ".../v1", ".../metrics") and returns it with a
+// scheme.
 func ParseBaseURL(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -118,6 +119,9 @@ func ParseBaseURL(s string) (string, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions")
 	u.Path = strings.TrimSuffix(u.Path, "/completions")
+	// watch and the exporter take the same --url as the server's or its
+	// metrics URL.
+	u.Path = strings.TrimSuffix(u.Path, "/metrics")
 	return strings.TrimRight(u.String(), "/"), nil
 }
 

@@ -41,6 +41,7 @@ func TestParseBaseURL(t *testing.T) {
 		{" http://host:8000/v1 ", "http://host:8000/v1", ""},
 		{"https://h/v1/chat/completions/", "https://h/v1", ""},
 		{"my_service:8000", "http://my_service:8000", ""},
+		{"http://h:8000/metrics", "http://h:8000", ""},
 		{"[::1]:8000", "http://[::1]:8000", ""},
 		{"", "", "no --url"},
 		{"ftp://x", "", "the scheme must be http or https"},

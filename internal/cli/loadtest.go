@@ -89,7 +89,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	}
 	fl := cmd.Flags()
 	f.traffic.Register(fl)
-	fl.StringVar(&f.url, "url", "", "the server, e.g. http://localhost:8000")
+	fl.StringVar(&f.url, "url", "", "the server, e.g. http://localhost:8000 (or its metrics URL, as watch takes it)")
 	fl.StringVar(&f.model, "model", "", "the served model name (default: the first of /v1/models)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
 	fl.StringVar(&f.endpoint, "endpoint", loadtest.EndpointCompletions, "completions or chat")
