@@ -72,7 +72,7 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzHandler: the whole API answers any body with JSON and never with a
 // 5xx. Simulations are held to a second each (Options.SimulationTime), so
-// that /api/simulate is fuzzed too.
+// that /api/simulate and /api/capacity are fuzzed too.
 func FuzzHandler(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add("/api/plan", []byte(s))
@@ -80,6 +80,8 @@ func FuzzHandler(f *testing.F) {
 		f.Add("/api/simulate", []byte(s))
 	}
 	f.Add("/api/simulate", []byte(`{"plan":{"model":"meta-llama/Llama-3.1-8B-Instruct","gpu":"H100-80GB","flags":{"num-gpu-blocks-override":"400000000"}},"rate":1,"duration_s":10,"prompt_tokens":100,"output_tokens":10}`))
+	f.Add("/api/capacity", []byte(`{"plan": {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "gpus": ["L4"], "rate": 1, "duration_s": 60, "slo": "ttft_p99=1s", "prompt_tokens": 10, "output_tokens": 10}`))
+	f.Add("/api/capacity", []byte(`{"plan": {"model": "Qwen/Qwen2.5-7B-Instruct"}, "gpus": ["A100-80GB"], "rate": 0.5, "peak_rate": 50, "period_s": 600, "duration_s": 600, "window_s": 60, "prompt_tokens": 4000, "output_tokens": 1, "slo": "e2e_p50=100ms", "router": "least-outstanding", "max_replicas": 3}`))
 	h := Handler(Options{Env: report.Env{Getenv: func(string) string { return "1" }}, Offline: true, SimulationTime: time.Second})
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		if !strings.HasPrefix(path, "/api/") || strings.ContainsAny(path, " ?#%\x00") {
