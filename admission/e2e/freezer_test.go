@@ -16,10 +16,10 @@ import (
 // CI 7 of 20 reviews were answered from the "stopped" server. A process
 // group with no parent in its session is orphaned, and when a member of
 // such a group exits while another is stopped, the kernel sends the group
-// SIGHUP and SIGCONT (POSIX's orphaned process group rule): a CI runner
-// that starts the tests so, with SIGHUP ignored, resumes the API server
-// whenever any other process of `go test` exits. A proxy hangs whatever
-// the process group.
+// SIGHUP and SIGCONT (POSIX's orphaned process group rule): most likely a
+// CI runner that starts the tests so, with SIGHUP ignored, resumed the
+// API server when another process of `go test` exited (it could not be
+// made to happen outside CI). A proxy hangs whatever the process group.
 type freezer struct {
 	ln     net.Listener
 	target string
