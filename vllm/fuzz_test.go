@@ -195,3 +195,26 @@ func FuzzFromMapJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRelease: a release taken is one ParseVersion takes back, at or
+// after vLLM's first release; an error is one line.
+func FuzzParseRelease(f *testing.F) {
+	for _, s := range []string{"0.33.0", "0.34.0rc1", "0.0.0", "5", "1e308", "99.99.99", "0.19.1rc2.dev153+g1b2c3d4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseRelease(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("ParseRelease(%q): a multi-line error %q", s, err)
+			}
+			return
+		}
+		if v.Compare(oldestRelease) < 0 {
+			t.Fatalf("ParseRelease(%q) = %v, before vLLM's first release", s, v)
+		}
+		if again, err := ParseRelease(v.String()); err != nil || again != v {
+			t.Fatalf("ParseRelease(%q) = %v, and %v again: %v, %v", s, v, v, again, err)
+		}
+	})
+}

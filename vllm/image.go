@@ -58,9 +58,9 @@ func ReadImage(image string) ImageRelease {
 		if cut := strings.IndexAny(text, "-_"); cut >= 0 {
 			text = text[:cut]
 		}
-		if v, err := ParseVersion(text); err == nil {
+		if v, err := ParseRelease(text); err == nil {
 			r.Version = v
-			r.Note = fmt.Sprintf("vLLM %s read from the image tag of %s", v, image)
+			r.Note = withPast(fmt.Sprintf("vLLM %s read from the image tag of %s", v, image), v)
 			return r
 		}
 	} else {
@@ -69,9 +69,9 @@ func ReadImage(image string) ImageRelease {
 			m = vendorTagFirst.FindStringSubmatch(tag)
 		}
 		if m != nil {
-			if v, err := ParseVersion(m[1]); err == nil {
+			if v, err := ParseRelease(m[1]); err == nil {
 				r.Version = v
-				r.Note = fmt.Sprintf("vLLM %s read from the tag of the vendor image %s (taken to follow vLLM %s's rules)", v, image, v)
+				r.Note = withPast(fmt.Sprintf("vLLM %s read from the tag of the vendor image %s (taken to follow vLLM %s's rules)", v, image, v), v)
 				return r
 			}
 		}
@@ -82,4 +82,12 @@ func ReadImage(image string) ImageRelease {
 	}
 	r.Note = fmt.Sprintf("the tag of %s (%s) names no vLLM release: the newest rules known (%s) are used; set the image's release tag to plan for it", image, shown, Newest())
 	return r
+}
+
+// withPast adds PastRules' words to a note about v.
+func withPast(note string, v Version) string {
+	if past := PastRules(v); past != "" {
+		return note + "; " + past
+	}
+	return note
 }

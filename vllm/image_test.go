@@ -22,6 +22,9 @@ func TestReadImage(t *testing.T) {
 		{"quay.io/acme/vllm:v0.20.0-cuda12", "0.20.0", true, false, "vendor image"},
 		{"nvcr.io/nvidia/vllm:25.09-py3", "", true, false, "names no vLLM release"},
 		{"rocm/vllm-dev:nightly", "", true, false, "names no vLLM release"},
+		{"vllm/vllm-openai:v0.99.0", "0.99.0", true, true, "newer than the newest release these rules know"},
+		{"vllm/vllm-openai:v1e308", "", true, true, "names no vLLM release"},
+		{"vllm/vllm-openai:0.0.0", "", true, true, "names no vLLM release"},
 		{"acme/llm-server:1.2.3", "", false, false, ""},
 		{"", "", false, false, ""},
 	} {

@@ -1,6 +1,9 @@
 package vllm
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseVersion(t *testing.T) {
 	tests := []struct {
@@ -47,5 +50,55 @@ func TestCompare(t *testing.T) {
 	}
 	if !MustVersion("0.21.0").AtLeast(MustVersion("0.21.0")) || MustVersion("0.20.1").AtLeast(MustVersion("0.21.0")) {
 		t.Error("AtLeast disagrees with Compare")
+	}
+}
+
+// TestParseRelease: a release the rules know, one past them (taken, and
+// said), and text that is no release (refused in one line). 0.0.0 was
+// taken as "not given" and became the newest; "5" became 5.0.0 and
+// "1e308" 1.0.0 with the suffix "e308", both planned as fine.
+func TestParseRelease(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		past     bool
+	}{
+		{"0.21.0", "0.21.0", false},
+		{"v0.10.1.1", "0.10.1.1", false},
+		{"0.19.1rc2.dev153+g1b2c3d4", "0.19.1rc2.dev153+g1b2c3d4", false},
+		{"0.6.4.post1", "0.6.4.post1", false},
+		{"0.33.0", "0.33.0", false},
+		{"0.33.0rc1", "0.33.0rc1", false},
+		{"0.34.0", "0.34.0", true},
+		{"99.99.99", "99.99.99", true},
+	} {
+		v, err := ParseRelease(tc.in)
+		if err != nil || v.String() != tc.want {
+			t.Errorf("ParseRelease(%q) = %v, %v; want %s", tc.in, v, err, tc.want)
+			continue
+		}
+		note := PastRules(v)
+		if (note != "") != tc.past {
+			t.Errorf("PastRules(%s) = %q; want a note: %t", v, note, tc.past)
+		}
+		if tc.past && !strings.Contains(note, "newer than the newest release these rules know (0.33.0)") {
+			t.Errorf("PastRules(%s) = %q", v, note)
+		}
+	}
+	for _, tc := range []struct{ in, why string }{
+		{"0.0.0", "older than vLLM's first release (0.1.0)"},
+		{"0.0.9", "older than vLLM's first release"},
+		{"5", "is one number"},
+		{"v7", "is one number"},
+		{"1e308", "PEP 440 suffix"},
+		{"0.21.0-garbage", "PEP 440 suffix"},
+		{"0.21.0; rm -rf /", "PEP 440 suffix"},
+		{"latest", "not of the form"},
+		{"", "empty"},
+		{strings.Repeat("1", 200), "of 200 bytes"},
+	} {
+		v, err := ParseRelease(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.why) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseRelease(%q) = %v, %v; want one line saying %q", tc.in, v, err, tc.why)
+		}
 	}
 }
