@@ -54,10 +54,13 @@ type engineFlag struct {
 	set func(s *Settings, spelled, raw string) error
 	// get renders the field, "" when it is zero (not given).
 	get func(s Settings) string
+	// jsonValue: the value is a JSON object (a KAITO map gives it).
+	jsonValue bool
 }
 
-// engineFlags lists the flags Settings holds, in rendering order. Read-only.
-var engineFlags = []engineFlag{
+// engineFlags lists the flags Settings holds, in rendering order, the
+// features' (featureFlags) last. Read-only.
+var engineFlags = append([]engineFlag{
 	{name: FlagTensorParallelSize,
 		set: func(s *Settings, f, r string) (err error) { s.TensorParallelSize, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.TensorParallelSize)) }},
@@ -127,7 +130,7 @@ var engineFlags = []engineFlag{
 			return
 		},
 		get: func(s Settings) string { return itoa(int64(s.LongPrefillTokenThreshold)) }},
-}
+}, featureFlags...)
 
 // shortAliases maps vLLM's one-dash short forms to the canonical flag name,
 // from vllm/engine/arg_utils.py (`add_argument("--tensor-parallel-size",
@@ -150,7 +153,8 @@ var shortAliases = map[string]string{
 // --kv-cache-memory is what vLLM's own start-up hint prints; argparse takes
 // it as an unambiguous prefix of --kv-cache-memory-bytes. Read-only.
 var longAliases = map[string]string{
-	"kv-cache-memory": FlagKVCacheMemory,
+	"kv-cache-memory":           FlagKVCacheMemory,
+	FlagDeviceMemoryUtilization: FlagGPUMemoryUtilization,
 }
 
 // attachedValueAliases are the one-letter options that take a value written
@@ -323,6 +327,10 @@ func (p *parser) engine(o option, raw string) (bool, error) {
 		return false, nil
 	}
 	p.set[f.name] = true
+	if canonicalName(o.spelled) == FlagDeviceMemoryUtilization {
+		// The spelling matters: releases before the alias refuse it.
+		p.set[FlagDeviceMemoryUtilization] = true
+	}
 	return true, f.set(&p.s, o.spelled, raw)
 }
 
@@ -439,6 +447,11 @@ func ParseFlags(args []string) (Settings, error) {
 		case i+1 < len(args) && args[i+1] != "--" && !isFlag(args[i+1]):
 			i++
 			extra = append(extra, args[i])
+		}
+		if handled, err := p.dottedConfigKey(o, extra[1:]); err != nil {
+			return Settings{}, err
+		} else if handled {
+			continue
 		}
 		p.s.Extra = append(p.s.Extra, extra...)
 		p.set[o.base] = true

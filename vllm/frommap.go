@@ -93,7 +93,11 @@ func (p *parser) mapEntry(o option, v any) error {
 		return nil
 	}
 	if takesValue(o) {
-		raw, err := scalarText(o, v)
+		text := scalarText
+		if f := lookupEngineFlag(o.name); f != nil && f.jsonValue {
+			text = elementText // a map is the JSON object itself
+		}
+		raw, err := text(o, v)
 		if err != nil {
 			return err
 		}

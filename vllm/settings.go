@@ -36,6 +36,26 @@ type Settings struct {
 	NumGPUBlocksOverride      int `json:"num_gpu_blocks_override,omitempty"`
 	LongPrefillTokenThreshold int `json:"long_prefill_token_threshold,omitempty"`
 
+	// Speculative is --speculative-config; nil without speculative
+	// decoding (speculative.go).
+	Speculative *SpeculativeConfig `json:"speculative_config,omitempty"`
+	// LoRA slots: --max-loras, --max-lora-rank, --lora-dtype and
+	// --lora-extra-vocab-size (0 or "": not given), allocated when
+	// --enable-lora is given (LoRASlots; features.go).
+	MaxLoRAs           int    `json:"max_loras,omitempty"`
+	MaxLoRARank        int    `json:"max_lora_rank,omitempty"`
+	LoRADtype          string `json:"lora_dtype,omitempty"`
+	LoRAExtraVocabSize int    `json:"lora_extra_vocab_size,omitempty"`
+	// LimitMMPerPrompt is --limit-mm-per-prompt and MMProcessorKwargs
+	// --mm-processor-kwargs; nil when not given.
+	LimitMMPerPrompt  *MMLimits          `json:"limit_mm_per_prompt,omitempty"`
+	MMProcessorKwargs *MMProcessorKwargs `json:"mm_processor_kwargs,omitempty"`
+	// MaxNumActiveSeqs, MaxNumQueuedReqs and MaxNumQueuedTokens are the
+	// scheduler's caps of 0.29+ (0 = not given; features.go).
+	MaxNumActiveSeqs   int `json:"max_num_active_seqs,omitempty"`
+	MaxNumQueuedReqs   int `json:"max_num_queued_reqs,omitempty"`
+	MaxNumQueuedTokens int `json:"max_num_queued_tokens,omitempty"`
+
 	// Version is the vLLM version the rules are taken from.
 	Version Version `json:"vllm_version"`
 	// Install is how vLLM was installed (not a vLLM flag: headroom's
