@@ -40,6 +40,10 @@ func stages(layers, pp int) []stage {
 // linearFormat says how many bytes one linear-layer weight costs.
 type linearFormat struct {
 	bytesPerParam float64
+	// packedBytes, scaleBytes and zeroBytes split bytesPerParam into the
+	// tensors a quantized linear layer is stored as (LayerTensors): the
+	// packed weights, one scale per group, one zero point per group.
+	packedBytes, scaleBytes, zeroBytes float64
 	// expertsOnly is true when only routed experts are quantized (gpt-oss's
 	// MXFP4 checkpoints keep attention and embeddings in bf16).
 	expertsOnly bool
@@ -56,7 +60,7 @@ func quantFormat(q *model.Quantization) linearFormat {
 	if q == nil || q.Bits == 0 || q.Bits >= 16 {
 		return linearFormat{}
 	}
-	f := linearFormat{bytesPerParam: float64(q.Bits) / 8, quantized: true}
+	f := linearFormat{packedBytes: float64(q.Bits) / 8, quantized: true}
 	method := strings.ToLower(q.Method)
 	scaleBytes := 2.0
 	switch {
@@ -69,11 +73,12 @@ func quantFormat(q *model.Quantization) linearFormat {
 		scaleBytes = 4
 	}
 	if q.GroupSize > 0 {
-		f.bytesPerParam += scaleBytes / float64(q.GroupSize)
+		f.scaleBytes = scaleBytes / float64(q.GroupSize)
 		if !q.Float && !q.Symmetric {
-			f.bytesPerParam += float64(q.Bits) / 8 / float64(q.GroupSize)
+			f.zeroBytes = float64(q.Bits) / 8 / float64(q.GroupSize)
 		}
 	}
+	f.bytesPerParam = f.packedBytes + f.scaleBytes + f.zeroBytes
 	return f
 }
 
