@@ -28,6 +28,11 @@ const (
 	MetricE2ELatency         Metric = "e2e_request_latency"
 	MetricQueueTime          Metric = "request_queue_time"
 	MetricCacheConfig        Metric = "cache_config"
+	// Speculative decoding's counters (specdecode.go).
+	MetricSpecDrafts         Metric = "spec_decode_drafts"
+	MetricSpecDraftTokens    Metric = "spec_decode_draft_tokens"
+	MetricSpecAccepted       Metric = "spec_decode_accepted_tokens"
+	MetricSpecAcceptedPerPos Metric = "spec_decode_accepted_tokens_per_pos"
 )
 
 // Prometheus metric types as vLLM declares them.
@@ -126,8 +131,20 @@ func metricNames() []MetricName {
 		{Metric: MetricQueueTime, Name: "vllm:request_queue_time_seconds", Type: TypeHistogram, Note: "stable"},
 		{Metric: MetricCacheConfig, Name: "vllm:cache_config_info", Type: TypeGauge,
 			Note: "always 1; the labels carry block_size, cache_dtype, gpu_memory_utilization, num_gpu_blocks"},
+
+		{Metric: MetricSpecDrafts, Name: "vllm:spec_decode_num_drafts_total", Type: TypeCounter, Note: specV1},
+		{Metric: MetricSpecDraftTokens, Name: "vllm:spec_decode_num_draft_tokens_total", Type: TypeCounter, Note: specV1},
+		{Metric: MetricSpecAccepted, Name: "vllm:spec_decode_num_accepted_tokens_total", Type: TypeCounter, Note: specV1},
+		{Metric: MetricSpecAcceptedPerPos, Name: "vllm:spec_decode_num_accepted_tokens_per_pos_total", Type: TypeCounter,
+			Note: specV1 + "; one series per position, label position=\"0\" … \"k−1\""},
 	}
 }
+
+// specV1 is where the speculative-decoding counters come from: V1's
+// SpecDecodingProm (vllm/v1/spec_decode/metrics.py @ 016a8587, the 0.10
+// era; the names are stable since). Only servers with
+// --speculative-config export them; the first release is not verified.
+const specV1 = "V1's spec-decode counters (vllm/v1/spec_decode/metrics.py @ 016a8587), exported with --speculative-config"
 
 // MetricNames returns every known name of every Metric, the newest name of
 // each Metric first. The slice is the caller's.
