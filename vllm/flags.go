@@ -3,6 +3,7 @@ package vllm
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,7 +60,7 @@ type engineFlag struct {
 }
 
 // engineFlags lists the flags Settings holds, in rendering order, the
-// features' (featureFlags) last. Read-only.
+// features' (featureFlags) and then the host's (hostFlags) last. Read-only.
 var engineFlags = append([]engineFlag{
 	{name: FlagTensorParallelSize,
 		set: func(s *Settings, f, r string) (err error) { s.TensorParallelSize, err = parseCount(f, r); return },
@@ -130,7 +131,7 @@ var engineFlags = append([]engineFlag{
 			return
 		},
 		get: func(s Settings) string { return itoa(int64(s.LongPrefillTokenThreshold)) }},
-}, featureFlags...)
+}, slices.Concat(featureFlags, hostFlags)...)
 
 // shortAliases maps vLLM's one-dash short forms to the canonical flag name,
 // from vllm/engine/arg_utils.py (`add_argument("--tensor-parallel-size",

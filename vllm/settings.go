@@ -56,6 +56,18 @@ type Settings struct {
 	MaxNumQueuedReqs   int `json:"max_num_queued_reqs,omitempty"`
 	MaxNumQueuedTokens int `json:"max_num_queued_tokens,omitempty"`
 
+	// Host memory and /dev/shm (0, "" or nil: not given; host.go): the
+	// CPU KV cache, the API servers, how safetensors are read, the
+	// multimodal processor cache and the LoRA adapters in host memory.
+	KVOffloadingGiB         float64           `json:"kv_offloading_size,omitempty"`
+	KVOffloadingBackend     string            `json:"kv_offloading_backend,omitempty"`
+	KVTransfer              *KVTransferConfig `json:"kv_transfer_config,omitempty"`
+	APIServerCount          int               `json:"api_server_count,omitempty"`
+	SafetensorsLoadStrategy string            `json:"safetensors_load_strategy,omitempty"`
+	MMProcessorCacheGiB     float64           `json:"mm_processor_cache_gb,omitempty"`
+	MMProcessorCacheType    string            `json:"mm_processor_cache_type,omitempty"`
+	MaxCPULoRAs             int               `json:"max_cpu_loras,omitempty"`
+
 	// Version is the vLLM version the rules are taken from.
 	Version Version `json:"vllm_version"`
 	// Install is how vLLM was installed (not a vLLM flag: headroom's
