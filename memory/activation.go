@@ -81,16 +81,22 @@ type profileRun struct {
 	smsKnown bool
 }
 
-// profileRunFor reads the release's rules for this model on this device.
-func profileRunFor(s model.Spec, set vllm.Settings, dev gpu.Device) profileRun {
-	moe := s.MoE != nil && s.MoE.Experts > 0
-	p := profileRun{runnerV2: vllm.ModelRunnerV2(set.Version, s.Architecture, moe)}
+// profileRunFor reads the release's rules for this model on this device
+// and environment.
+func profileRunFor(s model.Spec, set vllm.Settings, dev gpu.Device, env map[string]string) profileRun {
+	p := profileRun{runnerV2: vllm.ModelRunnerV2(set.Version, runnerModel(s), env)}
 	p.sampler = vllm.DummySampler(set.Version, p.runnerV2, set.Install)
 	p.sms, p.smsKnown = gpu.Multiprocessors(dev)
 	if !p.smsKnown {
 		p.sms = assumedSMs
 	}
 	return p
+}
+
+// runnerModel is what vLLM's runner choice reads of the model.
+func runnerModel(s model.Spec) vllm.RunnerModel {
+	return vllm.RunnerModel{Architecture: s.Architecture, MoE: s.MoE != nil && s.MoE.Experts > 0,
+		Quantized: s.Quant != nil && s.Quant.Bits > 0, Hybrid: s.CountKind()[model.Linear] > 0}
 }
 
 // activationBytes is the torch peak increase of vLLM's profile run on one

@@ -20,8 +20,9 @@ import (
 //     the pool; no model of the catalog has Mamba layers, and a hybrid
 //     model from a config keeps one state block a request.
 //   - 0.23.0, multi-tier KV offloading (PR #40020): the GPU pool is
-//     unchanged. DeepSeek-V2-Lite stays on the V1 runner there (Model Runner
-//     V2 takes Llama and Mistral dense models from 0.23.0).
+//     unchanged. Qwen3-30B-A3B stays on the V1 runner there (Model Runner
+//     V2 takes Llama and Mistral dense models and two other MoE
+//     architectures, DeepSeek-V2 and Qwen2-MoE, from 0.23.0).
 //   - 0.28.0, shared-expert sharding for some MoE models (PR #50912):
 //     optional, with no flag name documented; the default keeps the shared
 //     experts replicated, so DeepSeek-V2-Lite's weights per GPU at TP 2
@@ -36,7 +37,7 @@ func TestReleasesThatMoveNoGiB(t *testing.T) {
 	}{
 		{"meta-llama/Llama-3.1-8B-Instruct", 1, "0.13.0", "0.14.0"},
 		{"meta-llama/Llama-3.1-8B-Instruct", 1, "0.15.1", "0.16.0"},
-		{"deepseek-ai/DeepSeek-V2-Lite-Chat", 1, "0.22.0", "0.23.0"},
+		{"Qwen/Qwen3-30B-A3B", 1, "0.22.0", "0.23.0"},
 		{"deepseek-ai/DeepSeek-V2-Lite-Chat", 2, "0.27.0", "0.28.0"},
 		{"Qwen/Qwen3-30B-A3B", 1, "0.32.0", "0.33.0"},
 	} {

@@ -218,7 +218,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	if err != nil {
 		return Budget{}, err
 	}
-	run := profileRunFor(s, set, in.Device)
+	run := profileRunFor(s, set, in.Device, in.Env)
 	b.run, b.SamplerPath, b.ModelRunnerV2, b.Install = run, run.sampler, run.runnerV2, set.Install.OrDefault()
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
 	if b.CUDAGraphInBudget && vllm.CUDAGraphEstimateIsZero(set.Version, run.runnerV2) {

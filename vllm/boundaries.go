@@ -30,11 +30,12 @@ func Boundaries() []Boundary {
 		{cudagraphInBudgetSince, "CUDAGraphsInBudget", "the CUDA-graph estimate is inside the budget", "PR #38284"},
 		{utilizationDefault92Since, "DefaultGPUMemoryUtilization", "default gpu_memory_utilization 0.92", "PR #38284"},
 		{flashInferSamplerAgainSince, "DummySampler", "the profile's sampler runs FlashInfer again: b + 12 B a logit", "PR #40376"},
-		{runnerV2Qwen3Since, "ModelRunnerV2", "Model Runner V2 for Qwen3 dense models: no top-k/top-p in the profile", "vLLM release notes"},
-		{runnerV2LlamaSince, "ModelRunnerV2", "Model Runner V2 for Llama and Mistral dense models", "vLLM release notes"},
-		{runnerV2DenseSince, "ModelRunnerV2", "Model Runner V2 for every dense model; no CUDA-graph reserve until 0.29", "#44443, #49224, #50159"},
+		{runnerV2Qwen3Since, "ModelRunnerV2", "Model Runner V2 for unquantized Qwen3 dense models: no top-k/top-p in the profile", "PR #39337, release notes"},
+		{runnerV2LlamaSince, "ModelRunnerV2", "Model Runner V2 for unquantized Llama and Mistral dense models and two MoE architectures", "PR #43458, PR #42667"},
+		{runnerV2DenseSince, "ModelRunnerV2", "Model Runner V2 for every model that is neither MoE nor hybrid, quantized included; no CUDA-graph reserve until 0.29", "#44443, #49224, #50159"},
 		{hybridGDNGraphTransientSince, "HybridGDNGraphTransient", "hybrid GDN models: a transient counted as graph memory", "issue #50780"},
 		{runnerV2GraphsSince, "CUDAGraphEstimateIsZero", "Model Runner V2 estimates CUDA-graph memory", "PR #57865 (unverified)"},
+		{runnerV2AllSince, "ModelRunnerV2", "Model Runner V2 for every model, MoE and hybrid included", "PR #53183, v0.29.0 release notes"},
 		{newestKnown, "Newest", "KV-cache planning moves to kv_cache_planning.py; no size changes", "PR #42309, PR #53558"},
 	}
 }

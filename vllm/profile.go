@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -31,21 +32,26 @@ var (
 	runnerV2LlamaSince  = Version{0, 23, 0, ""}
 	runnerV2DenseSince  = Version{0, 25, 0, ""}
 	runnerV2GraphsSince = Version{0, 29, 0, ""}
+	// runnerV2AllSince: Model Runner V2 became the default for every
+	// model, MoE and hybrid included (#53183, merged 2026-08-27; the 0.29.0
+	// release notes).
+	runnerV2AllSince = Version{0, 29, 0, ""}
 	// hybridGDNGraphTransientSince: issue #50780, 0.26.0.
 	hybridGDNGraphTransientSince = Version{0, 26, 0, ""}
 )
 
 // ProfileBoundaries are the releases where the profile run's peak changes
 // for a model (moe: with routed experts): the sampler path's boundaries,
-// Model Runner V2's steps for dense models, and for MoE models the
-// persistent fused-MoE workspace (PersistentMoEWorkspace). Two releases
-// with none of them in between profile alike.
+// Model Runner V2's steps, and for MoE models the persistent fused-MoE
+// workspace (PersistentMoEWorkspace). Two releases with none of them in
+// between profile alike.
 func ProfileBoundaries(moe bool) []Version {
-	b := []Version{flashInferSamplerOptInSince, tritonSamplerSince, flashInferSamplerAgainSince}
+	b := []Version{flashInferSamplerOptInSince, tritonSamplerSince, flashInferSamplerAgainSince,
+		runnerV2Qwen3Since, runnerV2LlamaSince, runnerV2DenseSince, runnerV2AllSince}
 	if moe {
 		return append(b, moeWorkspaceSince)
 	}
-	return append(b, runnerV2Qwen3Since, runnerV2LlamaSince, runnerV2DenseSince)
+	return b
 }
 
 // SamplerPath is the top-k/top-p implementation the dummy sampler of the
@@ -121,27 +127,73 @@ func ImageInstall(image string) (inst Install, version Version, official bool) {
 	return InstallImage, r.Version, true
 }
 
-// ModelRunnerV2 reports whether vLLM runs the model on Model Runner V2 by
-// default. It became the default for dense models family by family (see
-// the boundaries above): Qwen3 dense (Qwen3ForCausalLM) from 0.22.0, Llama
-// and Mistral dense (LlamaForCausalLM, MistralForCausalLM) from 0.23.0, and
-// every dense model from 0.25.0, the release whose notes (#44443) announce
-// it; models with routed experts stay on the V1 runner. docs/vllm-versions
-// names 0.25.0 only, the profile-run reading (§2.7 of the memory notes)
-// the per-family steps before it; the two agree from 0.25.0 and the steps
-// are kept because they are what the code did.
-func ModelRunnerV2(v Version, architecture string, moe bool) bool {
+// RunnerModel is what vLLM's choice of model runner reads of a model.
+type RunnerModel struct {
+	// Architecture is the config's first architecture (Qwen3ForCausalLM).
+	Architecture string
+	// MoE: the model has routed experts.
+	MoE bool
+	// Quantized: the checkpoint carries a quantization_config (quantizing
+	// on the fly with --quantization does not count: vLLM reads the
+	// model config's quantization, which then is the flag's).
+	Quantized bool
+	// Hybrid: some layers keep a linear-attention state (Mamba, gated
+	// delta-net) instead of a KV cache.
+	Hybrid bool
+}
+
+// EnvUseV2ModelRunner picks the model runner: "1" Model Runner V2, "0" the
+// V1 runner. Up to 0.21 a boolean defaulting to 0 (V2 only when set to 1);
+// from 0.22 (#39337) unset lets the config decide.
+const EnvUseV2ModelRunner = "VLLM_USE_V2_MODEL_RUNNER"
+
+// runnerV2MoEAllowlist0_23 are the architectures with routed experts that
+// defaulted to Model Runner V2 from 0.23 (#42667, merged 2026-06-12, read
+// from the 0.23 development tree; in the 0.23.0 tag: likely, unverified).
+var runnerV2MoEAllowlist0_23 = []string{"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM"}
+
+// runnerV2Allowlist0_25 are the MoE and hybrid architectures on the
+// allowlist of 0.25–0.28 (_is_default_v2_model_runner_model, seen verbatim
+// in a 0.26–0.28-era copy; the exact list per release is unverified).
+var runnerV2Allowlist0_25 = []string{"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM", "KimiK3ForCausalLM", "LongcatFlashNgramForCausalLM", "DeepseekV4ForCausalLM"}
+
+// ModelRunnerV2 reports whether vLLM runs the model on Model Runner V2
+// (docs/vllm-profile.md, "Which runner"). VLLM_USE_V2_MODEL_RUNNER decides
+// when set (to 1 at any release; to 0 from 0.22, where it became
+// tri-state); otherwise the release's default:
+//
+//	≤ 0.21      never
+//	0.22        Qwen3ForCausalLM, not MoE, not quantized (#39337)
+//	0.23–0.24   + LlamaForCausalLM, MistralForCausalLM (#43458) and the MoE
+//	            DeepseekV2ForCausalLM, Qwen2MoeForCausalLM (#42667); not
+//	            quantized
+//	0.25–0.28   every model that is not MoE and not hybrid, quantized
+//	            included (#44443), plus an allowlist of MoE and hybrid
+//	            architectures
+//	0.29 –      every model (#53183: "Model Runner V2 is the default for all
+//	            models")
+//
+// What forces the V1 runner whatever the default (some speculative
+// methods, custom logits processors) is the caller's to add.
+func ModelRunnerV2(v Version, m RunnerModel, env map[string]string) bool {
 	v = orNewest(v)
-	if moe {
-		return false
+	if on, ok := envBool(env, EnvUseV2ModelRunner); ok && (on || v.AtLeast(runnerV2Qwen3Since)) {
+		return on
 	}
 	switch {
+	case v.AtLeast(runnerV2AllSince):
+		return true
 	case v.AtLeast(runnerV2DenseSince):
-		return true
-	case v.AtLeast(runnerV2LlamaSince) && (architecture == "LlamaForCausalLM" || architecture == "MistralForCausalLM"):
-		return true
-	case v.AtLeast(runnerV2Qwen3Since) && architecture == "Qwen3ForCausalLM":
-		return true
+		return (!m.MoE && !m.Hybrid) || slices.Contains(runnerV2Allowlist0_25, m.Architecture)
+	case m.Quantized:
+		return false
+	case v.AtLeast(runnerV2LlamaSince):
+		if m.MoE {
+			return slices.Contains(runnerV2MoEAllowlist0_23, m.Architecture)
+		}
+		return !m.Hybrid && (m.Architecture == "LlamaForCausalLM" || m.Architecture == "MistralForCausalLM" || m.Architecture == "Qwen3ForCausalLM")
+	case v.AtLeast(runnerV2Qwen3Since):
+		return !m.MoE && !m.Hybrid && m.Architecture == "Qwen3ForCausalLM"
 	}
 	return false
 }

@@ -41,27 +41,56 @@ func TestDummySampler(t *testing.T) {
 	}
 }
 
-// TestModelRunnerV2 checks each family's step to Model Runner V2 on both
-// sides, and that models with routed experts stay on V1.
+// TestModelRunnerV2 checks each step of Model Runner V2's default on both
+// sides (docs/vllm-profile.md, "Which runner"), and the environment's
+// override.
 func TestModelRunnerV2(t *testing.T) {
+	qwen3 := RunnerModel{Architecture: "Qwen3ForCausalLM"}
+	llama := RunnerModel{Architecture: "LlamaForCausalLM"}
+	gemma2 := RunnerModel{Architecture: "Gemma2ForCausalLM"}
+	mixtral := RunnerModel{Architecture: "MixtralForCausalLM", MoE: true}
+	dsv2 := RunnerModel{Architecture: "DeepseekV2ForCausalLM", MoE: true}
+	dsv3 := RunnerModel{Architecture: "DeepseekV3ForCausalLM", MoE: true}
+	qwen3AWQ := RunnerModel{Architecture: "Qwen3ForCausalLM", Quantized: true}
+	qwen35 := RunnerModel{Architecture: "Qwen3_5ForConditionalGeneration", Hybrid: true}
 	tests := []struct {
-		ver, arch string
-		moe       bool
-		want      bool
+		ver  string
+		m    RunnerModel
+		env  map[string]string
+		want bool
 	}{
-		{"0.21.0", "Qwen3ForCausalLM", false, false},
-		{"0.22.0", "Qwen3ForCausalLM", false, true},
-		{"0.22.0", "LlamaForCausalLM", false, false},
-		{"0.23.0", "LlamaForCausalLM", false, true},
-		{"0.23.0", "MistralForCausalLM", false, true},
-		{"0.24.1", "Gemma2ForCausalLM", false, false},
-		{"0.25.0", "Gemma2ForCausalLM", false, true},
-		{"0.25.0", "MixtralForCausalLM", true, false},
-		{"0.33.0", "DeepseekV2ForCausalLM", true, false},
+		{"0.21.0", qwen3, nil, false},
+		{"0.22.0", qwen3, nil, true},
+		{"0.22.0", qwen3AWQ, nil, false}, // quantized models stay on V1 before 0.25
+		{"0.22.0", llama, nil, false},
+		{"0.23.0", llama, nil, true},
+		{"0.23.0", RunnerModel{Architecture: "MistralForCausalLM"}, nil, true},
+		{"0.22.0", dsv2, nil, false},
+		{"0.23.0", dsv2, nil, true}, // on the MoE allowlist from 0.23
+		{"0.23.0", mixtral, nil, false},
+		{"0.24.1", gemma2, nil, false},
+		{"0.24.1", qwen3AWQ, nil, false},
+		{"0.25.0", gemma2, nil, true},
+		{"0.25.0", qwen3AWQ, nil, true}, // quantized included from 0.25
+		{"0.25.0", mixtral, nil, false},
+		{"0.28.0", dsv3, nil, false}, // DeepseekV3 is not on the 0.25–0.28 allowlist
+		{"0.28.0", dsv2, nil, true},
+		{"0.28.0", qwen35, nil, false}, // hybrid, not allowlisted
+		{"0.29.0", dsv3, nil, true},     // every model from 0.29
+		{"0.29.0", mixtral, nil, true},
+		{"0.29.0", qwen35, nil, true},
+		{"0.33.0", dsv2, nil, true},
+		// The environment: =1 opts in at any release; =0 opts out from
+		// 0.22, where the variable became tri-state; before, 0 was the
+		// default and changes nothing.
+		{"0.19.0", llama, map[string]string{EnvUseV2ModelRunner: "1"}, true},
+		{"0.19.0", llama, map[string]string{EnvUseV2ModelRunner: "0"}, false},
+		{"0.29.0", dsv3, map[string]string{EnvUseV2ModelRunner: "0"}, false},
+		{"0.25.0", mixtral, map[string]string{EnvUseV2ModelRunner: "1"}, true},
 	}
 	for _, tt := range tests {
-		if got := ModelRunnerV2(v(tt.ver), tt.arch, tt.moe); got != tt.want {
-			t.Errorf("ModelRunnerV2(%s, %s, moe=%t) = %t, want %t", tt.ver, tt.arch, tt.moe, got, tt.want)
+		if got := ModelRunnerV2(v(tt.ver), tt.m, tt.env); got != tt.want {
+			t.Errorf("ModelRunnerV2(%s, %+v, %v) = %t, want %t", tt.ver, tt.m, tt.env, got, tt.want)
 		}
 	}
 }
