@@ -47,6 +47,9 @@ type Config struct {
 	// FirstEvents makes Step report each request's first token too (Run
 	// needs them to time what the client sees).
 	FirstEvents bool
+	// Speculation is speculative decoding; nil without
+	// (speculative.go).
+	Speculation *Speculation
 }
 
 func (c *Config) validate() error {
@@ -77,6 +80,9 @@ func (c *Config) validate() error {
 	}
 	if c.Timer == nil {
 		c.Timer = Fixed(0.010)
+	}
+	if c.Speculation != nil {
+		return c.Speculation.validate()
 	}
 	return nil
 }

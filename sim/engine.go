@@ -84,9 +84,12 @@ type StepResult struct {
 	Batch      Batch
 	Events     []Event
 	// Preempted counts this step's preemptions; Sampled the tokens the
-	// step sampled, First how many of them were first tokens.
+	// step sampled, First how many of them were first tokens; Outputs the
+	// requests that sampled (one streamed chunk each: with speculative
+	// decoding a request may take several tokens in a step).
 	Preempted      int
 	Sampled, First int
+	Outputs        int
 	// Parts is where the step's time went, when the timer says
 	// (HasParts: a PartsTimer, the roofline).
 	Parts    StepParts
@@ -111,6 +114,10 @@ type Gauges struct {
 	// PrefixQueries and PrefixHits count prompt tokens looked up in, and
 	// found in, the prefix cache.
 	PrefixQueries, PrefixHits int64
+	// SpecDrafts, SpecDraftTokens and SpecAccepted are vLLM's
+	// spec_decode counters: steps a request verified drafts in, the
+	// drafts, and those accepted (Engine.SpecCounts has the positions).
+	SpecDrafts, SpecDraftTokens, SpecAccepted int64
 }
 
 type req struct {
@@ -129,6 +136,11 @@ type req struct {
 	// in the step's list, −1 when not scheduled.
 	sched    int
 	schedIdx int
+	// spec is the drafts the request carries into its next step, verify
+	// those scheduled in the current one; drafts whether the proposer
+	// finds any for it (speculative.go).
+	spec, verify int
+	drafts       bool
 }
 
 func (r *req) numTokens() int { return r.PromptTokens + r.generated }
@@ -156,6 +168,10 @@ type Engine struct {
 	res    StepResult
 	// parts is the timer when it says where a step's time goes.
 	parts PartsTimer
+	// spec is speculative decoding (nil without); lookahead its slots a
+	// running request holds beyond its scheduled tokens.
+	spec      *specState
+	lookahead int
 }
 
 // New returns an idle engine at time 0.
@@ -167,6 +183,10 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
 	e.fullOnly = len(cfg.Groups) == 1 && (cfg.Groups[0].Kind == model.Full || cfg.Groups[0].Kind == model.MLA)
 	e.parts, _ = cfg.Timer.(PartsTimer)
+	if cfg.Speculation != nil {
+		e.spec = newSpecState(cfg.Speculation)
+		e.lookahead = cfg.Speculation.Lookahead
+	}
 	return e, nil
 }
 
@@ -200,13 +220,14 @@ func (e *Engine) Add(r Request) (uint64, error) {
 			e.cfg.MaxModelLen, r.PromptTokens, r.OutputTokens, r.PromptTokens+r.OutputTokens))
 	}
 	r.PrefixTokens = min(max(r.PrefixTokens, 0), r.PromptTokens)
-	if need := e.cfg.peakBlocks(r.PromptTokens + r.OutputTokens - 1); need > e.pool.n {
+	if need := e.cfg.peakBlocks(min(r.PromptTokens+r.OutputTokens-1+e.lookahead, e.cfg.MaxModelLen)); need > e.pool.n {
 		return reject(RejectNeverFits, fmt.Sprintf("%d tokens need %d KV blocks, the pool has %d", r.PromptTokens+r.OutputTokens, need, e.pool.n))
 	}
 	q := e.newReq()
 	q.Request = r
 	e.seq++
 	q.handle = e.seq
+	q.drafts = e.spec != nil && e.spec.drafts(q.handle)
 	e.pending.pushBack(q)
 	return q.handle, nil
 }
@@ -282,9 +303,10 @@ func (e *Engine) Step() StepResult {
 	res.Batch = b
 	if e.parts != nil {
 		res.Parts, res.HasParts = e.parts.Parts(b), true
+		res.Parts.Draft = e.draftTime(b)
 		e.now += res.Parts.Total()
 	} else {
-		e.now += e.cfg.Timer.StepTime(b)
+		e.now += e.cfg.Timer.StepTime(b) + e.draftTime(b)
 	}
 	res.End = e.now
 	e.finishStep(res)
@@ -298,7 +320,8 @@ func (e *Engine) schedule(res *StepResult) {
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		r := e.running[i]
-		n := r.numTokens() - r.computed
+		// A request's drafts are scheduled with it (num_tokens_with_spec).
+		n := r.numTokens() + r.spec - r.computed
 		if t := e.cfg.LongPrefillTokenThreshold; t > 0 {
 			n = min(n, t)
 		}
@@ -307,7 +330,7 @@ func (e *Engine) schedule(res *StepResult) {
 			continue
 		}
 		ok := true
-		for !e.allocate(r, n) {
+		for !e.allocate(r, n, e.lookahead) {
 			// Preempt the newest running request (running.pop()).
 			last := len(e.running) - 1
 			v := e.running[last]
@@ -327,6 +350,8 @@ func (e *Engine) schedule(res *StepResult) {
 			break
 		}
 		r.sched = n
+		// A budget that cuts the drafts short verifies the ones it holds.
+		r.verify = max(r.computed+n-r.numTokens(), 0)
 		r.schedIdx = len(e.sched)
 		e.sched = append(e.sched, r)
 		budget -= n
@@ -364,7 +389,7 @@ func (e *Engine) schedule(res *StepResult) {
 			r.blocks[0] = blocks
 			r.computed = hits * e.cfg.BlockSize
 		}
-		if !e.allocate(r, n) {
+		if !e.allocate(r, n, 0) {
 			// Cannot happen after the check above; stay safe.
 			e.freeBlocks(r, false)
 			r.computed = 0
@@ -423,22 +448,28 @@ func (e *Engine) key(r *req, i int) uint64 {
 	return blockKey(r.handle<<1, i)
 }
 
-// allocate gives r the slots for n more tokens in every group, or returns
-// false and changes nothing but the out-of-window blocks it frees
-// (KVCacheManager.allocate_slots).
-func (e *Engine) allocate(r *req, n int) bool {
+// allocate gives r the slots for n more tokens and ahead lookahead
+// slots (at most max-model-len in all) in every group, or returns false
+// and changes nothing but the out-of-window blocks it frees
+// (KVCacheManager.allocate_slots). Blocks are cached up to the request's
+// own tokens, never its drafts'.
+func (e *Engine) allocate(r *req, n, ahead int) bool {
 	bs := e.cfg.BlockSize
 	total := r.computed + n
-	if !e.fullOnly || cdiv(total, bs) > len(r.blocks[0]) {
+	slots := total
+	if ahead > 0 {
+		slots = min(total+ahead, e.cfg.MaxModelLen)
+	}
+	if !e.fullOnly || cdiv(slots, bs) > len(r.blocks[0]) {
 		// Most decode steps stay inside the request's last block and skip
 		// this: nothing to free out of a window, nothing to give.
-		if !e.grow(r, total) {
+		if !e.grow(r, slots) {
 			return false
 		}
 	}
 	if e.caching {
 		blocks := r.blocks[0]
-		for i := r.computed / bs; i < total/bs; i++ {
+		for i := r.computed / bs; i < min(total, r.numTokens())/bs; i++ {
 			e.pool.register(blocks[i], e.key(r, i))
 		}
 	}
@@ -527,6 +558,7 @@ func (e *Engine) preempt(v *req, res *StepResult) {
 	}
 	e.freeBlocks(v, false)
 	v.computed = 0
+	v.spec, v.verify = 0, 0
 	v.preemptions++
 	e.gauges.Preemptions++
 	res.Preempted++
@@ -542,7 +574,7 @@ func (e *Engine) unschedule(v *req) {
 	for j := i; j < len(e.sched); j++ {
 		e.sched[j].schedIdx = j
 	}
-	v.schedIdx, v.sched = -1, 0
+	v.schedIdx, v.sched, v.verify = -1, 0, 0
 }
 
 // batch sums what the step's forward pass reads and computes.
@@ -552,15 +584,19 @@ func (e *Engine) batch() Batch {
 	for _, r := range e.sched {
 		n := int64(r.sched)
 		c := int64(r.computed)
-		e.chunks = append(e.chunks, Chunk{New: n, Computed: c})
+		v := int64(r.verify)
+		e.chunks = append(e.chunks, Chunk{New: n, Computed: c, Drafts: v})
 		b.Requests++
 		b.Tokens += n
 		b.ContextTokens += c + n
 		pairs := n*c + n*(n+1)/2
 		b.AttentionPairs += pairs
-		if n == 1 {
+		if n == 1+v {
+			// A decode, or the verification of drafts: its few queries
+			// read the cache once, as a decode does.
 			b.Decodes++
-			b.DecodeContext += c + 1
+			b.DecodeContext += c + n
+			b.Drafts += v
 		} else {
 			b.PrefillPairs += pairs
 		}
@@ -582,9 +618,28 @@ func (e *Engine) finishStep(res *StepResult) {
 		if r.computed < r.numTokens() {
 			continue
 		}
-		r.generated++
-		e.gauges.GenerationTokens++
-		res.Sampled++
+		emit := 1
+		if v := r.verify; v > 0 {
+			a := e.spec.accept(v)
+			// The rejected drafts' KV is no longer the request's.
+			r.computed -= v - a
+			emit += a
+			e.gauges.SpecDrafts++
+			e.gauges.SpecDraftTokens += int64(v)
+			e.gauges.SpecAccepted += int64(a)
+			r.verify = 0
+		}
+		emit = min(emit, r.OutputTokens-r.generated)
+		r.generated += emit
+		e.gauges.GenerationTokens += int64(emit)
+		res.Sampled += emit
+		res.Outputs++
+		if r.drafts {
+			// The proposer drafts up to K tokens, no further than the
+			// request's last (vLLM caps the scheduled tokens at prompt +
+			// max_tokens and max-model-len).
+			r.spec = max(min(e.spec.K, r.PromptTokens+r.OutputTokens-1-r.numTokens()), 0)
+		}
 		first := r.firstAt < 0
 		if first {
 			r.firstAt = e.now

@@ -50,11 +50,12 @@ func (f FrontEnd) check() error {
 
 // delivery is one engine step's output as the API server processes it.
 type delivery struct {
-	at     float64 // the step's end
-	work   float64
-	tokens int // tokens sampled in the step
-	firsts int // of them, first tokens
-	events []Event
+	at   float64 // the step's end
+	work float64
+	// firsts are the step's first tokens; outputs the requests that
+	// sampled, one chunk each (several tokens with accepted drafts)
+	firsts, outputs int
+	events          []Event
 }
 
 // psJob is a request in input processing: done when the server's virtual
@@ -199,7 +200,7 @@ func (f *frontEnd) push(res *StepResult, tokens, firsts int) {
 		f.out = append(f.out, delivery{})
 		d = &f.out[len(f.out)-1]
 	}
-	d.at, d.work, d.tokens, d.firsts = res.End, f.cost.OutputToken*float64(tokens), tokens, firsts
+	d.at, d.work, d.firsts, d.outputs = res.End, f.cost.OutputToken*float64(tokens), firsts, res.Outputs
 	for _, ev := range res.Events {
 		if ev.First || ev.Done {
 			d.events = append(d.events, ev)

@@ -136,7 +136,7 @@ func (m *Roofline) Parts(b Batch) StepParts {
 		return p
 	}
 	tokens := float64(b.Tokens)
-	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(b.Requests))
+	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(int64(b.Requests)+b.Drafts))
 	p.Dense = max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.DenseRead)))
 	p.Experts = m.expertTime(tokens)
 	pairFLOPs, cacheBytes := m.attention(b)
@@ -172,6 +172,9 @@ type StepParts struct {
 	GEMMFloors   float64 `json:"gemm_floors_s"`
 	SmallKernels float64 `json:"small_kernels_s"`
 	Launch       float64 `json:"eager_launch_s"`
+	// Draft is the drafter's forward passes under speculative decoding
+	// (Engine.draftTime), on the GPU after the target's.
+	Draft float64 `json:"draft_s"`
 	// CPU is the engine core's time (per step and per sequence);
 	// Overlapped the time it ran beside the GPU.
 	CPU        float64 `json:"engine_cpu_s"`
@@ -181,7 +184,7 @@ type StepParts struct {
 
 // GPU is the forward pass.
 func (p StepParts) GPU() float64 {
-	return p.Dense + p.Experts + p.Attention + p.AllReduce + p.GEMMFloors + p.SmallKernels + p.Launch
+	return p.Dense + p.Experts + p.Attention + p.AllReduce + p.GEMMFloors + p.SmallKernels + p.Launch + p.Draft
 }
 
 // Total is the step's time (of a sum: the steps' time).
@@ -204,6 +207,7 @@ func (p *StepParts) Add(q StepParts) {
 	p.GEMMFloors += q.GEMMFloors
 	p.SmallKernels += q.SmallKernels
 	p.Launch += q.Launch
+	p.Draft += q.Draft
 	p.CPU += q.CPU
 	p.Overlapped += q.Overlapped
 }
@@ -294,8 +298,10 @@ func (w WindowAttention) within(b Batch, fullPairs int64) (pairs, context int64)
 		return fullPairs, 0
 	}
 	for _, c := range b.Chunks {
-		if c.New == 1 {
-			context += w.keys(c.Computed+1, c.Computed+1)
+		if c.New == 1+c.Drafts {
+			// A decode reads the window before its last query once, and
+			// each draft one key more.
+			context += w.keys(c.Computed+c.New, c.Computed+c.New) + c.Drafts
 		} else {
 			pairs += w.keys(c.Computed+1, c.Computed+c.New)
 		}

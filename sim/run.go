@@ -238,11 +238,12 @@ func micros(sec float64) int64 { return int64(math.Round(sec * 1e6)) }
 
 // deliver counts a step's output as the client receives it at time at:
 // first tokens start their TTFT, finished requests end, and every other
-// token is one inter-token gap since the previous delivery (a running
-// request gets a token every step; one skipped for a step, or preempted,
-// is counted as if it had not been).
+// request's chunk is one inter-token gap since the previous delivery (a
+// running request gets a chunk every step, of several tokens when drafts
+// were accepted, which vllm bench serve times as one gap; one skipped for
+// a step, or preempted, is counted as if it had not been).
 func (s *stats) deliver(d *delivery, at float64, done func(Event)) {
-	if n := d.tokens - d.firsts; n > 0 && s.anyOut {
+	if n := d.outputs - d.firsts; n > 0 && s.anyOut {
 		s.itl.AddN(micros(at-s.lastOut), int64(n))
 	}
 	s.lastOut, s.anyOut = at, true
@@ -694,7 +695,7 @@ func (s *stats) reportOf(g Gauges) *Report {
 	r.MaxKVUsage = math.Round(r.MaxKVUsage*1e4) / 1e4
 	if r.StepSplit != nil {
 		c := *r.StepSplit
-		for _, v := range []*float64{&c.Dense, &c.Experts, &c.Attention, &c.AllReduce, &c.GEMMFloors, &c.SmallKernels, &c.Launch, &c.CPU, &c.Overlapped} {
+		for _, v := range []*float64{&c.Dense, &c.Experts, &c.Attention, &c.AllReduce, &c.GEMMFloors, &c.SmallKernels, &c.Launch, &c.Draft, &c.CPU, &c.Overlapped} {
 			*v = math.Round(*v*1e6) / 1e6
 		}
 		r.StepSplit = &c

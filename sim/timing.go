@@ -22,6 +22,9 @@ type Batch struct {
 	Decodes       int
 	DecodeContext int64
 	PrefillPairs  int64
+	// Drafts are the speculative tokens the decodes verify: each is one
+	// more query of its request's decode and one more row of the LM head.
+	Drafts int64
 	// Chunks are the scheduled requests one by one, for what the totals
 	// cannot give (the keys a sliding window leaves a query). They are the
 	// engine's scratch, valid while the step is priced; a measured step
@@ -30,8 +33,9 @@ type Batch struct {
 }
 
 // Chunk is one scheduled request's part of a step: New tokens computed
-// after Computed ones.
-type Chunk struct{ New, Computed int64 }
+// after Computed ones, Drafts of them speculative tokens to verify (a
+// decode is New = 1 + Drafts).
+type Chunk struct{ New, Computed, Drafts int64 }
 
 // StepTimer prices one step in seconds of simulated time.
 type StepTimer interface {
