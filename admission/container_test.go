@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"headroom.dev/headroom/startup"
 )
 
 func TestReadLaunch(t *testing.T) {
@@ -105,21 +107,42 @@ func TestImageVersion(t *testing.T) {
 }
 
 func TestProbeWarning(t *testing.T) {
-	// 16 GiB of weights: 60 s + 16 × 18 s = 348 s.
-	if got := expectedStart(16 << 30); got != 348*time.Second {
-		t.Errorf("expectedStart(16 GiB) = %v, want 5m48s", got)
+	// Llama-3.1-8B's 16,060,522,496-byte checkpoint on one GPU, local
+	// storage: 16.06 GB at 1 GB/s = 16.1 s -> 17 s of load; 30 + 17 + 60 =
+	// 107 s expected, a window of twice that, 214 s.
+	est := startup.Of(startup.Input{CheckpointBytes: 16060522496, RankWeightBytes: 16060522496, Ranks: 1})
+	if est.Total != 107*time.Second || est.ProbeWindow() != 214*time.Second {
+		t.Fatalf("estimate %s, window %s; want 1m47s and 3m34s", est.Total, est.ProbeWindow())
 	}
 	// A startup probe of 10 min covers it; a liveness probe alone of 30 s
-	// does not, and the advice is a startup probe: ceil(348 / 10) = 35.
+	// does not, and the advice is a startup probe: ceil(214 / 10) = 22.
 	long := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 60}, LivenessProbe: &corev1.Probe{}}
-	if w := probeWarning(long, 16<<30); w != "" {
+	if w := probeWarning(long, est); w != "" {
 		t.Errorf("10-minute startup probe warned: %s", w)
 	}
 	short := corev1.Container{Name: "v", LivenessProbe: &corev1.Probe{}}
-	if w := probeWarning(short, 16<<30); !strings.Contains(w, "livenessProbe restarts it after 30s") || !strings.Contains(w, "add a startupProbe with periodSeconds 10 and failureThreshold 35") {
+	if w := probeWarning(short, est); !strings.Contains(w, "livenessProbe restarts it after 30s") || !strings.Contains(w, "add a startupProbe with periodSeconds 10 and failureThreshold 22") ||
+		!strings.Contains(w, "about 1m47s (30s pod start + 17s reading 16 GB from local storage + 1m0s engine start)") {
 		t.Errorf("warning %q", w)
 	}
-	if w := probeWarning(corev1.Container{Name: "v"}, 16<<30); w != "" {
+	// The advice passes the check: a startup probe of 22 × 10 s.
+	fixed := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 22}}
+	if w := probeWarning(fixed, est); w != "" {
+		t.Errorf("the advised probe warned: %s", w)
+	}
+	if w := probeWarning(corev1.Container{Name: "v"}, est); w != "" {
 		t.Errorf("no probe, yet %q", w)
+	}
+	// From a network volume: 16,060,522,496 B / 131,072,000 B/s = 122.5 s
+	// -> 123 s; 30 + 123 + 60 = 213 s, window 426 s; the 10-minute probe
+	// still covers it, a 5-minute one (30 × 10 s) does not.
+	st, bad := storageOf(map[string]string{AnnotationStorage: "network"})
+	net := startup.Of(startup.Input{CheckpointBytes: 16060522496, RankWeightBytes: 16060522496, Ranks: 1, Storage: st})
+	five := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 30}}
+	if bad != "" || probeWarning(long, net) != "" || !strings.Contains(probeWarning(five, net), "set its failureThreshold to 43 or more") {
+		t.Errorf("network storage: %q, %q", bad, probeWarning(five, net))
+	}
+	if _, bad := storageOf(map[string]string{AnnotationStorage: "nfs"}); !strings.Contains(bad, `unknown storage class "nfs"`) {
+		t.Errorf("a bad storage annotation: %q", bad)
 	}
 }

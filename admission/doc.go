@@ -61,6 +61,10 @@ const (
 	// AnnotationPlan is written by the mutating webhook: a one-line summary
 	// of the plan.
 	AnnotationPlan = "headroom.dev/plan"
+	// AnnotationStorage says where the checkpoint is read from at start-up
+	// (cached, local or network; docs/startup.md), for the start-up time a
+	// startup probe must cover; without it the default class is assumed.
+	AnnotationStorage = "headroom.dev/storage"
 )
 
 // Names from the NVIDIA device plugin and GPU feature discovery that the

@@ -3,46 +3,25 @@ package admission
 import (
 	"fmt"
 	"math"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"headroom.dev/headroom/kube"
-	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/startup"
 )
-
-// Expected start-up time of a vLLM server, for the probe check. vLLM must
-// fetch or read its weights, load them, profile, compile and capture CUDA
-// graphs before its health endpoint answers. The per-GiB rate is KAITO's:
-// its startup-probe timeout grows by 18 s per GiB of weights
-// (readinessTimeoutForModelSize in presets/workspace/models/vllm_model.go,
-// docs/kaito.md §1), a rate that covers a fetch from network storage. The
-// fixed part is our own rounded figure for engine start (CUDA init,
-// profiling, torch.compile and graph capture) of a small model; it is not a
-// measurement. The check warns, never denies, so a rough figure is enough.
-const (
-	loadBase    = 60 * time.Second
-	loadPerGiB  = 18 * time.Second
-	bytesPerGiB = 1 << 30
-)
-
-// expectedStart estimates how long vLLM takes to serve after the container
-// starts, from the model's weight bytes.
-func expectedStart(weightBytes int64) time.Duration {
-	gib := float64(weightBytes) / bytesPerGiB
-	return loadBase + time.Duration(math.Ceil(gib*loadPerGiB.Seconds()))*time.Second
-}
 
 // probeWarning warns when the probe that guards start-up (the startupProbe;
 // without one the livenessProbe, which then runs from the start) gives up
-// before the model is expected to have loaded.
-func probeWarning(c corev1.Container, weightBytes int64) string {
+// before the window the start-up estimate asks for: the estimate (package
+// startup, docs/startup.md) times its margin. The recommended threshold
+// gives that window, so the fix passes the check.
+func probeWarning(c corev1.Container, est startup.Estimate) string {
 	p, name := kube.StartGate(c)
 	if p == nil {
 		return ""
 	}
 	window, period, failures := kube.ProbeWindow(p)
-	want := expectedStart(weightBytes)
+	want := est.ProbeWindow()
 	if window >= want {
 		return ""
 	}
@@ -53,6 +32,20 @@ func probeWarning(c corev1.Container, weightBytes int64) string {
 		// hung server for the pod's whole life; a startup probe does not.
 		fix = fmt.Sprintf("add a startupProbe with periodSeconds %d and failureThreshold %d", period, int64(math.Ceil(want.Seconds()/float64(period))))
 	}
-	return fmt.Sprintf("container %q: its %s restarts it after %s (initialDelaySeconds %d + failureThreshold %d × periodSeconds %d), but vLLM is expected to need about %s to load %s of weights and start (%s + %s per GiB); %s",
-		c.Name, name, window, p.InitialDelaySeconds, failures, period, want, memory.GiB(weightBytes), loadBase, loadPerGiB, fix)
+	return fmt.Sprintf("container %q: its %s restarts it after %s (initialDelaySeconds %d + failureThreshold %d × periodSeconds %d), but vLLM is expected to start in about %s, and a probe should allow %g times that, %s: %s (%s: %s says where the weights are read from)",
+		c.Name, name, window, p.InitialDelaySeconds, failures, period, est.Summary(), startup.ProbeMargin, want, fix, AnnotationStorage, startup.List())
+}
+
+// storageOf reads AnnotationStorage: the class, and a warning when the
+// value is not one (the default class is then assumed).
+func storageOf(ann map[string]string) (startup.Storage, string) {
+	raw, ok := ann[AnnotationStorage]
+	if !ok {
+		return startup.DefaultStorage, ""
+	}
+	st, err := startup.ParseStorage(raw)
+	if err != nil {
+		return startup.DefaultStorage, fmt.Sprintf("annotation %s: %v; the probe check assumes %s", AnnotationStorage, err, startup.DefaultStorage)
+	}
+	return st, ""
 }

@@ -289,7 +289,11 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			}
 		}
 		if a.planned() {
-			if msg := probeWarning(c, a.budget.WeightsTotal); msg != "" {
+			st, bad := storageOf(ann)
+			if bad != "" {
+				e.warn(CodeProbe, "%s: %s", label, bad)
+			}
+			if msg := probeWarning(c, memory.StartupOf(*a.budget, st)); msg != "" {
 				e.warn(CodeProbe, "%s", msg)
 			}
 		}

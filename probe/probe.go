@@ -21,6 +21,7 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -48,18 +49,6 @@ const (
 	DefaultMaxLaunches = 8
 )
 
-// DefaultLaunchTimeout is how long one start-up may take: 2 minutes plus
-// 20 seconds per GiB of weights. Loading reads the checkpoint from disk
-// (the v0.19.0 logs show 15 GiB loading in about 5 s from a warm page
-// cache, minutes from a cold network volume); profiling, torch.compile and
-// CUDA-graph capture add one to three minutes. 20 s/GiB allows about 50
-// MiB/s, a slow network volume. Llama-3.1-8B (15 GiB): 7 minutes; a 70B
-// model in bf16 (131 GiB): 46 minutes.
-func DefaultLaunchTimeout(weightsBytes int64) time.Duration {
-	gib := float64(max(weightsBytes, 0)) / (1 << 30)
-	return 2*time.Minute + time.Duration(gib*20*float64(time.Second))
-}
-
 // unknownSizeTimeout bounds a launch when the planner cannot size the
 // weights: the default for a model of about 40 GiB.
 const unknownSizeTimeout = 15 * time.Minute
@@ -81,9 +70,13 @@ type Config struct {
 	Steps int
 	// MaxLaunches caps StrategyAuto (default DefaultMaxLaunches).
 	MaxLaunches int
-	// LaunchTimeout bounds each start-up; 0 = DefaultLaunchTimeout of the
-	// planner's weights.
+	// LaunchTimeout bounds each start-up; 0 = the start-up estimate's
+	// probe window (package startup: twice the expected start-up of the
+	// planned weights read from Storage).
 	LaunchTimeout time.Duration
+	// Storage is where the checkpoint is read from ("" = the default
+	// class), for the launch timeout.
+	Storage startup.Storage
 	// Calibration, when set, receives a record of each launch that started.
 	Calibration func(Record) error
 	// Progress, when set, is told of each phase of each launch.
@@ -255,19 +248,23 @@ func (p *prober) setup(ctx context.Context) error {
 	if s.BlockSize > 0 {
 		p.blockSize = s.BlockSize
 	}
-	var weights int64
+	var est *startup.Estimate
 	if b, err := memory.Plan(in); err != nil {
 		p.note("no prediction from the planner (%v)", err)
 	} else {
 		p.res.Predicted = min(b.MaxFitLen, p.upper)
 		p.blockSize = b.Settings.BlockSize
-		weights = b.WeightsTotal
+		if b.WeightsTotal > 0 {
+			e := memory.StartupOf(b, c.Storage)
+			est = &e
+		}
 	}
 	p.timeout = c.LaunchTimeout
 	switch {
 	case p.timeout > 0:
-	case weights > 0:
-		p.timeout = DefaultLaunchTimeout(weights)
+	case est != nil:
+		p.timeout = est.ProbeWindow()
+		p.note("each launch may take up to %s, %g times the expected start-up of %s (--storage %s; --launch-timeout sets another)", p.timeout, startup.ProbeMargin, est.Summary(), est.Storage)
 	default:
 		p.timeout = unknownSizeTimeout
 		p.note("the weights' size is unknown: each launch may take up to %s (set --launch-timeout)", p.timeout)

@@ -12,6 +12,7 @@ import (
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/probe/internal/enginesim"
+	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -23,8 +24,10 @@ import (
 type simEngine struct {
 	cfg        enginesim.Config
 	versionErr error
-	// lengths records the --max-model-len of every launch.
-	lengths []int
+	// lengths records the --max-model-len of every launch, timeouts its
+	// time limit.
+	lengths  []int
+	timeouts []time.Duration
 }
 
 func (e *simEngine) Version(context.Context) (vllm.Version, error) {
@@ -39,6 +42,7 @@ func (e *simEngine) Launch(ctx context.Context, l Launch) (Attempt, error) {
 		return Attempt{}, err
 	}
 	e.lengths = append(e.lengths, l.Settings.MaxModelLen)
+	e.timeouts = append(e.timeouts, l.Timeout)
 	script := enginesim.Run(e.cfg, l.Settings, 8000)
 	var sc vllm.LogScanner
 	var tail []string
@@ -395,13 +399,24 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-func TestDefaultLaunchTimeout(t *testing.T) {
-	// 2 min + 20 s × 15 GiB = 7 min.
-	if got := DefaultLaunchTimeout(15 << 30); got != 7*time.Minute {
-		t.Errorf("got %v", got)
-	}
-	if got := DefaultLaunchTimeout(-1); got != 2*time.Minute {
-		t.Errorf("got %v", got)
+// A launch's time limit is the start-up model's probe window (package
+// startup), the one check and capacity use. Llama-3.1-8B's checkpoint is
+// 16,060,522,496 bytes: from local storage 16.06 GB at 1 GB/s -> 17 s, so
+// 30 + 17 + 60 = 107 s expected and 214 s allowed; from a network volume
+// at 125 MiB/s 122.5 s -> 123 s, 213 s expected and 426 s allowed.
+func TestLaunchTimeoutFromStartupModel(t *testing.T) {
+	for st, want := range map[startup.Storage]time.Duration{"": 214 * time.Second, startup.Network: 426 * time.Second} {
+		e := &simEngine{cfg: enginesim.Config{Version: v019, KVTokens: 30000, ModelMaxLen: 131072}}
+		r, err := probeSim(t, e, "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", func(c *Config) { c.Storage = st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.timeouts) == 0 || e.timeouts[0] != want {
+			t.Errorf("storage %q: timeouts %v, want %s", st, e.timeouts, want)
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "each launch may take up to "+want.String()) {
+			t.Errorf("storage %q: notes %q", st, r.Notes)
+		}
 	}
 }
 

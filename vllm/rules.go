@@ -393,6 +393,28 @@ func (s Settings) WithDefaults(v Version, deviceName string, deviceTotalBytes in
 // splitting every expert's width among them.
 func (s Settings) ExpertParallel() bool { return s.hasExtraFlag("enable-expert-parallel") }
 
+// LoadFormat is --load-format's value as given ("auto", "safetensors",
+// "dummy", "runai_streamer", ...), "" when the flag is not given (vLLM's
+// default is "auto"). The start-up estimate reads it.
+func (s Settings) LoadFormat() string {
+	for i, tok := range s.Extra {
+		if !isFlag(tok) {
+			continue
+		}
+		o := splitOption(tok)
+		if o.name != "load-format" {
+			continue
+		}
+		if o.hasValue {
+			return o.value
+		}
+		if i+1 < len(s.Extra) && !isFlag(s.Extra[i+1]) {
+			return s.Extra[i+1]
+		}
+	}
+	return ""
+}
+
 // hasExtraFlag reports whether Extra holds the flag (canonical name, any
 // spelling, with or without a value).
 func (s Settings) hasExtraFlag(name string) bool {

@@ -23,6 +23,7 @@ import (
 type probeFlags struct {
 	planFlags
 	bin, strategy, logDir string
+	storage               string
 	steps, maxLaunches    int
 	launchTimeout, grace  time.Duration
 	noCalibration         bool
@@ -50,7 +51,8 @@ KAITO's 6-step binary search for comparison.
 Every launch that started is kept as a calibration record in
 $XDG_CACHE_HOME/headroom/calibration.jsonl; 'headroom plan' uses a matching record.
 
-The launch timeout defaults to 2 minutes plus 20 seconds per GiB of weights.
+The launch timeout defaults to twice the start-up estimate of the weights read from
+--storage (docs/startup.md: 30 s + the read + 60 s).
 Ctrl-C stops the engine and everything it started.
 
 Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run.`,
@@ -67,7 +69,8 @@ Exit codes: 0 found, 1 no length starts, 2 bad input or the engine cannot be run
 	fl.StringVar(&f.strategy, "strategy", string(probe.StrategyAuto), "auto (one or two launches) or bisect (KAITO's binary search)")
 	fl.IntVar(&f.steps, "steps", probe.DefaultBisectSteps, "launches of --strategy bisect (KAITO's max_probe_steps)")
 	fl.IntVar(&f.maxLaunches, "max-launches", probe.DefaultMaxLaunches, "most launches of --strategy auto")
-	fl.DurationVar(&f.launchTimeout, "launch-timeout", 0, "longest one start-up may take (default: 2m + 20s per GiB of weights)")
+	fl.DurationVar(&f.launchTimeout, "launch-timeout", 0, "longest one start-up may take (default: twice the start-up estimate)")
+	addStorageFlag(fl, &f.storage)
 	fl.DurationVar(&f.grace, "stop-grace", 20*time.Second, "time between SIGTERM and SIGKILL when stopping the engine")
 	fl.StringVar(&f.logDir, "log-dir", "", "keep each launch's output in this directory")
 	fl.BoolVar(&f.noCalibration, "no-calibration", false, "do not write calibration records")
@@ -90,6 +93,10 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	if f.launchTimeout < 0 || f.grace < 0 {
 		return badInput("--launch-timeout and --stop-grace must be positive")
 	}
+	storage, err := readStorage(f.storage)
+	if err != nil {
+		return err
+	}
 	if n := cmd.ArgsLenAtDash(); n > 0 {
 		return badInput("unexpected arguments before --: %s (put the vLLM command after --)", strings.Join(args[:n], " "))
 	} else if n < 0 && len(args) > 0 {
@@ -99,7 +106,7 @@ func runProbe(cmd *cobra.Command, env Env, f probeFlags, args []string) error {
 	defer stop()
 	prog := newLaunchProgress(env.Stderr)
 	out, runErr := report.Probe(ctx, reportEnv(env), request(cmd, f.planFlags, args), report.ProbeOptions{
-		Bin: f.bin, Strategy: strategy, Steps: f.steps, MaxLaunches: f.maxLaunches, LaunchTimeout: f.launchTimeout,
+		Bin: f.bin, Strategy: strategy, Steps: f.steps, MaxLaunches: f.maxLaunches, LaunchTimeout: f.launchTimeout, Storage: storage,
 		Grace: f.grace, LogDir: f.logDir, NoCalibration: f.noCalibration, Progress: prog.update})
 	prog.stop()
 	if runErr != nil && !errors.Is(runErr, probe.ErrNothingStarts) {

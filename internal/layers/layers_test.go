@@ -39,6 +39,7 @@ var floorOf = map[string]int{
 	"chart":         facts, // plot panels
 	"graceful":      facts, // serve until the context ends; telemetry and the faces use it
 	"progress":      facts, // the live progress line of long commands
+	"startup":       facts, // the one start-up-time model: check, capacity and probe
 
 	"memory": core, // the budget calculator
 

@@ -8,6 +8,7 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/probe"
+	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -51,6 +52,9 @@ type ProbeOptions struct {
 	Strategy             probe.Strategy
 	Steps, MaxLaunches   int
 	LaunchTimeout, Grace time.Duration
+	// Storage is where the checkpoint is read from, for the launch
+	// timeout's start-up estimate ("" = the default class).
+	Storage startup.Storage
 	// LogDir, when set, keeps each launch's output.
 	LogDir string
 	// NoCalibration writes no calibration record.
@@ -102,7 +106,7 @@ func Probe(ctx context.Context, env Env, req Request, opt ProbeOptions) (ProbeRe
 	cfg := probe.Config{
 		Engine:   &probe.Process{Bin: bin, Env: probe.Assignments(s.Env), Gauge: gauge, Grace: opt.Grace, LogDir: opt.LogDir},
 		Settings: s, Model: spec, Device: sel.Device, Count: sel.Count, Version: s.Version,
-		Strategy: opt.Strategy, Steps: opt.Steps, MaxLaunches: opt.MaxLaunches, LaunchTimeout: opt.LaunchTimeout,
+		Strategy: opt.Strategy, Steps: opt.Steps, MaxLaunches: opt.MaxLaunches, LaunchTimeout: opt.LaunchTimeout, Storage: opt.Storage,
 		Progress: opt.Progress,
 	}
 	calPath := ""
