@@ -36,6 +36,9 @@ type kvLayout struct {
 	numGroups int
 	// pageBytes is the unified page size of one block of one layer.
 	pageBytes int64
+	// blockSum, when set, is one block of a group of full-attention layers
+	// of different page sizes: the sum of their pages (uniformType).
+	blockSum int64
 
 	// The per-request need, summed once per kind so the max-length search
 	// costs O(kinds), not O(layers): pages of layers holding every token,
@@ -76,8 +79,22 @@ func tokenBytesPerLayer(s model.Spec, tp int, kvBytes int) int64 {
 
 // newKVLayout builds the layout for decoder layers [first, last).
 func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout {
+	return layoutOf(layerSpecs(s, first, last, tp, kvBytes, blockSize), blockSize)
+}
+
+// layoutOf groups layers (a stage's, and a drafter's beside them) into
+// one worker's layout.
+func layoutOf(layers []layerSpec, blockSize int) kvLayout {
+	l := kvLayout{blockSize: blockSize, layers: layers}
+	l.group()
+	l.sum()
+	return l
+}
+
+// layerSpecs are the KV specs of decoder layers [first, last).
+func layerSpecs(s model.Spec, first, last, tp, kvBytes, blockSize int) []layerSpec {
 	perToken := tokenBytesPerLayer(s, tp, kvBytes)
-	l := kvLayout{blockSize: blockSize, layers: make([]layerSpec, 0, last-first)}
+	layers := make([]layerSpec, 0, last-first)
 	for i := first; i < last; i++ {
 		k := s.LayerKind(i)
 		if k.Kind == model.NoMixer {
@@ -91,11 +108,9 @@ func newKVLayout(s model.Spec, first, last, tp, kvBytes, blockSize int) kvLayout
 			ls.pageBytes = k.StateBytes
 			ls.stateBytes = k.StateBytes
 		}
-		l.layers = append(l.layers, ls)
+		layers = append(layers, ls)
 	}
-	l.group()
-	l.sum()
-	return l
+	return layers
 }
 
 // sum aggregates the layers for requestBytes.
@@ -145,6 +160,17 @@ func (l *kvLayout) group() {
 		l.numGroups = 1
 		return
 	}
+	if uniformType(counts) {
+		// Full-attention layers of different page sizes (a draft model
+		// beside its target) share one group whose block holds a page of
+		// each: blocks = available // Σ pages (UniformTypeKVCacheSpecs,
+		// vllm/v1/kv_cache_interface.py).
+		l.groupSize, l.numGroups, l.blockSum = len(l.layers), 1, 0
+		for _, c := range counts {
+			l.blockSum += c.spec.pageBytes * int64(c.count)
+		}
+		return
+	}
 	vals := make([]int, 0, len(counts))
 	for _, c := range counts {
 		vals = append(vals, c.count)
@@ -190,7 +216,25 @@ func countSpecs(layers []layerSpec) []kindCount {
 // blockBytes is the memory one block costs across the pool: one page in
 // each of the groupSize shared tensors.
 func (l kvLayout) blockBytes() int64 {
+	if l.blockSum > 0 {
+		return l.blockSum
+	}
 	return l.pageBytes * int64(l.groupSize)
+}
+
+// uniformType reports specs that differ only in their page size, all
+// full attention or all MLA: vLLM keeps them in one group.
+func uniformType(counts []kindCount) bool {
+	kind := counts[0].spec.kind
+	if kind != model.Full && kind != model.MLA {
+		return false
+	}
+	for _, c := range counts {
+		if c.spec.kind != kind {
+			return false
+		}
+	}
+	return true
 }
 
 // blocks is how many blocks fit in avail bytes (vLLM: available //

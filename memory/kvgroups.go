@@ -24,6 +24,9 @@ func (b Budget) KVGroups() []KVGroup {
 		return nil
 	}
 	counts := countSpecs(l.layers)
+	if l.blockSum > 0 {
+		return []KVGroup{{Kind: counts[0].spec.kind}}
+	}
 	var out []KVGroup
 	for _, c := range counts {
 		g := KVGroup{Kind: c.spec.kind}

@@ -77,6 +77,10 @@ type Input struct {
 	Env map[string]string
 	// Measured, when set, replaces predicted parts.
 	Measured *Measured
+	// Draft is the checkpoint --speculative-config names as its draft
+	// (a draft model, an EAGLE or DFlash head); nil when the method needs
+	// none or the caller could not read it (the plan then says so).
+	Draft *model.Spec
 	// GPUsPerNode is how many GPUs one node (or one pod of a multi-node
 	// group) holds: alternatives that need more shard across nodes with
 	// pipeline parallelism (Layout). 0 means DefaultGPUsPerNode. The plan
@@ -176,6 +180,7 @@ type Budget struct {
 
 	layout kvLayout
 	run    profileRun
+	feat   features
 	// activationForwardBound: the forward pass, not the sampler, sets the
 	// last stage's profile peak.
 	activationForwardBound bool
@@ -218,7 +223,12 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	if err != nil {
 		return Budget{}, err
 	}
-	run := profileRunFor(s, set, in.Device, in.Env)
+	feat, err := featuresFor(in, set, b.DtypeBytes, b.KVDtypeBytes)
+	if err != nil {
+		return Budget{}, err
+	}
+	b.feat = feat
+	run := feat.runner(profileRunFor(s, set, in.Device, in.Env), set)
 	b.run, b.SamplerPath, b.ModelRunnerV2, b.Install = run, run.sampler, run.runnerV2, set.Install.OrDefault()
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
 	if b.CUDAGraphInBudget && vllm.CUDAGraphEstimateIsZero(set.Version, run.runnerV2) {
@@ -252,12 +262,14 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p := Parts{Total: in.Device.TotalBytes, Requested: requested, Context: contextBytes(tp)}
 		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
-		p.Weights = max(p.Weights, 0)
-		p.Activation = activationBytes(s, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run, moe)
+		p.Weights = max(p.Weights, 0) + feat.weights(s, st, b.DtypeBytes)
+		as := feat.activationSpec(s)
+		p.Activation = activationBytes(as, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run, moe)
 		if st.isLast {
-			fwd, _ := forwardPeakBytes(s, st, tp, set.MaxNumBatchedTokens, b.DtypeBytes, moe)
-			b.activationForwardBound = fwd >= samplerPeakBytes(s, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run)
+			fwd, _ := forwardPeakBytes(as, st, tp, set.MaxNumBatchedTokens, b.DtypeBytes, moe)
+			b.activationForwardBound = fwd >= samplerPeakBytes(as, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run)
 		}
+		p.Activation = feat.activation(s, st, tp, b.DtypeBytes, p.Activation)
 		p.NonTorch = nt.bytes
 		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
 		b.Origins = measure(&p, in.Measured)
@@ -265,7 +277,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		if b.CUDAGraphInBudget {
 			avail -= p.CUDAGraph
 		}
-		layout := newKVLayout(s, st.first, st.last, tp, b.KVDtypeBytes, set.BlockSize)
+		layout := feat.layout(s, st, tp, b.KVDtypeBytes, set.BlockSize)
 		if m := in.Measured; m != nil && (m.AvailableKV > 0 || m.KVTokens > 0) && set.KVCacheMemoryBytes <= 0 {
 			at := m.Utilization
 			if at <= 0 {
@@ -326,6 +338,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		b.Footprint += b.PerGPU.CUDAGraph
 	}
 	b.evidence(run, nt, in.GPUsPerNode)
+	feat.findings(&b)
 	b.check(dp)
 	return b, nil
 }

@@ -696,6 +696,12 @@ func parseShape(c *conf, fam string, s *Spec) error {
 		tie = true // PretrainedConfig's default, for classes headroom has no entry for
 	}
 	s.TieEmbeddings = tie
+	// Multi-token-prediction layers the checkpoint ships for speculative
+	// decoding: DeepSeek-V3/R1, GLM-4.5, MiMo name them
+	// num_nextn_predict_layers, Qwen3-Next and Qwen3.5 mtp_num_hidden_layers.
+	if s.MTPLayers, _, err = c.int(0, maxLayers, "num_nextn_predict_layers", "mtp_num_hidden_layers"); err != nil {
+		return err
+	}
 
 	d, ok, err := c.str("torch_dtype", "dtype")
 	if err != nil {

@@ -130,6 +130,10 @@ type Spec struct {
 	MaxPositions int `json:"max_position_embeddings"`
 
 	TieEmbeddings bool `json:"tie_word_embeddings"`
+	// MTPLayers are the multi-token-prediction layers the checkpoint
+	// carries beside its decoder layers (num_nextn_predict_layers), loaded
+	// only to draft for speculative decoding; 0 for most models.
+	MTPLayers int `json:"mtp_layers,omitempty"`
 	QKVBias       bool `json:"qkv_bias,omitempty"`
 	// GatedMLP is true for SwiGLU-style MLPs with gate, up and down
 	// projections; false for two-matrix MLPs (GPT-2, Falcon, Phi-2).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
 )
 
@@ -29,11 +30,10 @@ type Calibration struct {
 	// pass; SeqOverhead what each scheduled sequence adds to it.
 	Overhead    float64 `json:"overhead_s"`
 	SeqOverhead float64 `json:"seq_overhead_s,omitempty"`
-	// GroupedShare is the plateau of the routed experts' grouped GEMMs'
-	// share, as a share of FLOPsEfficiency, and GroupedHalfTokens the
-	// tokens per expert at which they reach half of it (groupedShare).
-	GroupedShare      float64 `json:"grouped_gemm_share,omitempty"`
-	GroupedHalfTokens float64 `json:"grouped_gemm_half_tokens,omitempty"`
+	// GroupedShare is the routed experts' grouped GEMMs' share on full
+	// tiles, as a share of FLOPsEfficiency (their tiles' padding is the
+	// kernel's, moeKernel).
+	GroupedShare float64 `json:"grouped_gemm_share,omitempty"`
 	// GroupedKHalf is the reduction length at which an expert GEMM runs
 	// at half its share (Roofline.expertTime): the tiles' pipeline
 	// fill, which a rank's narrow experts do not amortise.
@@ -58,7 +58,12 @@ type Calibration struct {
 	// (FrontEndFor).
 	FrontEnd
 	HarmonyRequest float64 `json:"frontend_harmony_request_s,omitempty"`
-	Source         string  `json:"source,omitempty"`
+	// NodeHostShare is what the host's CPU times (the API server's and
+	// the engine core's) take on a server of a whole multi-GPU node, as a
+	// share of the times above, which are those of a server of one or two
+	// GPUs (hostShare); 0 reads as 1.
+	NodeHostShare float64 `json:"node_host_share,omitempty"`
+	Source        string  `json:"source,omitempty"`
 }
 
 func (c Calibration) attention() float64 {
@@ -112,10 +117,10 @@ func (c Calibration) check() error {
 		return errors.New("overhead_s must be in [0, 10] and seq_overhead_s in [0, 1]")
 	case !(c.HarmonyRequest >= 0 && c.HarmonyRequest <= 60):
 		return errors.New("frontend_harmony_request_s must be in [0, 60]")
+	case !share(c.NodeHostShare, 10):
+		return errors.New("node_host_share must be 0 (the default) or in [0.001, 10]")
 	case !share(c.GroupedShare, 2) || !share(c.DequantShare, 1):
 		return errors.New("grouped_gemm_share must be 0 (the default) or in [0.001, 2], and dequant_share 0 or in [0.001, 1]")
-	case c.GroupedHalfTokens < 0 || c.GroupedHalfTokens > 1e6:
-		return errors.New("grouped_gemm_half_tokens must be in [0, 1e6]")
 	case c.GroupedKHalf < 0 || c.GroupedKHalf > 1e6:
 		return errors.New("grouped_gemm_k_half must be in [0, 1e6]")
 	case c.GEMMFloor < 0 || c.GEMMFloor > 1e-3:
@@ -131,22 +136,48 @@ const minShare = 1e-3
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {
-	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' (half at %.0f tokens/expert and at a reduction of %.0f), dequantizing kernels x%.2f, FP8 GEMMs x%.2f (weights read x%.2f); +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
-		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedHalfTokens, c.GroupedKHalf, c.DequantShare, c.fp8GEMM(), c.fp8Read(), c.GEMMFloor*1e6,
+	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of the GEMMs' on full tiles (half at a reduction of %.0f), dequantizing kernels x%.2f, FP8 GEMMs x%.2f (weights read x%.2f); +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
+		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedKHalf, c.DequantShare, c.fp8GEMM(), c.fp8Read(), c.GEMMFloor*1e6,
 		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.OutputToken*1e6, c.Latency*1e3)
 }
 
-// FrontEndFor is the API server's cost for model s: vLLM's chat endpoint
-// renders gpt-oss (model_type gpt_oss) with openai_harmony, which turns the
-// conversation into token ids in Rust (serving_chat.py's use_harmony,
-// since 0.10.1), instead of rendering the Jinja chat template and then
-// tokenizing its text, as for every other model.
-func (c Calibration) FrontEndFor(s model.Spec) FrontEnd {
+// FrontEndFor is the API server's cost for the server of plan b: vLLM's
+// chat endpoint renders gpt-oss (model_type gpt_oss) with openai_harmony,
+// which turns the conversation into token ids in Rust (serving_chat.py's
+// use_harmony, since 0.10.1), instead of rendering the Jinja chat template
+// and then tokenizing its text, as for every other model; and the host's
+// CPU takes its class's share of the times (hostShare).
+func (c Calibration) FrontEndFor(b memory.Budget) FrontEnd {
 	f := c.FrontEnd
-	if c.HarmonyRequest > 0 && rendersWithHarmony(s) {
+	if c.HarmonyRequest > 0 && rendersWithHarmony(b.Model) {
 		f.Request = c.HarmonyRequest
 	}
+	h := c.hostShare(b)
+	f.Latency, f.Request, f.PromptToken, f.OutputToken = h*f.Latency, h*f.Request, h*f.PromptToken, h*f.OutputToken
 	return f
+}
+
+// nodeGPUs is the least number of GPUs a server takes for its host to be
+// a whole multi-GPU node: an HGX or DGX board holds 4 or 8 SXM GPUs, and a
+// server of one or two of them runs in a slice of such a host (a cloud
+// instance of a GPU or two, its share of the CPUs), which is what the
+// rows' one- and two-GPU servers ran on.
+const nodeGPUs = 4
+
+// hostShare is the share of the calibration's host CPU times that plan
+// b's host takes: NodeHostShare on a server of nodeGPUs or more GPUs
+// (tensor × pipeline × data parallel), 1 on one of fewer. gpustack's
+// 8-GPU host renders a Jinja chat in 4.5-5.4 ms a request where its one-
+// GPU hosts take 10-14 ms (each burst's mean and p99 TTFT, sim/README.md):
+// the CPU of a whole node, not the model, sets it, since the same Qwen3-
+// 235B server spends the same time a request on random and ShareGPT
+// prompts.
+func (c Calibration) hostShare(b memory.Budget) float64 {
+	s := b.Settings
+	if max(s.TensorParallelSize, 1)*max(s.PipelineParallelSize, 1)*max(s.DataParallelSize, 1) >= nodeGPUs {
+		return orOne(c.NodeHostShare)
+	}
+	return 1
 }
 
 func rendersWithHarmony(s model.Spec) bool {
@@ -176,9 +207,9 @@ var (
 	// Hopper's is measured (hopperKernels; a GPU with its own table takes
 	// its own), the A100's a cuBLAS figure (weightBandwidthShare).
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.528, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.939, DequantShare: 0.942,
+		"8.0": {FLOPsEfficiency: 0.730, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.265, DequantShare: 0.422,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 2 (Qwen3-14B, gpt-oss-20b)"},
-		hopper: {FLOPsEfficiency: 0.329, BandwidthEfficiency: hopperKernels.Weights, KVBandwidthEfficiency: 0.548, DequantShare: 0.881,
+		hopper: {FLOPsEfficiency: 0.363, BandwidthEfficiency: hopperKernels.Weights, KVBandwidthEfficiency: 0.410, DequantShare: 0.455,
 			Source: "fitted on 11 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 9 (Qwen3-8B/14B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8); the weights read, GEMM floor and FP8 shares measured on its kernel table"},
 	}
 	// hostCPU are the CPU costs of vLLM 0.10.2–0.11.0's engine core and
@@ -187,18 +218,18 @@ var (
 	// the Qwen3 bursts), its harmony path (the gpt-oss bursts), the fixed
 	// latency on the way in (Qwen3-8B at concurrency 1 and 4), the
 	// engine's time per step and per sequence (all rows).
-	hostCPU = Calibration{Overhead: 0.000732, SeqOverhead: 29.1e-6,
-		FrontEnd:       FrontEnd{Latency: 0.0367, Request: 0.00861, PromptToken: tokenizeSeconds, OutputToken: 70.3e-6},
-		HarmonyRequest: 0.00262}
+	hostCPU = Calibration{Overhead: 0.000400, SeqOverhead: 49.5e-6,
+		FrontEnd:       FrontEnd{Latency: 0.0335, Request: 0.01153, PromptToken: tokenizeSeconds, OutputToken: 83.6e-6},
+		HarmonyRequest: 0.00261, NodeHostShare: 0.491}
 	// groupedGEMM shapes the routed experts' grouped GEMMs on every
 	// architecture (groupedShare): 0.908 of the dense GEMMs' share at
 	// many tokens per expert, half of that at 30.7 (the five MoE rows),
 	// and half of it again at a reduction of 193 (Qwen3-235B's 192-wide
 	// experts a rank at TP 8 against gpt-oss's 2,880 and 1,440).
-	groupedGEMM = Calibration{GroupedShare: 0.908, GroupedHalfTokens: 30.7, GroupedKHalf: 193}
+	groupedGEMM = Calibration{GroupedShare: 1.786, GroupedKHalf: reductionKHalf}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.429, BandwidthEfficiency: 0.828, KVBandwidthEfficiency: 0.744, DequantShare: 0.912}
+	defaultShares = Calibration{FLOPsEfficiency: 0.547, BandwidthEfficiency: 0.828, KVBandwidthEfficiency: 0.338, DequantShare: 0.439}
 )
 
 // kernelsMeasured are what the kernel table of each GPU measured there
@@ -289,6 +320,15 @@ func kernelToServing() (gemm, prefill, decode float64) {
 // how the share grows with the prompt is not priced.
 const prefillAttentionShare = 0.5
 
+// reductionKHalf is the reduction length at which a GEMM's main loop runs
+// at half its share (Roofline.expertTime): the median of the six series
+// the H100's cuBLAS GEMMs at fixed M and N were timed over (183 to 563,
+// testdata/kernels/h100-reduction.csv, TestReductionLengthMeasured).
+// Measured, not fitted: fitted on the rows beside the tiles' padding it
+// took 164, below every series, and the rows cannot tell it from the
+// grouped GEMMs' share.
+const reductionKHalf = 282
+
 // tokenizeSeconds is the API server's time per prompt token: a Hugging
 // Face fast tokenizer encodes about a million tokens a second on one core.
 // Not fitted: the rows' per-request time cannot tell it from the rest.
@@ -307,8 +347,8 @@ var DefaultCalibration = withHost(defaultShares, "default shares of the datashee
 
 func withHost(c Calibration, source string) Calibration {
 	c.AttentionEfficiency = prefillAttentionShare
-	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest
-	c.GroupedShare, c.GroupedHalfTokens, c.GroupedKHalf = groupedGEMM.GroupedShare, groupedGEMM.GroupedHalfTokens, groupedGEMM.GroupedKHalf
+	c.Overhead, c.SeqOverhead, c.FrontEnd, c.HarmonyRequest, c.NodeHostShare = hostCPU.Overhead, hostCPU.SeqOverhead, hostCPU.FrontEnd, hostCPU.HarmonyRequest, hostCPU.NodeHostShare
+	c.GroupedShare, c.GroupedKHalf = groupedGEMM.GroupedShare, groupedGEMM.GroupedKHalf
 	c.GEMMFloor, c.FP8GEMMShare, c.FP8ReadShare = hopperKernels.GEMMFloor, hopperKernels.FP8GEMM, hopperKernels.FP8Read
 	c.Source = source
 	return c

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -14,19 +15,60 @@ import (
 // kernel it prices and where its figures come from (sim/README.md has the
 // table).
 
-// groupedShare is the share of the GEMMs' own share a routed-expert
-// grouped GEMM reaches when each touched expert gets t tokens: vLLM's
-// fused_moe (and gpt-oss's matmul_ogs) run one tile of BLOCK_M tokens per
-// expert at a time, so an expert with few tokens runs mostly padding and
-// its weights' tile loads are amortised over few rows. The share rises
-// with t as t / (t + half) toward the fitted plateau: half is the tokens per
-// expert at which the kernel reaches half its plateau.
-func groupedShare(t, plateau, half float64) float64 {
-	if t <= 0 {
-		return plateau
+// moeKernel is the grouped GEMM a MoE layer's routed experts run as: it
+// computes each expert's tokens in tiles of a fixed number of rows, so an
+// expert given fewer tokens than a tile computes the rest as padding, and
+// the kernel's choice of tile is what the padding costs.
+type moeKernel int
+
+const (
+	// fusedMoE is vLLM's Triton fused_moe (BF16, FP8 and INT8 experts).
+	// Its tuned configurations (fused_moe/configs/E=*,N=*,device_name=*.json,
+	// written by benchmark_moe.py per batch size) take BLOCK_SIZE_M 16 for
+	// small batches and 32 or 64 as tokens per expert grow; the default
+	// without a file is 16 up to as many tokens as experts, 64 beyond
+	// (get_default_config).
+	fusedMoE moeKernel = iota
+	// matmulOGS is triton_kernels' matmul_ogs, gpt-oss's MXFP4 experts on
+	// Hopper and Blackwell: its block_m is the next power of two of the
+	// tokens per expert, 16 to 128 (opt_flags).
+	matmulOGS
+	// marlinMoE is the Marlin MoE kernel (Ampere's MXFP4 and FP8, INT4
+	// everywhere): fused_marlin_moe takes the first block of 8, 16, 32,
+	// 48, 64 rows that the tokens per expert fill to less than 0.9.
+	marlinMoE
+)
+
+// tileRows is the rows of one tile when each touched expert gets t
+// tokens.
+func (k moeKernel) tileRows(t float64) float64 {
+	switch k {
+	case marlinMoE:
+		for _, b := range []float64{8, 16, 32, 48} {
+			if t/b < 0.9 {
+				return b
+			}
+		}
+		return 64
+	case matmulOGS:
+		return min(max(nextPow2(t), 16), 128)
 	}
-	return plateau * t / (t + half)
+	return min(max(nextPow2(t), 16), 64)
 }
+
+func nextPow2(t float64) float64 {
+	if t <= 1 {
+		return 1
+	}
+	return math.Exp2(math.Ceil(math.Log2(t)))
+}
+
+// paddedRows is the rows a grouped GEMM computes for an expert given t
+// tokens on average, in tiles of b rows: one tile while t is under half
+// a tile, else t and half a tile of padding on average (the tokens an
+// expert gets scatter around t, and the last tile is filled to a
+// uniform share; a Poisson spread of t = b gives 1.43 tiles, this 1.5).
+func paddedRows(t, b float64) float64 { return max(b, t+b/2) }
 
 // quantPath is the kernel path a quantized weight takes on a device:
 // the tensor peak its GEMMs run at and the share of the BF16 GEMMs' share
@@ -42,6 +84,8 @@ type quantPath struct {
 	// and the widening costs the kernel a share of its throughput, fitted
 	// per architecture (Calibration.DequantShare).
 	Dequant bool
+	// MoE is the grouped GEMM routed experts stored this way run as.
+	MoE moeKernel
 }
 
 // quantizesActivations reports whether the path quantizes each GEMM's
@@ -70,22 +114,22 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 		return quantPath{Name: "bf16"}
 	case strings.Contains(m, "mxfp4"):
 		if ampere {
-			return quantPath{Name: "mxfp4 marlin (weight-only, dequantized)", Dequant: true}
+			return quantPath{Name: "mxfp4 marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
 		}
-		return quantPath{Name: "mxfp4 (upcast in kernel)", Dequant: true}
+		return quantPath{Name: "mxfp4 (upcast in kernel)", Dequant: true, MoE: matmulOGS}
 	case strings.Contains(m, "fp4"):
 		// FP4 math needs Blackwell; before it, Marlin widens NVFP4 too
 		if major >= 10 {
 			return quantPath{Name: "nvfp4"}
 		}
-		return quantPath{Name: "nvfp4 marlin (weight-only, dequantized)", Dequant: true}
+		return quantPath{Name: "nvfp4 marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
 	case strings.Contains(m, "fp8"):
 		if ampere {
-			return quantPath{Name: "fp8 marlin (weight-only, dequantized)", Dequant: true}
+			return quantPath{Name: "fp8 marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
 		}
 		return quantPath{Name: "fp8", FP8: true}
 	case strings.Contains(m, "gptq"), strings.Contains(m, "awq"), strings.Contains(m, "marlin"), strings.Contains(m, "compressed-tensors"):
-		return quantPath{Name: "marlin (weight-only, dequantized)", Dequant: true}
+		return quantPath{Name: "marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
 	}
 	return quantPath{Name: m}
 }

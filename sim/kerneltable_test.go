@@ -47,7 +47,7 @@ func TestKernelTableShares(t *testing.T) {
 	// fused_moe's).
 	base, fitted := CalibrationFor(dev)
 	c := tab.Calibration(dev, base, fitted)
-	if c.FLOPsEfficiency != base.FLOPsEfficiency || c.GroupedShare != base.GroupedShare || c.GroupedHalfTokens != base.GroupedHalfTokens {
+	if c.FLOPsEfficiency != base.FLOPsEfficiency || c.GroupedShare != base.GroupedShare {
 		t.Errorf("fitted device: %+v", c)
 	}
 	// The table's grouped curve is named, not applied.
@@ -55,19 +55,19 @@ func TestKernelTableShares(t *testing.T) {
 		t.Errorf("fitted device's source: %s", c.Source)
 	}
 	// An unfitted device takes the kernel shares scaled by what serving
-	// reaches of the H100's kernels (kernelToServing): GEMMs 0.7 × 0.329
-	// / 0.739 = 0.3116, KV cache 0.8 × 0.548 / 0.801 = 0.5473, prefill
+	// reaches of the H100's kernels (kernelToServing): GEMMs 0.7 × 0.363
+	// / 0.739 = 0.3438, KV cache 0.8 × 0.410 / 0.801 = 0.4095, prefill
 	// attention 0.5 × 0.5 / 0.395 = 0.6329, weights 0.85 as they are.
 	u := tab.Calibration(dev, DefaultCalibration, false)
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"GEMM", u.FLOPsEfficiency, 0.3116}, {"KV cache", u.KVBandwidthEfficiency, 0.5473}, {"prefill attention", u.AttentionEfficiency, 0.6329}, {"weights", u.BandwidthEfficiency, 0.85}} {
+	}{{"GEMM", u.FLOPsEfficiency, 0.3438}, {"KV cache", u.KVBandwidthEfficiency, 0.4095}, {"prefill attention", u.AttentionEfficiency, 0.6329}, {"weights", u.BandwidthEfficiency, 0.85}} {
 		if math.Abs(c.got/c.want-1) > 5e-4 {
 			t.Errorf("unfitted device's %s share %.4f, want %.4f", c.name, c.got, c.want)
 		}
 	}
-	if !strings.HasPrefix(u.Source, "kernel table of H100-80GB") || !strings.Contains(u.Source, "× what serving reaches of the H100's (GEMMs 0.445, prefill attention 1.27, KV cache reads 0.684)") {
+	if !strings.HasPrefix(u.Source, "kernel table of H100-80GB") || !strings.Contains(u.Source, "× what serving reaches of the H100's (GEMMs 0.491, prefill attention 1.27, KV cache reads 0.512)") {
 		t.Errorf("unfitted device's source: %s", u.Source)
 	}
 	if err := u.Check(); err != nil {
@@ -308,8 +308,8 @@ func TestReductionLengthMeasured(t *testing.T) {
 	if lo < 150 || hi > 600 {
 		t.Errorf("k½ of the series %.0f–%.0f, want within 150–600", lo, hi)
 	}
-	if k := groupedGEMM.GroupedKHalf; k < 0.9*lo || k > 1.1*hi {
-		t.Errorf("the serving fit's k½ %.0f is outside the measured %.0f–%.0f", k, lo, hi)
+	if k := groupedGEMM.GroupedKHalf; k < lo || k > hi {
+		t.Errorf("the clock's k½ %.0f is outside the measured %.0f–%.0f", k, lo, hi)
 	}
 }
 
@@ -393,8 +393,9 @@ func TestPrefillAttentionMeasured(t *testing.T) {
 // clock prices a prefill step's GEMM FLOPs at the fitted share and its
 // attention FLOPs at prefillAttentionShare: for Qwen3-14B at 2 × 4,096
 // tokens, 5.412e12 FLOPs (2 × 8,192 × 5,120 × (7,168 + 5,120 + 52,224))
-// / (989e12 × 0.329) + 3.437e11 / (989e12 × 0.5) = 16.63 + 0.70 = 17.33
-// ms, where the unfused layer took 12.05 ms: 1.44 times as long. Fused,
+// / (989e12 × 0.363) + 3.437e11 / (989e12 × 0.5) = 15.08 + 0.70 = 15.77
+// ms, where the unfused layer took 12.05 ms: 1.31 times as long (Qwen3-8B's
+// 1.16-1.22). Fused,
 // as vLLM compiles them, the kernels around the GEMMs take less, so the
 // fitted share holds at least that much beyond a layer's kernels: time
 // vLLM 0.11 spends in a prefill step outside them, or the rows' hosts
@@ -421,7 +422,7 @@ func TestPrefillLayerMeasured(t *testing.T) {
 			gemms, layer, ratio := l.GEMMFLOPs/l.GEMMs/p.BF16, l.GEMMFLOPs/l.Layer/p.BF16, priced/l.Layer
 			t.Logf("%s %s %d × %d: GEMMs %.3f of the peak, the layer %.3f; the clock prices it %.2f ms against %.2f measured (%.2f×)",
 				f.gpu, l.Model, l.Prompts, l.TokensEach, gemms, layer, 1e3*priced, 1e3*l.Layer, ratio)
-			if gemms < 0.68 || layer > gemms || ratio < 1.2 || ratio > 1.6 {
+			if gemms < 0.68 || layer > gemms || ratio < 1.1 || ratio > 1.6 {
 				t.Errorf("%s %s %d × %d: GEMMs %.3f, layer %.3f of the peak, priced %.2f× the measured layer", f.gpu, l.Model, l.Prompts, l.TokensEach, gemms, layer, ratio)
 			}
 		}

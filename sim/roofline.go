@@ -60,10 +60,12 @@ type Roofline struct {
 	MoELayers           int
 	MoEHidden, MoEInter float64
 	ActBytes            float64
-	// GroupedPlateau and GroupedHalf shape the grouped GEMMs' share of
-	// the GEMMs' share (groupedShare); ExpertPeak is the tensor peak their
-	// quantization path runs at.
-	GroupedPlateau, GroupedHalf float64
+	// GroupedPlateau is the grouped GEMMs' share of the GEMMs' share on
+	// full tiles, ExpertKernel the kernel whose tiles they pad to
+	// (moeKernel); ExpertPeak is the tensor peak their quantization path
+	// runs at.
+	GroupedPlateau float64
+	ExpertKernel   moeKernel
 	// ExpertKHalf is the reduction length at which an expert GEMM's main
 	// loop runs at half its share (0: no such loss): see expertTime.
 	ExpertKHalf float64
@@ -235,7 +237,11 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 		return 0
 	}
 	touched := m.expertsTouched(tokens)
+	// Each touched expert's tokens are computed in tiles of rows: an
+	// expert with few tokens computes a whole tile, its weights' loads
+	// amortised over the few rows it has.
 	perExpert := tokens * float64(m.TopK) / (float64(m.Experts) * max(touched, 1e-9))
+	pad := paddedRows(perExpert, m.ExpertKernel.tileRows(perExpert)) / perExpert
 	peak := m.ExpertPeak
 	if peak == 0 {
 		peak = m.PeakFLOPs
@@ -245,8 +251,8 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	if plateau == 0 {
 		plateau = 1
 	}
-	share := m.GEMMEfficiency * deq * groupedShare(perExpert, plateau, m.GroupedHalf)
-	flops := 2 * m.RoutedParams * tokens
+	share := m.GEMMEfficiency * deq * plateau
+	flops := 2 * m.RoutedParams * tokens * pad
 	if k := m.ExpertKHalf; k > 0 && m.MoEInter > 0 && m.MoEHidden > 0 {
 		// A tile's main loop walks the reduction dimension K a block at a
 		// time behind a pipeline a few blocks deep, whose filling and
@@ -561,7 +567,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		MoELayers:              moeLayers,
 		ActBytes:               float64(max(b.DtypeBytes, 1)),
 		GroupedPlateau:         c.groupedPlateau(),
-		GroupedHalf:            c.GroupedHalfTokens,
+		ExpertKernel:           experts.MoE,
 		ExpertKHalf:            c.GroupedKHalf,
 		ExpertPeak:             peakOf(experts),
 		DenseDequant:           deq(dense),
@@ -588,8 +594,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		AttentionEfficiency:    c.attention(),
 		BandwidthEfficiency:    c.BandwidthEfficiency,
 		KVBandwidthEfficiency:  c.kvBandwidth(),
-		StepOverhead:           c.Overhead,
-		SeqOverhead:            c.SeqOverhead,
+		StepOverhead:           c.Overhead * c.hostShare(b),
+		SeqOverhead:            c.SeqOverhead * c.hostShare(b),
 		Overlap:                vllm.AsyncScheduling(set),
 	}
 	if s.MoE != nil {

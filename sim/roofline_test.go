@@ -305,31 +305,56 @@ func TestRooflineSlidingWindow(t *testing.T) {
 // The routed experts' part of a step on a hand-made roofline: 1e9 routed
 // parameters a token, 4e9 bytes of experts, 8 experts of which a token
 // takes 2, 1e15 FLOP/s at a GEMM share of 0.5, 1e12 B/s at 0.8, grouped
-// GEMMs at 0.8 × t / (t + 16) of the GEMM share, 10 MoE layers of hidden
-// 1000 and intermediate 2000 moving 2-byte activations.
+// GEMMs at 0.8 of the GEMM share on full tiles (fused_moe's: 16 to 64
+// rows), 10 MoE layers of hidden 1000 and intermediate 2000 moving 2-byte
+// activations.
 //
-//	4096 tokens: every expert touched, 4096 × 2 / 8 = 1024 tokens each, share
-//	  0.5 × 0.8 × 1024/1040; math 2e9 × 4096 / (1e15 × 0.4 × 1024/1040) =
-//	  20.8 ms > read 4e9 / 8e11 = 5 ms; activations 10 × 4096 × 2 × (3 × 1000
-//	  + 5 × 2000) × 2 B / 8e11 = 2.6624 ms: 23.4624 ms.
-//	1 token: 2 of 8 experts touched (0.25), 1 token each, share 0.4/17; math
-//	  2e9 / (1e15 × 0.4/17) = 85 µs < read 1e9 / 8e11 = 1.25 ms; activations
-//	  10 × 2 × 13000 × 2 / 8e11 = 0.65 µs: 1.25065 ms.
+//	4096 tokens: every expert touched, 4096 × 2 / 8 = 1024 tokens each, in
+//	  tiles of 64: 1024 + 32 rows of padding on average, 1056/1024 of the
+//	  math; math 2e9 × 4096 × 1.03125 / (1e15 × 0.4) = 21.12 ms > read 4e9 /
+//	  8e11 = 5 ms; activations 10 × 4096 × 2 × (3 × 1000 + 5 × 2000) × 2 B /
+//	  8e11 = 2.6624 ms: 23.7824 ms.
+//	1 token: 2 of 8 experts touched (0.25), 1 token each in a tile of 16
+//	  rows; math 2e9 × 16 / 4e14 = 80 µs < read 1e9 / 8e11 = 1.25 ms;
+//	  activations 10 × 2 × 13000 × 2 / 8e11 = 0.65 µs: 1.25065 ms.
+//	On Marlin (tiles of 8 to 64 rows, the first the tokens fill to less
+//	  than 0.9) 4096 tokens take tiles of 64 too: the same 21.12 ms at a
+//	  dequantizing share of 0.5 is 42.24 ms.
 func TestExpertTimeGroupedGEMM(t *testing.T) {
 	m := &Roofline{RoutedParams: 1e9, ExpertBytes: 4e9, Experts: 8, TopK: 2, PeakFLOPs: 1e15, Bandwidth: 1e12,
-		GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8, GroupedPlateau: 0.8, GroupedHalf: 16,
+		GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8, GroupedPlateau: 0.8,
 		MoELayers: 10, MoEHidden: 1000, MoEInter: 2000, ActBytes: 2}
 	// (1 − 0.75^4096) is 1 in float64
-	if got, want := m.expertTime(4096), 0.0208+0.0026624; math.Abs(got-want) > 1e-12 {
+	if got, want := m.expertTime(4096), 0.02112+0.0026624; math.Abs(got-want) > 1e-12 {
 		t.Errorf("4096 tokens: %v s, want %v", got, want)
 	}
 	if got, want := m.expertTime(1), 0.00125+0.65e-6; math.Abs(got-want) > 1e-12 {
 		t.Errorf("1 token: %v s, want %v", got, want)
 	}
 	// Weight-only dequantizing kernels at half the GEMM share double the math.
-	m.ExpertDequant = 0.5
-	if got, want := m.expertTime(4096), 0.0416+0.0026624; math.Abs(got-want) > 1e-12 {
+	m.ExpertDequant, m.ExpertKernel = 0.5, marlinMoE
+	if got, want := m.expertTime(4096), 0.04224+0.0026624; math.Abs(got-want) > 1e-12 {
 		t.Errorf("4096 tokens dequantized: %v s, want %v", got, want)
+	}
+}
+
+// The tiles each grouped GEMM kernel pads an expert's tokens to, and the
+// rows it computes: fused_moe 16 to 64 (a power of two), matmul_ogs 16 to
+// 128, Marlin the first of 8, 16, 32, 48, 64 the tokens fill to less than
+// 0.9; one tile under half a tile of tokens, else the tokens and half a
+// tile.
+func TestMoETilePadding(t *testing.T) {
+	for _, c := range []struct {
+		k          moeKernel
+		t, b, rows float64
+	}{
+		{fusedMoE, 1, 16, 16}, {fusedMoE, 8, 16, 16}, {fusedMoE, 9, 16, 17}, {fusedMoE, 20, 32, 36}, {fusedMoE, 62, 64, 94}, {fusedMoE, 512, 64, 544},
+		{matmulOGS, 2, 16, 16}, {matmulOGS, 100, 128, 164}, {matmulOGS, 1000, 128, 1064},
+		{marlinMoE, 3, 8, 8}, {marlinMoE, 7.2, 16, 16}, {marlinMoE, 40, 48, 64}, {marlinMoE, 300, 64, 332},
+	} {
+		if b := c.k.tileRows(c.t); b != c.b || paddedRows(c.t, b) != c.rows {
+			t.Errorf("kernel %d, %v tokens an expert: tiles of %v rows, %v rows; want %v, %v", c.k, c.t, b, paddedRows(c.t, b), c.b, c.rows)
+		}
 	}
 }
 

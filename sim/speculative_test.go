@@ -278,7 +278,7 @@ func l4Speculation(t *testing.T, c int, sp *Speculation) (float64, float64) {
 	}
 	n := 40 * c
 	src := shareGPTStandIn(n, 212894*n/1000, 193865*n/1000, 0, shareGPTOutputs)
-	rep, err := Run(context.Background(), e, src, RunOptions{Concurrency: c, FrontEnd: cal.FrontEndFor(b.Model)})
+	rep, err := Run(context.Background(), e, src, RunOptions{Concurrency: c, FrontEnd: cal.FrontEndFor(b)})
 	if err != nil {
 		t.Fatal(err)
 	}

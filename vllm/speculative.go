@@ -475,3 +475,30 @@ func SpeculativeForcesRunnerV1(c *SpeculativeConfig, pp int) bool {
 	}
 	return true
 }
+
+// ProposedTokens is k, the tokens proposed per step: num_speculative_tokens
+// when given; else suffix decoding's tree depth, MTP's n_predict (its
+// layers, mtpLayers, when the target drafts), or 1 where vLLM would read
+// the draft config's n_predict (given false: the plan says it assumed it).
+func (c SpeculativeConfig) ProposedTokens(mtpLayers int) (k int, given bool) {
+	switch {
+	case c.NumSpeculativeTokens > 0:
+		return c.NumSpeculativeTokens, true
+	case c.Method == SpecSuffix:
+		return DefaultSuffixTreeDepth, true
+	case c.Method == SpecMTP && mtpLayers > 0:
+		return mtpLayers, true
+	}
+	return 1, false
+}
+
+// DecodeQueryLen is the tokens a decode step runs per request: 1, or 1 + k
+// with speculative decoding (uniform_decode_query_len). Without the model
+// an MTP drafter is taken to have one layer, as every shipped one has.
+func (s Settings) DecodeQueryLen() int {
+	if s.Speculative == nil {
+		return 1
+	}
+	k, _ := s.Speculative.ProposedTokens(1)
+	return 1 + k
+}

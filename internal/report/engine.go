@@ -163,7 +163,7 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
 		e.Calibration = fitted
-		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget.Model)
+		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget)
 	}
 	e.Config = sim.ConfigFor(b, e.Timer)
 	s := b.Settings

@@ -1,0 +1,101 @@
+package memory
+
+import (
+	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
+)
+
+// features are the parts of a `vllm serve` line beside the model that move
+// GPU memory: LoRA slots, a speculative drafter, multimodal limits. Each
+// adds its term to the plan through the hooks below (planWith calls them),
+// and its findings to the plan's.
+type features struct {
+	lora    loraShape
+	hasLoRA bool
+	draft   *drafter
+	mm      *multimodal
+}
+
+// featuresFor reads the settings' features for a plan.
+func featuresFor(in Input, set vllm.Settings, dtypeBytes, kvBytes int) (features, error) {
+	var f features
+	var err error
+	if f.lora, f.hasLoRA, err = loraShapeFor(in.Model, set, dtypeBytes); err != nil {
+		return f, err
+	}
+	if f.draft, err = drafterFor(in, set, dtypeBytes, kvBytes); err != nil {
+		return f, err
+	}
+	f.mm = multimodalFor(in.Model, set)
+	return f, nil
+}
+
+// runner is the profile run once speculative decoding has had its say: a
+// method Model Runner V2 does not draft with keeps the V1 runner, and with
+// it the V1 runner's sampler.
+func (f features) runner(run profileRun, set vllm.Settings) profileRun {
+	if run.runnerV2 && vllm.SpeculativeForcesRunnerV1(set.Speculative, set.PipelineParallelSize) {
+		run.runnerV2 = false
+		run.sampler = vllm.DummySampler(set.Version, false, set.Install)
+	}
+	return run
+}
+
+// weights is what the features load on one rank of stage st, inside
+// "Model loading took": the LoRA slots of its layers and, on the last
+// stage (where vLLM places the drafter), the drafter.
+func (f features) weights(s model.Spec, st stage, dtypeBytes int) int64 {
+	var n int64
+	if f.hasLoRA {
+		n += loraBytes(s, st, f.lora, dtypeBytes)
+	}
+	if st.isLast {
+		n += f.draft.weightBytes(dtypeBytes) + f.draft.ropeBytes(s, dtypeBytes)
+	}
+	return n
+}
+
+// activationSpec is the model the profile run's language-model pass sees.
+func (f features) activationSpec(s model.Spec) model.Spec { return f.mm.activationSpec(s) }
+
+// activation is the stage's profile peak once the encoder's own pass is
+// taken into account: the larger of the language model's peak and, on
+// the first stage, the encoder's.
+func (f features) activation(s model.Spec, st stage, tp, dtypeBytes int, lm int64) int64 {
+	if !st.isFirst {
+		return lm
+	}
+	return max(lm, f.mm.encoderPeak(s, tp, dtypeBytes))
+}
+
+// layout is the stage's KV layout with the drafter's attention layers in
+// the last stage's pool.
+func (f features) layout(s model.Spec, st stage, tp, kvBytes, blockSize int) kvLayout {
+	layers := layerSpecs(s, st.first, st.last, tp, kvBytes, blockSize)
+	if st.isLast {
+		layers = append(layers, f.draft.kvLayers(blockSize)...)
+	}
+	return layoutOf(layers, blockSize)
+}
+
+// findings adds what the features found to the plan: problems before the
+// verdict is taken, warnings beside the plan's own.
+func (f features) findings(b *Budget) {
+	if d := f.draft; d != nil {
+		b.Problems = append(b.Problems, d.problems...)
+		b.Warnings = append(b.Warnings, d.findings...)
+	}
+	if f.mm != nil {
+		b.Warnings = append(b.Warnings, f.mm.findings...)
+	}
+}
+
+// SpeculativeTokens is k, the tokens the drafter proposes per step as
+// planned (the configured number, or the MTP layers, or the method's
+// default); 0 without speculative decoding.
+func (b Budget) SpeculativeTokens() int {
+	if b.feat.draft == nil {
+		return 0
+	}
+	return b.feat.draft.k
+}
