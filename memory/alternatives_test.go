@@ -62,31 +62,32 @@ func TestAlternativesGPUCount(t *testing.T) {
 
 // Llama-3.1-70B-Instruct on one A10G at 8192 tokens (vLLM 0.19.0): 131
 // GiB of bf16 weights on a 22 GiB card. fp8 weights (~66 GiB) do not fit
-// either, nor do 2, 4 or 8 A10Gs (16.4 GiB of weights each at tp 8, with
-// ~2 GiB of non-torch memory and the activation, over the 0.90 budget).
-// Sixteen do, on two nodes of eight (the default node size): tensor
-// parallel 8 inside a node, pipeline parallel 2 across them (Layout), 8.2
-// GiB of weights a GPU. What fits, the least change first: the GPU in use
-// (more of it) before another GPU, whatever the flags it adds
-// (hardwareTier); the costs are
+// either, nor do 2 or 4 A10Gs. Eight do, at tensor parallel 8 in one node:
+// 16.46 GiB of weights a GPU, and A10Gs have no NVLink, so the TP group's
+// non-torch memory is the PCIe figure, 0.25 + 0.185 × 8192 / 8 / 1024 =
+// 0.435 GiB (not the H100 NVLink group's 2.2). The CUDA graphs (1.12 GiB)
+// and the context (1.54) stay outside vLLM 0.19.0's budget, so the card
+// needs room beside it: --gpu-memory-utilization 0.83 (18.42 GiB, 0.98 GiB
+// of KV cache, three 8192-token requests of 40,960 B a token a rank).
+// What fits, the least change first: the GPU in use (more of it) before
+// another GPU, whatever the flags it adds (hardwareTier); the costs are
 //
-//	16 × A10G at tp 8 × pp 2: tp (default) 1 + pp (default) 1 + more of
-//	  the same GPU 2 + --gpu-memory-utilization 0.85 (default) 1 = 5
-//	  (graphs stay outside vLLM 0.19.0's budget, so the card needs room
-//	  beside it)
+//	8 × A10G at tp 8: tp (default) 1 + more of the same GPU 2 +
+//	  --gpu-memory-utilization 0.83 (default) 1 = 4
 //	B200 (178.40 GiB), the smallest card that holds it: another GPU = 3
 func TestAlternativesMemoryBound(t *testing.T) {
 	in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-70B-Instruct"), Device: device(t, "A10G"),
 		Settings: vllm.Settings{MaxModelLen: 8192, Version: v019}}
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 8 --pipeline-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "A10G", count: 16, cost: 5},
+		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 8 --gpu-memory-utilization 0.83", gpu: "A10G", count: 8, cost: 4},
 		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 	})
-	// On nodes of four A10Gs (g5.12xlarge) the same sixteen are tp 4 × pp
-	// 4, and fit at the default utilization: cost 1 + 1 + 2 = 4.
+	// On nodes of four A10Gs (g5.12xlarge) the same eight are tp 4 × pp
+	// 2 across two nodes (32.9 GiB of weights a stage's GPU at tp 4 is too
+	// much; 16.5 at tp 4 × pp 2 fits at 0.85): cost 1 + 1 + 2 + 1 = 5.
 	in.GPUsPerNode = 4
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 4 --pipeline-parallel-size 4", gpu: "A10G", count: 16, cost: 4},
+		{code: memory.AltMoreGPUs, args: "--tensor-parallel-size 4 --pipeline-parallel-size 2 --gpu-memory-utilization 0.85", gpu: "A10G", count: 8, cost: 5},
 		{code: memory.AltBiggerGPU, gpu: "B200", count: 1, cost: 3},
 	})
 }

@@ -24,6 +24,9 @@ const (
 	CodeAutoUnsupported   = "max_model_len_auto_unsupported"
 	CodeRunnerV2NoGraphs  = "runner_v2_reserves_no_cudagraphs"
 	CodeGDNGraphTransient = "hybrid_gdn_graph_transient"
+	// CodeColdStart: the max-length request fits this plan's KV cache
+	// but not what a first start with a cold compile cache may leave.
+	CodeColdStart = "cold_start_may_not_fit"
 	// CodePinnedPoolDoesntFit: a pinned KV pool (--kv-cache-memory-bytes)
 	// with the rest of the worker needs more than the free memory.
 	CodePinnedPoolDoesntFit = "pinned_kv_pool_does_not_fit"
@@ -105,6 +108,16 @@ func (b *Budget) check(dp int) {
 		if margin < ReserveBytes(p.Total) || UtilizationEdge(*b) {
 			safe, _ := Utilization(*b, PolicyHeadroom)
 			warn(CodeThinMargin, "only %s of the card stays free beyond the budget%s; fragmentation or the sampler warm-up can still run out of memory (--gpu-memory-utilization %.2f is the most that leaves them room)", GiB(margin), outsideTerm(b), safe)
+		}
+		if cold := b.ColdStartAllowance(); cold > 0 && b.MaxModelLen > 0 {
+			if fit := b.layout.maxLen(p.KVCache-cold, set.MaxNumBatchedTokens, b.MaxModelLen); fit < b.MaxModelLen {
+				holds := fmt.Sprintf("which holds one request of %d tokens, not %d; mount the compile cache on a volume, or lower --max-model-len to %d", fit, b.MaxModelLen, alignDown(fit, set.BlockSize, s.MaxPositions))
+				if fit <= 0 {
+					holds = "which holds no request at all; mount the compile cache on a volume, or plan for less weight per GPU"
+				}
+				warn(CodeColdStart, "a first start with a cold torch.compile cache (a new pod, unless ~/.cache/vllm is on a volume) has left one-GPU workers up to %s less KV cache than a warm one: %s here, %s",
+					GiB(cold), GiB(max(p.KVCache-cold, 0)), holds)
+			}
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
 			warn(CodeLowConcurrency, "the KV cache holds %d tokens: %.2f requests of %d tokens at once; longer queues and preemption under load", b.KVTokens, b.MaxConcurrency, b.MaxModelLen)

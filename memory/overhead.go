@@ -54,15 +54,27 @@ type tpPoint struct {
 	tps     []int
 	// atTP2 is the GiB at TP 2 for a model of hidden size 4096; each
 	// doubling of TP adds perDoubling, each 1024 of hidden size perHidden
-	// (both read from the 0.19.0 rows, the only ones with more than one TP
-	// size and width).
-	atTP2  float64
-	source string
+	// (both read from the 0.19.0 rows, the only NVLink ones with more than
+	// one TP size and width).
+	atTP2 float64
+	// perRankWidth, when set, replaces that form: the one-GPU figure plus
+	// perRankWidth GiB per 1024 of the hidden width one rank holds
+	// (hidden / TP), the form the PCIe rows follow.
+	perRankWidth float64
+	source       string
 }
 
 const (
 	nonTorchPerDoubling = 0.065
 	nonTorchPerHidden   = 0.006
+	// nonTorchOneGPU is what a single GPU's non-torch memory grows by
+	// during profiling (cuBLAS and attention-backend workspaces, kernels
+	// loaded on first use): vLLM 0.19.0 on H100, 0.24–0.26 GiB for all but
+	// Granite.
+	nonTorchOneGPU = 0.25
+	// nonTorchPP is the same per worker of a pipeline without tensor
+	// parallelism on the 0.19.0 H100 rows (PP 2–4).
+	nonTorchPP = 0.07
 )
 
 // tpPoints are the calibrated points, oldest first. Each names its rows.
@@ -84,6 +96,21 @@ var tpPoints = []tpPoint{
 		atTP2: 0.99, source: "3 vLLM 0.10.1 start-ups of Qwen2-7B at TP 2 on A100",
 	},
 	{
+		// vLLM 0.28.0 on L4 over PCIe (testdata startups-0.28-l4-l40s.csv,
+		// rows 102, 103, 105, 107: Qwen2.5-7B and 14B at TP 2 and 4 on a
+		// g6.12xlarge, PCIe only, topology NODE). Without NVLink vLLM's
+		// custom all-reduce is off and NCCL sets up its communicators
+		// before the worker's baseline snapshot, so little of the TP 2.1
+		// GiB of the H100 rows is there: what the KV cache leaves beside
+		// the logged weights and the planned activation is the one-GPU
+		// figure plus 0.185 GiB per 1024 of the hidden width a rank
+		// holds (0.556, 0.415, 0.728 and 0.474 GiB at 1792, 896, 2560 and
+		// 1280 a rank; largest residual 0.018 GiB; TestPCIeTPPoint028).
+		// The width term is read from the rows, not from vLLM's code.
+		release: vllm.Version{Major: 0, Minor: 28, Patch: 0}, device: "L4", link: linkPCIe, tps: []int{2, 4},
+		atTP2: nonTorchOneGPU + 0.185*2, perRankWidth: 0.185, source: "4 vLLM 0.28.0 start-ups at TP 2 and 4 on L4 (PCIe)",
+	},
+	{
 		// vLLM 0.19.0 on H100-80GB (testdata vllm-0.19.0-h100.csv):
 		// 2.06–2.11 GiB at TP 2 and 2.13–2.21 GiB at TP 4, a little more
 		// for wider models: 2.0 + 0.065 × log2(TP) + 0.006 × hidden/1024.
@@ -94,6 +121,9 @@ var tpPoints = []tpPoint{
 
 // at is the point's GiB at tp for a model of the given hidden size.
 func (p tpPoint) at(tp, hidden int) float64 {
+	if p.perRankWidth > 0 {
+		return nonTorchOneGPU + p.perRankWidth*float64(hidden)/float64(tp)/1024
+	}
 	return p.atTP2 + nonTorchPerDoubling*math.Log2(float64(tp)/2) + nonTorchPerHidden*(float64(hidden)-4096)/1024
 }
 
@@ -140,9 +170,9 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 	tp, pp := max(set.TensorParallelSize, 1), max(set.PipelineParallelSize, 1)
 	v := set.Version
 	if tp == 1 {
-		g, e := 0.25, nonTorchOneErr
+		g, e := nonTorchOneGPU, nonTorchOneErr
 		if pp > 1 {
-			g, e = 0.07, nonTorchTPErr
+			g, e = nonTorchPP, nonTorchTPErr
 		}
 		var whys []string
 		from, covers := "H100-80GB", "57 vLLM 0.19.0 start-ups on H100-80GB (one GPU, and PP 2–4)"
@@ -171,35 +201,42 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 	}
 	link := linkOf(dev, tp, gpusPerNode)
 	nearest := func(ok func(tpPoint) bool) (tpPoint, bool) { return nearestTPPoint(v, ok) }
-	era, _ := nearest(func(tpPoint) bool { return true })
-	sameEra := func(p tpPoint) bool {
-		return p.release.Minor == era.release.Minor && p.release.Major == era.release.Major
-	}
 	var g float64
 	var whys []string
-	pt, ok := nearest(func(p tpPoint) bool { return sameEra(p) && p.link == link })
-	if ok {
-		g = pt.at(tp, s.Hidden)
-	} else {
-		pt, _ = nearest(func(p tpPoint) bool { return sameEra(p) && p.link == linkNVLink })
-		g = pt.at(tp, s.Hidden)
-		switch link {
-		case linkCrossNode:
-			g += crossNodeExtra()
-			whys = append(whys, fmt.Sprintf("no start-up of vLLM %s across nodes: its NVLink figure plus the %.2f GiB the network added at 0.10.1", pt.release, crossNodeExtra()))
-		case linkPCIe:
-			whys = append(whys, fmt.Sprintf("no start-up over PCIe (NCCL without custom all-reduce, or without P2P): the NVLink figure of vLLM %s is used", pt.release))
+	var pt tpPoint
+	switch link {
+	case linkCrossNode:
+		// The network's part is known at 0.10.1 only: a release of
+		// another NVLink era takes its NVLink figure plus that part.
+		era, _ := nearest(func(p tpPoint) bool { return p.link == linkNVLink })
+		sameEra := func(p tpPoint) bool {
+			return p.release.Major == era.release.Major && p.release.Minor == era.release.Minor
 		}
+		var ok bool
+		if pt, ok = nearest(func(p tpPoint) bool { return sameEra(p) && p.link == linkCrossNode }); ok {
+			g = pt.at(tp, s.Hidden)
+		} else {
+			pt = era
+			g = pt.at(tp, s.Hidden) + crossNodeExtra()
+			whys = append(whys, fmt.Sprintf("no start-up of vLLM %s across nodes: its NVLink figure plus the %.2f GiB the network added at 0.10.1", pt.release, crossNodeExtra()))
+		}
+	default:
+		pt, _ = nearest(func(p tpPoint) bool { return p.link == link })
+		g = pt.at(tp, s.Hidden)
 	}
-	est := nonTorchEstimate{bytes: gibs(g), covers: fmt.Sprintf("%s (vLLM %s, %s, %s, TP %s)", pt.source, pt.release, pt.device, pt.link, joinInts(pt.tps))}
+	est := nonTorchEstimate{bytes: gibs(g), covers: fmt.Sprintf("%s (vLLM %s, %s, %s, TP %s)", pt.source, pt.release, pt.device, pt.link.name(), joinInts(pt.tps))}
 	if v.Major != pt.release.Major || v.Minor != pt.release.Minor {
-		whys = append(whys, fmt.Sprintf("vLLM %s has no TP start-up in the calibration set; the nearest release with one is %s", v, pt.release))
+		whys = append(whys, fmt.Sprintf("vLLM %s has no TP start-up over %s in the calibration set; the nearest release with one is %s", v, pt.link.name(), pt.release))
 	}
 	if dev.Name != pt.device {
 		whys = append(whys, fmt.Sprintf("%s has no TP start-up; the point is %s's", dev.Name, pt.device))
 	}
 	if !containsInt(pt.tps, tp) {
-		whys = append(whys, fmt.Sprintf("TP %d has no start-up; TP %s did (%.3f GiB per doubling of TP, from the 0.19.0 rows)", tp, joinInts(pt.tps), nonTorchPerDoubling))
+		how := fmt.Sprintf("%.3f GiB per doubling of TP, from the 0.19.0 rows", nonTorchPerDoubling)
+		if pt.perRankWidth > 0 {
+			how = "the figure follows the hidden width a rank holds"
+		}
+		whys = append(whys, fmt.Sprintf("TP %d has no start-up; TP %s did (%s)", tp, joinInts(pt.tps), how))
 	}
 	est.calibrated = len(whys) == 0
 	est.why = strings.Join(whys, "; ")
@@ -207,15 +244,28 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 		est.uncertainty = gibs(nonTorchTPErr)
 		return est
 	}
-	// Extrapolated: the figure could be any of the points of its link.
+	// Extrapolated: the figure could be any of the points of its link
+	// (NVLink's 0.10.1 and 0.19.0 points are 1.9 GiB apart: custom
+	// all-reduce and NVLink buffers, which PCIe groups do not have).
 	spread := nonTorchFloorErr
 	for _, p := range tpPoints {
-		if p.link == link || (link == linkPCIe && p.link == linkNVLink) {
+		if p.link == link {
 			spread = math.Max(spread, math.Abs(p.at(tp, s.Hidden)-g))
 		}
 	}
 	est.uncertainty = gibs(spread)
 	return est
+}
+
+// name is the link as the output spells it.
+func (l tpLink) name() string {
+	switch l {
+	case linkNVLink:
+		return "NVLink"
+	case linkPCIe:
+		return "PCIe"
+	}
+	return "the network across nodes"
 }
 
 // nearestTPPoint is the point of the release nearest to v among those ok

@@ -176,21 +176,24 @@ func TestEvidence(t *testing.T) {
 		t.Errorf("band %+v around %d", b.KVTokensBand, b.KVTokens)
 	}
 	old := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "L40S"),
-		Settings: vllm.Settings{TensorParallelSize: 4, MaxModelLen: 8192, Version: vllm.MustVersion("0.10.1")}})
+		Settings: vllm.Settings{TensorParallelSize: 8, MaxModelLen: 8192, Version: vllm.MustVersion("0.10.1")}})
 	nt := class(old, "non_torch_bytes")
 	if nt.Class != memory.EvidenceExtrapolated {
-		t.Fatalf("0.10.1 L40S TP 4 non-torch: %+v", nt)
+		t.Fatalf("0.10.1 L40S TP 8 non-torch: %+v", nt)
 	}
-	for _, want := range []string{"PCIe", "L40S", "TP 4"} {
+	for _, want := range []string{"PCIe", "L40S", "TP 8", "0.28.0"} {
 		if !strings.Contains(nt.Why, want) {
 			t.Errorf("non-torch why %q does not name %s", nt.Why, want)
 		}
 	}
-	// Its uncertainty spans the 0.19.0 NVLink point: at TP 4 and hidden
-	// 3584, 2.0 + 0.065 × 2 + 0.006 × 3.5 = 2.151 GiB against 0.11 + 0.065 −
-	// 0.003 = 0.172 GiB, 1.98 GiB apart.
-	if g := float64(nt.UncertaintyBytes) / gib; math.Abs(g-1.979) > 0.001 {
-		t.Errorf("extrapolated non-torch ± %.3f GiB, want the 0.10.1–0.19.0 spread, 1.979", g)
+	// The L40S has no NVLink: the PCIe point of 0.28.0 on L4, 0.25 +
+	// 0.185 × 3584 / 8 / 1024 = 0.331 GiB, with the extrapolation floor of
+	// ± 0.25 GiB (it is the only PCIe point, so nothing wider spans it).
+	if g := float64(old.PerGPU.NonTorch) / gib; math.Abs(g-0.331) > 0.001 {
+		t.Errorf("0.10.1 L40S TP 8 non-torch %.3f GiB, want 0.331", g)
+	}
+	if g := float64(nt.UncertaintyBytes) / gib; math.Abs(g-0.25) > 0.001 {
+		t.Errorf("extrapolated non-torch ± %.3f GiB, want the floor, 0.25", g)
 	}
 	if a := class(qwen14At(t, "0.25.0", ""), "activation_bytes"); a.Class != memory.EvidenceExtrapolated || !strings.Contains(a.Why, "Model Runner V2") {
 		t.Errorf("V2 activation: %+v", a)

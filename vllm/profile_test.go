@@ -76,7 +76,7 @@ func TestModelRunnerV2(t *testing.T) {
 		{"0.28.0", dsv3, nil, false}, // DeepseekV3 is not on the 0.25–0.28 allowlist
 		{"0.28.0", dsv2, nil, true},
 		{"0.28.0", qwen35, nil, false}, // hybrid, not allowlisted
-		{"0.29.0", dsv3, nil, true},     // every model from 0.29
+		{"0.29.0", dsv3, nil, true},    // every model from 0.29
 		{"0.29.0", mixtral, nil, true},
 		{"0.29.0", qwen35, nil, true},
 		{"0.33.0", dsv2, nil, true},
