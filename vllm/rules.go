@@ -286,8 +286,9 @@ func defaultBatch(v1 bool, deviceName string, deviceTotalBytes int64, maxModelLe
 //     512) by default" (in 0.10 it read "[min(max_num_seqs * 2, 512)]" for
 //     cuda_graph_sizes). The 0.10.0 boundary is unverified. The v0.19.0
 //     calibration rows (max_num_seqs 1024) all show 512. With speculative
-//     decoding vLLM multiplies max_num_seqs by the tokens per decode step;
-//     not modelled.
+//     decoding a decode step verifies 1 + k tokens a request, and vLLM
+//     takes min(2 × max_num_seqs × (1 + k), 512) (vllm/config/vllm.py,
+//     decode_query_len; Settings.DecodeQueryLen).
 //   - V1 0.8–0.9: a fixed list up to 512, cut at max_num_batched_tokens.
 //   - V0: the batch sizes up to 256, cut at max_num_seqs rounded up to a
 //     multiple of 8 (V0 model runner, _BATCH_SIZES_TO_CAPTURE).
@@ -383,7 +384,7 @@ func (s Settings) WithDefaults(v Version, deviceName string, deviceTotalBytes in
 		s.BlockSize = DefaultBlockSize(v)
 	}
 	if s.MaxCudagraphCaptureSize == 0 {
-		s.MaxCudagraphCaptureSize = defaultCaptureSize(v1, v.AtLeast(captureTwiceSeqsSince), s.MaxNumSeqs, s.MaxNumBatchedTokens)
+		s.MaxCudagraphCaptureSize = defaultCaptureSize(v1, v.AtLeast(captureTwiceSeqsSince), s.MaxNumSeqs*s.DecodeQueryLen(), s.MaxNumBatchedTokens)
 	}
 	return s
 }
