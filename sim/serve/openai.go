@@ -331,14 +331,25 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			s.abort(h)
 			return
 		}
-		gen, done, finish := s.snapshot(st)
+		gen, done, finish, steps := s.snapshot(st)
 		if req.stream {
-			for ; sent < gen; sent++ {
+			// vLLM streams a step's tokens as one chunk: one token a step,
+			// or with speculative decoding the accepted drafts and the
+			// token after them (steps marks where each step ended).
+			for sent < gen {
+				end := sent + 1
+				for len(steps) > 0 && steps[0] <= sent {
+					steps = steps[1:]
+				}
+				if len(steps) > 0 {
+					end = min(steps[0], gen)
+				}
 				var fr *string
-				if done && sent == gen-1 {
+				if done && end == gen {
 					fr = &finish
 				}
-				resp.token(fr)
+				resp.tokens(end-sent, fr)
+				sent = end
 			}
 			resp.flush()
 		}
@@ -400,8 +411,9 @@ func (r *responder) chunk(delta map[string]any, finish *string) {
 	r.event(map[string]any{"id": r.id, "object": r.object(true), "created": r.created, "model": r.model, "choices": []any{choice}})
 }
 
-func (r *responder) token(finish *string) {
-	r.chunk(map[string]any{"content": tokenText}, finish)
+// tokens writes n tokens as one chunk.
+func (r *responder) tokens(n int, finish *string) {
+	r.chunk(map[string]any{"content": strings.Repeat(tokenText, n)}, finish)
 }
 
 func (r *responder) usageOf(gen int) map[string]any {

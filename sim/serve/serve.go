@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -127,6 +128,10 @@ type stream struct {
 	done      bool
 	finish    string
 	notify    chan struct{}
+	// steps are the generated counts at the ends of the steps not yet
+	// streamed, kept with speculative decoding, whose steps emit several
+	// tokens: each step is one chunk, as vLLM streams it.
+	steps []int
 }
 
 // New returns a server; call Run to drive the engine and serve Handler.
@@ -229,6 +234,9 @@ func (s *Server) deliver(events []sim.Event, at float64) {
 		}
 		st.lastToken = at
 		st.generated = ev.Generated
+		if s.e.Config().Speculation != nil {
+			st.steps = append(st.steps, ev.Generated)
+		}
 		if ev.Done {
 			st.done = true
 			st.finish = "length"
@@ -279,10 +287,11 @@ func (s *Server) abort(h uint64) {
 }
 
 // snapshot reads a stream under the lock.
-func (s *Server) snapshot(st *stream) (generated int, done bool, finish string) {
+func (s *Server) snapshot(st *stream) (generated int, done bool, finish string, steps []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return st.generated, st.done, st.finish
+	steps, st.steps = st.steps, nil
+	return st.generated, st.done, st.finish, steps
 }
 
 // Handler serves the API.
@@ -362,6 +371,9 @@ func (s *Server) registerMetrics() error {
 		hist(vllm.MetricInterTokenLatency, &s.itl, "Histogram of inter-token latency in seconds.", itlBuckets),
 		hist(vllm.MetricE2ELatency, &s.e2e, "Histogram of e2e request latency in seconds.", e2eBuckets),
 	}
+	if s.e.Config().Speculation != nil {
+		errs = append(errs, s.specMetrics(labels, add)...)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -402,4 +414,40 @@ func tokenBuckets(limit int) []float64 {
 			}
 		}
 	}
+}
+
+// specMetrics registers vLLM's speculative-decoding counters, which a
+// server with --speculative-config exports (vllm.MetricSpecDrafts ...):
+// one per position for the accepted drafts, labelled position="i".
+func (s *Server) specMetrics(labels prometheus.Labels, add func(vllm.Metric, func(string) prometheus.Collector) error) []error {
+	count := func(m vllm.Metric, help string, read func(vllm.SpecDecodeCounts) float64, extra prometheus.Labels) error {
+		return add(m, func(n string) prometheus.Collector {
+			l := prometheus.Labels{}
+			for k, v := range labels {
+				l[k] = v
+			}
+			for k, v := range extra {
+				l[k] = v
+			}
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: n, Help: help, ConstLabels: l}, func() float64 {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return read(s.e.SpecCounts())
+			})
+		})
+	}
+	errs := []error{
+		count(vllm.MetricSpecDrafts, "Number of spec decoding drafts.", func(c vllm.SpecDecodeCounts) float64 { return c.Drafts }, nil),
+		count(vllm.MetricSpecDraftTokens, "Number of draft tokens.", func(c vllm.SpecDecodeCounts) float64 { return c.DraftTokens }, nil),
+		count(vllm.MetricSpecAccepted, "Number of accepted tokens.", func(c vllm.SpecDecodeCounts) float64 { return c.Accepted }, nil),
+	}
+	for i := range s.e.Config().Speculation.K {
+		errs = append(errs, count(vllm.MetricSpecAcceptedPerPos, "Accepted tokens per draft position.", func(c vllm.SpecDecodeCounts) float64 {
+			if i < len(c.AcceptedPerPos) {
+				return c.AcceptedPerPos[i]
+			}
+			return 0
+		}, prometheus.Labels{"position": strconv.Itoa(i)}))
+	}
+	return errs
 }
