@@ -34,3 +34,22 @@ const (
 
 // KVResidualErr is the band's calibrated half-width in GiB.
 const KVResidualErr = kvResidualErr
+
+// WithoutTPPoints drops the non-torch points of one link ("nvlink",
+// "pcie", "cross-node") until the returned function restores them: what a
+// plan would have been had those start-ups not been held. Tests that call
+// it must not run in parallel.
+func WithoutTPPoints(link string) (restore func()) {
+	saved := tpPoints
+	var kept []tpPoint
+	for _, p := range saved {
+		if string(p.link) != link {
+			kept = append(kept, p)
+		}
+	}
+	tpPoints = kept
+	return func() { tpPoints = saved }
+}
+
+// ColdStartErr is the cold-start allowance in GiB.
+const ColdStartErr = coldStartErr

@@ -204,6 +204,7 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 	var g float64
 	var whys []string
 	var pt tpPoint
+	borrowed := false // another link's figure stands in
 	switch link {
 	case linkCrossNode:
 		// The network's part is known at 0.10.1 only: a release of
@@ -221,7 +222,12 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 			whys = append(whys, fmt.Sprintf("no start-up of vLLM %s across nodes: its NVLink figure plus the %.2f GiB the network added at 0.10.1", pt.release, crossNodeExtra()))
 		}
 	default:
-		pt, _ = nearest(func(p tpPoint) bool { return p.link == link })
+		var ok bool
+		if pt, ok = nearest(func(p tpPoint) bool { return p.link == link }); !ok {
+			pt, _ = nearest(func(p tpPoint) bool { return p.link == linkNVLink })
+			whys = append(whys, fmt.Sprintf("no start-up over %s: the %s figure of vLLM %s is used", link.name(), pt.link.name(), pt.release))
+			borrowed = true
+		}
 		g = pt.at(tp, s.Hidden)
 	}
 	est := nonTorchEstimate{bytes: gibs(g), covers: fmt.Sprintf("%s (vLLM %s, %s, %s, TP %s)", pt.source, pt.release, pt.device, pt.link.name(), joinInts(pt.tps))}
@@ -252,6 +258,11 @@ func nonTorchFor(s model.Spec, set vllm.Settings, dev gpu.Device, gpusPerNode in
 		if p.link == link {
 			spread = math.Max(spread, math.Abs(p.at(tp, s.Hidden)-g))
 		}
+	}
+	if borrowed && link == linkPCIe {
+		// Without custom all-reduce a PCIe group may keep little of an
+		// NVLink group's figure: anything down to the one-GPU part.
+		spread = math.Max(spread, g-nonTorchOneGPU)
 	}
 	est.uncertainty = gibs(spread)
 	return est
