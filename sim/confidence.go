@@ -303,7 +303,11 @@ var (
 func ConfidenceOfRun(b memory.Budget, rep *Report) Confidence {
 	cond := conditionsOf(b)
 	cond.SmallBatch = rep != nil && rep.MaxRunning > 0 && rep.MaxRunning <= smallBatch
-	return confidenceOf(cond)
+	c := confidenceOf(cond)
+	if sp := b.Settings.Speculative; sp != nil {
+		c = withSpeculation(c, string(sp.Method))
+	}
+	return c
 }
 
 func confidenceOf(cond conditions) Confidence {

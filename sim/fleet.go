@@ -674,6 +674,9 @@ func (p *replica) keep() {
 	p.kept.Rejected += g.Rejected
 	p.kept.PrefixHits += g.PrefixHits
 	p.kept.PrefixQueries += g.PrefixQueries
+	p.kept.SpecDrafts += g.SpecDrafts
+	p.kept.SpecDraftTokens += g.SpecDraftTokens
+	p.kept.SpecAccepted += g.SpecAccepted
 	p.kept.Now = max(p.kept.Now, g.Now)
 }
 
@@ -695,6 +698,9 @@ func (f *fleet) report() *FleetReport {
 		g.Preemptions += p.kept.Preemptions
 		g.PrefixHits += p.kept.PrefixHits
 		g.PrefixQueries += p.kept.PrefixQueries
+		g.SpecDrafts += p.kept.SpecDrafts
+		g.SpecDraftTokens += p.kept.SpecDraftTokens
+		g.SpecAccepted += p.kept.SpecAccepted
 		g.Now = max(g.Now, p.kept.Now, p.st.lastOut)
 	}
 	f.account(end)

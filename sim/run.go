@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 )
 
 // Source yields requests in arrival order; io.EOF ends it.
@@ -204,6 +205,9 @@ type Report struct {
 	// StepSplit is where the engine's busy time went over the run's
 	// steps, by the roofline's mechanisms (nil with a fixed step time).
 	StepSplit *StepParts `json:"step_time_split,omitempty"`
+	// SpecDecode is what vLLM's spec_decode counters would read after
+	// the run, with speculative decoding (specReport).
+	SpecDecode *vllm.SpecAcceptance `json:"spec_decode,omitempty"`
 }
 
 // stats accumulates a run in bounded memory: latencies in microsecond
@@ -671,7 +675,14 @@ func (r *runner) done(ev Event) {
 	}
 }
 
-func (s *stats) report(e *Engine) *Report { return s.reportOf(e.Gauges()) }
+func (s *stats) report(e *Engine) *Report {
+	r := s.reportOf(e.Gauges())
+	if e.spec != nil {
+		// One engine's counters have the positions too.
+		r.SpecDecode = specReport(e.SpecCounts())
+	}
+	return r
+}
 
 // reportOf is the report of a run whose engine (or engines) ended with
 // the counters g, at g.Now.
@@ -702,6 +713,9 @@ func (s *stats) reportOf(g Gauges) *Report {
 	}
 	for i := range r.Series {
 		r.Series[i].KVUsage = math.Round(r.Series[i].KVUsage*1e4) / 1e4
+	}
+	if g.SpecDrafts > 0 {
+		r.SpecDecode = specReport(vllm.SpecDecodeCounts{Drafts: float64(g.SpecDrafts), DraftTokens: float64(g.SpecDraftTokens), Accepted: float64(g.SpecAccepted)})
 	}
 	return &r
 }

@@ -354,3 +354,42 @@ func TestSpeculationNgramRow(t *testing.T) {
 		t.Errorf("throughput %.1f with n-gram, %.1f without: the matching requests run faster", tput, baseTput)
 	}
 }
+
+// The worked example through Run: the client sees the first token at
+// 2.5 s, then three chunks (4, 4 and 1 tokens) 2.5 s apart, which vllm
+// bench serve times as three gaps of 2,500 ms; TPOT (10 − 2.5) / 9 =
+// 833.33 ms. The counters read 2 drafts of 3, all accepted: a mean
+// acceptance length of 4 and α = 6 / (2 + 2 + 2) = 1.
+func TestSpeculationRunReport(t *testing.T) {
+	e := newEngine(t, Config{NumGPUBlocks: 11, BlockSize: 4, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64, NoPrefixCaching: true,
+		Speculation: &Speculation{K: 3, Acceptance: 1, Lookahead: 3, Drafter: Fixed(0.5)}})
+	src := sliceSource{{ID: "A", PromptTokens: 8, OutputTokens: 10}}
+	rep, err := Run(context.Background(), e, &src, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TTFT.Mean != 2500 || rep.ITL.Mean != 2500 || rep.ITL.Max != 2500 || rep.TPOT.Mean != 833.33 {
+		t.Errorf("TTFT %v, ITL %+v, TPOT %v", rep.TTFT.Mean, rep.ITL, rep.TPOT.Mean)
+	}
+	s := rep.SpecDecode
+	if s == nil || s.Drafts != 2 || s.DraftTokens != 6 || s.MeanAcceptanceLength != 4 || s.TokenAcceptance != 1 || s.DraftAcceptanceRate != 1 {
+		t.Errorf("spec decode %+v", s)
+	}
+}
+
+// A plan with speculative decoding is extrapolated, at least by the
+// extrapolated band, with the reason named; the same plan without is not
+// made worse.
+func TestConfidenceWithSpeculation(t *testing.T) {
+	set := vllm.Settings{MaxModelLen: 4096, Version: vllm.MustVersion("0.11.0")}
+	plain := ConfidenceOfRun(plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, set), nil)
+	sp, err := vllm.ParseSpeculativeConfig("--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Speculative = sp
+	c := ConfidenceOfRun(plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, set), nil)
+	if c.Fitted() || c.TPOTPct < extrapolatedBand.TPOT || c.TPOTPct < plain.TPOTPct || len(c.Outside) != len(plain.Outside)+1 || !strings.Contains(c.Outside[len(c.Outside)-1], "ngram") {
+		t.Errorf("with n-gram: %+v (without: %+v)", c, plain)
+	}
+}
