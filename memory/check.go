@@ -120,7 +120,7 @@ func (b *Budget) check(dp int) {
 			}
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
-			warn(CodeLowConcurrency, "the KV cache holds %d tokens: %.2f requests of %d tokens at once; longer queues and preemption under load", b.KVTokens, b.MaxConcurrency, b.MaxModelLen)
+			warn(CodeLowConcurrency, "the KV cache holds %.2f requests of %d tokens at once (as vLLM counts them, %s tokens); longer queues and preemption under load", b.MaxConcurrency, b.MaxModelLen, vllm.Thousands(b.KVTokens))
 		}
 	}
 	b.Fits = len(b.Problems) == 0

@@ -275,18 +275,58 @@ func cdiv(a, b int64) int64 { return (a + b - 1) / b }
 // summed over the layers (vLLM's max_memory_usage_bytes per spec, §4):
 // full and MLA layers hold every token; sliding layers at most
 // window − 1 + max_num_batched_tokens tokens plus one block (chunked local
-// layers chunk + max_num_batched_tokens); linear layers one state.
+// layers chunk + max_num_batched_tokens; slidingBlocks); linear layers one
+// state.
 func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
 	bs := int64(l.blockSize)
 	full := cdiv(int64(length), bs)
 	n := full*l.fullPages + l.linearBytes
 	for _, g := range l.slidingSums {
-		w := cdiv(int64(g.window-1+batchedTokens), bs) + 1
-		if g.chunked {
-			// Chunked local attention: cdiv(min(chunk + batched, len), block).
-			w = cdiv(int64(g.window+batchedTokens), bs)
+		n += slidingBlocks(g.window, g.chunked, length, batchedTokens, bs) * g.pages
+	}
+	return n
+}
+
+// slidingBlocks is the blocks one request of length tokens holds in one
+// sliding-window layer (vLLM's SlidingWindowSpec.max_memory_usage_bytes:
+// cdiv(min(window − 1 + max_num_batched_tokens, max_model_len), block) + 1,
+// the +1 because the window need not start on a block boundary) or one
+// chunked local attention layer (ChunkedLocalAttentionSpec:
+// cdiv(min(chunk + max_num_batched_tokens, max_model_len), block)).
+func slidingBlocks(window int, chunked bool, length, batchedTokens int, bs int64) int64 {
+	if chunked {
+		return cdiv(int64(min(window+batchedTokens, length)), bs)
+	}
+	return cdiv(int64(min(window-1+batchedTokens, length)), bs) + 1
+}
+
+// requestBlocks is how many blocks of the shared pool one request of
+// length tokens needs, as vLLM's "Maximum concurrency" line counts them
+// (get_max_concurrency_for_kv_cache_config, vllm/v1/core/kv_cache_utils.py):
+// every KV-cache group, padding groups included, holds its own blocks, a
+// full or MLA group cdiv(length, block), a sliding or chunked local one
+// only its window's, a linear-attention (Mamba) group one state block.
+// The line divides the pool's blocks by this.
+func (l kvLayout) requestBlocks(length, batchedTokens int) int64 {
+	bs := int64(l.blockSize)
+	if l.groupSize <= 0 || bs <= 0 {
+		return 0
+	}
+	full := cdiv(int64(length), bs)
+	if l.blockSum > 0 {
+		return full // one group of full-attention layers (uniformType)
+	}
+	var n int64
+	for _, c := range countSpecs(l.layers) {
+		groups := int64((c.count + l.groupSize - 1) / l.groupSize)
+		switch c.spec.kind {
+		case model.Sliding:
+			n += groups * slidingBlocks(c.spec.window, c.spec.chunked, length, batchedTokens, bs)
+		case model.Linear:
+			n += groups
+		default:
+			n += groups * full
 		}
-		n += min(full, w) * g.pages
 	}
 	return n
 }

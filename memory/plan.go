@@ -344,11 +344,22 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 }
 
 // ConcurrencyAt is how many requests of the given length the KV cache
-// holds at once; vLLM 0.19.0 logs it for max-model-len as "Maximum
-// concurrency for L tokens per request: C.CCx" (KV tokens / L).
+// holds at once, as vLLM counts them in its "Maximum concurrency for L
+// tokens per request: C.CCx" line: the pool's blocks over the blocks one
+// request needs in every KV-cache group (requestBlocks). For a dense model
+// that is KV tokens / L; a sliding-window, chunked-local or hybrid model's
+// long request needs full-length blocks only in its full-attention groups,
+// so it holds more than KV tokens / L (gemma-3-12b at 8,192 tokens on
+// vLLM 0.19.0: 48,867 blocks / (512 + 5 × 513) = 15.88, logged 15.88x,
+// where 130,304 tokens / 8,192 = 15.91). V0 logs KV tokens / L.
 func (b Budget) ConcurrencyAt(tokens int) float64 {
 	if tokens <= 0 {
 		return 0
+	}
+	if vllm.UsesV1(b.Settings.Version, b.Settings.Env) {
+		if need := b.layout.requestBlocks(tokens, b.Settings.MaxNumBatchedTokens); need > 0 {
+			return float64(b.NumBlocks) / float64(need)
+		}
 	}
 	return float64(b.KVTokens) / float64(tokens)
 }
