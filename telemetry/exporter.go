@@ -87,8 +87,13 @@ type Exporter struct {
 	opt ExporterOptions
 	reg *prometheus.Registry
 
-	mu      sync.Mutex
-	monitor *Monitor
+	// scraping lets one Collect at a time read vLLM: a scrape holds up to
+	// MaxExpositionBytes of reading buffers and chunks, and concurrent
+	// scrapers of the exporter (an HA pair of Prometheus, a probe, a
+	// person with curl) would multiply it past the chart's limit.
+	scraping sync.Mutex
+	mu       sync.Mutex
+	monitor  *Monitor
 	// loggedBlocks is the block count whose gap from the plan was last
 	// logged, so that a server far below the plan is logged once, not at
 	// every scrape.
@@ -173,6 +178,8 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	ctx := context.Background()
 	var sample *VLLMSample
+	e.scraping.Lock()
+	defer e.scraping.Unlock()
 	if e.opt.Scraper != nil {
 		s, err := e.opt.Scraper.Scrape(ctx)
 		if err != nil {
@@ -256,10 +263,15 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// maxExporterScrapes bounds the scrapes of the exporter in flight (they
+// wait on one another for vLLM: Collect); past it promhttp answers 503.
+const maxExporterScrapes = 8
+
 // Handler serves the exporter's registry at /metrics, and a short page at /.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(e.opt.Log.Handler(), slog.LevelError)}))
+	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(e.opt.Log.Handler(), slog.LevelError),
+		MaxRequestsInFlight: maxExporterScrapes}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -146,6 +147,7 @@ vllm:cache_config_info{block_size="16",gpu_memory_utilization="0.9",num_gpu_bloc
 `))
 	f.Add([]byte("vllm:kv_cache_usage_perc 7\nvllm:num_requests_running -3\n"))
 	f.Add([]byte("# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"1\"} 5\nvllm:time_to_first_token_seconds_bucket{le=\"0.5\"} 9\nvllm:time_to_first_token_seconds_count 9\n"))
+	f.Add([]byte("vllm:num_preemptions_total 1e308\n# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"1e308\"} 1\nvllm:time_to_first_token_seconds_count 1\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := ParseVLLMMetrics(bytes.NewReader(in))
 		if err != nil {
@@ -155,9 +157,12 @@ vllm:cache_config_info{block_size="16",gpu_memory_utilization="0.9",num_gpu_bloc
 			t.Fatalf("KV usage %v outside 0..1", s.KVCacheUsage)
 		}
 		for _, v := range []float64{s.RequestsRunning, s.RequestsWaiting, s.PreemptionsTotal, s.TTFTP99Seconds, s.TTFT.Count} {
-			if !finiteNonNeg(v) {
+			if !finiteNonNeg(v) || v > maxCount {
 				t.Fatalf("a count or latency is %v in %+v", v, s)
 			}
+		}
+		if _, err := json.Marshal(s); err != nil {
+			t.Fatalf("the sample does not encode: %v", err)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -100,12 +101,23 @@ type Record struct {
 	MetricNames          map[string]string `json:"metric_names,omitempty"`
 	Alerts               []Alert           `json:"alerts"`
 	Error                string            `json:"error,omitempty"`
+	// Dropped says what the exposition held that was left out (a value
+	// past what any server exports), as VLLMSample.Dropped.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // Record is the reading with the alerts it raised and the error of the
 // reading, if any: a metric the server does not export is null, not 0.
 func (r Reading) Record(alerts []Alert, readErr error) Record {
-	f := func(v float64) *float64 { return &v }
+	// A value that is not finite is null: the sample's bounds keep every
+	// value finite, and this keeps the record encodable whatever a
+	// derived value does.
+	f := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
 	rec := Record{Time: r.Time.UTC().Format(TimeFormat), Alerts: alerts}
 	if rec.Alerts == nil {
 		rec.Alerts = []Alert{}
@@ -114,6 +126,7 @@ func (r Reading) Record(alerts []Alert, readErr error) Record {
 		rec.Error = readErr.Error()
 	}
 	if v := r.VLLM; v != nil {
+		rec.Dropped = v.Dropped
 		rec.MetricNames = map[string]string{}
 		for m, name := range v.Names {
 			rec.MetricNames[string(m)] = name

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,6 +70,9 @@ func (s *Scraper) Scrape(ctx context.Context) (VLLMSample, error) {
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(req)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return VLLMSample{}, fmt.Errorf("cannot scrape %s: no answer within %s", s.URL, timeout)
+	}
 	if err != nil {
 		return VLLMSample{}, fmt.Errorf("cannot scrape %s: %v", s.URL, err)
 	}
@@ -77,6 +81,9 @@ func (s *Scraper) Scrape(ctx context.Context) (VLLMSample, error) {
 		return VLLMSample{}, fmt.Errorf("%s answered %s (is it vLLM's /metrics?)", s.URL, resp.Status)
 	}
 	sample, err := ParseVLLMMetrics(resp.Body)
+	if err != nil && !errors.Is(err, ErrExpositionTooLarge) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return VLLMSample{}, fmt.Errorf("%s: the answer did not end within %s", s.URL, timeout)
+	}
 	if err != nil {
 		return VLLMSample{}, fmt.Errorf("%s: %w", s.URL, err)
 	}

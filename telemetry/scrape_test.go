@@ -70,7 +70,7 @@ func TestScrapeErrors(t *testing.T) {
 		want      string
 	}{
 		{"404", srv.URL + "/nope", "404 Not Found"},
-		{"timeout", slow.URL + "/metrics", "deadline exceeded"},
+		{"timeout", slow.URL + "/metrics", "no answer within 200ms"},
 		{"not metrics", html.URL + "/metrics", "reading Prometheus metrics"},
 		{"refused", closed.URL + "/metrics", "cannot scrape"},
 	}

@@ -2,16 +2,11 @@ package telemetry
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"headroom.dev/headroom/vllm"
 )
@@ -46,6 +41,10 @@ type VLLMSample struct {
 	ProcessStartTimeSeconds float64 `json:"process_start_time_seconds,omitempty"`
 	// Models are the model_name label values seen, sorted.
 	Models []string `json:"models,omitempty"`
+	// Dropped says what the exposition held that was left out: a value
+	// past what any server exports (1e308 preemptions, a bucket bound of
+	// a year), each once.
+	Dropped []string `json:"dropped,omitempty"`
 	// Names maps each quantity found to the wire name it was read from,
 	// e.g. MetricKVCacheUsage to "vllm:gpu_cache_usage_perc" on a server
 	// older than 0.9.2.
@@ -75,130 +74,10 @@ func (s VLLMSample) Has(m vllm.Metric) bool {
 	return ok
 }
 
-// maxExposition bounds what is read of one /metrics body. A vLLM server's
-// exposition is 20–200 KiB; LoRA adapters and many engines add little.
-const maxExposition = 32 << 20
-
-// ParseVLLMMetrics reads Prometheus text exposition (format 0.0.4, what
-// vLLM's /metrics serves) and returns the vLLM quantities in it, accepting
-// the names of old and new releases. An exposition with no vllm: metric
-// returns an error wrapping ErrNoVLLMMetrics.
-func ParseVLLMMetrics(r io.Reader) (VLLMSample, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(io.LimitReader(r, maxExposition))
-	if err != nil {
-		return VLLMSample{}, fmt.Errorf("reading Prometheus metrics: %v", err)
-	}
-	return sampleFrom(fams)
-}
-
-func sampleFrom(fams map[string]*dto.MetricFamily) (VLLMSample, error) {
-	s := VLLMSample{Names: map[vllm.Metric]string{}}
-	models := map[string]bool{}
-	anyVLLM := false
-	for name, f := range fams {
-		if !strings.HasPrefix(name, "vllm:") {
-			continue
-		}
-		anyVLLM = true
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "model_name" && l.GetValue() != "" {
-					models[l.GetValue()] = true
-				}
-			}
-		}
-	}
-	if !anyVLLM {
-		return s, fmt.Errorf("%w: the exposition has no vllm: metric (is this a vLLM server's /metrics?)", ErrNoVLLMMetrics)
-	}
-	for m := range models {
-		s.Models = append(s.Models, m)
-	}
-	sort.Strings(s.Models)
-
-	sum := func(m vllm.Metric) float64 {
-		f, name := find(fams, m)
-		if f == nil {
-			return 0
-		}
-		total, found := 0.0, false
-		for _, x := range f.GetMetric() {
-			if v, ok := scalar(x); ok && v >= 0 {
-				total += v
-				found = true
-			}
-		}
-		// Sums past float64's range come only from garbage; drop them.
-		if !found || math.IsInf(total, 0) {
-			return 0
-		}
-		s.Names[m] = name
-		return total
-	}
-	s.RequestsRunning = sum(vllm.MetricRequestsRunning)
-	s.RequestsWaiting = sum(vllm.MetricRequestsWaiting)
-	s.PreemptionsTotal = sum(vllm.MetricPreemptions)
-	s.PromptTokens = sum(vllm.MetricPromptTokens)
-	s.GenerationTokens = sum(vllm.MetricGenerationTokens)
-
-	if f, name := find(fams, vllm.MetricKVCacheUsage); f != nil {
-		usage, found := 0.0, false
-		for _, x := range f.GetMetric() {
-			if v, ok := scalar(x); ok && v >= 0 {
-				usage = math.Max(usage, math.Min(v, 1))
-				found = true
-			}
-		}
-		if found {
-			s.KVCacheUsage = usage
-			s.Names[vllm.MetricKVCacheUsage] = name
-		}
-	}
-
-	if f, name := find(fams, vllm.MetricTTFT); f != nil {
-		for _, x := range f.GetMetric() {
-			if h, ok := histogram(x); ok {
-				s.TTFT = s.TTFT.add(h)
-				s.Names[vllm.MetricTTFT] = name
-			}
-		}
-		if math.IsInf(s.TTFT.Count, 0) || math.IsInf(s.TTFT.Sum, 0) {
-			s.TTFT = Histogram{}
-			delete(s.Names, vllm.MetricTTFT)
-		}
-		if p99, ok := s.TTFT.Quantile(0.99); ok {
-			s.TTFTP99Seconds = p99
-		}
-	}
-
-	if f, ok := fams[processStartTime]; ok && len(f.GetMetric()) > 0 {
-		if v, ok := scalar(f.GetMetric()[0]); ok && v > 0 {
-			s.ProcessStartTimeSeconds = v
-		}
-	}
-
-	if f, name := find(fams, vllm.MetricCacheConfig); f != nil && len(f.GetMetric()) > 0 {
-		s.CacheConfig = cacheConfig(f.GetMetric()[0])
-		s.Names[vllm.MetricCacheConfig] = name
-	}
-	return s, nil
-}
-
 // processStartTime is the process collector's gauge of Python's
 // prometheus_client (and Go's client_golang): the process's start as Unix
 // seconds.
 const processStartTime = "process_start_time_seconds"
-
-// find returns the family of m under its newest name present.
-func find(fams map[string]*dto.MetricFamily, m vllm.Metric) (*dto.MetricFamily, string) {
-	for _, name := range vllm.MetricWireNames(m) {
-		if f, ok := fams[name]; ok && len(f.GetMetric()) > 0 {
-			return f, name
-		}
-	}
-	return nil, ""
-}
 
 // scalar reads a gauge, counter or untyped sample; NaN and ±Inf are no value.
 func scalar(m *dto.Metric) (float64, bool) {
@@ -253,17 +132,23 @@ func histogram(m *dto.Metric) (Histogram, bool) {
 	return h, true
 }
 
-func cacheConfig(m *dto.Metric) CacheConfig {
+// cacheConfig reads cache_config_info's labels; a block count or size
+// past what any server has is left out with a note.
+func (f *fold) cacheConfig(name string, m *dto.Metric) CacheConfig {
 	var c CacheConfig
 	for _, l := range m.GetLabel() {
 		v := l.GetValue()
 		switch l.GetName() {
 		case "block_size":
-			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			if n, err := strconv.Atoi(v); err == nil && n > maxBlockSize {
+				f.note("%s block_size=%d is more than any server's (at most %d): left out", name, n, maxBlockSize)
+			} else if err == nil && n > 0 {
 				c.BlockSize = n
 			}
 		case "num_gpu_blocks":
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > maxBlocks {
+				f.note("%s num_gpu_blocks=%d is more than any server's (at most %d): left out", name, n, int64(maxBlocks))
+			} else if err == nil && n > 0 {
 				c.NumGPUBlocks = n
 			}
 		case "gpu_memory_utilization":

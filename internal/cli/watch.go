@@ -261,13 +261,20 @@ func watchLine(r telemetry.Reading, readErr error) string {
 			b.WriteString("  TTFT p99 -")
 		}
 		fmt.Fprintf(&b, "  risk %.2f", r.OOMRisk)
+		if len(v.Dropped) > 0 {
+			fmt.Fprintf(&b, "  (left out: %s)", clip(strings.Join(v.Dropped, "; "), 160))
+		}
 	}
 	if readErr != nil {
-		msg := readErr.Error()
-		if len(msg) > 160 {
-			msg = msg[:160] + "..."
-		}
-		fmt.Fprintf(&b, "  (%s)", msg)
+		fmt.Fprintf(&b, "  (%s)", clip(readErr.Error(), 160))
 	}
 	return b.String()
+}
+
+// clip cuts s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }

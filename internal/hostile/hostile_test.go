@@ -85,8 +85,14 @@ type proc struct {
 // waits for the line in which it names its address (addrRe's group 1).
 func start(t *testing.T, addrRe *regexp.Regexp, args ...string) *proc {
 	t.Helper()
+	return startLimited(t, "200MiB", addrRe, args...)
+}
+
+// startLimited is start under another GOMEMLIMIT.
+func startLimited(t *testing.T, goMemLimit string, addrRe *regexp.Regexp, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "GOMEMLIMIT=200MiB", "HF_HUB_OFFLINE=1")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+goMemLimit, "HF_HUB_OFFLINE=1")
 	pr, pw := io.Pipe()
 	buf := &testkit.SyncBuffer{}
 	cmd.Stderr = io.MultiWriter(pw, buf)
