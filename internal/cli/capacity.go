@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +34,7 @@ type capacityFlags struct {
 	maxReplicas           int
 	target, namespace     string
 	prometheus, served    string
+	kedaFile, hpaFile     string
 }
 
 func newCapacityCmd(env Env) *cobra.Command {
@@ -40,7 +44,8 @@ func newCapacityCmd(env Env) *cobra.Command {
 		Short: "How many GPUs a traffic needs under an SLO: replicas over time, the cheapest GPU, autoscaler thresholds replayed",
 		Example: `  headroom capacity --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-80GB,L40S --rate 2 --peak-rate 40 --duration 24h --slo ttft_p99=2s,tpot_p99=100ms
   headroom capacity --model Qwen/Qwen3-8B --all-gpus --requests requests.jsonl --slo ttft_p99=1s --price H100-80GB=2.10
-  headroom capacity --model meta-llama/Llama-3.1-8B-Instruct --gpu L40S --rate 2 --peak-rate 40 --duration 24h --slo tpot_p99=80ms -o keda --target llama --namespace llm`,
+  headroom capacity --model meta-llama/Llama-3.1-8B-Instruct --gpu L40S --rate 2 --peak-rate 40 --duration 24h --slo tpot_p99=80ms -o keda --target llama --namespace llm
+  headroom capacity --model Qwen/Qwen3-14B --gpu H100-80GB,L40S --rate 2 --peak-rate 30 --duration 24h --slo ttft_p99=2s --plot day.png --keda keda.yaml --hpa hpa.yaml`,
 		Long: `Sizes a fleet of vLLM replicas for a traffic on each GPU option, by simulation:
 
   - the replica: the plan (tensor parallel, max-model-len, max-num-seqs);
@@ -50,12 +55,14 @@ func newCapacityCmd(env Env) *cobra.Command {
     the SLO, each checked by replaying the window through that fleet;
   - peak and mean GPUs, GPU-hours and cost (a default table of public on-demand
     prices, said in the output; --price GPU=USD_PER_HOUR overrides);
-  - the autoscaler that would have held: HPA thresholds on vLLM's waiting
-    requests and KV-cache usage derived from one replica's SLO knee, replayed
-    over the trace with --startup-time and --cool-down, beside the static fleet
-    sized for the peak.
+  - the autoscaler handed over: HPA thresholds on vLLM's answered requests,
+    waiting requests and KV-cache usage derived from one replica's SLO knee,
+    capped at the ideal peak unless uncapped does better, replayed over the
+    trace with --startup-time and --cool-down: its GPU-hours and cost are the
+    answer, the per-window fleet the bound beside it.
 The cheapest option that meets the SLO comes first. -o keda writes a KEDA
-ScaledObject and -o hpa a HorizontalPodAutoscaler with those thresholds.
+ScaledObject and -o hpa a HorizontalPodAutoscaler with those thresholds;
+--keda FILE and --hpa FILE write them beside the table in the same run.
 
 Exit codes: 0 an option meets the SLO, 1 none does (the closest is named), 2 bad
 input.`,
@@ -83,6 +90,8 @@ input.`,
 	fl.StringVar(&f.namespace, "namespace", "default", "-o keda/hpa: its namespace")
 	fl.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "-o keda: the Prometheus server KEDA queries")
 	fl.StringVar(&f.served, "served-model-name", "", "-o keda/hpa: the model_name label of vLLM's metrics (default: the model id)")
+	fl.StringVar(&f.kedaFile, "keda", "", "also write the autoscaler as a KEDA ScaledObject to FILE (as -o keda prints it)")
+	fl.StringVar(&f.hpaFile, "hpa", "", "also write the autoscaler as a HorizontalPodAutoscaler to FILE (as -o hpa prints it)")
 	return cmd
 }
 
@@ -142,6 +151,13 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	if err := checkArgs(cmd, args); err != nil {
 		return err
 	}
+	if format == "keda" || format == "hpa" || f.kedaFile != "" || f.hpaFile != "" {
+		// Checked before hours of simulation, with the model's id as the
+		// label when no --served-model-name is given (checked after).
+		if err := (report.ScaleTarget{Name: f.target, Namespace: f.namespace, Model: f.served, Prometheus: f.prometheus}).Validate(); err != nil {
+			return badInput("%v", err)
+		}
+	}
 	gpus, err := capacityGPUs(f, prices)
 	if err != nil {
 		return err
@@ -152,8 +168,9 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 		GPUs: gpus, Workload: spec, SLO: bounds, WindowS: f.window.Seconds(), Router: f.router, Prices: prices,
 		StartupS: f.startup.Seconds(), CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas, Policy: f.plan.policy}
 	var status atomic.Value
-	status.Store("starting")
-	req.Progress = func(s string) { status.Store(s) }
+	status.Store("planning")
+	begun := time.Now()
+	req.Progress = func(p report.CapacityProgress) { status.Store(capacityStatus(p, time.Since(begun))) }
 	stop := showProgress(env.Stderr, func() string { return "headroom capacity: " + status.Load().(string) })
 	out, err := report.Capacity(cmd.Context(), reportEnv(env), openFile(cmd), req)
 	stop()
@@ -165,7 +182,7 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 		fmt.Fprintf(env.Stderr, "headroom: %v\n", err)
 		return errNoFit
 	}
-	if errors.Is(err, report.ErrNoRequests) {
+	if errors.Is(err, report.ErrNoRequests) || errors.Is(err, report.ErrTooLight) {
 		return badInput("%v", err)
 	}
 	if err != nil {
@@ -176,7 +193,31 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 			return err
 		}
 	}
+	for _, side := range []struct{ name, format string }{{f.kedaFile, "keda"}, {f.hpaFile, "hpa"}} {
+		if side.name == "" {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := writeScaler(&buf, f, side.format, out); err != nil {
+			return err
+		}
+		if err := os.WriteFile(side.name, buf.Bytes(), 0o644); err != nil {
+			return badInput("--%s: %v", side.format, unwrapPathError(err))
+		}
+	}
 	return writeCapacity(cmd, f, format, out)
+}
+
+// capacityStatus is the progress line: the option, its step, and the
+// time left, estimated from the share done so far (said once there is
+// enough to go by).
+func capacityStatus(p report.CapacityProgress, elapsed time.Duration) string {
+	s := fmt.Sprintf("%s (option %d of %d): %s", p.GPU, p.Option, p.Options, p.Step)
+	if p.Done >= 0.05 && elapsed > 5*time.Second {
+		left := time.Duration(float64(elapsed) * (1 - p.Done) / p.Done).Round(time.Second)
+		s += fmt.Sprintf("; %.0f%% done, about %s left", 100*p.Done, left)
+	}
+	return s
 }
 
 func validRouter(name string) bool {
@@ -202,7 +243,7 @@ func capacityGPUs(f capacityFlags, prices map[string]float64) ([]string, error) 
 			return nil, badInput("give --gpu or --all-gpus, not both")
 		}
 		seen := map[string]bool{}
-		for name := range report.DefaultPrices() {
+		for name := range gpu.Prices() {
 			seen[name] = true
 		}
 		for name := range prices {
@@ -232,23 +273,32 @@ func writeCapacity(cmd *cobra.Command, f capacityFlags, format string, out *repo
 	case "yaml":
 		return writeYAML(w, out)
 	case "keda", "hpa":
-		best := out.Options[0]
-		if best.Autoscaler == nil {
-			return badInput("-o %s: no option meets the SLO, so there is no autoscaler to write", format)
-		}
-		model := f.served
-		if model == "" {
-			model = out.Model
-		}
-		t := report.ScaleTarget{Name: f.target, Namespace: f.namespace, Model: model, Prometheus: f.prometheus}
-		obj := report.KEDAScaledObject(best.Autoscaler, t)
-		if format == "hpa" {
-			obj = report.HPAObject(best.Autoscaler, t)
-		}
-		fmt.Fprintf(w, "# headroom capacity: %s on %s, %s; thresholds from one replica's SLO knee, replayed: SLO met in %d of %d windows with %.1f GPU-hours (static fleet of %d: %.1f)\n",
-			out.Model, best.GPU, strings.Join(out.SLO, ","), best.Autoscaler.Replay.WindowsMet, best.Autoscaler.Replay.Windows, best.Autoscaler.Replay.GPUHours,
-			best.PeakReplicas, best.Static.GPUHours)
-		return writeYAML(w, obj)
+		return writeScaler(w, f, format, out)
 	}
 	return writeCapacityTable(w, out)
+}
+
+// writeScaler writes the best option's autoscaler as a KEDA ScaledObject
+// or an HPA, with a comment line saying what it is.
+func writeScaler(w io.Writer, f capacityFlags, format string, out *report.CapacityReport) error {
+	best := out.Options[0]
+	if best.Autoscaler == nil {
+		return badInput("-o %s: no option meets the SLO, so there is no autoscaler to write", format)
+	}
+	model := f.served
+	if model == "" {
+		model = out.Model
+	}
+	t := report.ScaleTarget{Name: f.target, Namespace: f.namespace, Model: model, Prometheus: f.prometheus}
+	if err := t.Validate(); err != nil {
+		return badInput("%v", err)
+	}
+	obj := report.KEDAScaledObject(best.Autoscaler, t)
+	if format == "hpa" {
+		obj = report.HPAObject(best.Autoscaler, t)
+	}
+	a := best.Autoscaler
+	fmt.Fprintf(w, "# headroom capacity: %s on %s, %s; thresholds from one replica's SLO knee, %d to %d replicas (%s), replayed: SLO met in %d of %d windows with %.1f GPU-hours\n",
+		out.Model, best.GPU, strings.Join(out.SLO, ","), a.MinReplicas, a.MaxReplicas, a.Policy, a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours)
+	return writeYAML(w, obj)
 }

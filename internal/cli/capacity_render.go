@@ -39,15 +39,18 @@ func usd(v float64) string {
 func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 	fmt.Fprintf(w, "%s, SLO %s in every %s window, router %s\ntraffic: %s\n", r.Model, strings.Join(r.SLO, ","), dur(r.WindowS), r.Router, r.Traffic)
 	best := r.Options[0]
-	if r.Best != "" {
-		fmt.Fprintf(w, "cheapest that meets the SLO: %s, %d GPU(s) a replica, %d replicas at the peak and %.1f on average: %.1f GPU-hours, %s\n",
-			best.GPU, best.GPUsPerReplica, best.PeakReplicas, best.MeanReplicas, best.GPUHours, usd(best.CostUSD))
+	if a := best.Autoscaler; r.Best != "" && a != nil {
+		// The answer is the fleet handed over: the autoscaler, replayed.
+		fmt.Fprintf(w, "cheapest that meets the SLO: %s, %d GPU(s) a replica, autoscaled from %d to %d replicas: SLO met in %d of %d windows, %.1f GPU-hours, %s\n",
+			best.GPU, best.GPUsPerReplica, a.MinReplicas, a.MaxReplicas, a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, usd(a.Replay.CostUSD))
+		fmt.Fprintf(w, "  the bound, each window's fewest replicas: %d at the peak, %.1f on average, %.1f GPU-hours, %s; a static fleet of %d: %.1f GPU-hours, %s\n",
+			best.PeakReplicas, best.MeanReplicas, best.GPUHours, usd(best.CostUSD), best.PeakReplicas, best.Static.GPUHours, usd(best.Static.CostUSD))
 	} else {
 		fmt.Fprintln(w, "no option meets the SLO")
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPU\tGPUs/replica\tmax-num-seqs\tSLO capacity\treplicas peak/mean\tGPU-hours\t$/GPU-hour\tcost\tautoscaled: SLO met\tGPU-hours\tstatic: SLO met\tGPU-hours")
+	fmt.Fprintln(tw, "GPU\tGPUs/replica\tmax-num-seqs\tSLO capacity\tautoscaled: replicas\tSLO met\tGPU-hours\tcost\t$/GPU-hour\tideal: replicas peak/mean\tGPU-hours\tstatic: GPU-hours")
 	for _, o := range r.Options {
 		if o.NoFit {
 			fmt.Fprintf(tw, "%s\t%d\t-\tdoes not fit\t\t\t\t\t\t\t\t\n", o.GPU, o.GPUsPerReplica)
@@ -58,7 +61,10 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 			continue
 		}
 		capy := "never met"
-		if o.SLOCapacityPerS > 0 {
+		switch {
+		case o.Refused != "":
+			capy = "refuses requests (see below)"
+		case o.SLOCapacityPerS > 0:
 			capy = fmt.Sprintf("%.3g req/s", o.SLOCapacityPerS)
 			if c := o.Confidence; c != nil {
 				capy += fmt.Sprintf(" ±%.0f%%", c.ThroughputPct)
@@ -75,26 +81,27 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		if o.USDPerGPUHour > 0 {
 			price = fmt.Sprintf("%.3g", o.USDPerGPUHour)
 		}
-		as, asH, st, stH := "-", "-", "-", "-"
+		as, met, asH, cost, stH := "-", "-", "-", "-", "-"
 		if a := o.Autoscaler; a != nil {
-			as, asH = fmt.Sprintf("%s (%d/%d)", pct(a.Replay.SLOAttainment), a.Replay.WindowsMet, a.Replay.Windows), fmt.Sprintf("%.1f", a.Replay.GPUHours)
+			as = fmt.Sprintf("%d-%d", a.MinReplicas, a.MaxReplicas)
+			met, asH, cost = fmt.Sprintf("%s (%d/%d)", pct(a.Replay.SLOAttainment), a.Replay.WindowsMet, a.Replay.Windows), fmt.Sprintf("%.1f", a.Replay.GPUHours), usd(a.Replay.CostUSD)
 		}
 		if s := o.Static; s != nil {
-			st, stH = fmt.Sprintf("%s (%d/%d)", pct(s.SLOAttainment), s.WindowsMet, s.Windows), fmt.Sprintf("%.1f", s.GPUHours)
+			stH = fmt.Sprintf("%.1f", s.GPUHours)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.GPU, o.GPUsPerReplica, o.Settings.MaxNumSeqs, capy, reps, hours, price, usd(o.CostUSD), as, asH, st, stH)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.GPU, o.GPUsPerReplica, o.Settings.MaxNumSeqs, capy, as, met, asH, cost, price, reps, hours, stH)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if a := best.Autoscaler; a != nil {
-		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA, -o keda or -o hpa): add replicas when a replica answers more than %.3g req/s (rate of %s), or %s passes %g a replica, or %s passes %g on average\n",
+		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA: -o keda, -o hpa, --keda FILE, --hpa FILE): add replicas when a replica answers more than %.3g req/s (rate of %s), or %s passes %g a replica, or %s passes %g on average\n",
 			best.GPU, a.TargetRatePerS, a.RateMetric, a.WaitingMetric, a.TargetWaiting, a.KVMetric, a.TargetKV)
 		fmt.Fprintf(w, "  %.3g req/s is the SLO capacity %.3g req/s less headroom for the rate's rise over a start-up and the HPA's 10%% tolerance; the KV target is one replica's usage at that rate, the waiting target its queue at the capacity (95th percentile)\n",
 			a.TargetRatePerS, best.SLOCapacityPerS)
 		fmt.Fprintf(w, "  start-up %s (%s), cool-down %s, %d to %d replicas\n", dur(a.StartupS), a.StartupSource, dur(a.CoolDownS), a.MinReplicas, a.MaxReplicas)
-		fmt.Fprintf(w, "  replayed: SLO met in %d of %d windows, %.1f GPU-hours, peak %d; the static fleet of %d: %d of %d, %.1f GPU-hours\n",
-			a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.PeakReplicas, best.PeakReplicas, best.Static.WindowsMet, best.Static.Windows, best.Static.GPUHours)
+		fmt.Fprintf(w, "  %s\n", policyLine(best))
+		fmt.Fprintf(w, "  replayed: SLO met in %d of %d windows, %.1f GPU-hours, peak %d, %s\n", a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.PeakReplicas, flapsSaid(a))
 	}
 	fmt.Fprintf(w, "\nSLO capacity measured on: %s\n", best.CapacityProbe)
 	for _, o := range r.Options {
@@ -113,6 +120,9 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		if o.Error != "" {
 			fmt.Fprintf(w, "%s not simulated: %s\n", o.GPU, o.Error)
 		}
+		if o.Refused != "" {
+			fmt.Fprintf(w, "%s: %s\n", o.GPU, o.Refused)
+		}
 	}
 	for _, o := range r.Options {
 		for _, n := range o.Notes {
@@ -123,4 +133,25 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 		}
 	}
 	return nil
+}
+
+// policyLine says the replica bound handed over and why.
+func policyLine(o report.CapacityOption) string {
+	a := o.Autoscaler
+	asks := fmt.Sprintf("the rate target alone asks for %d at the busiest window", a.RateAsks)
+	if a.Policy == report.PolicyUncapped {
+		return fmt.Sprintf("uncapped (up to %d): capped at the ideal peak of %d it met fewer windows; %s, above the static fleet of %d", a.MaxReplicas, o.PeakReplicas, asks, o.PeakReplicas)
+	}
+	if a.RateAsks > a.MaxReplicas {
+		return fmt.Sprintf("capped at the ideal peak, %d: %s, more than any window needs", a.MaxReplicas, asks)
+	}
+	return fmt.Sprintf("capped at the ideal peak, %d (%s)", a.MaxReplicas, asks)
+}
+
+// flapsSaid says the replay's reversals.
+func flapsSaid(a *report.Autoscaler) string {
+	if a.Flaps == 0 {
+		return "no flapping (no replica added back within twice the cool-down of one removed, nor removed within it of one added)"
+	}
+	return fmt.Sprintf("flapping %d times (a replica added back within twice the cool-down of one removed, or removed within it of one added): a longer --cool-down damps it", a.Flaps)
 }

@@ -55,6 +55,7 @@ var floorOf = map[string]int{
 	"loadtest":   services, // traffic to a live server
 	"sim/serve":  services, // the simulated engine behind an OpenAI API
 	"monitoring": services, // the chart's alert rules and dashboard, from telemetry's and vLLM's metric names
+	"capacity":   services, // a fleet sized for a traffic: SLO capacity, replicas per window, the autoscaler replayed
 
 	"internal/report": reports, // the reports the CLI prints and the API returns
 

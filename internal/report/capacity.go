@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
+	"strings"
 
+	"headroom.dev/headroom/capacity"
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/workload"
@@ -38,25 +41,29 @@ type CapacityRequest struct {
 	// Policy is the utilization policy of the recommended settings an
 	// option falls back to when the given ones do not fit.
 	Policy string
-	// Progress, when not nil, hears what is being simulated.
-	Progress func(string)
+	// Progress, when not nil, hears what is being simulated, one call at
+	// a time.
+	Progress func(CapacityProgress)
 }
 
-// Capacity defaults.
+// Capacity defaults (capacity's).
 const (
-	DefaultCapacityWindowS = 600
-	DefaultCoolDownS       = 300
-	DefaultScaleIntervalS  = 15
-	DefaultMaxReplicas     = 100
+	DefaultCapacityWindowS = capacity.DefaultWindowS
+	DefaultCoolDownS       = capacity.DefaultCoolDownS
+	DefaultScaleIntervalS  = capacity.DefaultIntervalS
+	DefaultMaxReplicas     = capacity.DefaultMaxReplica
 	// MaxCapacityWindows bounds the windows of a trace.
-	MaxCapacityWindows = 5000
-	// maxWindowRequests bounds the requests of one window held for its
-	// replays.
-	maxWindowRequests = 2_000_000
-	// warmUpS of the window before is replayed ahead of each window, so a
-	// window starts with the load its replicas carry, not empty.
-	warmUpS = 60
+	MaxCapacityWindows = capacity.MaxWindows
 )
+
+// CapacityProgress is where a capacity run stands: the option being
+// sized (Option of Options) and its step, and Done, the share of the
+// whole run done, an estimate a face turns into the time left.
+type CapacityProgress struct {
+	Option, Options int
+	capacity.Progress
+	Done float64
+}
 
 // CapacityReport is `headroom capacity -o json`: the GPU options, the
 // cheapest that meets the SLO first.
@@ -108,79 +115,22 @@ type CapacityOption struct {
 	// SLO value over its limit (1.5: 50% over).
 	Miss float64 `json:"miss,omitempty"`
 	// NoFit: the model does not start on this GPU (Notes say why). Error:
-	// the option could not be simulated.
-	NoFit bool     `json:"no_fit,omitempty"`
-	Error string   `json:"error,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	// the option could not be simulated. Refused: one replica refuses
+	// requests of the traffic (too long for max-model-len or its KV cache),
+	// so no fleet of it meets the SLO; it says how many and why.
+	NoFit   bool     `json:"no_fit,omitempty"`
+	Refused string   `json:"refused,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
-// CapacityWindow is one window of the trace and the fewest replicas that
-// served it within the SLO.
-type CapacityWindow struct {
-	StartS   float64 `json:"start_s"`
-	Requests int     `json:"requests"`
-	RatePerS float64 `json:"rate_per_s"`
-	Replicas int     `json:"replicas"`
-	// Met is false where even MaxReplicas missed the SLO; Miss is then
-	// how far (the largest value over its limit).
-	Met  bool    `json:"met"`
-	Miss float64 `json:"miss,omitempty"`
-}
-
-// Autoscaler is the thresholds derived from one replica's SLO knee and
-// their replay over the trace.
-type Autoscaler struct {
-	// TargetWaiting is vllm:num_requests_waiting per replica, TargetKV
-	// vllm:kv_cache_usage_perc (0..1) averaged over replicas: the HPA's
-	// AverageValue targets.
-	TargetWaiting float64 `json:"target_num_requests_waiting"`
-	TargetKV      float64 `json:"target_kv_cache_usage"`
-	// WaitingMetric and KVMetric are those metrics' names in the vLLM
-	// version planned; RateMetric the counter of answered requests whose
-	// rate per replica is held at TargetRatePerS.
-	WaitingMetric string `json:"waiting_metric"`
-	KVMetric      string `json:"kv_metric"`
-	RateMetric    string `json:"rate_metric"`
-	// TargetRatePerS is the answered requests per second a replica
-	// carries, the rate metric's target and the rate the KV target was
-	// measured at: the SLO capacity less the headroom for the rise of the
-	// rate over a start-up and the HPA's tolerance.
-	TargetRatePerS float64  `json:"target_rate_per_s"`
-	StartupS       float64  `json:"startup_s"`
-	StartupSource  string   `json:"startup_source"`
-	CoolDownS      float64  `json:"cool_down_s"`
-	IntervalS      float64  `json:"interval_s"`
-	MinReplicas    int      `json:"min_replicas"`
-	MaxReplicas    int      `json:"max_replicas"`
-	Replay         FleetRun `json:"replay"`
-}
-
-// FleetRun is a fleet replayed over the whole trace.
-type FleetRun struct {
-	Replicas      string       `json:"replicas"`
-	Windows       int          `json:"windows"`
-	WindowsMet    int          `json:"windows_met"`
-	SLOAttainment float64      `json:"slo_attainment"`
-	PeakReplicas  int          `json:"peak_replicas"`
-	GPUHours      float64      `json:"gpu_hours"`
-	CostUSD       float64      `json:"cost_usd"`
-	Requests      int64        `json:"requests"`
-	Preemptions   int64        `json:"preemptions"`
-	TTFT          sim.Latency  `json:"ttft_ms"`
-	TPOT          sim.Latency  `json:"tpot_ms"`
-	FellBehind    *sim.Backlog `json:"fell_behind,omitempty"`
-	// Missed are the windows that missed the SLO: their start and the
-	// largest value over its limit (1.2: 20% over).
-	Missed []MissedWindow `json:"missed,omitempty"`
-	// Series is replicas and arrivals over time (the plot's).
-	Series []sim.Window `json:"series,omitempty"`
-}
-
-// MissedWindow is a window of a replay that missed the SLO.
-type MissedWindow struct {
-	StartS float64 `json:"start_s"`
-	Miss   float64 `json:"miss"`
-}
+// CapacityWindow, Autoscaler, FleetRun and MissedWindow are capacity's.
+type (
+	CapacityWindow = capacity.Window
+	Autoscaler     = capacity.Autoscaler
+	FleetRun       = capacity.FleetRun
+	MissedWindow   = capacity.MissedWindow
+)
 
 // UnreachableError is an SLO no option meets; Closest is the option that
 // came nearest.
@@ -191,22 +141,49 @@ type UnreachableError struct {
 
 func (e *UnreachableError) Error() string {
 	c := e.Closest
-	what := fmt.Sprintf("its best run is %.0f%% over the tightest bound", (c.Miss-1)*100)
-	if c.SLOCapacityPerS > 0 {
+	var what string
+	switch {
+	case c.NoFit:
+		var why []string
+		for _, o := range e.Report.Options {
+			if o.NoFit && len(o.Notes) > 0 {
+				why = append(why, o.GPU+": "+o.Notes[len(o.Notes)-1])
+			}
+		}
+		return "no GPU option meets the SLO: the model does not fit on any of them (" + strings.Join(why, "; ") + ")"
+	case c.Error != "":
+		return fmt.Sprintf("no GPU option meets the SLO: %s could not be simulated: %s", c.GPU, c.Error)
+	case c.Refused != "":
+		what = c.Refused
+	case c.SLOCapacityPerS > 0:
 		what = fmt.Sprintf("one replica meets it up to %.3g req/s, but some window needs more than the %d replicas allowed", c.SLOCapacityPerS, c.PeakReplicas)
+	case c.Miss >= 10:
+		what = "one replica falls behind the traffic even at 1/1024 req/s"
+	case c.Miss > 0:
+		what = fmt.Sprintf("one replica misses it even at 1/1024 req/s; its closest run is %.0f%% over the tightest bound", (c.Miss-1)*100)
+	default:
+		what = "one replica misses it even at 1/1024 req/s"
 	}
 	return fmt.Sprintf("no GPU option meets the SLO; the closest is %s (%d GPU(s) a replica): %s", c.GPU, c.GPUsPerReplica, what)
 }
 
 // ErrNoRequests is a trace without a request.
-var ErrNoRequests = errors.New("the traffic has no requests: give --rate with --duration, or a --requests log with lines")
+var ErrNoRequests = capacity.ErrNoRequests
 
-// Capacity sizes a fleet for the traffic on each GPU option: one replica's
-// SLO capacity, the replicas per window (each checked by replaying the
-// window through that fleet), their cost, and the autoscaler that would
-// have held, replayed beside the static fleet sized for the peak.
+// ErrTooLight is a traffic one replica serves at every rate tried.
+var ErrTooLight = capacity.ErrTooLight
+
+// Capacity sizes a fleet for the traffic on each GPU option (each
+// distinct one once): one replica's SLO capacity, the replicas per window,
+// and the autoscaler that would have held, replayed, with its GPU-hours
+// and cost, the answer; beside it the ideal per-window fleet (the bound)
+// and the static fleet sized for the peak. The search is package
+// capacity's; this plans each option's replica and assembles the report.
 func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*CapacityReport, error) {
 	if err := req.Workload.Validate(); err != nil {
+		return nil, err
+	}
+	if err := sizable(req.Workload); err != nil {
 		return nil, err
 	}
 	if len(req.SLO) == 0 {
@@ -215,38 +192,36 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 	if len(req.GPUs) == 0 {
 		return nil, errors.New("give --gpu with one or more options (H100-80GB,L40S) or --all-gpus")
 	}
-	if req.WindowS <= 0 {
-		req.WindowS = DefaultCapacityWindowS
-	}
-	if req.CoolDownS <= 0 {
-		req.CoolDownS = DefaultCoolDownS
-	}
-	if req.IntervalS <= 0 {
-		req.IntervalS = DefaultScaleIntervalS
-	}
-	if req.MaxReplicas <= 0 {
-		req.MaxReplicas = DefaultMaxReplicas
-	}
 	if req.Router == "" {
 		req.Router = sim.RoundRobin
 	}
-	prices := DefaultPrices()
-	for name, p := range req.Prices {
-		prices[name] = Price{USDPerGPUHour: p, Source: "--price"}
+	if req.WindowS <= 0 {
+		req.WindowS = DefaultCapacityWindowS
 	}
-	tr, err := readTrace(ctx, files, req.Workload, req.WindowS)
+	prices := gpu.Prices()
+	for name, p := range req.Prices {
+		prices[name] = gpu.Price{USDPerGPUHour: p, Source: "--price"}
+	}
+	creq := capacity.Request{Traffic: req.Workload, Open: files.within(ctx), SLO: req.SLO, WindowS: req.WindowS, Router: req.Router,
+		CoolDownS: req.CoolDownS, IntervalS: req.IntervalS, MaxReplicas: req.MaxReplicas}
+	out := &CapacityReport{Traffic: req.Workload.Describe(), WindowS: req.WindowS, Router: req.Router, Prices: gpu.PriceSource, SLO: capacity.SLOStrings(req.SLO)}
+	names, err := distinctGPUs(req.GPUs)
 	if err != nil {
 		return nil, err
 	}
-	out := &CapacityReport{Traffic: req.Workload.Describe(), WindowS: req.WindowS, Router: req.Router, Prices: PriceTableSource}
-	for _, b := range req.SLO {
-		out.SLO = append(out.SLO, sloString(b))
-	}
 	var firstErr error
-	for _, name := range req.GPUs {
-		opt, model, err := sizeOption(ctx, env, files, req, tr, name, prices)
+	for i, name := range names {
+		if req.Progress != nil {
+			creq.Progress = func(p capacity.Progress) {
+				req.Progress(CapacityProgress{Option: i + 1, Options: len(names), Progress: p, Done: (float64(i) + p.Done) / float64(len(names))})
+			}
+		}
+		opt, model, err := sizeOption(ctx, env, files, req, creq, name, prices)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, capacity.ErrNoRequests) || errors.Is(err, capacity.ErrTooLight) {
+			return nil, err
 		}
 		if err != nil {
 			// An option that cannot be simulated (a GPU without datasheet
@@ -264,22 +239,7 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 	if out.Model == "" && firstErr != nil {
 		return nil, firstErr
 	}
-	sort.SliceStable(out.Options, func(i, j int) bool {
-		a, b := out.Options[i], out.Options[j]
-		if a.Met != b.Met {
-			return a.Met
-		}
-		if (a.Error != "") != (b.Error != "") {
-			return b.Error != ""
-		}
-		if a.NoFit != b.NoFit {
-			return b.NoFit
-		}
-		if a.Met {
-			return a.CostUSD < b.CostUSD
-		}
-		return a.Miss < b.Miss
-	})
+	sort.SliceStable(out.Options, func(i, j int) bool { return better(out.Options[i], out.Options[j]) })
 	if best := out.Options[0]; best.Met {
 		out.Best = best.GPU
 	} else {
@@ -288,119 +248,190 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 	return out, nil
 }
 
-func sloString(b slo.Bound) string {
-	if b.Metric == "error_rate" {
-		return fmt.Sprintf("%s=%g", b.Name(), b.Rate)
+// better ranks options: those that meet the SLO first, by the cost of
+// the fleet handed over (the autoscaler's replay: more windows met, then
+// the lower cost, an option without a price after those with one, then
+// fewer GPU-hours); then those that do not, the closest first.
+func better(a, b CapacityOption) bool {
+	if a.Met != b.Met {
+		return a.Met
 	}
-	return fmt.Sprintf("%s=%s", b.Name(), b.Limit)
+	if (a.Error != "") != (b.Error != "") {
+		return b.Error != ""
+	}
+	if a.NoFit != b.NoFit {
+		return b.NoFit
+	}
+	if !a.Met {
+		return a.Miss < b.Miss
+	}
+	ra, rb := a.Autoscaler.Replay, b.Autoscaler.Replay
+	if ra.WindowsMet != rb.WindowsMet {
+		return ra.WindowsMet > rb.WindowsMet
+	}
+	if (a.USDPerGPUHour > 0) != (b.USDPerGPUHour > 0) {
+		return a.USDPerGPUHour > 0
+	}
+	if ra.CostUSD != rb.CostUSD {
+		return ra.CostUSD < rb.CostUSD
+	}
+	return ra.GPUHours < rb.GPUHours
 }
 
-// trace is the traffic cut into windows: each window's request count, and
-// a way to read it again window by window.
-type trace struct {
-	spec    workload.Spec
-	windowS float64
-	counts  []int
-}
-
-func readTrace(ctx context.Context, files Files, spec workload.Spec, windowS float64) (*trace, error) {
-	tr := &trace{spec: spec, windowS: windowS}
-	err := tr.each(ctx, files, func(i int, _ []workload.Request, reqs []workload.Request) error {
-		tr.counts = append(tr.counts, len(reqs))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, c := range tr.counts {
-		total += c
-	}
-	if total == 0 {
-		return nil, ErrNoRequests
-	}
-	return tr, nil
-}
-
-// each reads the trace once and calls fn per window with the last warmUpS
-// of the window before (warm) and the window's own requests. The slices
-// are reused after fn returns.
-func (tr *trace) each(ctx context.Context, files Files, fn func(i int, warm, reqs []workload.Request) error) error {
-	st, closer, err := tr.spec.Open(files.open)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	var prev, cur, warm []workload.Request
-	i := 0
-	flush := func() error {
-		if i >= MaxCapacityWindows {
-			return fmt.Errorf("the trace spans more than %d windows of %gs: give a longer --window", MaxCapacityWindows, tr.windowS)
-		}
-		warm = warm[:0]
-		from := float64(i)*tr.windowS - warmUpS
-		for _, r := range prev {
-			if r.At >= from {
-				warm = append(warm, r)
-			}
-		}
-		if err := fn(i, warm, cur); err != nil {
-			return err
-		}
-		prev, cur = cur, prev[:0]
-		i++
-		return ctx.Err()
-	}
-	for {
-		r, err := st.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+// distinctGPUs is the options as given, each distinct GPU (a device and
+// a count, however it is spelled) once, in the order first given.
+func distinctGPUs(names []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		sel, err := gpu.Resolve(n)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("--gpu %s: %v", n, err)
 		}
-		for r.At >= float64(i+1)*tr.windowS {
-			if err := flush(); err != nil {
-				return err
-			}
+		key := fmt.Sprintf("%s x%d", sel.Device.Name, sel.Count)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, n)
 		}
-		if len(cur) >= maxWindowRequests {
-			return fmt.Errorf("more than %d requests in one window of %gs: give a shorter --window", maxWindowRequests, tr.windowS)
-		}
-		cur = append(cur, r)
 	}
-	if len(cur) > 0 {
-		return flush()
+	return out, nil
+}
+
+// sizable refuses traffic capacity cannot size: synthetic requests of no
+// prompt or no output token (the simulator would send one-token requests
+// in their place, and a replica "serves" them at any rate).
+func sizable(spec workload.Spec) error {
+	if spec.Log != "" || spec.Dataset.Name != "" {
+		return nil
+	}
+	if spec.Prompt != nil && spec.Prompt.Mean() < 1 {
+		return fmt.Errorf("--prompt-tokens %s: capacity sizes requests of at least one prompt token", spec.Prompt)
+	}
+	if spec.Output != nil && spec.Output.Mean() < 1 {
+		return fmt.Errorf("--output-tokens %s: capacity sizes requests of at least one output token", spec.Output)
+	}
+	for _, b := range spec.Bursts {
+		if b.Tokens < 1 {
+			return fmt.Errorf("--burst %dx%d: capacity sizes requests of at least one prompt token", b.Count, b.Tokens)
+		}
 	}
 	return nil
 }
 
-// sliceSource replays requests shifted by -origin.
-type sliceSource struct {
-	reqs   [][]workload.Request
-	origin float64
-	i, j   int
-}
-
-func (s *sliceSource) Next() (sim.Request, error) {
-	for s.i < len(s.reqs) && s.j >= len(s.reqs[s.i]) {
-		s.i, s.j = s.i+1, 0
+// sizeOption plans the option's replica (the recommended settings when
+// the given ones do not fit) and sizes it.
+func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, creq capacity.Request, name string, prices map[string]gpu.Price) (CapacityOption, string, error) {
+	er := req.Engine
+	er.Plan.GPU = name
+	e, err := NewEngine(ctx, env, files, er)
+	var nf *NoFitError
+	var fitNote string
+	if errors.As(err, &nf) {
+		// The given settings do not start here: the planner's recommended
+		// ones (a shorter max-model-len, another utilization) may.
+		noFit := CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true, Notes: []string{nf.Error()}}
+		rec, rerr := memory.Recommend(e.Input, memory.Options{Policy: req.Policy})
+		if rerr != nil || rec.MaxModelLen <= 0 {
+			return noFit, e.Evidence.Spec.ID, nil
+		}
+		set := e.Budget.Settings
+		set.GPUMemoryUtilization, set.MaxModelLen, set.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
+		set.NumGPUBlocksOverride = 0
+		e2, aerr := e.At(set)
+		if aerr != nil || !e2.Budget.Fits {
+			return noFit, e.Evidence.Spec.ID, nil
+		}
+		e, err = e2, nil
+		fitNote = fmt.Sprintf("%s: the given settings do not fit, so the recommended ones: --max-model-len %d --gpu-memory-utilization %.2f --max-num-seqs %d",
+			e.Evidence.Sel.Device.Name, rec.MaxModelLen, rec.GPUMemoryUtilization, rec.MaxNumSeqs)
 	}
-	if s.i >= len(s.reqs) {
-		return sim.Request{}, io.EOF
+	if err != nil {
+		return CapacityOption{}, "", err
 	}
-	r := s.reqs[s.i][s.j]
-	s.j++
-	return sim.Request{ID: r.ID, Arrival: r.At - s.origin, PromptTokens: r.Prompt, OutputTokens: r.Output, PrefixID: r.PrefixID, PrefixTokens: r.PrefixTokens}, nil
+	if e.Config.NumGPUBlocks < 2 {
+		return CapacityOption{}, "", ErrNoKV
+	}
+	dev := e.Evidence.Sel.Device.Name
+	o := CapacityOption{GPU: dev, GPUsPerReplica: e.Budget.Count, Settings: e.Settings(), Notes: e.Notes}
+	if fitNote != "" {
+		o.Notes = append(append([]string(nil), o.Notes...), fitNote)
+	}
+	p, priced := prices[dev]
+	if priced {
+		o.USDPerGPUHour, o.PriceSource = p.USDPerGPUHour, p.Source
+	} else {
+		o.Notes = append(o.Notes, fmt.Sprintf("no price for %s: give --price %s=USD_PER_HOUR", dev, dev))
+	}
+	startup, source := req.StartupS, "--startup-time"
+	if startup <= 0 {
+		startup, source = StartupEstimate(e)
+	}
+	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd},
+		StartupS: startup, StartupSource: source, Version: e.Budget.Settings.Version, USDPerGPUHour: o.USDPerGPUHour}
+	engines := map[int]*Engine{e.Config.MaxNumSeqs: e}
+	if rec, err := memory.Recommend(e.Input, memory.Options{}); err == nil {
+		copt.SeqsCandidates = sim.SeqsCandidates(e.Config.MaxNumSeqs, rec.MaxNumSeqs)
+		copt.AtMaxNumSeqs = func(n int) (capacity.Replica, bool, error) {
+			set := e.Budget.Settings
+			set.MaxNumSeqs = n
+			e2, err := e.At(set)
+			if err != nil {
+				return capacity.Replica{}, false, err
+			}
+			engines[n] = e2
+			return capacity.Replica{Config: e2.Config, FrontEnd: e2.FrontEnd}, e2.Budget.Fits, nil
+		}
+	}
+	sz, err := capacity.Size(ctx, creq, copt)
+	if err != nil {
+		return o, "", err
+	}
+	o.Refused = sz.Refused
+	if sz.SLOCapacityPerS == 0 {
+		o.Miss = sz.Miss
+		return o, e.Evidence.Spec.ID, nil
+	}
+	if chosen, ok := engines[sz.MaxNumSeqs]; ok && chosen != e {
+		e = chosen
+		o.Settings = e.Settings()
+	}
+	if sz.SeqsNote != "" {
+		o.Notes = append(o.Notes, sz.SeqsNote)
+	}
+	o.SLOCapacityPerS = sz.SLOCapacityPerS
+	o.CapacityProbe = sz.Probe.Describe()
+	if _, ok := e.Timer.(*sim.Roofline); ok && sz.AtCapacity != nil {
+		conf := sim.ConfidenceOfRun(e.Budget, sz.AtCapacity)
+		o.Confidence = &conf
+	}
+	o.Met, o.Miss, o.Windows = sz.Met, sz.Miss, sz.Windows
+	o.PeakReplicas, o.MeanReplicas, o.PeakGPUs, o.MeanGPUs, o.GPUHours, o.CostUSD = sz.PeakReplicas, sz.MeanReplicas, sz.PeakGPUs, sz.MeanGPUs, sz.GPUHours, sz.CostUSD
+	o.Autoscaler, o.Static = sz.Autoscaler, sz.Static
+	o.Notes = append(o.Notes, sz.Notes...)
+	return o, e.Evidence.Spec.ID, nil
 }
 
 // CapacityProbe is the traffic one replica's SLO capacity is measured on
-// at rate: the workload's lengths (a log's sizes), its arrival process at
-// a steady rate, enough requests for three minutes of it (at least 1,000,
-// at most 20,000).
-func CapacityProbe(spec workload.Spec, rate float64) workload.Spec {
-	p := spec
-	p.Rate, p.PeakRate, p.Period, p.Bursts, p.Duration, p.Concurrency = rate, 0, 0, nil, 0, 0
-	p.NumRequests = int(min(max(math.Ceil(rate*180), 1000), 20000))
-	return p
+// at rate (capacity.Probe).
+func CapacityProbe(spec workload.Spec, rate float64) workload.Spec { return capacity.Probe(spec, rate) }
+
+// StartupEstimate is the time from the decision to add a replica to its
+// first request served, when --startup-time is not given: 30 s to start
+// the pod (the image already on the node), the weights read at 1 GB/s (a
+// node-local NVMe or page cache; a network volume is slower), and 60 s for
+// vLLM's engine start (the profile run, torch.compile from its cache, the
+// CUDA-graph capture). It is an estimate, not a measurement: the source
+// says so. This is the one place capacity takes a start-up time from.
+func StartupEstimate(e *Engine) (float64, string) {
+	weights := float64(e.Budget.PerGPU.Weights) * float64(max(e.Budget.Count, 1))
+	load := weights / 1e9
+	s := math.Round(30 + load + 60)
+	return s, fmt.Sprintf("estimate: 30 s pod start + %.0f GB of weights at 1 GB/s + 60 s profile, compile cache and CUDA-graph capture; measure yours (pod start to /health) and give --startup-time", weights/1e9)
 }
+
+// Policies of the replica bound an autoscaler is handed with
+// (capacity's).
+const (
+	PolicyCapped   = capacity.PolicyCapped
+	PolicyUncapped = capacity.PolicyUncapped
+)

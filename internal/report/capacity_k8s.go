@@ -1,10 +1,15 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"headroom.dev/headroom/kube"
 )
 
 // ScaleTarget is the vLLM Deployment an autoscaler manifest scales, and
@@ -15,6 +20,65 @@ type ScaleTarget struct {
 	Name, Namespace, Model string
 	// Prometheus is the server KEDA queries.
 	Prometheus string
+}
+
+// Validate checks what a written manifest carries from the user, as the
+// API server, KEDA and Prometheus take it: the names and the namespace
+// (DNS-1123), the model label (printable, at most 253 characters: it goes
+// into a PromQL string), and the Prometheus address (an http or https URL
+// with a host and nothing after its path: no credentials, which belong in
+// a KEDA TriggerAuthentication, no query or fragment, which KEDA's
+// serverAddress does not take).
+func (t ScaleTarget) Validate() error {
+	if err := kube.ValidName("--target", t.Name); err != nil {
+		return err
+	}
+	if err := kube.ValidNamespace("--namespace", t.Namespace); err != nil {
+		return err
+	}
+	if len(t.Model) > 253 || strings.IndexFunc(t.Model, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Errorf("--served-model-name %q: a model name of at most 253 printable characters", clipped(t.Model))
+	}
+	return validPrometheus(t.Prometheus)
+}
+
+func validPrometheus(s string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("--prometheus %q: %s; give the server's address, e.g. http://prometheus-operated.monitoring.svc:9090", clipped(s), why)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
+		return bad("it holds a space or a control character")
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return bad(err.Error())
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("not an http or https URL")
+	case u.Host == "" || u.Hostname() == "":
+		return bad("no host")
+	case u.User != nil:
+		return bad("credentials do not belong in a manifest (KEDA reads them from a TriggerAuthentication)")
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#"):
+		return bad("a query or fragment, which KEDA's serverAddress does not take")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad("the port is not 1 to 65535")
+		}
+	}
+	return nil
+}
+
+func clipped(s string) string {
+	if len(s) > 64 {
+		return s[:61] + "..."
+	}
+	return s
 }
 
 // labelValue is a valid Kubernetes label value (apimachinery's

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
@@ -121,53 +120,14 @@ func (e *Engine) Settings() SimSettings {
 		PrefixCaching: !c.NoPrefixCaching, ChunkedPrefill: !c.NoChunkedPrefill, AsyncScheduling: ok && m.Overlap, VLLMVersion: s.Version.String()}
 }
 
-// SLOResult is one --slo bound judged.
-type SLOResult struct {
-	Name    string  `json:"name"`
-	LimitMS float64 `json:"limit_ms,omitempty"`
-	ValueMS float64 `json:"value_ms,omitempty"`
-	// LimitRate and Rate are an error_rate bound and the share rejected.
-	LimitRate float64 `json:"limit_rate,omitempty"`
-	Rate      float64 `json:"rate,omitempty"`
-	Met       bool    `json:"met"`
-}
+// SLOResult is one --slo bound judged (sim's: simulate, --compare and
+// capacity judge by the same code).
+type SLOResult = sim.SLOResult
 
-// CheckSLO judges a run. Latency bounds count every request the engine
-// rejected as a miss (vLLM answered it with an error); error_rate is the
-// share rejected.
-func CheckSLO(bounds []slo.Bound, r *sim.Report) []SLOResult {
-	out := make([]SLOResult, 0, len(bounds))
-	for _, b := range bounds {
-		if b.Metric == "error_rate" {
-			rate := 0.0
-			if n := r.Requests + r.Rejected; n > 0 {
-				rate = float64(r.Rejected) / float64(n)
-			}
-			out = append(out, SLOResult{Name: b.Name(), LimitRate: b.Rate, Rate: rate, Met: rate <= b.Rate})
-			continue
-		}
-		limit := float64(b.Limit) / float64(time.Millisecond)
-		v := statOf(b, r)
-		out = append(out, SLOResult{Name: b.Name(), LimitMS: limit, ValueMS: v, Met: v <= limit && r.Rejected == 0})
-	}
-	return out
-}
+// CheckSLO judges a run (sim.CheckSLO).
+func CheckSLO(bounds []slo.Bound, r *sim.Report) []SLOResult { return sim.CheckSLO(bounds, r) }
 
-func statOf(b slo.Bound, r *sim.Report) float64 {
-	l := map[string]sim.Latency{"ttft": r.TTFT, "tpot": r.TPOT, "itl": r.ITL, "e2e": r.E2E}[b.Metric]
-	return b.Pick(l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
-}
-
-func met(results []SLOResult) *bool {
-	if len(results) == 0 {
-		return nil
-	}
-	ok := true
-	for _, s := range results {
-		ok = ok && s.Met
-	}
-	return &ok
-}
+func met(results []SLOResult) *bool { return sim.SLOMet(results) }
 
 // CompareRow is one deployment of --compare.
 type CompareRow struct {

@@ -1,0 +1,130 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/workload"
+)
+
+// trace is the traffic cut into windows: each window's request count, and
+// a way to read it again window by window. The requests are not held:
+// each pass reads the traffic anew, so memory is a few windows' requests
+// whatever the traffic's length.
+type trace struct {
+	spec    workload.Spec
+	open    func(string) (io.ReadCloser, error)
+	windowS float64
+	counts  []int
+}
+
+func readTrace(ctx context.Context, req Request) (*trace, error) {
+	tr := &trace{spec: req.Traffic, open: req.Open, windowS: req.WindowS}
+	err := tr.each(ctx, nil, func(i, n int) { tr.counts = append(tr.counts, n) }, nil)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, c := range tr.counts {
+		total += c
+	}
+	if total == 0 {
+		return nil, ErrNoRequests
+	}
+	return tr, nil
+}
+
+// each reads the traffic once and calls count, when not nil, with every
+// window's request count, and fn, for the windows want asks for, with the
+// last warmUpS of the window before (warm) and the window's own requests.
+// Only those windows and the ones before them keep their requests, and
+// the slices are reused after fn returns. The context is checked at every
+// window and every 4,096 requests, so a signal ends a long pass at once.
+func (tr *trace) each(ctx context.Context, want func(i int) bool, count func(i, n int), fn func(i int, warm, reqs []workload.Request) error) error {
+	st, closer, err := tr.spec.Open(tr.open)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	var prev, cur, warm []workload.Request
+	n, i := 0, 0
+	keep := func(i int) bool { return fn != nil && want(i) }
+	flush := func() error {
+		if i >= MaxWindows {
+			return fmt.Errorf("the traffic spans more than %d windows of %gs: give a longer --window", MaxWindows, tr.windowS)
+		}
+		if count != nil {
+			count(i, n)
+		}
+		if keep(i) {
+			warm = warm[:0]
+			from := float64(i)*tr.windowS - warmUpS
+			for _, r := range prev {
+				if r.At >= from {
+					warm = append(warm, r)
+				}
+			}
+			if err := fn(i, warm, cur); err != nil {
+				return err
+			}
+		}
+		prev, cur = cur, prev[:0]
+		n = 0
+		i++
+		return ctx.Err()
+	}
+	for k := 0; ; k++ {
+		if k%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		r, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for r.At >= float64(i+1)*tr.windowS {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		n++
+		if n > maxWindowRequests {
+			return fmt.Errorf("more than %d requests in one window of %gs: give a shorter --window", maxWindowRequests, tr.windowS)
+		}
+		// Only a window wanted, or the one before one wanted (its warm
+		// up), keeps its requests.
+		if keep(i) || keep(i+1) {
+			cur = append(cur, r)
+		}
+	}
+	if n > 0 {
+		return flush()
+	}
+	return nil
+}
+
+// sliceSource replays requests shifted by -origin.
+type sliceSource struct {
+	reqs   [][]workload.Request
+	origin float64
+	i, j   int
+}
+
+func (s *sliceSource) Next() (sim.Request, error) {
+	for s.i < len(s.reqs) && s.j >= len(s.reqs[s.i]) {
+		s.i, s.j = s.i+1, 0
+	}
+	if s.i >= len(s.reqs) {
+		return sim.Request{}, io.EOF
+	}
+	r := s.reqs[s.i][s.j]
+	s.j++
+	return sim.Request{ID: r.ID, Arrival: r.At - s.origin, PromptTokens: r.Prompt, OutputTokens: r.Output, PrefixID: r.PrefixID, PrefixTokens: r.PrefixTokens}, nil
+}

@@ -1,0 +1,342 @@
+package capacity
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"headroom.dev/headroom/sim"
+	"headroom.dev/headroom/workload"
+)
+
+// inferMargin is how much busier a window that met the SLO on n replicas
+// must be than another for the other to be said to meet it on n without a
+// replay (and how much lighter a window that missed): the 2% the SLO
+// capacity's bisection resolves. Two windows' rates closer than that are
+// within the noise of one window's arrivals (a 10-minute window at 30
+// req/s counts 18,000 requests, ±0.75%), and each is replayed.
+const inferMargin = 0.02
+
+// learned is what the replays made so far say: per fleet size, the
+// busiest window it served within the SLO and the lightest it missed.
+// A window at rate λ then needs at most n replicas when a window at
+// λ·(1+inferMargin) or more met on n, and more than n when one at
+// λ·(1−inferMargin) or less missed on n: the fewest replicas a window
+// needs rises with its rate (TestWindowsFollowRate holds it, and
+// TestRoundsAgreeWithExhaustive the answer).
+type learned struct {
+	metMax  map[int]float64
+	missMin map[int]float64
+}
+
+func (l *learned) add(n int, rate float64, met bool) {
+	if met {
+		l.metMax[n] = max(l.metMax[n], rate)
+		return
+	}
+	if v, ok := l.missMin[n]; !ok || rate < v {
+		l.missMin[n] = rate
+	}
+}
+
+// bounds is what the replays say of a window at rate: it misses on fewer
+// than lo replicas and meets on hi (hi is maxN+1 when nothing says).
+func (l *learned) bounds(rate float64, maxN int) (lo, hi int) {
+	lo, hi = 1, maxN+1
+	for n, r := range l.missMin {
+		if r <= rate*(1-inferMargin) {
+			lo = max(lo, n+1)
+		}
+	}
+	for n, r := range l.metMax {
+		if r >= rate*(1+inferMargin) {
+			hi = min(hi, n)
+		}
+	}
+	return lo, hi
+}
+
+// rounds orders the windows to size: sorted by rate, the middle one first,
+// then the middles of the halves, and so on, as a bisection visits them.
+// Every window of a round is sized from what the rounds before learned,
+// so the answer does not depend on which worker ends first, and each
+// round's windows, bracketed by windows already replayed, are mostly
+// answered without a replay of their own. Windows without requests are
+// left out (one replica, met).
+func rounds(rates []float64) [][]int {
+	var idx []int
+	for i, r := range rates {
+		if r > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return rates[idx[a]] < rates[idx[b]] })
+	var out [][]int
+	var visit func(lo, hi, depth int)
+	visit = func(lo, hi, depth int) {
+		if lo >= hi {
+			return
+		}
+		mid := lo + (hi-lo)/2
+		for len(out) <= depth {
+			out = append(out, nil)
+		}
+		out[depth] = append(out[depth], idx[mid])
+		visit(lo, mid, depth+1)
+		visit(mid+1, hi, depth+1)
+	}
+	visit(0, len(idx), 0)
+	for _, r := range out {
+		sort.Ints(r)
+	}
+	return out
+}
+
+// windows finds each window's fewest replicas, round by round (rounds);
+// within a round, windows are sized on every CPU at once, a few read
+// ahead (memory: those windows' requests).
+func (c *sizer) windows(ctx context.Context, o *Sizing) error {
+	w := c.req.WindowS
+	n := len(c.tr.counts)
+	o.Windows = make([]Window, n)
+	rates := make([]float64, n)
+	for i, k := range c.tr.counts {
+		rates[i] = round3(float64(k) / w)
+		o.Windows[i] = Window{StartS: float64(i) * w, Requests: k, RatePerS: rates[i], Replicas: 1, Met: true}
+	}
+	l := &learned{metMax: map[int]float64{}, missMin: map[int]float64{}}
+	order := rounds(rates)
+	if c.req.exhaustive {
+		order = [][]int{nil}
+		for i, r := range rates {
+			if r > 0 {
+				order[0] = append(order[0], i)
+			}
+		}
+	}
+	total := 0
+	for _, r := range order {
+		total += len(r)
+	}
+	c.progress.windows(0, total)
+	done := 0
+	for _, round := range order {
+		// What the round decides from the rounds before, and which of its
+		// windows need a replay.
+		type todo struct{ lo, hi int }
+		plan := map[int]todo{}
+		for _, i := range round {
+			lo, hi := 1, c.req.MaxReplicas+1
+			if !c.req.exhaustive {
+				lo, hi = l.bounds(rates[i], c.req.MaxReplicas)
+				if lo > hi {
+					// The replays disagree about this rate (their noise):
+					// it is searched as if nothing were known.
+					lo, hi = 1, c.req.MaxReplicas+1
+				}
+			}
+			if lo == hi && hi <= c.req.MaxReplicas {
+				o.Windows[i].Replicas = hi
+				done++
+				continue
+			}
+			plan[i] = todo{lo, min(hi, c.req.MaxReplicas+1)}
+		}
+		results := make(map[int]windowResult, len(plan))
+		var mu sync.Mutex
+		err := c.parallel(ctx, func(i int) bool { _, ok := plan[i]; return ok }, func(ctx context.Context, i int, warm, reqs []workload.Request) error {
+			p := plan[i]
+			res, err := c.window(ctx, rates[i], i, warm, reqs, p.lo, p.hi)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			results[i] = res
+			done++
+			c.progress.windows(done, total)
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Learned in the window's order, so the table is the same
+		// whichever worker ended first.
+		for _, i := range round {
+			res, ok := results[i]
+			if !ok {
+				continue
+			}
+			for _, t := range res.tried {
+				l.add(t.n, rates[i], t.met)
+			}
+			o.Windows[i].Replicas, o.Windows[i].Met, o.Windows[i].Miss, o.Windows[i].Replayed = res.n, res.met, res.miss, true
+		}
+		c.progress.windows(done, total)
+	}
+	o.Met = true
+	sum := 0
+	for _, cw := range o.Windows {
+		if !cw.Met {
+			o.Met = false
+			o.Miss = max(o.Miss, cw.Miss)
+		}
+		o.PeakReplicas = max(o.PeakReplicas, cw.Replicas)
+		sum += cw.Replicas
+	}
+	g := c.opt.GPUsPerReplica
+	o.MeanReplicas = round3(float64(sum) / float64(n))
+	o.PeakGPUs = o.PeakReplicas * g
+	o.MeanGPUs = round3(o.MeanReplicas * float64(g))
+	o.GPUHours = round3(float64(sum) * w * float64(g) / 3600)
+	o.CostUSD = cents(o.GPUHours * c.opt.USDPerGPUHour)
+	return nil
+}
+
+func cents(usd float64) float64 { return math.Round(usd*100) / 100 }
+
+// parallel runs fn on the windows want asks for, on every CPU, reading
+// the traffic once with a few windows read ahead. The first error ends
+// every run.
+func (c *sizer) parallel(ctx context.Context, want func(int) bool, fn func(ctx context.Context, i int, warm, reqs []workload.Request) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		i          int
+		warm, reqs []workload.Request
+	}
+	k := workers()
+	jobs := make(chan job, k)
+	errs := make(chan error, k)
+	var wg sync.WaitGroup
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := fn(ctx, j.i, j.warm, j.reqs); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	err := c.tr.each(ctx, want, nil, func(i int, warm, reqs []workload.Request) error {
+		// each reuses its slices: the job keeps copies.
+		select {
+		case jobs <- job{i, slices.Clone(warm), slices.Clone(reqs)}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(jobs)
+	wg.Wait()
+	select {
+	case werr := <-errs:
+		return werr
+	default:
+	}
+	return err
+}
+
+// windowResult is one window's search: the answer and every replay made.
+type windowResult struct {
+	n     int
+	met   bool
+	miss  float64
+	tried []tried
+}
+
+type tried struct {
+	n   int
+	met bool
+}
+
+// window sizes window i, known to miss on fewer than lo replicas and to
+// meet on hi (hi past MaxReplicas: not known): from the rate's guess (the
+// window's rate over one replica's capacity), down while one fewer still
+// meets the SLO, up while it misses. Replays that only give a verdict
+// stop as soon as they miss; one on MaxReplicas goes to the end, since
+// its miss is the answer when it misses.
+func (c *sizer) window(ctx context.Context, rate float64, i int, warm, reqs []workload.Request, lo, hi int) (windowResult, error) {
+	maxN := c.req.MaxReplicas
+	var res windowResult
+	try := func(n int) (bool, float64, error) {
+		ok, miss, err := c.fleet(ctx, warm, reqs, float64(i)*c.req.WindowS, n, n < maxN)
+		if err == nil {
+			res.tried = append(res.tried, tried{n, ok})
+		}
+		return ok, miss, err
+	}
+	if lo > maxN {
+		// Busier than a window that missed on the most replicas allowed:
+		// replayed there, for how far it misses.
+		ok, miss, err := try(maxN)
+		res.n, res.met, res.miss = maxN, ok, round3(miss)
+		return res, err
+	}
+	n := min(max(int(math.Ceil(rate/c.capacityPerS)), lo), min(hi, maxN))
+	if n == hi {
+		// Known to meet there (and lo < hi): only the way down is open.
+		n = hi - 1
+	}
+	ok, miss, err := try(n)
+	if err != nil {
+		return res, err
+	}
+	if ok {
+		for n > lo {
+			down, _, err := try(n - 1)
+			if err != nil {
+				return res, err
+			}
+			if !down {
+				break
+			}
+			n--
+		}
+		res.n, res.met = n, true
+		return res, nil
+	}
+	for !ok && n < maxN {
+		n++
+		if n >= hi {
+			res.n, res.met = n, true
+			return res, nil
+		}
+		if ok, miss, err = try(n); err != nil {
+			return res, err
+		}
+	}
+	res.n, res.met = n, ok
+	if !ok && !math.IsInf(miss, 1) {
+		res.miss = round3(miss)
+	}
+	return res, nil
+}
+
+// fleet replays a window (after its warm-up) through n replicas; with
+// early, it stops as soon as it is sure to miss (its miss is then +Inf).
+func (c *sizer) fleet(ctx context.Context, warm, reqs []workload.Request, start float64, n int, early bool) (bool, float64, error) {
+	origin := max(start-warmUpS, 0)
+	src := &sliceSource{reqs: [][]workload.Request{warm, reqs}, origin: origin}
+	runCtx, w := watched(ctx, c.req.SLO, int64(len(reqs)), start-origin)
+	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd, Window: 60},
+		Replicas: n, Router: c.req.Router, JudgeFrom: start - origin}
+	if early {
+		opt.OnFinish = w.finish
+		opt.OnReject = func(*sim.Rejection) { w.reject() }
+	}
+	rep, err := sim.RunFleet(runCtx, c.rep.Config, src, opt)
+	if missed, err := w.ended(ctx, err); err != nil {
+		return false, 0, err
+	} else if missed {
+		return false, math.Inf(1), nil
+	}
+	ok, worst := Judge(c.req.SLO, rep.Fleet)
+	return ok, worst, nil
+}
