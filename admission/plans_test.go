@@ -128,6 +128,8 @@ func TestPlanKeyFields(t *testing.T) {
 				f.SetMapIndex(reflect.ValueOf("k"), reflect.New(f.Type().Elem()).Elem())
 			case reflect.Struct:
 				f.Field(0).SetInt(1)
+			case reflect.Pointer:
+				f.Set(reflect.New(f.Type().Elem())) // a zero object against nil
 			default:
 				t.Fatalf("%s.%s of kind %s: teach this test", part.name, typ.Field(i).Name, f.Kind())
 			}

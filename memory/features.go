@@ -1,6 +1,9 @@
 package memory
 
 import (
+	"fmt"
+	"strings"
+
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
@@ -88,7 +91,28 @@ func (f features) findings(b *Budget) {
 	if f.mm != nil {
 		b.Warnings = append(b.Warnings, f.mm.findings...)
 	}
+	for _, n := range b.Settings.OutsideRelease() {
+		b.Problems = append(b.Problems, Finding{Code: CodeFlagNotInRelease, Message: fmt.Sprintf(
+			"vLLM %s does not know --%s (%s): its parser refuses it and the server does not start (drop it, or set --vllm-version to a release that has it)", b.Settings.Version, n.Flag, n.Why)})
+	}
+	if n := b.Settings.NotModelled(); len(n) > 0 {
+		parts := make([]string, len(n))
+		for i, x := range n {
+			parts[i] = x.String()
+		}
+		b.Warnings = append(b.Warnings, Finding{Code: CodeFlagsNotModelled, Message: "may move memory, not modelled: " + strings.Join(parts, "; ")})
+	}
 }
+
+// Codes of the flags a plan cannot follow.
+const (
+	// CodeFlagsNotModelled names the flags given that may move memory
+	// and are not modelled (vllm.Settings.NotModelled).
+	CodeFlagsNotModelled = "flags_not_modelled"
+	// CodeFlagNotInRelease: a flag the release does not know; vLLM's
+	// parser refuses it.
+	CodeFlagNotInRelease = "flag_not_in_release"
+)
 
 // SpeculativeTokens is k, the tokens the drafter proposes per step as
 // planned (the configured number, or the MTP layers, or the method's

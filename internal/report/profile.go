@@ -163,7 +163,7 @@ func addProfilePlan(ctx context.Context, env Env, req ProfileRequest, p *traffic
 	if err != nil {
 		return err
 	}
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Draft: e.Draft}
 	b, err := memory.Plan(in)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 	// The layout plan chooses for several GPUs, kept on both releases:
 	// the same deployment, moved.
 	e = withLayout(e)
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, GPUsPerNode: e.GPUsPerNode}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, GPUsPerNode: e.GPUsPerNode, Draft: e.Draft}
 	if e.AutoCount {
 		in.Count = 0
 	}

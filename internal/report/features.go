@@ -1,0 +1,45 @@
+package report
+
+import (
+	"context"
+	"fmt"
+
+	"headroom.dev/headroom/vllm"
+)
+
+// resolveDraft reads the checkpoint --speculative-config names as its draft
+// (a draft model, an EAGLE or DFlash head) as the target is read: the
+// catalog, a local directory, or the Hub unless offline. A draft that
+// cannot be read is not an error here, as vLLM reads it, not headroom: the
+// plan then says that its weights and KV are not planned
+// (memory.CodeDraftNotRead), and a note says why.
+func resolveDraft(ctx context.Context, env Env, e *Evidence, offline bool) {
+	c := e.Settings.Speculative
+	if c == nil || !c.NeedsDraftModel() {
+		return
+	}
+	spec, err := ResolveModel(ctx, env, c.Model, offline)
+	if err != nil {
+		e.Notes = append(e.Notes, fmt.Sprintf("the draft %s was not read (%v)", c.Model, err))
+		return
+	}
+	e.Draft = &spec
+}
+
+// featureNotes are the notes the settings' features call for: each flag
+// that may move memory and is not modelled (the plan's warnings name them
+// too), the weights an ipc_cache load shares, and a start-up that reuses
+// vLLM's own measured KV size.
+func featureNotes(s vllm.Settings) []string {
+	var notes []string
+	for _, n := range s.NotModelled() {
+		notes = append(notes, n.String()+"; may move memory, not modelled")
+	}
+	if s.LoadFormat() == "ipc_cache" {
+		notes = append(notes, "--load-format ipc_cache: the weights are held by another process and counted as this engine's at the start-up check (#54921), so the card holds them once and the budget is as planned")
+	}
+	if s.StartupPlanEnabled() {
+		notes = append(notes, vllm.EnvStartupPlan+"=1: vLLM reuses the KV size an earlier start-up of this configuration measured (#47388) instead of profiling; after a change of release, driver or neighbours on the GPU its pool can differ from this plan's")
+	}
+	return notes
+}
