@@ -106,7 +106,9 @@ func PlanUpgrade(in Input, to vllm.Version) (Upgrade, error) {
 		points = append(points, b.Since)
 		starts = append(starts, []vllm.Boundary{b})
 	}
-	if points[len(points)-1].Compare(hi) != 0 {
+	// Two releases the rules do not tell apart (0.33.0 and 0.33.0rc1)
+	// are still two ends, each planned and labelled as given.
+	if len(points) == 1 || points[len(points)-1].Compare(hi) != 0 {
 		points = append(points, hi)
 		starts = append(starts, nil)
 	}

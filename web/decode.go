@@ -184,7 +184,7 @@ func decodeUpgrade(b planBody) (*upgradeCall, error) {
 	case b.AllGPUs:
 		return nil, errors.New("upgrade_to compares one deployment: give gpu, without all_gpus")
 	}
-	v, err := vllm.ParseVersion(to)
+	v, err := vllm.ParseRelease(to)
 	if err != nil {
 		return nil, fmt.Errorf("upgrade_to: %v", err)
 	}

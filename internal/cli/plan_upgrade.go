@@ -39,7 +39,7 @@ func runUpgrade(cmd *cobra.Command, f planFlags, e evidence) error {
 	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
-	to, err := vllm.ParseVersion(f.upgradeTo)
+	to, err := vllm.ParseRelease(f.upgradeTo)
 	if err != nil {
 		return badInput("--upgrade-to: %v", err)
 	}

@@ -42,7 +42,7 @@ func Diagnose(ctx context.Context, env Env, req Request, policy string, inputs [
 		opt.Settings, opt.HasSettings = set, true
 	}
 	if req.Version != "" {
-		v, err := vllm.ParseVersion(req.Version)
+		v, err := vllm.ParseRelease(req.Version)
 		if err != nil {
 			return doctor.Diagnosis{}, err
 		}

@@ -99,6 +99,9 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 	// The evidence's notes (the release read from an image tag, the
 	// model's spelling) come first, as in every other report.
 	r.Notes = append(r.Notes, e.Notes...)
+	if past := vllm.PastRules(to); past != "" {
+		r.Notes = append(r.Notes, past)
+	}
 	if !e.Settings.Set[vllm.FlagGPUMemoryUtilization] {
 		r.Notes = append(r.Notes, "--gpu-memory-utilization not given: each release plans with its own default")
 	}
