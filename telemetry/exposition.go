@@ -61,8 +61,8 @@ const (
 )
 
 // readMetrics are the quantities a sample holds.
-var readMetrics = []vllm.Metric{vllm.MetricRequestsRunning, vllm.MetricRequestsWaiting, vllm.MetricPreemptions,
-	vllm.MetricPromptTokens, vllm.MetricGenerationTokens, vllm.MetricKVCacheUsage, vllm.MetricTTFT, vllm.MetricCacheConfig}
+var readMetrics = append([]vllm.Metric{vllm.MetricRequestsRunning, vllm.MetricRequestsWaiting, vllm.MetricPreemptions,
+	vllm.MetricPromptTokens, vllm.MetricGenerationTokens, vllm.MetricKVCacheUsage, vllm.MetricTTFT, vllm.MetricCacheConfig}, specMetrics...)
 
 // wireNames are the names of each of readMetrics, newest first.
 var wireNames = func() map[vllm.Metric][]string {
@@ -231,6 +231,9 @@ type famAcc struct {
 	badHist string
 	cache   *CacheConfig
 	start   float64
+	// byPos sums a per-position family by its position label
+	// (specdecode.go).
+	byPos []float64
 }
 
 // fold accumulates the kept families over the chunks of an exposition.
@@ -353,6 +356,9 @@ func (f *fold) add(name string, a *famAcc, m *dto.Metric) {
 		a.sum += v
 		a.max = math.Max(a.max, v)
 		a.valid++
+		if isPerPosition(name) {
+			f.addPosition(name, a, m, v)
+		}
 	}
 }
 
@@ -441,6 +447,7 @@ func (f *fold) sample() (VLLMSample, error) {
 			}
 		}
 	}
+	s.SpecDecode = f.specDecode(func(m vllm.Metric) float64 { return scalarOf(m, sum) })
 	if a := f.acc[processStartTime]; a != nil {
 		s.ProcessStartTimeSeconds = a.start
 	}

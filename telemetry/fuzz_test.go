@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"headroom.dev/headroom/vllm"
 )
 
 func addFiles(f *testing.F, dir string, names ...string) {
@@ -148,6 +150,8 @@ vllm:cache_config_info{block_size="16",gpu_memory_utilization="0.9",num_gpu_bloc
 	f.Add([]byte("vllm:kv_cache_usage_perc 7\nvllm:num_requests_running -3\n"))
 	f.Add([]byte("# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"1\"} 5\nvllm:time_to_first_token_seconds_bucket{le=\"0.5\"} 9\nvllm:time_to_first_token_seconds_count 9\n"))
 	f.Add([]byte("vllm:num_preemptions_total 1e308\n# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"1e308\"} 1\nvllm:time_to_first_token_seconds_count 1\n"))
+	f.Add([]byte(specExposition))
+	f.Add([]byte("vllm:spec_decode_num_drafts_total 5\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"99999999\"} 1\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"-1\"} 1\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"2\"} 1e308\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := ParseVLLMMetrics(bytes.NewReader(in))
 		if err != nil {
@@ -155,6 +159,16 @@ vllm:cache_config_info{block_size="16",gpu_memory_utilization="0.9",num_gpu_bloc
 		}
 		if s.KVCacheUsage < 0 || s.KVCacheUsage > 1 || math.IsNaN(s.KVCacheUsage) {
 			t.Fatalf("KV usage %v outside 0..1", s.KVCacheUsage)
+		}
+		if c := s.SpecDecode; c != nil {
+			if len(c.AcceptedPerPos) > vllm.MaxSpeculativeTokens {
+				t.Fatalf("%d draft positions", len(c.AcceptedPerPos))
+			}
+			for _, v := range append([]float64{c.Drafts, c.DraftTokens, c.Accepted}, c.AcceptedPerPos...) {
+				if !finiteNonNeg(v) || v > maxCount {
+					t.Fatalf("a spec-decode count is %v in %+v", v, c)
+				}
+			}
 		}
 		for _, v := range []float64{s.RequestsRunning, s.RequestsWaiting, s.PreemptionsTotal, s.TTFTP99Seconds, s.TTFT.Count} {
 			if !finiteNonNeg(v) || v > maxCount {

@@ -104,6 +104,10 @@ type Record struct {
 	// Dropped says what the exposition held that was left out (a value
 	// past what any server exports), as VLLMSample.Dropped.
 	Dropped []string `json:"dropped,omitempty"`
+	// SpecDecode is what the speculative-decoding counters say of the
+	// drafts verified over the window (vllm.SpecAcceptance); absent
+	// without counters or drafts in the window.
+	SpecDecode *vllm.SpecAcceptance `json:"spec_decode,omitempty"`
 }
 
 // Record is the reading with the alerts it raised and the error of the
@@ -148,6 +152,11 @@ func (r Reading) Record(alerts []Alert, readErr error) Record {
 			rec.TTFTP99Seconds, rec.TTFTWindowSeconds = f(r.TTFTP99Seconds), f(r.TTFTWindowSeconds)
 		}
 		rec.OOMRisk = f(r.OOMRisk)
+		if c := r.Delta.SpecDecode; c != nil {
+			if a, ok := c.Acceptance(); ok {
+				rec.SpecDecode = &a
+			}
+		}
 	}
 	if len(r.GPUs) > 0 {
 		rec.GPUs = r.GPUs

@@ -41,6 +41,9 @@ type VLLMSample struct {
 	ProcessStartTimeSeconds float64 `json:"process_start_time_seconds,omitempty"`
 	// Models are the model_name label values seen, sorted.
 	Models []string `json:"models,omitempty"`
+	// SpecDecode are the speculative-decoding counters since the server
+	// started; nil when it exports none (no --speculative-config).
+	SpecDecode *vllm.SpecDecodeCounts `json:"spec_decode,omitempty"`
 	// Dropped says what the exposition held that was left out: a value
 	// past what any server exports (1e308 preemptions, a bucket bound of
 	// a year), each once.

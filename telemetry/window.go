@@ -1,6 +1,10 @@
 package telemetry
 
-import "time"
+import (
+	"time"
+
+	"headroom.dev/headroom/vllm"
+)
 
 // DefaultWindow is the span rates and windowed percentiles are taken over.
 // A minute smooths single bursts yet reacts within one HPA sync period.
@@ -32,6 +36,9 @@ type Delta struct {
 	NewPreemptions float64
 	// TTFT holds the first-token latencies observed in the span.
 	TTFT Histogram
+	// SpecDecode is the speculative-decoding counters' increase in the
+	// span; nil when the server exports none.
+	SpecDecode *vllm.SpecDecodeCounts
 }
 
 // Add records a reading taken at t and returns the delta over the window.
@@ -67,6 +74,10 @@ func (w *Window) Add(t time.Time, s VLLMSample) Delta {
 		d.NewPreemptions = s.PreemptionsTotal - prev.s.PreemptionsTotal
 	}
 	d.TTFT = s.TTFT.Sub(base.s.TTFT)
+	if s.SpecDecode != nil && base.s.SpecDecode != nil {
+		c := s.SpecDecode.Since(*base.s.SpecDecode)
+		d.SpecDecode = &c
+	}
 	return d
 }
 

@@ -132,7 +132,8 @@ type SpecAcceptance struct {
 	TokenAcceptance float64 `json:"token_acceptance"`
 }
 
-// Acceptance reads the counters; ok is false before any draft was
+// Acceptance reads the counters, its shares and lengths rounded to four
+// decimals as a report shows them; ok is false before any draft was
 // verified.
 //
 // α comes from the per-position counters where the server exports them:
@@ -156,7 +157,7 @@ func (c SpecDecodeCounts) Acceptance() (SpecAcceptance, bool) {
 		a.PerPosition = make([]float64, k)
 		accepted, tries := 0.0, c.Drafts
 		for i, v := range c.AcceptedPerPos {
-			a.PerPosition[i] = v / c.Drafts
+			a.PerPosition[i] = round4(v / c.Drafts)
 			accepted += v
 			if i < k-1 {
 				tries += v
@@ -165,10 +166,12 @@ func (c SpecDecodeCounts) Acceptance() (SpecAcceptance, bool) {
 		if tries > 0 {
 			a.TokenAcceptance = min(accepted/tries, 1)
 		}
-		return a, true
-	}
-	if alpha, ok := TokenAcceptance(min(c.Accepted/c.Drafts, math.Max(math.Round(a.ProposedPerDraft), 1)), max(int(math.Round(a.ProposedPerDraft)), 1)); ok {
+	} else if alpha, ok := TokenAcceptance(min(c.Accepted/c.Drafts, math.Max(math.Round(a.ProposedPerDraft), 1)), max(int(math.Round(a.ProposedPerDraft)), 1)); ok {
 		a.TokenAcceptance = alpha
 	}
+	a.DraftAcceptanceRate, a.MeanAcceptanceLength = round4(a.DraftAcceptanceRate), round4(a.MeanAcceptanceLength)
+	a.ProposedPerDraft, a.TokenAcceptance = round4(a.ProposedPerDraft), round4(a.TokenAcceptance)
 	return a, true
 }
+
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
