@@ -258,3 +258,20 @@ func (s Settings) CPULoRAs() int {
 	}
 	return max(s.MaxCPULoRAs, slots)
 }
+
+// StreamerMemoryLimit is the CPU buffer of a weight streamer (the Run:ai
+// streamer's memory_limit in --model-loader-extra-config, bytes); ok is
+// false when none is given, or the value is not a positive size.
+func (s Settings) StreamerMemoryLimit() (bytes int64, ok bool) {
+	raw := s.extraValue("model-loader-extra-config")
+	if raw == "" {
+		return 0, false
+	}
+	var c struct {
+		MemoryLimit *float64 `json:"memory_limit"`
+	}
+	if json.Unmarshal([]byte(raw), &c) != nil || c.MemoryLimit == nil || *c.MemoryLimit <= 0 || *c.MemoryLimit > maxHostGiB*(1<<30) {
+		return 0, false
+	}
+	return int64(*c.MemoryLimit), true
+}

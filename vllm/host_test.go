@@ -110,3 +110,17 @@ func FuzzKVTransferConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamerMemoryLimit(t *testing.T) {
+	s, err := ParseCommand([]string{"vllm", "serve", "m", "--load-format", "runai_streamer", "--model-loader-extra-config", `{"concurrency":16,"memory_limit":5368709120}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.StreamerMemoryLimit(); !ok || b != 5<<30 || s.LoadFormat() != "runai_streamer" {
+		t.Fatalf("memory_limit %d %v, load format %q", b, ok, s.LoadFormat())
+	}
+	none, _ := ParseCommand([]string{"vllm", "serve", "m", "--model-loader-extra-config", `{"concurrency":16}`})
+	if _, ok := none.StreamerMemoryLimit(); ok {
+		t.Fatal("a memory_limit read where none is given")
+	}
+}

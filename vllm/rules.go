@@ -397,13 +397,17 @@ func (s Settings) ExpertParallel() bool { return s.hasExtraFlag("enable-expert-p
 // LoadFormat is --load-format's value as given ("auto", "safetensors",
 // "dummy", "runai_streamer", ...), "" when the flag is not given (vLLM's
 // default is "auto"). The start-up estimate reads it.
-func (s Settings) LoadFormat() string {
+func (s Settings) LoadFormat() string { return s.extraValue("load-format") }
+
+// extraValue is the value of a flag kept in Extra, the first given; ""
+// when it is not there or has no value.
+func (s Settings) extraValue(name string) string {
 	for i, tok := range s.Extra {
 		if !isFlag(tok) {
 			continue
 		}
 		o := splitOption(tok)
-		if o.name != "load-format" {
+		if o.name != name {
 			continue
 		}
 		if o.hasValue {

@@ -48,6 +48,7 @@ var floorOf = map[string]int{
 	"telemetry": libraries, // GPU readings, /metrics, the exporter
 	"admission": libraries, // AdmissionReview in and out, verdicts, patches
 	"sim":       libraries, // the simulated vLLM engine
+	"host":      libraries, // the pod's host memory and /dev/shm, from the GPU plan
 
 	"doctor":     services, // findings and remedies
 	"probe":      services, // launches on a real GPU
