@@ -200,7 +200,16 @@ func (d *Deployment) resolveGPU(ev *Evidence, opt Options, notes *[]string) {
 			sel, err = gpu.FromNodeLabels(h.Labels)
 		}
 		if err == nil {
-			set(sel.Device, sel.Count, h.Line.Ref(), h.Line)
+			// A node's labels count the node's GPUs; the vLLM container's
+			// limit counts the pod's.
+			count := sel.Count
+			for _, c := range ev.K8s.Containers {
+				if c.VLLM && c.GPUCount > 0 {
+					count = c.GPUCount
+					break
+				}
+			}
+			set(sel.Device, count, h.Line.Ref(), h.Line)
 			return
 		}
 	}

@@ -87,7 +87,8 @@ func (d *describeState) line(s *textScanner, l string) bool {
 			d.argLine = s.here()
 		}
 		return true
-	case "Labels":
+	case "Labels", "Node-Selectors":
+		// A pod's node selectors name its GPU as a node's labels do.
 		d.section, d.indent = "labels", ind
 		d.labels, d.labelAt = map[string]string{}, s.here()
 		d.item(s, val)
@@ -231,7 +232,7 @@ func (d *describeState) flush(s *textScanner) {
 func (d *describeState) flushContainer(s *textScanner) {
 	if d.cont != nil {
 		c := *d.cont
-		if set, ok := commandSettings(d.cmd, d.args); ok {
+		if set, ok := commandSettings(d.cmd, d.args, c.Image); ok {
 			env := c.Settings.Env
 			c.Settings, c.HasSettings, c.ArgsLine = set, true, d.argLine
 			if len(env) > 0 {

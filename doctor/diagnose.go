@@ -39,7 +39,7 @@ const (
 // matrixOrder breaks confidence ties: the order of the root-cause matrix,
 // causes that stop vLLM outright first.
 var matrixOrder = []string{
-	CodeMaxModelLen, CodeWeightsTooLarge, CodeOtherProcesses, CodeOutsideBudget, CodeKVCachePressure,
+	CodeMaxModelLen, CodeWeightsTooLarge, CodeHostMemory, CodeSharedMemory, CodeOtherProcesses, CodeOutsideBudget, CodeKVCachePressure,
 	CodeUtilizationEdge, CodeFragmentation, CodeTensorParallel, CodeK8sScheduling, CodeVersionDrift,
 }
 
@@ -54,6 +54,8 @@ var titles = map[string]string{
 	CodeTensorParallel:  "Tensor parallelism is misconfigured",
 	CodeK8sScheduling:   "Kubernetes scheduling amplifies the problem",
 	CodeVersionDrift:    "The vLLM version changed how memory is budgeted",
+	CodeHostMemory:      "The pod ran out of host memory: OOMKilled by its memory limit, not a CUDA OOM",
+	CodeSharedMemory:    "/dev/shm is too small for vLLM's message queues, NCCL or the offloaded KV cache",
 }
 
 // Remedy actions.
@@ -430,7 +432,9 @@ func (g *diag) command(fs []Finding) string {
 	var extra []string
 	seen := map[string]bool{}
 	for _, f := range fs {
-		if f.Confidence < levelMed {
+		// The host memory's answer is the pod's limit; its flag remedy
+		// (offload less) is an alternative, not the command to run.
+		if f.Confidence < levelMed || f.Code == CodeHostMemory {
 			continue
 		}
 		for _, r := range f.Remedies {

@@ -58,6 +58,9 @@ const (
 	KindManifest    = "kubernetes_manifest"
 	KindDescribe    = "kubectl_describe"
 	KindVLLMCommand = "vllm_command"
+	// KindHost is a host-memory failure: the kernel's cgroup OOM killer,
+	// /dev/shm running out (HostFacts).
+	KindHost = "host_memory"
 )
 
 // Input says what one source was recognised as.
@@ -183,6 +186,7 @@ type Evidence struct {
 	GPUs    []GPUFacts    `json:"gpus,omitempty"`
 	Metrics []MetricFacts `json:"metrics,omitempty"`
 	K8s     K8sFacts      `json:"kubernetes,omitzero"`
+	Host    HostFacts     `json:"host,omitzero"`
 	// Traffic holds the request logs read; TrafficSources names them.
 	Traffic        *traffic.Profile `json:"-"`
 	TrafficSources []string         `json:"-"`

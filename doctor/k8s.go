@@ -312,7 +312,7 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 		}
 		words := append(append([]string{}, c.Command...), c.Args...)
 		cf.VLLM = strings.Contains(strings.ToLower(c.Image), "vllm") || strings.Contains(strings.Join(words, " "), "vllm")
-		if set, ok := commandSettings(c.Command, c.Args); ok {
+		if set, ok := commandSettings(c.Command, c.Args, c.Image); ok {
 			cf.Settings, cf.HasSettings = set, true
 			if len(c.Args) > 0 {
 				cf.ArgsLine = d.find(from, "args")
@@ -369,8 +369,15 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 }
 
 // commandSettings reads vLLM settings from a container's command and
-// args: a vllm serve / api_server command, `sh -c "..."`, or flags alone.
-func commandSettings(command, args []string) (vllm.Settings, bool) {
+// args: a vllm serve / api_server command, `sh -c "..."`, flags alone, or
+// the args of vLLM's official image, whose entrypoint is `vllm serve`
+// (the model may come first, as a positional argument).
+func commandSettings(command, args []string, image string) (vllm.Settings, bool) {
+	if len(command) == 0 && len(args) > 0 && vllm.ReadImage(image).Official {
+		if set, err := vllm.ParseFlags(args); err == nil {
+			return set, true
+		}
+	}
 	words := append(append([]string{}, command...), args...)
 	if len(words) >= 3 && (path.Base(words[0]) == "sh" || path.Base(words[0]) == "bash") && strings.HasPrefix(words[1], "-") && strings.Contains(words[1], "c") {
 		split, err := vllm.SplitCommandLine(strings.Join(words[2:], " "))

@@ -46,6 +46,10 @@ func (g *diag) remedies() {
 			rs = g.k8sRemedies()
 		case CodeVersionDrift:
 			rs = g.versionRemedies()
+		case CodeHostMemory:
+			rs = g.hostRemedies()
+		case CodeSharedMemory:
+			rs = g.shmRemedies()
 		}
 		f.Remedies = rs
 	}
@@ -470,24 +474,6 @@ func (g *diag) tpRemedies() []Remedy {
 func (g *diag) k8sRemedies() []Remedy {
 	var rs []Remedy
 	k := g.ev.K8s
-	if len(k.OOMKilled) > 0 {
-		var limit int64
-		for _, c := range k.Containers {
-			if c.VLLM && c.MemoryLimit > 0 {
-				limit = c.MemoryLimit
-			}
-		}
-		if limit > 0 {
-			// No model of vLLM's host memory exists here: doubling is a
-			// rule of thumb, and says so.
-			to := fmt.Sprintf("%dGi", roundUp(2*limit, 1<<30)>>30)
-			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"resources.limits.memory", to},
-				Why: fmt.Sprintf("OOMKilled is the host-memory limit (%s now): raise it (doubling is a starting point, not a computed value); GPU settings do not change it", gib(limit))})
-		} else {
-			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"resources.limits.memory"},
-				Why: "OOMKilled is the container's host-memory limit: raise resources.limits.memory; GPU settings do not change it"})
-		}
-	}
 	startup := g.startupSeconds()
 	for _, c := range k.Containers {
 		if !c.VLLM {

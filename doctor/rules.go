@@ -59,6 +59,7 @@ func (g *diag) rules() {
 	g.metricRules()
 	g.trafficRules()
 	g.k8sRules()
+	g.hostRules()
 	g.versionRules()
 }
 
@@ -428,9 +429,6 @@ func (g *diag) trafficRules() {
 
 func (g *diag) k8sRules() {
 	k := g.ev.K8s
-	for _, l := range k.OOMKilled {
-		g.signal(CodeK8sScheduling, wStrong, "the container was OOMKilled: its host-memory limit (not GPU memory) was exceeded", l)
-	}
 	if len(k.ProbeFailures) > 0 {
 		g.signal(CodeK8sScheduling, wMeasured, "liveness/startup probes failed: the kubelet restarts vLLM before it finishes starting", k.ProbeFailures...)
 	}

@@ -103,6 +103,7 @@ func (s *textScanner) finish() {
 
 // plain handles a line outside any block.
 func (s *textScanner) plain(l string) {
+	s.hostLine(l)
 	if fn, ok := tracebackFrame(l); ok {
 		s.frames = append(s.frames, frame{fn: fn, line: s.here()})
 		if len(s.frames) > 64 {
