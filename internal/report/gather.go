@@ -80,6 +80,9 @@ type Evidence struct {
 	AutoCount bool
 	// Measured holds a matching calibration record's numbers (calibration.go).
 	Measured *memory.Measured
+	// Draft is the draft checkpoint --speculative-config names, when it
+	// loads one and it could be read (resolveDraft).
+	Draft *model.Spec
 	// GPUsPerNode is the node size the alternatives shard past, and past
 	// which a tensor-parallel group spans nodes (its non-torch memory).
 	GPUsPerNode int
@@ -309,7 +312,7 @@ func addPinned(r *Report, in memory.Input, run vllm.Settings, rec memory.Recomme
 // settings the recommendation applies to.
 func build(e Evidence, opt memory.Options) (in memory.Input, b memory.Budget, rec memory.Recommendation,
 	alts []memory.Alternative, chosen *memory.Alternative, run vllm.Settings, err error) {
-	in = memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
+	in = memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode, Draft: e.Draft}
 	if e.AutoCount {
 		in.Count = 0
 	}
@@ -348,7 +351,7 @@ func withLayout(e Evidence) Evidence {
 	if e.AutoCount {
 		return e
 	}
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Measured: e.Measured, GPUsPerNode: e.GPUsPerNode, Draft: e.Draft}
 	if tp, pp, why := ChooseLayout(in); tp > 0 {
 		e.Settings.TensorParallelSize, e.Settings.PipelineParallelSize, e.LayoutWhy = tp, pp, why
 	}
@@ -418,7 +421,7 @@ func buildNotes(e Evidence, b memory.Budget) []string {
 	if d := e.Sel.Device; d.Estimated {
 		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
 	}
-	return notes
+	return append(notes, featureNotes(b.Settings)...)
 }
 
 // withArgs is the user's settings with an alternative's flags applied.
@@ -451,7 +454,7 @@ type GPURow struct {
 func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
 	var rows []GPURow
 	for _, d := range gpu.Devices() {
-		in := memory.Input{Model: e.Spec, Device: d, Settings: e.Settings}
+		in := memory.Input{Model: e.Spec, Device: d, Settings: e.Settings, Draft: e.Draft}
 		b, err := memory.Plan(in)
 		if err != nil {
 			return nil, err
@@ -505,7 +508,7 @@ type RequiredFree struct {
 // serving). A plan that does not fit leaves no margin (Bytes 0), and a
 // note says so.
 func PlanRequiredFree(e Evidence) (RequiredFree, error) {
-	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings})
+	b, err := memory.Plan(memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Draft: e.Draft})
 	if err != nil {
 		return RequiredFree{}, err
 	}
