@@ -38,6 +38,12 @@ type Options struct {
 	Metrics MetricsGetter
 	// Progress, when set, is called after each workload is evaluated.
 	Progress func(done, total int)
+	// MetricsProgress, when set, is called as each pod's /metrics read
+	// ends (Live): done of total, LiveReads at a time.
+	MetricsProgress func(done, total int)
+	// MetricsTimeout bounds one pod's /metrics read; 0 is
+	// DefaultMetricsTimeout.
+	MetricsTimeout time.Duration
 	// Now stamps calibration records; nil is time.Now.
 	Now func() time.Time
 }
@@ -88,18 +94,23 @@ func Run(ctx context.Context, client dynamic.Interface, opt Options) (Report, er
 	a.handler = admission.NewHandler(admission.Deps{ConfigMaps: cluster, HPAs: &hpaCache{list: cluster.ListHPAs}})
 
 	a.readNodes(ctx)
-	pods := a.list(ctx, podsResource, "")
-	decoded := make([]*corev1.Pod, len(pods))
-	// The pods decode while the Deployments are listed.
+	// The pods are listed and decoded, page by page, while the
+	// Deployments are listed; a page's objects are dropped once decoded.
+	var decoded []*corev1.Pod
 	var decoding sync.WaitGroup
 	decoding.Go(func() {
-		forEach(len(pods), func(i int) {
-			var p corev1.Pod
-			if err := fromUnstructured(&pods[i], &p); err != nil {
-				a.cannotRead(&pods[i], err)
-				return
-			}
-			decoded[i] = &p
+		a.listPages(ctx, podsResource, "", func(page []unstructured.Unstructured) {
+			out := make([]*corev1.Pod, len(page))
+			forEach(len(page), func(i int) {
+				var p corev1.Pod
+				if err := fromUnstructured(&page[i], &p); err != nil {
+					a.cannotRead(&page[i], err)
+					return
+				}
+				slim(&p.ObjectMeta)
+				out[i] = &p
+			})
+			decoded = append(decoded, out...)
 		})
 	})
 	deployments := a.list(ctx, deploymentsResource, opt.Selector)
@@ -149,8 +160,17 @@ func Run(ctx context.Context, client dynamic.Interface, opt Options) (Report, er
 		p.run(func() { a.group(ctx, u, a.handler.EvaluateInferenceService, kserveNameLabel) })
 	}
 	p.wait()
+	a.readLive(ctx)
 	a.report.rank()
 	return a.report, nil
+}
+
+// slim drops what the audit never reads of an object and what makes up
+// most of a listed pod's bytes: its managed fields and kubectl's copy of
+// the last applied object.
+func slim(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	delete(m.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
 }
 
 // workers is one goroutine per CPU: decoding and evaluating workloads is
@@ -239,43 +259,53 @@ type auditor struct {
 	// mu guards report.Workloads while workers evaluate.
 	mu     sync.Mutex
 	report Report
+	// held are the workloads whose pods' /metrics are still to be read.
+	held []*heldWorkload
 }
 
-// list lists a resource in the audited namespaces; a failure is a cluster
-// finding and an empty list.
+// list lists a resource in the audited namespaces (listPages); a failure
+// is a cluster finding and what was read before it.
 func (a *auditor) list(ctx context.Context, r schema.GroupVersionResource, selector string) []unstructured.Unstructured {
-	l, err := a.client.Resource(r).Namespace(a.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		a.listFailed(r, err)
-		return nil
+	items, notFound := a.listItems(ctx, r, selector)
+	if notFound {
+		a.listFailed(r, fmt.Errorf("the API server does not serve %s", r.GroupResource()))
 	}
-	return l.Items
+	return items
+}
+
+// where names the audited namespaces.
+func (a *auditor) where() string {
+	if a.ns == metav1.NamespaceAll {
+		return "all namespaces"
+	}
+	return "namespace " + a.ns
 }
 
 func (a *auditor) listFailed(r schema.GroupVersionResource, err error) {
-	where := "namespace " + a.ns
-	if a.ns == metav1.NamespaceAll {
-		where = "all namespaces"
-	}
-	msg := fmt.Sprintf("cannot list %s in %s: %v", r.Resource, where, err)
+	msg := fmt.Sprintf("cannot list %s in %s: %v", r.Resource, a.where(), oneLine(err))
 	if apierrors.IsForbidden(err) {
 		msg += "; grant the audit's read-only role (README, headroom audit) or audit another namespace"
 	}
+	a.mu.Lock()
 	a.report.Cluster = append(a.report.Cluster, Finding{Level: LevelNotChecked, Code: "cannot_list", Message: msg})
+	a.mu.Unlock()
 }
 
 // readNodes reads every node's labels; without them GPUs come from pod
 // specs alone.
 func (a *auditor) readNodes(ctx context.Context) {
-	l, err := a.client.Resource(nodesResource).List(ctx, metav1.ListOptions{})
+	a.nodes = map[string]map[string]string{}
+	cut, err := pages(ctx, a.client.Resource(nodesResource), "", func(page []unstructured.Unstructured) {
+		for _, n := range page {
+			a.nodes[n.GetName()] = n.GetLabels()
+		}
+	})
 	if err != nil {
 		a.report.Cluster = append(a.report.Cluster, Finding{Level: LevelInfo, Code: "cannot_list_nodes",
-			Message: fmt.Sprintf("cannot list nodes (%v): GPUs come from pod specs alone", err)})
-		return
+			Message: fmt.Sprintf("cannot list nodes (%s): GPUs come from pod specs alone", oneLine(err))})
 	}
-	a.nodes = make(map[string]map[string]string, len(l.Items))
-	for _, n := range l.Items {
-		a.nodes[n.GetName()] = n.GetLabels()
+	if cut {
+		a.cut("nodes", "the cluster")
 	}
 }
 
@@ -283,30 +313,17 @@ func (a *auditor) readNodes(ctx context.Context) {
 // cluster serves; none when KAITO is not installed.
 func (a *auditor) workspaces(ctx context.Context, selector string) []unstructured.Unstructured {
 	for _, r := range workspaceResources {
-		l, err := a.client.Resource(r).Namespace(a.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if apierrors.IsNotFound(err) {
-			continue
+		if items, notFound := a.listItems(ctx, r, selector); !notFound {
+			return items
 		}
-		if err != nil {
-			a.listFailed(r, err)
-			return nil
-		}
-		return l.Items
 	}
 	return nil
 }
 
 // listOptional lists a resource whose CRD may not be installed: none then.
 func (a *auditor) listOptional(ctx context.Context, r schema.GroupVersionResource, selector string) []unstructured.Unstructured {
-	l, err := a.client.Resource(r).Namespace(a.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		a.listFailed(r, err)
-		return nil
-	}
-	return l.Items
+	items, _ := a.listItems(ctx, r, selector)
+	return items
 }
 
 // ownedByWorkload reports whether a pod belongs to a workload the audit
@@ -493,8 +510,21 @@ func (a *auditor) evaluated(ctx context.Context, wl admission.Workload, e admiss
 			w.add(LevelInfo, CodeSeqsBeyondCache, label(wl.Kind, eng.Container)+msg)
 		}
 	}
+	var reads []*liveRead
 	for _, p := range pods {
-		w.Pods = append(w.Pods, a.podState(ctx, &w, p, e.Engines))
+		w.Pods = append(w.Pods, a.podState(&w, p, e.Engines))
+		if a.opt.Live && a.opt.Metrics != nil && p.Status.Phase == corev1.PodRunning {
+			reads = append(reads, &liveRead{pod: len(w.Pods) - 1, p: p, engines: e.Engines})
+		}
+	}
+	if len(reads) > 0 {
+		// Its pods' /metrics are read with every other workload's, in
+		// parallel, once all are evaluated (readLive).
+		h := &heldWorkload{w: w, reads: reads}
+		a.mu.Lock()
+		a.held = append(a.held, h)
+		a.mu.Unlock()
+		return
 	}
 	w.finish()
 	a.mu.Lock()

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -200,7 +201,7 @@ func TestAuditForbidden(t *testing.T) {
 // metricsFiles serves each pod's /metrics from a real vLLM exposition.
 type metricsFiles map[string]string
 
-func (m metricsFiles) PodMetrics(_ context.Context, namespace, pod string, port int) ([]byte, error) {
+func (m metricsFiles) PodMetrics(_ context.Context, namespace, pod string, port int) (io.ReadCloser, error) {
 	if port != 8000 {
 		return nil, fmt.Errorf("port %d", port)
 	}
@@ -208,7 +209,7 @@ func (m metricsFiles) PodMetrics(_ context.Context, namespace, pod string, port 
 	if !ok {
 		return nil, fmt.Errorf("503 Service Unavailable")
 	}
-	return os.ReadFile(f)
+	return os.Open(f)
 }
 
 func TestAuditLive(t *testing.T) {

@@ -56,5 +56,6 @@ func Config(c Connection) (*rest.Config, string, error) {
 	// Hundreds of workloads mean a few hundred reads (HPAs, ConfigMaps);
 	// client-go's default of 5 per second would take minutes.
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(LimitResponses)
 	return cfg, ns, nil
 }

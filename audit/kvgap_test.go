@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // labels edited: the blocks a stand-in reports, and its simulated mark.
 type metricsEdited map[string]string
 
-func (m metricsEdited) PodMetrics(_ context.Context, namespace, pod string, _ int) ([]byte, error) {
+func (m metricsEdited) PodMetrics(_ context.Context, namespace, pod string, _ int) (io.ReadCloser, error) {
 	edit, ok := m[namespace+"/"+pod]
 	if !ok {
 		return nil, fmt.Errorf("503 Service Unavailable")
@@ -30,7 +31,7 @@ func (m metricsEdited) PodMetrics(_ context.Context, namespace, pod string, _ in
 	if err != nil {
 		return nil, err
 	}
-	return []byte(strings.Replace(string(body), `num_gpu_blocks="29751"`, edit, 1)), nil
+	return io.NopCloser(strings.NewReader(strings.Replace(string(body), `num_gpu_blocks="29751"`, edit, 1))), nil
 }
 
 // TestAuditKVBelowPlan: a server reporting far fewer KV blocks than its

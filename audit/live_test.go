@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,7 +27,12 @@ func TestProxyMetrics(t *testing.T) {
 	}))
 	defer srv.Close()
 	m := ProxyMetrics{Host: srv.URL + "/", Client: srv.Client()}
-	got, err := m.PodMetrics(context.Background(), "llm", "hot", 8001)
+	rc, err := m.PodMetrics(context.Background(), "llm", "hot", 8001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
 	if err != nil || len(got) != len(body) {
 		t.Fatalf("got %d bytes, %v", len(got), err)
 	}

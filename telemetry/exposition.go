@@ -216,7 +216,7 @@ func (f *fold) readError(lr *io.LimitedReader, err error) error {
 	if lr.N <= 0 {
 		return ErrExpositionTooLarge
 	}
-	return fmt.Errorf("reading Prometheus metrics: %v", err)
+	return fmt.Errorf("reading Prometheus metrics: %w", err)
 }
 
 // famAcc is what the samples of one wire name add up to.
@@ -224,7 +224,8 @@ type famAcc struct {
 	// series counts the samples seen, valid or not; valid those summed.
 	series, valid int
 	sum, max      float64
-	// absurd is the first value past its bound, 0 when none.
+	// absurd is the first value past its bound, or NaN, infinite or
+	// negative; 0 when none.
 	absurd float64
 	hist   Histogram
 	// badHist says why the histogram was left out; "" when it was not.
@@ -328,6 +329,7 @@ func (f *fold) add(name string, a *famAcc, m *dto.Metric) {
 		}
 		h, ok := histogram(m)
 		if !ok {
+			a.badHist = "a count or bound that is NaN, infinite, negative or falling"
 			return
 		}
 		if why := implausibleHistogram(h); why != "" {
@@ -344,7 +346,14 @@ func (f *fold) add(name string, a *famAcc, m *dto.Metric) {
 		a.cache = &c
 	default:
 		v, ok := scalar(m)
-		if !ok || v < 0 {
+		if raw, typed := rawScalar(m); typed && (!ok || v < 0) {
+			// NaN, ±Inf or a negative count: no reading, said as such.
+			if a.absurd == 0 {
+				a.absurd = raw
+			}
+			return
+		}
+		if !ok {
 			return
 		}
 		if v > maxCount {
@@ -364,6 +373,20 @@ func (f *fold) add(name string, a *famAcc, m *dto.Metric) {
 
 // cacheConfigNames are cache_config_info's wire names.
 var cacheConfigNames = vllm.MetricWireNames(vllm.MetricCacheConfig)
+
+// rawScalar is a gauge's, counter's or untyped sample's value as written;
+// typed is false for other kinds.
+func rawScalar(m *dto.Metric) (v float64, typed bool) {
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue(), true
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue(), true
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}
 
 func isCacheConfig(name string) bool { return slices.Contains(cacheConfigNames, name) }
 
@@ -410,8 +433,12 @@ func (f *fold) sample() (VLLMSample, error) {
 		if a == nil {
 			return 0
 		}
-		if a.absurd != 0 {
+		switch {
+		case a.absurd > maxCount:
 			f.note("%s is %g, more than any server counts (at most %g): left out", name, a.absurd, maxCount)
+			return 0
+		case a.absurd != 0:
+			f.note("%s is %g, not a count: left out", name, a.absurd)
 			return 0
 		}
 		if a.valid == 0 {

@@ -225,3 +225,20 @@ func TestWatchRecordsOfAbsurdValues(t *testing.T) {
 		t.Errorf("the third reading: %s", lines[2])
 	}
 }
+
+// NaN, infinite and negative counts are no reading, and said so: audit
+// --live called such a pod "ok" with no finding.
+func TestParseNotCounts(t *testing.T) {
+	s, err := ParseVLLMMetrics(strings.NewReader("vllm:num_requests_running NaN\nvllm:num_requests_waiting -3\nvllm:num_preemptions_total +Inf\nvllm:kv_cache_usage_perc 0.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Has(vllm.MetricRequestsRunning) || s.Has(vllm.MetricRequestsWaiting) || s.Has(vllm.MetricPreemptions) || s.KVCacheUsage != 0.5 {
+		t.Errorf("%+v", s)
+	}
+	want := []string{"vllm:num_requests_running is NaN, not a count: left out", "vllm:num_requests_waiting is -3, not a count: left out",
+		"vllm:num_preemptions_total is +Inf, more than any server counts (at most 1e+15): left out"}
+	if strings.Join(s.Dropped, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes %q, want %q", s.Dropped, want)
+	}
+}

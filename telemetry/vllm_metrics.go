@@ -84,18 +84,8 @@ const processStartTime = "process_start_time_seconds"
 
 // scalar reads a gauge, counter or untyped sample; NaN and ±Inf are no value.
 func scalar(m *dto.Metric) (float64, bool) {
-	var v float64
-	switch {
-	case m.GetGauge() != nil:
-		v = m.GetGauge().GetValue()
-	case m.GetCounter() != nil:
-		v = m.GetCounter().GetValue()
-	case m.GetUntyped() != nil:
-		v = m.GetUntyped().GetValue()
-	default:
-		return 0, false
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	v, typed := rawScalar(m)
+	if !typed || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
 	}
 	return v, true

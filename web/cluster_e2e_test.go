@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -115,8 +116,8 @@ func serveCluster(t *testing.T, kubeconfig string) string {
 // API server cannot reach a server (its pods have no address).
 type recordedMetrics []byte
 
-func (m recordedMetrics) PodMetrics(context.Context, string, string, int) ([]byte, error) {
-	return m, nil
+func (m recordedMetrics) PodMetrics(context.Context, string, string, int) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(m)), nil
 }
 
 // TestClusterPageInBrowser creates workloads of every kind the audit reads
@@ -251,7 +252,7 @@ func checkShown(t *testing.T, shown []shownWorkload, rep audit.Report) {
 			for _, part := range []struct {
 				name  string
 				bytes int64
-			}{{"weights", p.Weights}, {"activation", p.Activation}, {"nontorch", p.NonTorch + p.Context},
+			}{{"weights", p.Weights}, {"activation", p.Activation}, {"nontorch", p.NonTorch}, {"context", p.Context},
 				{"graphs", p.CUDAGraph}, {"kv", p.KVCache}, {"unused", max(e.UnusedBytes, 0)}} {
 				if part.bytes > 0 {
 					segs = append(segs, fmt.Sprintf("%s=%.2f", part.name, float64(part.bytes)/(1<<30)))

@@ -81,7 +81,7 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 		return badInput("API client: %v", err)
 	}
 	opt := audit.Options{Namespace: ns, AllNamespaces: f.allNamespaces, Selector: f.selector, Live: f.live,
-		Progress: auditProgress(env.Stderr)}
+		Progress: auditProgress(env.Stderr), MetricsProgress: metricsProgress(env.Stderr), MetricsTimeout: metricsTimeout(f.timeout)}
 	if f.live {
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -133,6 +133,38 @@ func auditProgress(w io.Writer) func(done, total int) {
 	}
 }
 
+// metricsTimeout bounds one pod's /metrics read: the API server's
+// timeout, at most audit.DefaultMetricsTimeout.
+func metricsTimeout(apiTimeout time.Duration) time.Duration {
+	if apiTimeout > 0 && apiTimeout < audit.DefaultMetricsTimeout {
+		return apiTimeout
+	}
+	return audit.DefaultMetricsTimeout
+}
+
+// metricsProgress shows the pods whose /metrics were read (--live), as
+// auditProgress does the workloads: a live line on a terminal, else a
+// line when the reads start, every 50 and at the end, so that pods that
+// hang show on stderr while they are waited on.
+func metricsProgress(w io.Writer) func(done, total int) {
+	line := progress.New(w)
+	started := false
+	return func(done, total int) {
+		if !started && !line.Live() {
+			line.Print(fmt.Sprintf("reading /metrics of %d pods, %d at a time", total, audit.LiveReads))
+		}
+		started = true
+		switch {
+		case line.Live() && done == total:
+			line.Print(fmt.Sprintf("read /metrics of %d pods", total))
+		case line.Live():
+			line.Set(fmt.Sprintf("reading /metrics: %d/%d pods", done, total))
+		case done%50 == 0 || done == total:
+			line.Print(fmt.Sprintf("read /metrics of %d/%d pods", done, total))
+		}
+	}
+}
+
 // statusText is how the table shows a status.
 var statusText = map[string]string{
 	audit.LevelWillNotStart: "WILL NOT START",
@@ -170,11 +202,12 @@ func writeAuditTable(w io.Writer, r audit.Report) error {
 		return err
 	}
 	for _, wl := range r.Workloads {
-		if wl.Status == audit.StatusOK {
+		shown := detail(wl)
+		if len(shown) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %s/%s/%s\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name)
-		for _, f := range wl.Findings {
+		for _, f := range shown {
 			fmt.Fprintf(w, "  - [%s] %s\n", f.Code, f.Message)
 		}
 	}
@@ -234,11 +267,12 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 		fmt.Fprintf(w, "| %s | %s | %s/%s | %s | %s |\n", statusText[wl.Status], wl.Namespace, wl.Kind, wl.Name, mdCell(engineText(wl)), strings.Join(riskCodes(wl, "`%s`"), " "))
 	}
 	for _, wl := range r.Workloads {
-		if wl.Status == audit.StatusOK {
+		shown := detail(wl)
+		if len(shown) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n### %s/%s/%s: %s\n\n", wl.Namespace, wl.Kind, wl.Name, statusText[wl.Status])
-		for _, f := range wl.Findings {
+		for _, f := range shown {
 			fmt.Fprintf(w, "- `%s` %s\n", f.Code, mdCell(f.Message))
 		}
 	}
@@ -255,12 +289,28 @@ func writeAuditMarkdown(w io.Writer, r audit.Report) error {
 	return nil
 }
 
-// riskCodes are the codes of a workload's findings above info, each
-// formatted with format.
+// detail is what the table and markdown list under a workload: every
+// finding of one that is not ok; of one that is, what was not read of its
+// pods (an "ok" with a pod unread is not a clean bill).
+func detail(wl audit.Workload) []audit.Finding {
+	if wl.Status != audit.StatusOK {
+		return wl.Findings
+	}
+	var out []audit.Finding
+	for _, f := range wl.Findings {
+		if f.Unread() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// riskCodes are the codes of a workload's findings above info, and of
+// what was not read, each formatted with format.
 func riskCodes(wl audit.Workload, format string) []string {
 	var codes []string
 	for _, f := range wl.Findings {
-		if f.Level != audit.LevelInfo {
+		if f.Level != audit.LevelInfo || f.Unread() {
 			codes = append(codes, fmt.Sprintf(format, f.Code))
 		}
 	}

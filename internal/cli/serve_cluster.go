@@ -53,6 +53,7 @@ func clusterAuditor(env Env, f clusterFlags) (web.Auditor, error) {
 	if err != nil {
 		return nil, badInput("API client: %v", err)
 	}
-	opt := audit.Options{Namespace: ns, AllNamespaces: af.allNamespaces, Live: true, Metrics: audit.ProxyMetrics{Host: cfg.Host, Client: hc}}
+	opt := audit.Options{Namespace: ns, AllNamespaces: af.allNamespaces, Live: true, Metrics: audit.ProxyMetrics{Host: cfg.Host, Client: hc},
+		MetricsTimeout: metricsTimeout(af.timeout)}
 	return func(ctx context.Context) (audit.Report, error) { return audit.Run(ctx, client, opt) }, nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
@@ -164,8 +165,8 @@ func TestExporterHostileMetrics(t *testing.T) {
 	}
 }
 
-// run runs bin with args to its end (at most limit) and returns its exit
-// code, stdout and stderr.
+// run runs bin with args to its end (at most limit), under the address
+// space limit of start, and returns its exit code, stdout and stderr.
 func run(t *testing.T, limit time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -174,7 +175,15 @@ func run(t *testing.T, limit time.Duration, args ...string) (int, string, string
 	cmd.Env = append(os.Environ(), "HF_HUB_OFFLINE=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// As start does: a command that allocates gigabytes dies here.
+	lim := unix.Rlimit{Cur: addressLimit, Max: addressLimit}
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+		t.Logf("no address-space limit: %v", err)
+	}
+	err := cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("%v ran past %s: %s", args, limit, tail(stderr.String(), 2000))
 	}
