@@ -6,6 +6,7 @@ import (
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
 
@@ -58,8 +59,12 @@ type Result struct {
 	GPUMaxUsedBytes *int64   `json:"gpu_max_used_bytes"`
 	GPUTotalBytes   *int64   `json:"gpu_total_bytes"`
 	MetricsURL      string   `json:"metrics_url,omitempty"`
-	Series          []Point  `json:"series"`
-	SeriesIntervalS float64  `json:"series_interval_s"`
+	// SpecDecode is what the server's spec_decode counters say of the
+	// drafts verified during the run (vllm.SpecAcceptance); absent when it
+	// exports none or verified none.
+	SpecDecode      *vllm.SpecAcceptance `json:"spec_decode,omitempty"`
+	Series          []Point              `json:"series"`
+	SeriesIntervalS float64              `json:"series_interval_s"`
 	// Simulated is simulate's prediction of the same traffic (with
 	// --gpu); StepCalibration the step-time calibration fitted from this
 	// run, appended to StepCalibrationFile.

@@ -45,6 +45,9 @@ type Series struct {
 	gpuMax, gpuTotal              int64
 	haveGPU                       bool
 	haveMetrics                   bool
+	// spec sums the spec-decode counters' increases between readings (a
+	// restart's counters count from zero); specLast is the last reading.
+	spec, specLast *vllm.SpecDecodeCounts
 }
 
 // add takes one reading; v is nil when the metrics were not read, gpus nil
@@ -80,6 +83,9 @@ func (s *Series) add(p Point, v *telemetry.VLLMSample, gpus []telemetry.GPU) {
 			}
 			s.preLast = c
 			p.Preemptions = f(s.preAdded)
+		}
+		if c := v.SpecDecode; c != nil {
+			s.addSpec(*c)
 		}
 	}
 	if used, total, ok := telemetry.Sum(gpus); ok {
@@ -119,6 +125,11 @@ func (s *Series) fill(r *Result, interval time.Duration) {
 	}
 	if s.haveMetrics {
 		r.MaxRunning, r.MaxWaiting = f(s.maxRunning), f(s.maxWaiting)
+	}
+	if s.spec != nil {
+		if a, ok := s.spec.Acceptance(); ok {
+			r.SpecDecode = &a
+		}
 	}
 	if s.haveGPU {
 		m, t := s.gpuMax, s.gpuTotal
@@ -194,4 +205,17 @@ func (w *watcher) run(ctx context.Context, start time.Time) {
 		}
 		w.read(ctx, w.clock.Now().Sub(start))
 	}
+}
+
+// addSpec adds the counters' increase since the previous reading: the
+// first reading is the baseline (the server's drafts before the run are
+// not the run's).
+func (s *Series) addSpec(c vllm.SpecDecodeCounts) {
+	if s.specLast == nil {
+		s.specLast, s.spec = &c, &vllm.SpecDecodeCounts{}
+		return
+	}
+	sum := s.spec.Add(c.Since(*s.specLast))
+	s.spec = &sum
+	s.specLast = &c
 }

@@ -108,6 +108,23 @@ func (c SpecDecodeCounts) Since(earlier SpecDecodeCounts) SpecDecodeCounts {
 	return out
 }
 
+// Add is the counts of c and d together (two windows, two servers).
+func (c SpecDecodeCounts) Add(d SpecDecodeCounts) SpecDecodeCounts {
+	out := SpecDecodeCounts{Drafts: c.Drafts + d.Drafts, DraftTokens: c.DraftTokens + d.DraftTokens, Accepted: c.Accepted + d.Accepted}
+	if c.AcceptedPerPos != nil || d.AcceptedPerPos != nil {
+		out.AcceptedPerPos = make([]float64, max(len(c.AcceptedPerPos), len(d.AcceptedPerPos)))
+		for i := range out.AcceptedPerPos {
+			if i < len(c.AcceptedPerPos) {
+				out.AcceptedPerPos[i] += c.AcceptedPerPos[i]
+			}
+			if i < len(d.AcceptedPerPos) {
+				out.AcceptedPerPos[i] += d.AcceptedPerPos[i]
+			}
+		}
+	}
+	return out
+}
+
 // SpecAcceptance is what a server's counters say of its drafts, in the
 // terms vLLM logs them and in headroom's per-token acceptance.
 type SpecAcceptance struct {

@@ -108,6 +108,9 @@ func TestSpecCountsSince(t *testing.T) {
 	if d.Drafts != 5 || d.DraftTokens != 15 || d.Accepted != 8 || d.AcceptedPerPos[1] != 3 {
 		t.Errorf("since: %+v", d)
 	}
+	if sum := d.Add(then); sum.Drafts != 15 || sum.Accepted != 20 || len(sum.AcceptedPerPos) != 3 || sum.AcceptedPerPos[2] != 4 {
+		t.Errorf("add: %+v", sum)
+	}
 	// A server that started anew counts from zero.
 	if d := (SpecDecodeCounts{Drafts: 2, DraftTokens: 6, Accepted: 1}).Since(then); d.Drafts != 2 || d.Accepted != 1 {
 		t.Errorf("after a restart: %+v", d)

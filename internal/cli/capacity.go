@@ -26,6 +26,7 @@ type capacityFlags struct {
 	traffic workload.Flags
 
 	stepTime, calibration string
+	acceptance            float64
 	slo, router, plot     string
 	gpus                  []string
 	prices                []string
@@ -78,6 +79,7 @@ input.`,
 	fl.StringVarP(&f.plan.output, "output", "o", "table", "output format: table, json, yaml, keda (a KEDA ScaledObject), hpa (a HorizontalPodAutoscaler)")
 	fl.StringVar(&f.stepTime, "step-time", "roofline", "step time model: roofline, or fixed:DURATION")
 	fl.StringVar(&f.calibration, "calibration", "", "JSON lines of step-time calibrations (sim/README.md)")
+	addAcceptanceFlag(fl, &f.acceptance)
 	fl.StringVar(&f.slo, "slo", "", "targets every window must meet, e.g. ttft_p99=2s,tpot_p99=100ms (required)")
 	fl.StringVar(&f.router, "router", sim.RoundRobin, "how requests are spread over replicas: "+strings.Join(sim.Routers, ", "))
 	fl.StringVar(&f.plot, "plot", "", "draw replicas over time against the arrival rate to FILE.svg or FILE.png")
@@ -164,7 +166,7 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	}
 	plan := request(cmd, f.plan, args)
 	plan.GPU, plan.AllGPUs = "", false
-	req := report.CapacityRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
+	req := report.CapacityRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration, AcceptanceRate: f.acceptance},
 		GPUs: gpus, Workload: spec, SLO: bounds, WindowS: f.window.Seconds(), Router: f.router, Prices: prices,
 		StartupS: f.startup.Seconds(), CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas, Policy: f.plan.policy}
 	var status atomic.Value

@@ -35,6 +35,7 @@ type loadtestFlags struct {
 	plan                planFlags
 	stepTime            string
 	calibration, calOut string
+	acceptance          float64
 }
 
 func newLoadtestCmd(env Env) *cobra.Command {
@@ -111,6 +112,7 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.BoolVar(&f.plan.offline, "offline", false, "never fetch the model's config from the Hugging Face Hub")
 	fl.StringVar(&f.stepTime, "step-time", "roofline", "the prediction's step time: roofline, or fixed:DURATION")
 	fl.StringVar(&f.calibration, "calibration", "", "step-time calibrations to predict with (JSON lines, as simulate reads them)")
+	addAcceptanceFlag(fl, &f.acceptance)
 	fl.StringVar(&f.calOut, "calibration-out", "", "append the fitted step-time calibration here (default: step-calibration.jsonl beside the probe's calibration.jsonl)")
 	return cmd
 }

@@ -167,6 +167,9 @@ func writeLoadtestTable(w io.Writer, r *loadtest.Result) error {
 		}
 		fmt.Fprintf(tw, "server\t%s\n", strings.Join(s, ", "))
 	}
+	if a := r.SpecDecode; a != nil {
+		fmt.Fprintf(tw, "drafts\t%s\n", acceptanceLine(*a))
+	}
 	if sm := r.Simulated; sm != nil {
 		fmt.Fprintf(tw, "simulated\t%s on %s (%s): %d requests, %d rejected, max KV usage %.1f%%, preemptions %d, %.2f req/s\n",
 			sm.Model, sm.GPU, sm.StepTime, sm.Requests, sm.Rejected, sm.MaxKVUsage*100, sm.Preemptions, sm.RequestsPerS)

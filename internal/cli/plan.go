@@ -32,6 +32,7 @@ var vllmStringFlags = []struct{ name, usage string }{
 	{"kv-cache-memory", "vLLM --kv-cache-memory (fixed KV bytes per GPU)"},
 	{"cpu-offload-gb", "vLLM --cpu-offload-gb"},
 	{"max-cudagraph-capture-size", "vLLM --max-cudagraph-capture-size (default 512)"},
+	{"speculative-config", `vLLM --speculative-config, JSON as vLLM takes it, e.g. '{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":3}'`},
 }
 
 type planFlags struct {

@@ -27,6 +27,7 @@ type simulateFlags struct {
 	profile string
 
 	stepTime, calibration string
+	acceptance            float64
 
 	window           time.Duration
 	trace, plot, slo string
@@ -88,6 +89,7 @@ behind its arrivals, or the plan does not fit, 2 bad input.`,
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also print how the step time model was fitted (always in -o json)")
 	fl.StringVar(&f.stepTime, "step-time", "roofline", "step time model: roofline, or fixed:DURATION (e.g. fixed:10ms; no API server then)")
 	fl.StringVar(&f.calibration, "calibration", "", "JSON lines of step-time calibrations (sim/README.md); the last for the GPU wins")
+	addAcceptanceFlag(fl, &f.acceptance)
 	fl.DurationVar(&f.window, "window", 10*time.Second, "time-series window (windows double past 720)")
 	fl.StringVar(&f.trace, "trace", "", "write one JSON line per finished request to FILE")
 	fl.StringVar(&f.plot, "plot", "", "draw KV usage, running/waiting and preemptions over time to FILE.svg or FILE.png")
@@ -221,7 +223,7 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	if rd.Bench != nil && plan.Model == "" && len(args) == 0 {
 		plan.Model = rd.Bench.Model
 	}
-	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration},
+	req := report.SimRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration, AcceptanceRate: f.acceptance},
 		Workload: spec, Window: f.window.Seconds(), SLO: bounds, Compare: f.compare, Policy: f.plan.policy,
 		Goodput: rd.Output.Goodput, Percentiles: rd.Output.Extra(), Replicas: f.replicas, Router: f.router}
 	if f.compare {

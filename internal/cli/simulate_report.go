@@ -86,6 +86,9 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, ", prefix-cache hits %s of prompt tokens", pct(r.PrefixHitRate))
 	}
 	fmt.Fprintln(w)
+	if line := specLine(r.Speculative, r.SpecDecode); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := splitLine(r.StepSplit, r.DurationS); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -289,7 +292,7 @@ func splitLine(p *sim.StepParts, duration float64) string {
 	}
 	parts := []part{{"dense GEMMs", p.Dense}, {"expert GEMMs", p.Experts}, {"attention", p.Attention},
 		{"all-reduce", p.AllReduce}, {"GEMM floors", p.GEMMFloors}, {"small kernels", p.SmallKernels},
-		{"eager launches", p.Launch}, {"engine CPU", p.CPU}}
+		{"eager launches", p.Launch}, {"drafter", p.Draft}, {"engine CPU", p.CPU}}
 	sort.SliceStable(parts, func(i, j int) bool { return parts[i].v > parts[j].v })
 	var out []string
 	for _, q := range parts {

@@ -37,6 +37,9 @@ type EngineRequest struct {
 	// blocks (ErrTooManyBlocks): a server's bound on what one request's
 	// simulation may hold.
 	MaxKVBlocks int
+	// AcceptanceRate is --acceptance-rate, speculative decoding's
+	// per-token acceptance; 0 takes the method's default (simspec.go).
+	AcceptanceRate float64
 }
 
 // ErrTooManyBlocks is an engine past EngineRequest.MaxKVBlocks.
@@ -55,7 +58,14 @@ type Engine struct {
 	Config      sim.Config
 	// FrontEnd is the API server's time (zero with a fixed step time).
 	FrontEnd sim.FrontEnd
-	Notes    []string
+	// Spec is how speculative decoding is simulated (nil without).
+	Spec  *SpecSim
+	Notes []string
+	// acceptance and its source are what speculate was given; specNotes
+	// what it said.
+	acceptance       float64
+	acceptanceSource string
+	specNotes        []string
 	// cal keeps the calibration's measured steps for re-planned settings.
 	cal calibration
 }
@@ -117,14 +127,18 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 	} else if cal, err = CalibrationFile(files, req.Calibration, ev.Sel.Device); err != nil {
 		return nil, err
 	}
-	in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: set, Measured: ev.Measured}
+	in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: set, Measured: ev.Measured, Draft: ev.Draft}
 	if ev.AutoCount {
 		in.Count = 0
 	}
-	e := &Engine{Evidence: ev, Input: in, Notes: ev.Notes, cal: cal}
+	if req.AcceptanceRate != 0 && set.Speculative == nil {
+		return nil, errors.New("--acceptance-rate is speculative decoding's: give --speculative-config too, as vLLM serve takes it")
+	}
+	e := &Engine{Evidence: ev, Input: in, Notes: ev.Notes, cal: cal, acceptance: req.AcceptanceRate, acceptanceSource: "--acceptance-rate"}
 	if err := e.plan(set, req.StepTime); err != nil {
 		return nil, err
 	}
+	e.Notes = append(e.Notes, e.specNotes...)
 	if !e.Budget.Fits && set.NumGPUBlocksOverride == 0 {
 		var msgs []string
 		for _, p := range e.Budget.Problems {
@@ -172,6 +186,9 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 	}
 	e.Config.LongPrefillTokenThreshold = s.LongPrefillTokenThreshold
 	e.Config.NoChunkedPrefill, e.Config.NoPrefixCaching = s.Set[vllm.FlagNoChunkedPrefill], s.Set[vllm.FlagNoPrefixCaching]
+	if err := e.speculate(b); err != nil {
+		return err
+	}
 	if e.Config.NumGPUBlocks < 2 && b.Fits {
 		return ErrNoKV
 	}
@@ -182,7 +199,7 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 // recommended ones, a max-num-seqs candidate): planned again, since the
 // KV cache depends on them, with the same calibration.
 func (e *Engine) At(set vllm.Settings) (*Engine, error) {
-	o := &Engine{Evidence: e.Evidence, Input: e.Input, cal: e.cal, Notes: e.Notes}
+	o := &Engine{Evidence: e.Evidence, Input: e.Input, cal: e.cal, Notes: e.Notes, acceptance: e.acceptance, acceptanceSource: e.acceptanceSource}
 	step := "roofline"
 	if f, ok := e.Timer.(sim.Fixed); ok {
 		step = fmt.Sprintf("fixed:%s", time.Duration(float64(f)*float64(time.Second)))

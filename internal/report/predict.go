@@ -34,6 +34,9 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 		p.Engine.FrontEnd = sim.FrontEnd{}
 		res.Notes = append(res.Notes, "the prediction has no API-server time: the server is headroom's simulated engine (its /v1/models says so), whose HTTP front end is not vLLM's")
 	}
+	if err := p.measuredAcceptance(res); err != nil {
+		return err
+	}
 	rep, _, err := p.Engine.Run(ctx, nil, spec, sim.RunOptions{})
 	if err != nil {
 		return fmt.Errorf("simulating the traffic: %v", err)
@@ -50,6 +53,10 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 
 	roof, ok := e.Timer.(*sim.Roofline)
 	if !ok {
+		return nil
+	}
+	if res.SpecDecode != nil || e.Config.Speculation != nil {
+		res.Notes = append(res.Notes, "no calibration written: the server decodes speculatively, so its inter-token gap is a verification of drafts and the drafter's passes, not a decode step of the model")
 		return nil
 	}
 	samples := loadtest.StepSamples(res)
@@ -80,5 +87,24 @@ func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.
 		return fmt.Errorf("--calibration-out: %v", err)
 	}
 	res.StepCalibration, res.StepCalibrationFile = &c, path
+	return nil
+}
+
+// measuredAcceptance makes the prediction run at the acceptance the
+// server's counters measured, when the command decodes speculatively and
+// --acceptance-rate did not say otherwise: the default is a guess, the
+// measurement is this traffic's.
+func (p *Prediction) measuredAcceptance(res *loadtest.Result) error {
+	e := p.Engine
+	m := res.SpecDecode
+	if e.Config.Speculation == nil || e.acceptance != 0 || m == nil || !(m.TokenAcceptance > 0) {
+		return nil
+	}
+	e.acceptance = m.TokenAcceptance
+	e.acceptanceSource = fmt.Sprintf("measured by this run: %.0f drafts, %.1f%% of their tokens accepted", m.Drafts, 100*m.DraftAcceptanceRate)
+	if err := e.speculate(e.Budget); err != nil {
+		return err
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("the prediction decodes speculatively at the per-token acceptance the server's counters measured, %.2f, not the method's default", m.TokenAcceptance))
 	return nil
 }

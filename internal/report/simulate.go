@@ -72,7 +72,11 @@ type SimReport struct {
 	// Confidence is how sure the figures are (sim.ConfidenceOfRun); absent
 	// with a fixed step time, which no fit stands behind.
 	Confidence *sim.Confidence `json:"confidence,omitempty"`
-	Notes      []string        `json:"notes,omitempty"`
+	// Speculative is how speculative decoding was simulated (with
+	// --speculative-config); the run's spec_decode says what vLLM's
+	// counters would read.
+	Speculative *SpecSim `json:"speculative,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 	// FellBehindLine says FellBehind in words, the table's first line.
 	FellBehindLine string `json:"fell_behind_line,omitempty"`
 }
@@ -205,7 +209,7 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		e.Notes = append(e.Notes, log)
 	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
-		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes}
+		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes, Speculative: e.Spec}
 	if fr != nil {
 		out.Router, out.Replicas = fr.Router, fr.Replicas
 	}

@@ -128,7 +128,9 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 			if err != nil {
 				return sim.Config{}, false, err
 			}
-			return sim.ConfigFor(b, timer), true, nil
+			cfg := sim.ConfigFor(b, timer)
+			cfg.Speculation, _, _, err = speculation(b, timer, cal, 0, "")
+			return cfg, err == nil, err
 		},
 	}
 	if _, err := sim.RooflineFor(rec.Budget, cal); err != nil {
