@@ -190,6 +190,17 @@ func TestAuditHungPods(t *testing.T) {
 	if !strings.Contains(errText, "reading /metrics of 20 pods, 16 at a time") {
 		t.Errorf("stderr: %s", errText)
 	}
+
+	// The cluster page over the same pods: it dropped every /api/audit
+	// request after 300 s with 10 hung pods; its reads take 10 s each.
+	p := start(t, serveAddr, "serve", "--listen", "127.0.0.1:0", "--offline", "--cluster", "--kubeconfig", a.kubeconfig(t))
+	begin = time.Now()
+	ans := do(&http.Client{Timeout: 90 * time.Second}, http.MethodGet, "http://"+p.addr+"/api/audit", "", nil)
+	t.Logf("serve --cluster: /api/audit over 20 hung pods in %s", time.Since(begin).Round(time.Millisecond))
+	apiWellFormed(t, "/api/audit over hung pods", ans, http.StatusOK)
+	if n := strings.Count(string(ans.body), "metrics not read: no answer within 10s"); n != 20 {
+		t.Errorf("/api/audit names %d of 20 hung pods: %.1000s", n, ans.body)
+	}
 }
 
 // Pods whose /metrics is endless, 60 MB, a redirect loop, a gzip bomb,
@@ -266,6 +277,12 @@ func TestAuditHostilePods(t *testing.T) {
 	}
 	if r.finding("healthy", "metrics_unread")+r.finding("healthy", "metrics_left_out") != "" {
 		t.Errorf("healthy: %+v", r)
+	}
+	p := start(t, serveAddr, "serve", "--listen", "127.0.0.1:0", "--offline", "--cluster", "--kubeconfig", kc)
+	ans := do(&http.Client{Timeout: 90 * time.Second}, http.MethodGet, "http://"+p.addr+"/api/audit", "", nil)
+	apiWellFormed(t, "/api/audit over hostile pods", ans, http.StatusOK)
+	if !strings.Contains(string(ans.body), "vllm:num_preemptions_total is 1e+308") {
+		t.Errorf("/api/audit: %.1000s", ans.body)
 	}
 	for _, format := range []string{"table", "markdown"} {
 		_, out, errText := run(t, 120*time.Second, "audit", "--kubeconfig", kc, "--live", "--timeout", "5s", "-o", format)
