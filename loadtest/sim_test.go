@@ -19,6 +19,28 @@ func simConfig() sim.Config {
 		MaxModelLen: 4096, Timer: sim.Fixed(0.010)}
 }
 
+// serveSim serves the engine of cfg as `simulate --serve` does (its
+// steps at timeScale simulated seconds a real second), until the test
+// ends.
+func serveSim(t *testing.T, cfg sim.Config, timeScale float64) *httptest.Server {
+	t.Helper()
+	cfg.TokenEvents = true // a streaming server needs every token's event
+	e, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{Engine: e, Model: "sim-model", TimeScale: timeScale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Run(ctx); close(done) }()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); cancel(); <-done })
+	return ts
+}
+
 // stream opens a workload's requests.
 func stream(t testing.TB, s workload.Spec) workload.Stream {
 	t.Helper()
@@ -54,21 +76,7 @@ func stream(t testing.TB, s workload.Spec) workload.Stream {
 // first token would measure about 0. TPOT is a difference of token
 // times whose delivery delays mostly cancel: within ±2 ms of the trace.
 func TestAgainstSimulation(t *testing.T) {
-	live := simConfig()
-	live.TokenEvents = true // a streaming server needs every token's event
-	e, err := sim.New(live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := serve.New(serve.Options{Engine: e, Model: "sim-model"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Run(ctx); close(done) }()
-	ts := httptest.NewServer(srv.Handler())
-	defer func() { ts.Close(); cancel(); <-done }()
+	ts := serveSim(t, simConfig(), 1)
 
 	synth := func(n int) workload.Spec {
 		return workload.Spec{Rate: 17, Arrival: workload.Constant, NumRequests: n, Prompt: workload.Fixed(200), Output: workload.Fixed(16)}

@@ -1,14 +1,11 @@
 package loadtest
 
 import (
-	"context"
 	"math"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"headroom.dev/headroom/sim"
-	"headroom.dev/headroom/sim/serve"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/workload"
 )
@@ -22,20 +19,8 @@ import (
 // 0.05. Near a request's end its drafts are shorter than 3, which reads
 // α a little low.
 func TestSpeculativeServerAcceptance(t *testing.T) {
-	e, err := sim.New(sim.Config{NumGPUBlocks: 4000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096,
-		Timer: sim.Fixed(0.010), TokenEvents: true, Speculation: &sim.Speculation{K: 3, Acceptance: 0.6, Lookahead: 3, Seed: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := serve.New(serve.Options{Engine: e, Model: "sim-model", TimeScale: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Run(ctx); close(done) }()
-	ts := httptest.NewServer(srv.Handler())
-	defer func() { ts.Close(); cancel(); <-done }()
+	ts := serveSim(t, sim.Config{NumGPUBlocks: 4000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096,
+		Timer: sim.Fixed(0.010), Speculation: &sim.Speculation{K: 3, Acceptance: 0.6, Lookahead: 3, Seed: 3}}, 10)
 
 	c := &Client{Target: Target{BaseURL: ts.URL, Model: "sim-model", Endpoint: EndpointCompletions, IgnoreEOS: true,
 		Timeout: 10 * time.Second, StallTimeout: 2 * time.Second}, HTTP: ts.Client(), Clock: RealClock{}}

@@ -21,7 +21,13 @@ import (
 // 10 ms steps, at timeScale simulated seconds per real second.
 func start(t *testing.T, timeScale float64) *httptest.Server {
 	t.Helper()
-	e, err := sim.New(sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true})
+	return startWith(t, sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true}, timeScale)
+}
+
+// startWith serves the engine of cfg at timeScale until the test ends.
+func startWith(t *testing.T, cfg sim.Config, timeScale float64) *httptest.Server {
+	t.Helper()
+	e, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -15,20 +13,8 @@ import (
 // one chunk: 1 (the prompt's step), 4, 4, 1. /metrics counts 2 drafts of 3
 // tokens, all 6 accepted, 2 at each position (sim's worked example).
 func TestSpeculativeStreamAndCounters(t *testing.T) {
-	e, err := sim.New(sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true,
-		Speculation: &sim.Speculation{K: 3, Acceptance: 1, Lookahead: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{Engine: e, Model: "sim-model", TimeScale: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Run(ctx); close(done) }()
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { ts.Close(); cancel(); <-done })
+	ts := startWith(t, sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true,
+		Speculation: &sim.Speculation{K: 3, Acceptance: 1, Lookahead: 3}}, 100)
 
 	lines := sse(t, post(t, ts.URL+"/v1/completions", `{"prompt":"one two three four five six","max_tokens":10,"stream":true}`))
 	var sizes []int
