@@ -78,6 +78,13 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		sub.defaults(spec, &set)
 	}
 	in := memory.Input{Model: spec, Device: sub.gpu.sel.Device, Count: sub.gpu.count, Settings: set, Env: mergeEnv(set.Env, sub.env)}
+	if c := set.Speculative; c != nil && c.NeedsDraftModel() {
+		// The draft from the catalog, as plan reads it offline; one the
+		// catalog lacks is named by the plan's own warning.
+		if d, err := h.catalog.lookup(c.Model); err == nil {
+			in.Draft = &d
+		}
+	}
 	if sub.group != nil {
 		in.GPUsPerNode = sub.group.node()
 	}

@@ -357,3 +357,19 @@ func ParseMMProcessorKwargs(flag, raw string) (*MMProcessorKwargs, error) {
 func canonicalName(spelled string) string {
 	return strings.ReplaceAll(strings.TrimLeft(spelled, "-"), "_", "-")
 }
+
+// FlagWords is one flag given by name and value, as a form or an API body
+// gives it ("enable-lora": "true"), written as the words of a command
+// line, as FromMap reads a map: a switch on is the bare flag, off its
+// --no- form where it is on by default (else nothing), and a value flag
+// --NAME VALUE.
+func FlagWords(name, value string) ([]string, error) {
+	if canonicalName(name) == FlagModel {
+		return []string{"--" + FlagModel + "=" + value}, nil
+	}
+	s, err := FromMap(map[string]any{name: value})
+	if err != nil {
+		return nil, err
+	}
+	return s.Args(), nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -413,6 +414,9 @@ func renderJSON(v any) string {
 	return strings.TrimSpace(buf.String())
 }
 
+// configKey is what a key of vLLM's config objects looks like.
+var configKey = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
 // dottedConfigKey folds a --speculative-config.KEY VALUE option into the
 // settings' config, as vLLM's parser folds dotted keys into the JSON
 // object: the value is read as JSON when it is (a number, true, a
@@ -422,6 +426,9 @@ func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
 		return false, nil
 	}
 	key := strings.ReplaceAll(o.name[len(o.base)+1:], "-", "_")
+	if !configKey.MatchString(key) {
+		return true, fmt.Errorf("%s: %q is not a key of the speculative config; write keys such as num_speculative_tokens", o.spelled, clip(key))
+	}
 	raw := o.value
 	if !o.hasValue {
 		if len(values) != 1 {

@@ -67,6 +67,8 @@ type simulateBody struct {
 	PromptTokens int        `json:"prompt_tokens"`
 	OutputTokens int        `json:"output_tokens"`
 	Bursts       []string   `json:"bursts"`
+	// AcceptanceRate is --acceptance-rate (0: the method's default).
+	AcceptanceRate float64 `json:"acceptance_rate"`
 }
 
 // capacityBody is the JSON of POST /api/capacity: a plan (its GPU left
@@ -88,6 +90,8 @@ type capacityBody struct {
 	Prices       map[string]float64 `json:"prices"`
 	StartupS     float64            `json:"startup_s"`
 	CoolDownS    float64            `json:"cool_down_s"`
+	// AcceptanceRate is --acceptance-rate (0: the method's default).
+	AcceptanceRate float64 `json:"acceptance_rate"`
 }
 
 // Bounds of a capacity request: a quarter of a simulation's requests (a
@@ -247,7 +251,7 @@ func decodeSimulate(body io.Reader) (report.SimRequest, error) {
 	}
 	// About 60 points for the panel's chart, a second at the finest.
 	window := math.Max(1, math.Ceil(b.DurationS/60))
-	return report.SimRequest{Engine: report.EngineRequest{Plan: req}, Workload: spec, Window: window}, nil
+	return report.SimRequest{Engine: report.EngineRequest{Plan: req, AcceptanceRate: b.AcceptanceRate}, Workload: spec, Window: window}, nil
 }
 
 // decodeCapacity reads POST /api/capacity into the request the CLI builds
@@ -309,7 +313,7 @@ func decodeCapacity(body io.Reader) (report.CapacityRequest, error) {
 	if err := spec.Validate(); err != nil {
 		return report.CapacityRequest{}, err
 	}
-	return report.CapacityRequest{Engine: report.EngineRequest{Plan: req}, GPUs: b.GPUs, Workload: spec, SLO: bounds, WindowS: b.WindowS,
+	return report.CapacityRequest{Engine: report.EngineRequest{Plan: req, AcceptanceRate: b.AcceptanceRate}, GPUs: b.GPUs, Workload: spec, SLO: bounds, WindowS: b.WindowS,
 		Router: router, Prices: prices, StartupS: b.StartupS, CoolDownS: b.CoolDownS, MaxReplicas: maxCapacityReplicas}, nil
 }
 
@@ -381,7 +385,12 @@ func requestFrom(f fields) (report.Request, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		if v := strings.TrimSpace(flags[name]); v != "" {
-			req.Flags = append(req.Flags, "--"+name, v)
+			// A switch reads "true" or "false", as in a KAITO map.
+			words, err := vllm.FlagWords(name, v)
+			if err != nil {
+				return req, err
+			}
+			req.Flags = append(req.Flags, words...)
 		}
 	}
 	return req, nil

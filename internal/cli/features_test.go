@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The same deployment with LoRA slots, a draft model and a flag the
+// planner does not model, through check (the webhook's verdicts), plan
+// (the flags after --) and audit: one KV cache, and the flag named by all.
+func TestFeatureFlagsAgree(t *testing.T) {
+	path := filepath.Join("testdata", "deployments", "features.yaml")
+	args := []string{"Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64",
+		"--speculative-config", `{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5}`, "--compilation-config", `{"cudagraph_mode":"FULL"}`}
+	const named = "--compilation-config: CUDA-graph modes and sizes"
+
+	code, out, errs := run(t, offline, append([]string{"plan", "--gpu", "L4", "--vllm-version", "0.27.1", "-o", "json", "--", "vllm", "serve"}, args...)...)
+	var plan struct {
+		Fits     bool  `json:"fits"`
+		KVTokens int64 `json:"kv_cache_tokens"`
+		Warnings []struct {
+			Code, Message string
+		} `json:"warnings"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != 0 {
+		t.Fatalf("plan: exit %d, %v: %s", code, err, errs)
+	}
+	warned := false
+	for _, w := range plan.Warnings {
+		warned = warned || w.Code == "flags_not_modelled" && strings.Contains(w.Message, named)
+	}
+	if !warned || !strings.Contains(strings.Join(plan.Notes, "\n"), named) {
+		t.Errorf("plan names the flag in warnings %v / notes %q", plan.Warnings, plan.Notes)
+	}
+
+	// Without the features the same plan holds more KV: the slots and the
+	// draft are planned, not echoed.
+	_, bare, _ := run(t, offline, "plan", "--gpu", "L4", "--vllm-version", "0.27.1", "-o", "json", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192")
+	var without struct {
+		KVTokens int64 `json:"kv_cache_tokens"`
+	}
+	if err := json.Unmarshal([]byte(bare), &without); err != nil || without.KVTokens <= plan.KVTokens {
+		t.Errorf("without the features %d KV tokens, with them %d", without.KVTokens, plan.KVTokens)
+	}
+
+	code, out, errs = run(t, offline, "check", path, "-o", "json")
+	var checked []CheckResult
+	if err := json.Unmarshal([]byte(out), &checked); err != nil || len(checked) != 1 {
+		t.Fatalf("check: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	if !strings.Contains(strings.Join(checked[0].Warnings, "\n"), named) {
+		t.Errorf("check's warnings %q do not name the flag", checked[0].Warnings)
+	}
+
+	a := auditOf(t, path)
+	if len(a.Workloads) != 1 || len(a.Workloads[0].Engines) != 1 {
+		t.Fatalf("audit: %+v", a.Workloads)
+	}
+	if got := a.Workloads[0].Engines[0].KVTokens; got != plan.KVTokens {
+		t.Errorf("audit plans %d KV tokens, plan %d", got, plan.KVTokens)
+	}
+}

@@ -1,0 +1,161 @@
+package vllm
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLoRASettings(t *testing.T) {
+	for _, tt := range []struct {
+		line        string
+		slots, rank int
+		extra       int
+		sharded     bool
+	}{
+		{"vllm serve m --max-loras 4", 0, 0, 0, false},
+		{"vllm serve m --enable-lora", DefaultMaxLoRAs, DefaultMaxLoRARank, 0, false},
+		{"vllm serve m --enable-lora --max-loras 4 --max-lora-rank 64 --fully-sharded-loras", 4, 64, 0, true},
+		{"vllm serve m --enable-lora=false --max-loras 4", 0, 0, 0, false},
+		{"vllm serve m --enable-lora --no-enable-lora", 0, 0, 0, false},
+	} {
+		s, err := ParseCommand(strings.Fields(tt.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots, rank := s.LoRASlots()
+		if slots != tt.slots || rank != tt.rank || s.FullyShardedLoRAs() != tt.sharded || s.LoRAExtraVocab() != tt.extra {
+			t.Errorf("%s: %d slots of rank %d, sharded %v, extra %d", tt.line, slots, rank, s.FullyShardedLoRAs(), s.LoRAExtraVocab())
+		}
+	}
+	// The extra vocabulary: 256 by default before 0.12.0, none from it.
+	s, _ := ParseCommand(strings.Fields("vllm serve m --enable-lora"))
+	for v, want := range map[string]int{"0.11.2": 256, "0.12.0": 0} {
+		s.Version = MustVersion(v)
+		if got := s.LoRAExtraVocab(); got != want {
+			t.Errorf("%s: %d extra rows, want %d", v, got, want)
+		}
+	}
+	if LoRAOnExperts(MustVersion("0.11.1")) || !LoRAOnExperts(MustVersion("0.11.2")) {
+		t.Error("expert LoRA boundary is not 0.11.2")
+	}
+}
+
+func TestMMLimits(t *testing.T) {
+	m, err := ParseMMLimits("--limit-mm-per-prompt", `{"image": 2, "video": {"count": 1, "num_frames": 32}, "audio": 0}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]MMLimit{"image": {Count: 2}, "video": {Count: 1, NumFrames: 32}, "audio": {Count: 0}}
+	if !reflect.DeepEqual(m.Limits, want) {
+		t.Errorf("limits %+v", m.Limits)
+	}
+	if m.Of(ModalityAudio).Count != 0 || (*MMLimits)(nil).Of(ModalityImage).Count != DefaultMMLimit {
+		t.Error("Of")
+	}
+	old, err := ParseMMLimits("--limit-mm-per-prompt", "image=16,video=2")
+	if err != nil || old.Of(ModalityImage).Count != 16 || old.Of(ModalityVideo).Count != 2 {
+		t.Errorf("the key=value form: %+v, %v", old, err)
+	}
+	for raw, msg := range map[string]string{
+		`{"image": -1}`:             "from 0",
+		`{"image": "two"}`:          "whole number",
+		`{"image": {"count": 1.5}}`: "whole number",
+		"image=x":                   "MODALITY=COUNT",
+		"[1]":                       "MODALITY=COUNT",
+		`{"image": 2`:               "not JSON",
+	} {
+		if _, err := ParseMMLimits("--limit-mm-per-prompt", raw); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", raw, err, msg)
+		}
+	}
+	k, err := ParseMMProcessorKwargs("--mm-processor-kwargs", `{"max_pixels": 1003520, "fps": 2}`)
+	if err != nil || k.MaxPixels != 1003520 || !reflect.DeepEqual(k.Keys, []string{"fps", "max_pixels"}) {
+		t.Errorf("kwargs %+v, %v", k, err)
+	}
+}
+
+func TestFlagWords(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		want        []string
+	}{
+		{"enable-lora", "true", []string{"--enable-lora"}},
+		{"enable-lora", "false", nil},
+		{"enable-prefix-caching", "false", []string{"--no-enable-prefix-caching"}},
+		{"max-loras", "4", []string{"--max-loras", "4"}},
+		{"max_model_len", "8k", []string{"--max-model-len", "8000"}},
+		{"speculative-config", `{"method":"ngram","num_speculative_tokens":3}`, []string{"--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`}},
+		{"model", "Qwen/Qwen2.5-7B-Instruct", []string{"--model=Qwen/Qwen2.5-7B-Instruct"}},
+		{"port", "8000", []string{"--port", "8000"}},
+	} {
+		got, err := FlagWords(tt.name, tt.value)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %q: %q, %v; want %q", tt.name, tt.value, got, err, tt.want)
+		}
+	}
+	if _, err := FlagWords("enable-lora", "maybe"); err == nil {
+		t.Error("a switch took maybe")
+	}
+}
+
+func FuzzMMLimits(f *testing.F) {
+	for _, seed := range []string{`{"image":0}`, `{"image": 2, "video": {"count": 1, "num_frames": 32, "width": 512}}`, "image=16,video=2", `{"audio":{"count":1,"length":30}}`, `{}`, "image=", `{"image":1e2}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		m, err := ParseMMLimits("--limit-mm-per-prompt", raw)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		for mod, l := range m.Limits {
+			for _, n := range []int{l.Count, l.Width, l.Height, l.NumFrames, l.Length} {
+				if n < 0 || n > maxMMItems {
+					t.Fatalf("%s: %+v", mod, l)
+				}
+			}
+		}
+		roundTrip(t, []string{"vllm", "serve", "m", "--limit-mm-per-prompt", raw})
+	})
+}
+
+func FuzzMMProcessorKwargs(f *testing.F) {
+	for _, seed := range []string{`{"max_pixels": 1003520}`, `{"num_crops": 4, "min_pixels": 3136}`, `{"max_pixels": "big"}`, `[]`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		k, err := ParseMMProcessorKwargs("--mm-processor-kwargs", raw)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if k.MaxPixels < 0 || k.MinPixels < 0 {
+			t.Fatalf("%+v", k)
+		}
+		roundTrip(t, []string{"vllm", "serve", "m", "--mm-processor-kwargs", raw})
+	})
+}
+
+func FuzzFlagWords(f *testing.F) {
+	f.Add("enable-lora", "true")
+	f.Add("max-loras", "4")
+	f.Add("limit-mm-per-prompt", `{"image":0}`)
+	f.Add("x", "--y")
+	f.Fuzz(func(t *testing.T, name, value string) {
+		words, err := FlagWords(name, value)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if _, err := ParseFlags(words); err != nil {
+			t.Fatalf("FlagWords(%q, %q) = %q, which does not parse: %v", name, value, words, err)
+		}
+	})
+}
