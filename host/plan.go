@@ -278,10 +278,14 @@ func (c *planner) warn(code, format string, args ...any) {
 func (c *planner) processes() {
 	pr := c.plan.Processes
 	if n := pr.APIServers + pr.EngineCores; n > 0 {
+		who := fmt.Sprintf("%d API %s", pr.APIServers, plural(pr.APIServers, "server", "servers"))
+		if pr.EngineCores > 0 {
+			who += fmt.Sprintf(" + %d engine %s", pr.EngineCores, plural(pr.EngineCores, "core", "cores"))
+		}
 		c.add(Term{Term: TermServerProcesses, Bytes: int64(n) * serverBaseline, HighBytes: int64(n) * serverBaselineHigh,
 			Kind: KindAnon, Phase: PhaseBoth, Basis: BasisAssumption,
-			Source: "no report measures an API server or engine core; a process that imports PyTorch and holds a tokenizer",
-			Detail: fmt.Sprintf("%d API %s + %d engine %s (separate from the workers) × %s (at most %s)", pr.APIServers, plural(pr.APIServers, "server", "servers"), pr.EngineCores, plural(pr.EngineCores, "core", "cores"), gibs(serverBaseline), gibs(serverBaselineHigh))})
+			Source: "no report measures an API server or an engine core apart from its workers; a process that imports PyTorch and holds a tokenizer",
+			Detail: fmt.Sprintf("%s × %s (at most %s)", who, gibs(serverBaseline), gibs(serverBaselineHigh))})
 	}
 	c.add(Term{Term: TermWorkerProcesses, Bytes: int64(pr.Workers) * workerBaseline, HighBytes: int64(pr.Workers) * workerBaselineHigh,
 		Kind: KindAnon, Phase: PhaseBoth, Basis: BasisReport,

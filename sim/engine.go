@@ -141,6 +141,12 @@ type req struct {
 	// finds any for it (speculative.go).
 	spec, verify int
 	drafts       bool
+	// hashed is how many of the request's leading blocks are full and
+	// hold its own tokens' hash in vLLM (allocate_slots caches them as
+	// they fill). Here a block of its own is hashed only when a
+	// preemption frees it: until then only the request holds it, and
+	// nobody looks its hash up (see allocate).
+	hashed int
 }
 
 func (r *req) numTokens() int { return r.PromptTokens + r.generated }
@@ -468,10 +474,23 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 		}
 	}
 	if e.caching {
-		blocks := r.blocks[0]
-		for i := r.computed / bs; i < min(total, r.numTokens())/bs; i++ {
-			e.pool.register(blocks[i], e.key(r, i))
+		// A shared prefix's blocks are hashed as they fill, since other
+		// requests look them up now. The request's own blocks are hashed
+		// when a preemption frees them (preempt): before that, only the
+		// request holds them (their hash is found only by the request
+		// itself, in the blocks a preemption freed), and a finished
+		// request's hashes are forgotten. So the pool is vLLM's at every
+		// point where a hash can be read, and a request that is never
+		// preempted costs no hashing: a fifth of a long-prompt fleet's
+		// time went to hashing blocks that were then forgotten.
+		full := min(total, r.numTokens()) / bs
+		if r.PrefixID != 0 {
+			blocks := r.blocks[0]
+			for i := r.computed / bs; i < min(full, r.PrefixTokens/bs); i++ {
+				e.pool.register(blocks[i], e.key(r, i))
+			}
 		}
+		r.hashed = max(r.hashed, full)
 	}
 	return true
 }
@@ -519,6 +538,12 @@ func (e *Engine) grow(r *req, total int) bool {
 // A request that is gone (finished, aborted) leaves no hash of its own
 // behind: nobody can find those blocks again (see pool.forget).
 func (e *Engine) freeBlocks(r *req, gone bool) {
+	// A request never preempted and without a shared prefix has no block
+	// with a hash (its own are hashed only by a preemption): nothing to
+	// forget.
+	if gone && r.preemptions == 0 && r.PrefixID == 0 {
+		gone = false
+	}
 	for g := range r.blocks {
 		blocks := r.blocks[g]
 		for i := len(blocks) - 1; i >= 0; i-- {
@@ -554,7 +579,14 @@ func (e *Engine) dropFreed(r *req) {
 func (e *Engine) preempt(v *req, res *StepResult) {
 	if e.caching {
 		e.dropFreed(v)
-		v.freed = append(v.freed, v.blocks[0]...)
+		// The full blocks keep their hashes in the free queue (allocate
+		// left them unhashed while v held them).
+		blocks := v.blocks[0]
+		for i := range min(v.hashed, len(blocks)) {
+			e.pool.register(blocks[i], e.key(v, i))
+		}
+		v.hashed = 0
+		v.freed = append(v.freed, blocks...)
 	}
 	e.freeBlocks(v, false)
 	v.computed = 0

@@ -132,6 +132,9 @@ type replica struct {
 	// next is the time and kind of the replica's next event.
 	next     float64
 	nextKind int
+	// slot is the replica's place in fleet.reps, at its place in the
+	// fleet's event queue.
+	slot, at int
 }
 
 // Event kinds of a replica, in the order they run at the same time: the
@@ -176,8 +179,10 @@ type fleet struct {
 	src  Source
 	opt  FleetOptions
 	reps []*replica
-	st   *stats
-	win  *sloWindows
+	// queue orders the replicas by their next event (events, below).
+	queue events
+	st    *stats
+	win   *sloWindows
 	// the client, as Run's
 	next     Request
 	have     bool
@@ -300,8 +305,9 @@ func (f *fleet) add(t float64, state int) (*replica, error) {
 		return nil, err
 	}
 	if p == nil {
-		p = &replica{st: newStats(f.opt.RunOptions)}
+		p = &replica{st: newStats(f.opt.RunOptions), slot: len(f.reps)}
 		f.reps = append(f.reps, p)
+		f.queue.push(p)
 	}
 	p.e, p.fe, p.busy, p.outstanding, p.kv = e, &frontEnd{cost: f.opt.FrontEnd}, false, 0, 0
 	// A restarted slot's engine starts at t: its clock and the engine's
@@ -315,7 +321,7 @@ func (f *fleet) add(t float64, state int) (*replica, error) {
 	f.held++
 	f.peak = max(f.peak, f.held)
 	f.mark(t)
-	p.plan()
+	f.plan(p)
 	return p, nil
 }
 
@@ -341,7 +347,7 @@ func (f *fleet) stop(p *replica, t float64) {
 	// Its engine's counters stay in its report.
 	p.keep()
 	p.e, p.fe = nil, nil
-	p.plan()
+	f.plan(p)
 }
 
 func (f *fleet) read() error {
@@ -386,12 +392,7 @@ func (f *fleet) loop(ctx context.Context) error {
 		// The earliest event; at the same time, sends before the API
 		// servers (Run's order), the API servers before the engines, the
 		// autoscaler's scrape after the steps that end then.
-		var p *replica
-		for _, q := range f.reps {
-			if q.nextKind != evNone && (p == nil || q.next < p.next || (q.next == p.next && q.nextKind < p.nextKind)) {
-				p = q
-			}
-		}
+		p := f.queue.first()
 		tSend := f.sendTime(now)
 		tRep := math.Inf(1)
 		if p != nil {
@@ -413,6 +414,13 @@ func (f *fleet) loop(ctx context.Context) error {
 			now = tSend
 			if err := f.send(now); err != nil {
 				return err
+			}
+			// A traffic the engines refuse whole takes no step, so the
+			// steps' check of ctx would never come: the sends check too.
+			if f.sent%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
 			if f.st.rep.FellBehind != nil {
 				return nil
@@ -446,7 +454,8 @@ func (f *fleet) loop(ctx context.Context) error {
 				// Nothing arrived after all (cannot happen: NextEventTime
 				// said a request was queued).
 				p.plan()
-				p.nextKind = evNone
+				p.next, p.nextKind = math.Inf(1), evNone
+				f.queue.fix(p)
 				continue
 			}
 			p.busy = true
@@ -458,9 +467,94 @@ func (f *fleet) loop(ctx context.Context) error {
 			}
 		}
 		if p.state != repStopped {
-			p.plan()
+			f.plan(p)
 		}
 	}
+}
+
+// plan sets p's next event and its place in the queue.
+func (f *fleet) plan(p *replica) {
+	p.plan()
+	f.queue.fix(p)
+}
+
+// events is a binary heap of the replicas by their next event: the
+// earliest first; at the same time the kind that runs first (the order
+// of the ev constants), then the lower slot. That is the order a scan of
+// fleet.reps in slot order finds, so a fleet runs the same events in the
+// same order as it did by scanning, in O(log replicas) a step instead of
+// O(replicas) (a scan was a tenth of a 36-replica fleet's time).
+type events []*replica
+
+func (h events) less(i, j int) bool {
+	a, b := h[i], h[j]
+	if (a.nextKind == evNone) != (b.nextKind == evNone) {
+		return b.nextKind == evNone
+	}
+	if a.next != b.next {
+		return a.next < b.next
+	}
+	if a.nextKind != b.nextKind {
+		return a.nextKind < b.nextKind
+	}
+	return a.slot < b.slot
+}
+
+func (h events) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].at, h[j].at = i, j
+}
+
+// first is the replica of the earliest event, nil when none has one.
+func (h events) first() *replica {
+	if len(h) == 0 || h[0].nextKind == evNone {
+		return nil
+	}
+	return h[0]
+}
+
+func (h *events) push(p *replica) {
+	p.at = len(*h)
+	*h = append(*h, p)
+	h.up(p.at)
+}
+
+// fix restores the order after p's next event changed.
+func (h events) fix(p *replica) {
+	if !h.down(p.at) {
+		h.up(p.at)
+	}
+}
+
+func (h events) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			return
+		}
+		h.swap(i, parent)
+		i = parent
+	}
+}
+
+func (h events) down(i0 int) bool {
+	i := i0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		j := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
 }
 
 // route picks the ready replica of the next request.
@@ -535,7 +629,7 @@ func (f *fleet) send(at float64) error {
 	if err := f.read(); err != nil {
 		return err
 	}
-	p.plan()
+	f.plan(p)
 	if f.inFlight > f.opt.MaxBacklog {
 		b := f.flow.behind()
 		if b == nil {
@@ -660,7 +754,7 @@ func (f *fleet) scale(now float64) error {
 		if victim.outstanding == 0 && !victim.e.Busy() && !victim.busy {
 			f.stop(victim, now)
 		} else {
-			victim.plan()
+			f.plan(victim)
 		}
 	}
 	return nil

@@ -391,7 +391,7 @@ func Run(ctx context.Context, e *Engine, src Source, opt RunOptions) (*Report, e
 		e.cfg.FirstEvents = true
 		defer func() { e.cfg.FirstEvents = false }()
 	}
-	r := runner{e: e, src: src, opt: opt, st: newStats(opt), fe: &frontEnd{cost: opt.FrontEnd}}
+	r := runner{e: e, src: src, opt: opt, st: newStats(opt), fe: &frontEnd{cost: opt.FrontEnd}, ctx: ctx}
 	if r.opt.MaxBacklog <= 0 {
 		r.opt.MaxBacklog = DefaultMaxBacklog(e.cfg.MaxNumSeqs)
 	}
@@ -567,6 +567,9 @@ type runner struct {
 	flow     flow
 	// beyond is set once a request is due past the Horizon.
 	beyond bool
+	// ctx is checked every 4,096 sends: a traffic the engine refuses
+	// whole takes no step, and the steps' check never comes.
+	ctx context.Context
 }
 
 func (r *runner) read() error {
@@ -627,6 +630,11 @@ func (r *runner) until(t float64, idle bool) error {
 				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len()})
 			if err := r.read(); err != nil {
 				return err
+			}
+			if r.sent%4096 == 0 {
+				if err := r.ctx.Err(); err != nil {
+					return err
+				}
 			}
 			if r.inFlight > r.opt.MaxBacklog {
 				b := r.flow.behind()

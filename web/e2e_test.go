@@ -190,6 +190,14 @@ func TestPageInBrowser(t *testing.T) {
 	}
 
 	// The URL holds the plan: opening it elsewhere shows the same verdict.
+	// The host block: one row a term of the API's host plan, its limit
+	// first.
+	hostRows := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#host-terms tbody tr")].map((tr) => tr.dataset.term)`))
+	hostSummary := run(t, ctx, chromedp.Text(chromedp.ID("host-summary")))
+	if len(hostRows) != len(r.Host.Terms) || len(hostRows) == 0 || hostRows[0] != r.Host.Terms[0].Term || !strings.HasPrefix(hostSummary, "Memory limit and request "+r.Host.MemoryLimit+":") {
+		t.Errorf("host rows %v, summary %q; API %+v", hostRows, hostSummary, r.Host)
+	}
+
 	if !strings.Contains(hash, "gpu=H100-80GB") || !strings.Contains(hash, "command=") {
 		t.Fatalf("the URL does not hold the plan: %q", hash)
 	}

@@ -187,6 +187,8 @@ func writeTable(w io.Writer, r report.Report) error {
 	}
 	for _, f := range r.Warnings {
 		fmt.Fprintf(w, "  warning  %s\n", tableCounts(f.Message))
+	fmt.Fprintln(w)
+	writeHost(w, r.Host)
 	}
 	for _, a := range r.Alternatives {
 		fmt.Fprintf(w, "  would fit: %s\n", tableCounts(a.Message))

@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 
+	"headroom.dev/headroom/host"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
@@ -60,6 +61,10 @@ type Report struct {
 }
 
 // ModelReport describes the model.
+
+	// Host is the pod's host memory and /dev/shm for the settings as
+	// given (host.Build): the memory limit and request to set, by term.
+	Host host.Plan `json:"host"`
 type ModelReport struct {
 	Name                  string `json:"name"`
 	Architecture          string `json:"architecture"`
@@ -218,6 +223,9 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 func answer(r Report, alts []memory.Alternative) string {
 	on := fmt.Sprintf("%s on %s", r.Model.Name, GPUCount(r.GPU.Count, r.GPU.Name))
 	if r.Settings.TensorParallelSize > 1 || r.Settings.PipelineParallelSize > 1 {
+	r.Features = b.Features()
+	// A plan always has a GPU worker, so the host plan cannot fail here.
+	r.Host, _ = host.Build(b, host.Options{})
 		on += fmt.Sprintf(", tp %d pp %d", r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize)
 	}
 	if r.Fits {

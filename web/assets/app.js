@@ -226,6 +226,8 @@ function renderPlan(r) {
 }
 
 // renderUpgrade shows `headroom plan --upgrade-to -o json`: the verdict
+  renderHost(r.host);
+
 // first (what stops the deployment, or the KV cache lost past the allowed
 // share), then both plans side by side and every changed term with the
 // release boundaries that move it.
@@ -243,6 +245,27 @@ function renderUpgrade(u) {
   const pct = (x) => (Math.round(x * 1000) / 10).toFixed(1) + "%";
   const row = (term, label, before, after, ...cause) => el("tr", { "data-term": term },
     el("th", { scope: "row", text: label }), el("td", { class: "before", text: before }), el("td", { class: "after", text: after }),
+// renderHost shows the plan's host block (package host): the pod's memory
+// limit first, then every term with how it is known.
+function renderHost(h) {
+  const GiB = 2 ** 30;
+  $("host-summary").textContent = "Memory limit and request " + h.memory_limit + ": " + gib(h.serving_bytes / GiB) +
+    " GiB held at most (" + gib(h.required_high_bytes / GiB) + " GiB at the sources' upper end), " +
+    gib(h.loading_bytes / GiB) + " GiB while the weights load. " + (h.shm_needed
+      ? "/dev/shm: " + gib(h.shm_bytes / GiB) + " GiB, so mount an emptyDir of medium Memory with sizeLimit " + h.shm_size_limit + " there."
+      : "/dev/shm: the container's own 64 MiB is enough.");
+  $("host-terms").tBodies[0].replaceChildren(...h.terms.map((t) => el("tr", { "data-term": t.term, "data-basis": t.basis },
+    el("td", { text: t.term.replaceAll("_", " ") }),
+    el("td", { text: gib(t.bytes / GiB) }),
+    el("td", { text: gib(t.high_bytes / GiB) }),
+    el("td", { text: t.phase }),
+    el("td", { text: t.kind.replace("_", " ") + (t.reclaimable ? ", reclaimable" : "") + (t.shm ? ", /dev/shm" : "") }),
+    el("td", { class: t.basis, text: t.basis, title: t.source }),
+    el("td", { text: t.detail }))));
+  $("host-findings").replaceChildren(...h.warnings.map((f) => el("li", { class: "warning", text: f.message })),
+    ...h.notes.map((n) => el("li", { text: "note: " + n })));
+}
+
     el("td", { class: "cause" }, ...cause));
   const rows = [
     row("verdict", "verdict", starts(a), starts(b), problem(b) || problem(a)),
