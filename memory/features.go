@@ -123,3 +123,86 @@ func (b Budget) SpeculativeTokens() int {
 	}
 	return b.feat.draft.k
 }
+
+// Features is what the plan's features add on the worker it sizes the KV
+// cache by (PerGPU): the `features` object of plan's JSON.
+type Features struct {
+	LoRA        *LoRAFeature        `json:"lora,omitempty"`
+	Speculative *SpeculativeFeature `json:"speculative,omitempty"`
+	Multimodal  *MultimodalFeature  `json:"multimodal,omitempty"`
+}
+
+// LoRAFeature is --enable-lora's slots: max_loras of max_lora_rank, and
+// the bytes they take in the weights.
+type LoRAFeature struct {
+	Slots int   `json:"max_loras"`
+	Rank  int   `json:"max_lora_rank"`
+	Bytes int64 `json:"bytes"`
+}
+
+// SpeculativeFeature is the drafter: its method as vLLM resolves it, the
+// tokens it proposes a step, the checkpoint it loads (empty for n-gram
+// and suffix matching, the target's name for its own MTP layers), the
+// bytes it adds to the weights, its attention layers in the KV cache, and
+// whether it keeps the model on the V1 runner.
+type SpeculativeFeature struct {
+	Method        string `json:"method"`
+	Tokens        int    `json:"num_speculative_tokens"`
+	Draft         string `json:"draft,omitempty"`
+	DraftTP       int    `json:"draft_tensor_parallel_size,omitempty"`
+	WeightsBytes  int64  `json:"weights_bytes"`
+	KVLayers      int    `json:"kv_layers"`
+	ForcesRunner1 bool   `json:"forces_v1_runner"`
+}
+
+// MultimodalFeature is what the limits leave of the encoder's profile
+// pass: none in text-only mode, else its dummy items and their peak.
+type MultimodalFeature struct {
+	Modalities       []string `json:"modalities"`
+	TextOnly         bool     `json:"text_only"`
+	EncoderItems     int64    `json:"encoder_items"`
+	EncoderPeakBytes int64    `json:"encoder_peak_bytes"`
+}
+
+// Features says what the plan's features add; nil parts are features not
+// used.
+func (b Budget) Features() Features {
+	var out Features
+	f := b.feat
+	st := stage{first: 0, last: b.Model.Layers, isFirst: true, isLast: true}
+	if pp := b.Settings.PipelineParallelSize; pp > 1 {
+		all := stages(b.Model.Layers, pp)
+		for i, p := range b.Stages {
+			if p == b.PerGPU && i < len(all) {
+				st = all[i]
+				break
+			}
+		}
+	}
+	if f.hasLoRA {
+		out.LoRA = &LoRAFeature{Slots: int(f.lora.slots), Rank: int(f.lora.rank), Bytes: loraBytes(b.Model, st, f.lora, b.DtypeBytes)}
+	}
+	if d := f.draft; d != nil {
+		sf := &SpeculativeFeature{Method: string(d.cfg.Method), Tokens: d.k, Draft: d.cfg.Model,
+			ForcesRunner1: vllm.SpeculativeForcesRunnerV1(b.Settings.Speculative, b.Settings.PipelineParallelSize)}
+		if d.spec != nil {
+			sf.DraftTP = d.tp
+			if d.cfg.Model == "" {
+				sf.Draft = b.Model.ID
+			}
+			if st.isLast {
+				sf.WeightsBytes = d.weightBytes(b.DtypeBytes) + d.ropeBytes(b.Model, b.DtypeBytes)
+				sf.KVLayers = len(d.kvLayers(b.Settings.BlockSize))
+			}
+		}
+		out.Speculative = sf
+	}
+	if m := f.mm; m != nil {
+		mf := &MultimodalFeature{Modalities: Modalities(b.Model), TextOnly: m.textOnly, EncoderItems: m.items}
+		if st.isFirst {
+			mf.EncoderPeakBytes = m.encoderPeak(b.Model, b.Settings.TensorParallelSize, b.DtypeBytes)
+		}
+		out.Multimodal = mf
+	}
+	return out
+}

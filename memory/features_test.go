@@ -88,6 +88,9 @@ func TestLoRASlotsQwen7B(t *testing.T) {
 	if d := without.PerGPU.KVCache - with.PerGPU.KVCache; d != 4*perSlot {
 		t.Errorf("the KV cache shrinks by %d B, want %d", d, 4*perSlot)
 	}
+	if f := with.Features().LoRA; f == nil || f.Slots != 4 || f.Rank != 64 || f.Bytes != 4*perSlot || without.Features().LoRA != nil {
+		t.Errorf("features: %+v", f)
+	}
 	// --max-loras without --enable-lora allocates nothing.
 	in.Settings = settingsOf(t, base+" --max-loras 4 --max-lora-rank 64")
 	if off := plan(t, in); off.PerGPU.Weights != without.PerGPU.Weights {
@@ -235,6 +238,13 @@ func TestDraftModelL4(t *testing.T) {
 	if k1.SpeculativeTokens() != 1 {
 		t.Errorf("k = %d", k1.SpeculativeTokens())
 	}
+	f, n := k1.Features().Speculative, ngram.Features().Speculative
+	if f == nil || f.Method != "draft_model" || f.KVLayers != 24 || f.WeightsBytes != k1.PerGPU.Weights-ngram.PerGPU.Weights || !f.ForcesRunner1 {
+		t.Errorf("the draft's features: %+v", f)
+	}
+	if n == nil || n.Method != "ngram" || n.Tokens != 3 || n.WeightsBytes != 0 || n.KVLayers != 0 || n.Draft != "" {
+		t.Errorf("n-gram's features: %+v", n)
+	}
 
 	// Weights: the draft's own (0.494B parameters, tied, bf16), logged as
 	// 15.22 − 14.29 = 0.93 GiB (two decimals each).
@@ -346,6 +356,9 @@ func TestMTPDeepSeekV3(t *testing.T) {
 	if on.KVBytesPerToken != 62*576*2 || off.KVBytesPerToken != 61*576*2 {
 		t.Errorf("KV a token %d with MTP, %d without; want %d and %d", on.KVBytesPerToken, off.KVBytesPerToken, 62*576*2, 61*576*2)
 	}
+	if f := on.Features().Speculative; f == nil || f.Method != "mtp" || f.Draft != "deepseek-ai/DeepSeek-V3" || f.KVLayers != 1 || f.ForcesRunner1 {
+		t.Errorf("MTP's features: %+v", f)
+	}
 	if !on.Fits || on.KVTokens >= off.KVTokens {
 		t.Errorf("MTP: fits %v, %d KV tokens against %d", on.Fits, on.KVTokens, off.KVTokens)
 	}
@@ -394,6 +407,12 @@ func TestMultimodalLimits(t *testing.T) {
 	zero, four := at(` --limit-mm-per-prompt '{"image":0}'`), at(` --limit-mm-per-prompt '{"image":4}'`)
 	if four.PerGPU.Activation < 790626304 {
 		t.Errorf("the encoder pass peaks at %d B, want at least 790,626,304", four.PerGPU.Activation)
+	}
+	if m := four.Features().Multimodal; m == nil || m.TextOnly || m.EncoderItems != 8 || m.EncoderPeakBytes != 790626304 {
+		t.Errorf("features with images: %+v", m)
+	}
+	if m := zero.Features().Multimodal; m == nil || !m.TextOnly || m.EncoderPeakBytes != 0 {
+		t.Errorf("features text-only: %+v", m)
 	}
 	if zero.KVTokens <= four.KVTokens {
 		t.Errorf("{\"image\":0} keeps %d KV tokens, {\"image\":4} %d", zero.KVTokens, four.KVTokens)

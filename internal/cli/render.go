@@ -153,6 +153,9 @@ func writeTable(w io.Writer, r report.Report) error {
 	fmt.Fprintf(w, "Settings   tp %d, pp %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, dtype %s, kv-cache-dtype %s\n",
 		r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize, r.Settings.MaxModelLen, r.Settings.MaxNumSeqs,
 		r.Settings.MaxNumBatchedTokens, r.Settings.Dtype, r.Settings.KVCacheDtype)
+	if line := report.FeaturesLine(r.Features); line != "" {
+		fmt.Fprintf(w, "Features   %s\n", line)
+	}
 	runner := "V1 model runner"
 	if r.Settings.ModelRunnerV2 {
 		runner = "Model Runner V2"

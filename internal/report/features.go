@@ -3,7 +3,9 @@ package report
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -42,4 +44,32 @@ func featureNotes(s vllm.Settings) []string {
 		notes = append(notes, vllm.EnvStartupPlan+"=1: vLLM reuses the KV size an earlier start-up of this configuration measured (#47388) instead of profiling; after a change of release, driver or neighbours on the GPU its pool can differ from this plan's")
 	}
 	return notes
+}
+
+// FeaturesLine is the table's line of what the features add, "" without
+// any: LoRA slots, the drafter, the multimodal limits' encoder pass.
+func FeaturesLine(f memory.Features) string {
+	var parts []string
+	if l := f.LoRA; l != nil {
+		parts = append(parts, fmt.Sprintf("LoRA %d × rank %d: %s in the weights", l.Slots, l.Rank, memory.GiB(l.Bytes)))
+	}
+	if s := f.Speculative; s != nil {
+		p := fmt.Sprintf("speculative %s, %d tokens a step", s.Method, s.Tokens)
+		if s.Draft != "" {
+			p += fmt.Sprintf("; drafter %s: %s of weights, %d KV layers", s.Draft, memory.GiB(s.WeightsBytes), s.KVLayers)
+		}
+		if s.ForcesRunner1 {
+			p += "; runs on the V1 model runner"
+		}
+		parts = append(parts, p)
+	}
+	if m := f.Multimodal; m != nil {
+		switch {
+		case m.TextOnly:
+			parts = append(parts, "multimodal: text only, no encoder in the profile")
+		case m.EncoderItems > 0:
+			parts = append(parts, fmt.Sprintf("multimodal: the profile's encoder pass on %d dummy items peaks at %s", m.EncoderItems, memory.GiB(m.EncoderPeakBytes)))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

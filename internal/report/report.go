@@ -48,6 +48,9 @@ type Report struct {
 	Notes             []string             `json:"notes,omitempty"`
 	// Frontier is the concurrency × context frontier (memory.Budget.Frontier).
 	Frontier []memory.FrontierPoint `json:"frontier"`
+	// Features is what LoRA slots, a speculative drafter and multimodal
+	// limits add to the plan (memory.Budget.Features); empty without them.
+	Features memory.Features `json:"features"`
 
 	// Command is the recommended `vllm serve` line: the user's command
 	// with VLLMArgs applied, ready to paste.
@@ -216,6 +219,7 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	r.VLLMArgs = nonNilStrings(args.Args())
 	r.Command = args.CommandLine()
 	r.Frontier = b.Frontier()
+	r.Features = b.Features()
 	return r
 }
 
