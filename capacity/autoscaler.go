@@ -264,6 +264,7 @@ func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.H
 			c.progress.replay(start / end)
 		}}
 	rep, err := sim.RunFleet(runCtx, c.rep.Config, src, opt)
+	c.runs.replays.Add(1)
 	if err != nil {
 		if out.stopped && ctx.Err() == nil {
 			return out, nil

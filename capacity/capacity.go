@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"sync/atomic"
 
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
@@ -148,6 +149,15 @@ type Sizing struct {
 	Autoscaler *Autoscaler
 	Static     *FleetRun
 	Notes      []string
+	// Runs counts the simulations the sizing made.
+	Runs Runs
+}
+
+// Runs counts a sizing's simulations: one-replica runs (the capacity
+// search, the max-num-seqs candidates, the knees), window replays and the
+// windows answered without one, and replays of the whole traffic.
+type Runs struct {
+	OneReplica, WindowReplays, WindowsInferred, Replays int
 }
 
 // Window is one window of the traffic and the fewest replicas that
@@ -184,7 +194,11 @@ func Size(ctx context.Context, req Request, opt Option) (*Sizing, error) {
 		return nil, err
 	}
 	s := &sizer{req: req, opt: opt, tr: tr, rep: opt.Replica, progress: newTracker(req.Progress, opt.GPU)}
-	return s.size(ctx)
+	out, err := s.size(ctx)
+	if out != nil {
+		s.count(out)
+	}
+	return out, err
 }
 
 // sizer sizes one option.
@@ -206,6 +220,8 @@ type sizer struct {
 	// capacityPerS is one replica's SLO capacity, a window's first guess's
 	// divisor.
 	capacityPerS float64
+	// runs counts the simulations (windows are replayed in parallel).
+	runs struct{ oneReplica, windowReplays, windowsInferred, replays atomic.Int64 }
 }
 
 func (c *sizer) size(ctx context.Context) (*Sizing, error) {
@@ -242,6 +258,12 @@ func (c *sizer) size(ctx context.Context) (*Sizing, error) {
 	}
 	c.progress.setPhase(phaseDone, "")
 	return out, nil
+}
+
+// count fills out's Runs.
+func (c *sizer) count(out *Sizing) {
+	out.Runs = Runs{OneReplica: int(c.runs.oneReplica.Load()), WindowReplays: int(c.runs.windowReplays.Load()),
+		WindowsInferred: int(c.runs.windowsInferred.Load()), Replays: int(c.runs.replays.Load())}
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

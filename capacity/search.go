@@ -56,6 +56,7 @@ func (c *sizer) oneReplica(ctx context.Context, rep Replica, rate float64, early
 		}
 	}
 	r, err := sim.Run(runCtx, e, src, opt)
+	c.runs.oneReplica.Add(1)
 	c.progress.run()
 	if missed, err := w.ended(ctx, err); err != nil {
 		return false, 0, nil, err
@@ -210,6 +211,7 @@ func (c *sizer) chooseSeqs(ctx context.Context, out *Sizing, capacity float64) e
 	if err != nil {
 		return err
 	}
+	c.runs.oneReplica.Add(int64(len(choice.Trials)))
 	n := choice.MaxNumSeqs
 	rep, ok := reps[n]
 	if n == top || !ok {
@@ -256,6 +258,7 @@ func (c *sizer) knee(ctx context.Context, rate float64) (waitingP95, kv float64,
 		Replicas: 1, Scaler: s, ScaleInterval: 5}); err != nil {
 		return 0, 0, err
 	}
+	c.runs.oneReplica.Add(1)
 	c.progress.run()
 	n := len(s.waiting)
 	if n == 0 {

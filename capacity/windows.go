@@ -11,21 +11,22 @@ import (
 	"headroom.dev/headroom/workload"
 )
 
-// inferMargin is how much busier a window that met the SLO on n replicas
-// must be than another for the other to be said to meet it on n without a
-// replay (and how much lighter a window that missed): the 2% the SLO
-// capacity's bisection resolves. Two windows' rates closer than that are
-// within the noise of one window's arrivals (a 10-minute window at 30
-// req/s counts 18,000 requests, ±0.75%), and each is replayed.
-const inferMargin = 0.02
+// margin is how much busier a window that met the SLO on n replicas must
+// be than a window of count requests for that one to be said to meet it
+// on n without a replay of its own (and how much lighter one that
+// missed): one standard deviation of the window's count, Poisson's
+// 1/√count (±0.75% for a 10-minute window at 30 req/s, ±2.9% at 2 req/s).
+// Windows closer in rate than that are not ordered by their rates: each
+// is replayed.
+func margin(count int) float64 { return 1 / math.Sqrt(float64(max(count, 1))) }
 
 // learned is what the replays made so far say: per fleet size, the
 // busiest window it served within the SLO and the lightest it missed.
 // A window at rate λ then needs at most n replicas when a window at
-// λ·(1+inferMargin) or more met on n, and more than n when one at
-// λ·(1−inferMargin) or less missed on n: the fewest replicas a window
-// needs rises with its rate (TestWindowsFollowRate holds it, and
-// TestRoundsAgreeWithExhaustive the answer).
+// λ·(1+m) or more met on n, and more than n when one at λ·(1−m) or less
+// missed on n (m: its margin): the fewest replicas a window needs rises
+// with its rate (TestRoundsAgreeWithExhaustive holds the answer to the
+// windows' own searches).
 type learned struct {
 	metMax  map[int]float64
 	missMin map[int]float64
@@ -43,19 +44,46 @@ func (l *learned) add(n int, rate float64, met bool) {
 
 // bounds is what the replays say of a window at rate: it misses on fewer
 // than lo replicas and meets on hi (hi is maxN+1 when nothing says).
-func (l *learned) bounds(rate float64, maxN int) (lo, hi int) {
+func (l *learned) bounds(rate, m float64, maxN int) (lo, hi int) {
 	lo, hi = 1, maxN+1
 	for n, r := range l.missMin {
-		if r <= rate*(1-inferMargin) {
+		if r <= rate*(1-m) {
 			lo = max(lo, n+1)
 		}
 	}
 	for n, r := range l.metMax {
-		if r >= rate*(1+inferMargin) {
+		if r >= rate*(1+m) {
 			hi = min(hi, n)
 		}
 	}
 	return lo, hi
+}
+
+// guess is the fleet to try first for a window at rate: the replicas of
+// the nearest window that met, scaled by the rates (a fleet carries more
+// per replica than one replica alone: round-robin evens out its
+// arrivals), else the rate over one replica's SLO capacity.
+func (l *learned) guess(rate, single float64) int {
+	// The least busy window that met at or above the rate, else the
+	// busiest below it; ties to the fewer replicas (the map's order must
+	// not choose).
+	n, at := 0, 0.0
+	for k, r := range l.metMax {
+		if r >= rate && (n == 0 || r < at || (r == at && k < n)) {
+			n, at = k, r
+		}
+	}
+	if n == 0 {
+		for k, r := range l.metMax {
+			if r > at || (r == at && k < n) {
+				n, at = k, r
+			}
+		}
+	}
+	if n == 0 {
+		return max(int(math.Ceil(rate/single-1e-9)), 1)
+	}
+	return max(int(math.Ceil(float64(n)*rate/at-1e-9)), 1)
 }
 
 // rounds orders the windows to size: sorted by rate, the middle one first,
@@ -125,12 +153,12 @@ func (c *sizer) windows(ctx context.Context, o *Sizing) error {
 	for _, round := range order {
 		// What the round decides from the rounds before, and which of its
 		// windows need a replay.
-		type todo struct{ lo, hi int }
+		type todo struct{ lo, hi, guess int }
 		plan := map[int]todo{}
 		for _, i := range round {
 			lo, hi := 1, c.req.MaxReplicas+1
 			if !c.req.exhaustive {
-				lo, hi = l.bounds(rates[i], c.req.MaxReplicas)
+				lo, hi = l.bounds(rates[i], margin(c.tr.counts[i]), c.req.MaxReplicas)
 				if lo > hi {
 					// The replays disagree about this rate (their noise):
 					// it is searched as if nothing were known.
@@ -139,16 +167,17 @@ func (c *sizer) windows(ctx context.Context, o *Sizing) error {
 			}
 			if lo == hi && hi <= c.req.MaxReplicas {
 				o.Windows[i].Replicas = hi
+				c.runs.windowsInferred.Add(1)
 				done++
 				continue
 			}
-			plan[i] = todo{lo, min(hi, c.req.MaxReplicas+1)}
+			plan[i] = todo{lo, min(hi, c.req.MaxReplicas+1), l.guess(rates[i], c.capacityPerS)}
 		}
 		results := make(map[int]windowResult, len(plan))
 		var mu sync.Mutex
 		err := c.parallel(ctx, func(i int) bool { _, ok := plan[i]; return ok }, func(ctx context.Context, i int, warm, reqs []workload.Request) error {
 			p := plan[i]
-			res, err := c.window(ctx, rates[i], i, warm, reqs, p.lo, p.hi)
+			res, err := c.window(ctx, i, warm, reqs, p.lo, p.hi, p.guess)
 			if err != nil {
 				return err
 			}
@@ -257,12 +286,13 @@ type tried struct {
 }
 
 // window sizes window i, known to miss on fewer than lo replicas and to
-// meet on hi (hi past MaxReplicas: not known): from the rate's guess (the
-// window's rate over one replica's capacity), down while one fewer still
-// meets the SLO, up while it misses. Replays that only give a verdict
-// stop as soon as they miss; one on MaxReplicas goes to the end, since
-// its miss is the answer when it misses.
-func (c *sizer) window(ctx context.Context, rate float64, i int, warm, reqs []workload.Request, lo, hi int) (windowResult, error) {
+// meet on hi (hi past MaxReplicas: not known): the fewest replicas that
+// meet the SLO, searched from guess. While one side of the bracket is
+// open the search gallops (steps of 1, 2, 4, ... away from the last
+// verdict), then bisects. Replays that only give a verdict stop as soon
+// as they miss; one on MaxReplicas goes to the end, since its miss is
+// the answer when it misses.
+func (c *sizer) window(ctx context.Context, i int, warm, reqs []workload.Request, lo, hi, guess int) (windowResult, error) {
 	maxN := c.req.MaxReplicas
 	var res windowResult
 	try := func(n int) (bool, float64, error) {
@@ -279,44 +309,44 @@ func (c *sizer) window(ctx context.Context, rate float64, i int, warm, reqs []wo
 		res.n, res.met, res.miss = maxN, ok, round3(miss)
 		return res, err
 	}
-	n := min(max(int(math.Ceil(rate/c.capacityPerS)), lo), min(hi, maxN))
+	n := min(max(guess, lo), min(hi, maxN))
 	if n == hi {
 		// Known to meet there (and lo < hi): only the way down is open.
 		n = hi - 1
 	}
-	ok, miss, err := try(n)
-	if err != nil {
-		return res, err
-	}
-	if ok {
-		for n > lo {
-			down, _, err := try(n - 1)
-			if err != nil {
-				return res, err
-			}
-			if !down {
-				break
-			}
-			n--
-		}
-		res.n, res.met = n, true
-		return res, nil
-	}
-	for !ok && n < maxN {
-		n++
-		if n >= hi {
-			res.n, res.met = n, true
-			return res, nil
-		}
-		if ok, miss, err = try(n); err != nil {
+	loKnown := false // a miss was seen at lo-1 in this search
+	step := 1
+	for {
+		ok, miss, err := try(n)
+		if err != nil {
 			return res, err
 		}
+		if ok {
+			hi = n
+		} else {
+			lo, loKnown = n+1, true
+			if n == maxN {
+				res.n = maxN
+				if !math.IsInf(miss, 1) {
+					res.miss = round3(miss)
+				}
+				return res, nil
+			}
+		}
+		if lo >= hi {
+			res.n, res.met = hi, true
+			return res, nil
+		}
+		switch {
+		case ok && !loKnown:
+			n = max(hi-step, lo)
+		case !ok && hi > maxN:
+			n = min(lo-1+step, maxN)
+		default:
+			n = lo + (hi-lo)/2
+		}
+		step *= 2
 	}
-	res.n, res.met = n, ok
-	if !ok && !math.IsInf(miss, 1) {
-		res.miss = round3(miss)
-	}
-	return res, nil
 }
 
 // fleet replays a window (after its warm-up) through n replicas; with
@@ -332,6 +362,7 @@ func (c *sizer) fleet(ctx context.Context, warm, reqs []workload.Request, start 
 		opt.OnReject = func(*sim.Rejection) { w.reject() }
 	}
 	rep, err := sim.RunFleet(runCtx, c.rep.Config, src, opt)
+	c.runs.windowReplays.Add(1)
 	if missed, err := w.ended(ctx, err); err != nil {
 		return false, 0, err
 	} else if missed {
