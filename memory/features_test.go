@@ -98,7 +98,7 @@ func TestLoRASlotsQwen7B(t *testing.T) {
 	}
 
 	// Under TP 2 a column layer keeps A whole and a row layer B whole, so
-	// a rank holds more than half (docs/vllm-lora.md §1.4):
+	// a rank holds more than half (docs/features.md §1):
 	//   qkv 688,128 + 2304·64; o 64·1792 + 229,376;
 	//   gate_up 458,752 + 18944·64; down 64·9472 + 229,376 → 3,686,400;
 	// fully sharded, exactly half: 2,883,584.

@@ -5,7 +5,7 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// LoRA slots (docs/vllm-lora.md). With --enable-lora vLLM wraps every
+// LoRA slots (docs/features.md §1). With --enable-lora vLLM wraps every
 // linear layer of the language model and allocates, once at start-up and
 // inside "Model loading took", max_loras slots of max_lora_rank for each:
 // per slice an A matrix [rank, in] and a B matrix [out, rank] in the LoRA

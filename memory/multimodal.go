@@ -7,7 +7,7 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// Multimodal limits (docs/vllm-multimodal.md). Before the language model's
+// Multimodal limits (docs/features.md §3). Before the language model's
 // dummy pass, vLLM's profile run feeds the encoder a batch of dummy items
 // of the modality whose items are largest, as many as the encoder budget
 // (max(max_num_batched_tokens, one item's tokens)) holds and the limits

@@ -7,7 +7,7 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
-// Speculative decoding (docs/vllm-speculative.md). The drafter is loaded in
+// Speculative decoding (docs/features.md §2). The drafter is loaded in
 // the same "Model loading took" block as the target, its attention layers
 // register with the target's and take their KV cache from the same pool,
 // and the target's decode graphs grow to max_num_seqs × (1 + k) tokens (vllm.Settings.WithDefaults).

@@ -43,7 +43,7 @@ var (
 	// (merged 2026-01-15, in 0.14).
 	kvOffloadingFlagSince = Version{0, 14, 0, ""}
 	// swapSpaceRemovedIn: #36216 removed --swap-space; absent in every
-	// release from 0.18.0 (docs/vllm-features.md §4.3).
+	// release from 0.18.0 (docs/features.md §4).
 	swapSpaceRemovedIn = Version{0, 18, 0, ""}
 )
 
@@ -59,7 +59,7 @@ const (
 // flagClasses classifies each flag by its canonical name. Sources: vLLM's
 // argument definitions (vllm/engine/arg_utils.py, the config classes of
 // vllm/config/, vllm/entrypoints/openai/cli_args.py) and, for what each
-// does to memory, docs/vllm-memory.md and docs/vllm-features.md.
+// does to memory, docs/vllm-memory.md and docs/features.md.
 var flagClasses = map[string]flagClass{
 	// The GPU plan's own flags (engineFlags, featureFlags).
 	FlagModel:                     {effect: EffectPlanned, why: "the model"},

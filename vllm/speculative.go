@@ -15,7 +15,7 @@ import (
 // (vllm/config/speculative.py, SpeculativeConfig), or the same keys given
 // one by one as --speculative-config.KEY VALUE, which vLLM's argument
 // parser folds into the object. The method is inferred and renamed as vLLM
-// does (docs/vllm-speculative.md): what the memory planner and the
+// does (docs/features.md §2): what the memory planner and the
 // simulator need is the method, the draft checkpoint, the number of
 // proposed tokens and the draft's parallelism and storage.
 
