@@ -61,13 +61,13 @@ type Report struct {
 	// release has the flag; PinnedArgs its flags (plan -o args --pin-kv).
 	PinnedKV   *memory.Pinned `json:"pinned_kv,omitempty"`
 	PinnedArgs []string       `json:"pinned_vllm_args,omitempty"`
-}
-
-// ModelReport describes the model.
 
 	// Host is the pod's host memory and /dev/shm for the settings as
 	// given (host.Build): the memory limit and request to set, by term.
 	Host host.Plan `json:"host"`
+}
+
+// ModelReport describes the model.
 type ModelReport struct {
 	Name                  string `json:"name"`
 	Architecture          string `json:"architecture"`
@@ -220,6 +220,8 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 	r.Command = args.CommandLine()
 	r.Frontier = b.Frontier()
 	r.Features = b.Features()
+	// A plan always has a GPU worker, so the host plan cannot fail here.
+	r.Host, _ = host.Build(b, host.Options{})
 	return r
 }
 
@@ -227,9 +229,6 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 func answer(r Report, alts []memory.Alternative) string {
 	on := fmt.Sprintf("%s on %s", r.Model.Name, GPUCount(r.GPU.Count, r.GPU.Name))
 	if r.Settings.TensorParallelSize > 1 || r.Settings.PipelineParallelSize > 1 {
-	r.Features = b.Features()
-	// A plan always has a GPU worker, so the host plan cannot fail here.
-	r.Host, _ = host.Build(b, host.Options{})
 		on += fmt.Sprintf(", tp %d pp %d", r.Settings.TensorParallelSize, r.Settings.PipelineParallelSize)
 	}
 	if r.Fits {
