@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,13 +24,34 @@ import (
 // goroutine, never its body. A request that waits longer than MaxWait is
 // refused too (ErrQueueTimeout: HTTP 503). The numbers a refusal names
 // are the gate's, so a client learns the bound it hit.
+//
+// Clients (EnterFrom) share the gate fairly without being capped while
+// alone: a freed slot goes to the waiting client that holds the least of
+// the gate (the earliest of them), and a client that finds the queue full
+// takes the place of the newest waiter of the client that waits the most,
+// when that client waits more than it would. So ten requests of one client
+// whose bodies drip hold the slots only as long as a body may take, and
+// never keep another client out of the queue; behind a proxy, where every
+// request is one client, the gate is what it was without clients.
 type Gate struct {
 	name    string
 	run     int
 	queue   int
 	maxWait time.Duration
-	tickets chan struct{} // run + queue: everything admitted
-	slots   chan struct{} // run: what is working
+
+	mu       sync.Mutex
+	working  map[string]int // slots worked, by client
+	waiting  map[string]int // places in the queue, by client
+	nWorking int
+	waiters  []*waiter // in the order they came
+}
+
+// waiter is a request in the queue; ready is closed with err nil when it
+// is given a slot, or err set when it is pushed out.
+type waiter struct {
+	client string
+	ready  chan struct{}
+	err    error
 }
 
 // ErrBusy is a request refused because Run are working and Queue wait.
@@ -39,8 +64,7 @@ var ErrQueueTimeout = errors.New("queue timeout")
 // run work at once, queue wait, each at most maxWait.
 func NewGate(name string, run, queue int, maxWait time.Duration) *Gate {
 	run, queue = max(run, 1), max(queue, 0)
-	return &Gate{name: name, run: run, queue: queue, maxWait: maxWait,
-		tickets: make(chan struct{}, run+queue), slots: make(chan struct{}, run)}
+	return &Gate{name: name, run: run, queue: queue, maxWait: maxWait, working: map[string]int{}, waiting: map[string]int{}}
 }
 
 // Limits says the gate's bounds in words, for documentation and logs.
@@ -48,26 +72,133 @@ func (g *Gate) Limits() string {
 	return fmt.Sprintf("%d %s at once, %d waiting at most %s", g.run, g.name, g.queue, g.maxWait)
 }
 
-// Enter waits for a slot. On success the caller must call the returned
-// release once. The error is ErrBusy, ErrQueueTimeout or ctx's, wrapped
-// with a sentence naming the bound.
-func (g *Gate) Enter(ctx context.Context) (release func(), err error) {
-	select {
-	case g.tickets <- struct{}{}:
-	default:
+// Enter is EnterFrom for requests that are all one client.
+func (g *Gate) Enter(ctx context.Context) (release func(), err error) { return g.EnterFrom(ctx, "") }
+
+// EnterFrom waits for a slot for a request of client (its address). On
+// success the caller must call the returned release once. The error is
+// ErrBusy, ErrQueueTimeout or ctx's, wrapped with a sentence naming the
+// bound.
+func (g *Gate) EnterFrom(ctx context.Context, client string) (release func(), err error) {
+	g.mu.Lock()
+	if g.nWorking < g.run && len(g.waiters) == 0 {
+		g.take(client)
+		g.mu.Unlock()
+		return g.releaser(client), nil
+	}
+	if len(g.waiters) >= g.queue && !g.pushOut(client) {
+		g.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d %s running and %d waiting, the most this server takes; retry later", ErrBusy, g.run, g.name, g.queue)
 	}
+	w := &waiter{client: client, ready: make(chan struct{})}
+	g.waiters = append(g.waiters, w)
+	g.waiting[client]++
+	g.mu.Unlock()
+
 	t := time.NewTimer(g.maxWait)
 	defer t.Stop()
 	select {
-	case g.slots <- struct{}{}:
-		return func() { <-g.slots; <-g.tickets }, nil
+	case <-w.ready:
 	case <-t.C:
-		<-g.tickets
-		return nil, fmt.Errorf("%w: waited %s for one of %d %s slots; retry later", ErrQueueTimeout, g.maxWait, g.run, g.name)
+		err = fmt.Errorf("%w: waited %s for one of %d %s slots; retry later", ErrQueueTimeout, g.maxWait, g.run, g.name)
 	case <-ctx.Done():
-		<-g.tickets
-		return nil, ctx.Err()
+		err = ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Given a slot or pushed out, whatever else happened meanwhile.
+		if w.err != nil {
+			return nil, w.err
+		}
+		if err != nil {
+			g.free(client)
+			return nil, err
+		}
+		return g.releaser(client), nil
+	default:
+		g.leave(w)
+		return nil, err
+	}
+}
+
+// take gives client a slot. Called with mu held.
+func (g *Gate) take(client string) {
+	g.nWorking++
+	g.working[client]++
+}
+
+// free gives back client's slot and hands it on. Called with mu held.
+func (g *Gate) free(client string) {
+	g.nWorking--
+	if g.working[client]--; g.working[client] == 0 {
+		delete(g.working, client)
+	}
+	// The next is the waiter whose client holds the least of the gate
+	// (slots and places), the earliest of them.
+	held := func(c string) int { return g.working[c] + g.waiting[c] }
+	best := -1
+	for i, w := range g.waiters {
+		if best < 0 || held(w.client) < held(g.waiters[best].client) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return
+	}
+	w := g.waiters[best]
+	g.leave(w)
+	g.take(w.client)
+	close(w.ready)
+}
+
+// leave takes w out of the queue. Called with mu held.
+func (g *Gate) leave(w *waiter) {
+	for i, o := range g.waiters {
+		if o == w {
+			g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+			break
+		}
+	}
+	if g.waiting[w.client]--; g.waiting[w.client] == 0 {
+		delete(g.waiting, w.client)
+	}
+}
+
+// pushOut makes room in a full queue for a request of client: the newest
+// waiter of the client that waits the most leaves (ErrBusy), when that
+// client would still wait more than client then does. Called with mu
+// held.
+func (g *Gate) pushOut(client string) bool {
+	heavy, most := "", 0
+	for c, n := range g.waiting {
+		if n > most {
+			heavy, most = c, n
+		}
+	}
+	if heavy == client || most <= g.waiting[client]+1 {
+		return false
+	}
+	for i := len(g.waiters) - 1; i >= 0; i-- {
+		if w := g.waiters[i]; w.client == heavy {
+			g.leave(w)
+			w.err = fmt.Errorf("%w: %d %s running and %d waiting, and this client waits the most of them; retry later", ErrBusy, g.run, g.name, g.queue)
+			close(w.ready)
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gate) releaser(client string) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.free(client)
+			g.mu.Unlock()
+		})
 	}
 }
 
@@ -107,7 +238,11 @@ func Recover(h http.Handler, log *slog.Logger, writeError func(w http.ResponseWr
 }
 
 // Admitted is how many requests work or wait now.
-func (g *Gate) Admitted() int { return len(g.tickets) }
+func (g *Gate) Admitted() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nWorking + len(g.waiters)
+}
 
 // ByteGate admits work by the bytes it will hold rather than by count:
 // requests whose memory grows with their body (an AdmissionReview) work
@@ -168,3 +303,44 @@ func (g *ByteGate) Enter(ctx context.Context, n int64) (release func(), err erro
 
 // Waiting is how many requests wait for the budget now.
 func (g *ByteGate) Waiting() int { return int(g.waiting.Load()) }
+
+// ClientOf names the client of r for EnterFrom: the address it connects
+// from, without its port. Behind a proxy every request is the proxy's.
+func ClientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// BodyTime is how long a request admitted to a slot has to send its body:
+// a slot held by a body that drips is a slot no one else works in. A
+// server's read timeout (30 s, a minute) bounds the whole request; this
+// bounds the part that holds a slot. 10 s is 3.2 MiB/s for the largest
+// body (simulate --serve's 32 MiB); a JSON plan of a few KiB takes
+// milliseconds.
+const BodyTime = 10 * time.Second
+
+// ErrSlowBody is a body that did not arrive within BodyTime (HTTP 408).
+var ErrSlowBody = fmt.Errorf("the request body did not arrive within %s of its admission: send it at once", BodyTime)
+
+// TimedBody bounds the reading of body (r's, or a reader over it) to
+// BodyTime from now: past it the connection's read fails, and the
+// returned reader says so with ErrSlowBody. The net/http server lifts the
+// deadline once the body is read, before it watches the connection for
+// the client leaving.
+func TimedBody(w http.ResponseWriter, body io.Reader) io.Reader {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTime))
+	return slowBody{body}
+}
+
+type slowBody struct{ r io.Reader }
+
+func (b slowBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, ErrSlowBody
+	}
+	return n, err
+}

@@ -3,6 +3,7 @@ package graceful
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,5 +51,58 @@ func TestRecover(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "the server goes on") {
 		t.Errorf("%d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// One client's requests fill a gate of one slot and four places; another
+// client still gets a place (the first client's newest waiter makes
+// room, refused with ErrBusy) and is the next to work, ahead of the
+// first client's older waiters. Alone, the first client had every slot
+// and every place.
+func TestGateShares(t *testing.T) {
+	g := NewGate("jobs", 1, 4, 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release, err := g.EnterFrom(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		who string
+		err error
+	}
+	order := make(chan result, 8)
+	enter := func(who, client string) {
+		rel, err := g.EnterFrom(ctx, client)
+		order <- result{who, err}
+		if err == nil {
+			rel()
+		}
+	}
+	for i := range 4 {
+		go enter(fmt.Sprintf("a%d", i+1), "a")
+		for g.Admitted() < i+2 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	go enter("b", "b")
+	first := <-order
+	if first.who != "a4" || !errors.Is(first.err, ErrBusy) || !strings.Contains(first.err.Error(), "this client waits the most") {
+		t.Fatalf("first out: %+v, want a4 pushed out", first)
+	}
+	for g.Admitted() < 5 {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	if next := <-order; next.who != "b" || next.err != nil {
+		t.Errorf("next to work: %+v, want b", next)
+	}
+	for range 3 {
+		if r := <-order; r.err != nil {
+			t.Errorf("%s: %v", r.who, r.err)
+		}
+	}
+	if g.Admitted() != 0 {
+		t.Errorf("%d admitted after all left", g.Admitted())
 	}
 }

@@ -31,7 +31,7 @@ func (a *api) enter(w http.ResponseWriter, r *http.Request, g *graceful.Gate) (f
 		writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
 		return nil, false
 	}
-	release, err := g.Enter(r.Context())
+	release, err := g.EnterFrom(r.Context(), graceful.ClientOf(r))
 	if err != nil {
 		code := graceful.Status(err)
 		w.Header().Set("Retry-After", "5")
@@ -223,7 +223,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, b
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
 		return nil, false
 	}
-	return http.MaxBytesReader(w, r.Body, limit), true
+	// The body holds a slot while it arrives: at most graceful.BodyTime.
+	return graceful.TimedBody(w, http.MaxBytesReader(w, r.Body, limit)), true
 }
 
 // decodeFailed answers a body that did not decode: 413 past its bound,
@@ -231,6 +232,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, b
 func (a *api) decodeFailed(w http.ResponseWriter, r *http.Request, limit int64, err error) {
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
+		return
+	}
+	if errors.Is(err, graceful.ErrSlowBody) {
+		a.fail(w, r, http.StatusRequestTimeout, err)
 		return
 	}
 	a.fail(w, r, http.StatusBadRequest, err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
@@ -328,6 +329,9 @@ func decodeStrict(body io.Reader, v any) error {
 	if err := dec.Decode(v); err != nil {
 		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 			return tooBig
+		}
+		if errors.Is(err, graceful.ErrSlowBody) {
+			return err
 		}
 		return fmt.Errorf("request is not the JSON object expected (%v): web/README.md has the request bodies", err)
 	}

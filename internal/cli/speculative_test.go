@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/vllm"
 )
 
 // simulate with the issue's draft, as a user pastes it: Qwen2.5-7B on one
@@ -95,5 +99,29 @@ func TestAcceptanceRateFlag(t *testing.T) {
 	code, stdout, _ := run(t, offline, append(append(base, "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`), tail...)...)
 	if code != 0 || !strings.Contains(stdout, "speculative decoding: ngram, k = 3, per-token acceptance 0.57 (the method's default; give --acceptance-rate)") {
 		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// watch's live line gives the window's drafts: 100 drafts of 3, 153
+// accepted (51%), 70, 49, 34 by position: per token 153 / 219 = 0.70.
+func TestWatchLineDrafts(t *testing.T) {
+	v := &telemetry.VLLMSample{Names: map[vllm.Metric]string{}}
+	r := telemetry.Reading{Time: time.Unix(0, 0), VLLM: v,
+		Delta: telemetry.Delta{SpecDecode: &vllm.SpecDecodeCounts{Drafts: 100, DraftTokens: 300, Accepted: 153, AcceptedPerPos: []float64{70, 49, 34}}}}
+	if line := watchLine(r, nil); !strings.Contains(line, "drafts 51% accepted (per token 0.70)") {
+		t.Errorf("line %q", line)
+	}
+	r.Delta.SpecDecode = nil
+	if line := watchLine(r, nil); strings.Contains(line, "drafts") {
+		t.Errorf("line without drafts %q", line)
+	}
+}
+
+// loadtest's line of the server's drafts, the same worked counts.
+func TestAcceptanceLine(t *testing.T) {
+	a, _ := vllm.SpecDecodeCounts{Drafts: 100, DraftTokens: 300, Accepted: 153, AcceptedPerPos: []float64{70, 49, 34}}.Acceptance()
+	want := "100 verified, 51.0% of their 300 tokens accepted, mean acceptance length 2.53 (by position 0.70 0.49 0.34); per token 0.70: simulate with --acceptance-rate 0.70"
+	if got := acceptanceLine(a); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

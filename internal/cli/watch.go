@@ -39,7 +39,9 @@ func newWatchCmd(env Env) *cobra.Command {
 		Long: `Scrapes a vLLM server's /metrics (the metric names of old and new releases) and,
 with --snapshot, reads GPU memory, then prints one live line per reading: GPU
 used/total, KV-cache usage, running and waiting requests, preemptions per minute,
-TTFT p99 (over the last --window) and the OOM risk (0..1, see the exporter).
+TTFT p99 (over the last --window) and the OOM risk (0..1, see the exporter);
+with speculative decoding, the share of drafts accepted over the window and the
+per-token acceptance it implies (what simulate --acceptance-rate takes).
 
 Alerts go to stderr and, with --alerts, to a JSON-lines file:
   kv_pressure   KV usage at or above --kv-threshold for --kv-readings readings
@@ -53,8 +55,9 @@ An alert is raised when its condition starts, and again only after it clears.
 -o json prints one object per reading with kv_cache_usage (0..1),
 num_requests_running, num_requests_waiting, num_preemptions_total,
 preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
-gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, and the
-alerts it raised; values not known are null.`,
+gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, the
+alerts it raised, and spec_decode (the window's drafts, docs/speculative.md)
+when the server decodes speculatively; values not known are null.`,
 		Example: `  headroom watch --url http://localhost:8000/metrics
   headroom watch --url vllm.llm.svc:8000 --snapshot --alerts alerts.jsonl
   headroom watch --url localhost:8000 --snapshot -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
@@ -261,6 +264,13 @@ func watchLine(r telemetry.Reading, readErr error) string {
 			b.WriteString("  TTFT p99 -")
 		}
 		fmt.Fprintf(&b, "  risk %.2f", r.OOMRisk)
+		if c := r.Delta.SpecDecode; c != nil {
+			if a, ok := c.Acceptance(); ok {
+				// The window's drafts: vLLM's own rate, then what
+				// simulate --acceptance-rate takes.
+				fmt.Fprintf(&b, "  drafts %.0f%% accepted (per token %.2f)", 100*a.DraftAcceptanceRate, a.TokenAcceptance)
+			}
+		}
 		if len(v.Dropped) > 0 {
 			fmt.Fprintf(&b, "  (left out: %s)", clip(strings.Join(v.Dropped, "; "), 160))
 		}

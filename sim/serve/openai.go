@@ -211,6 +211,11 @@ func parseRequest(body []byte, chat bool, model string, maxLen int) (parsed, err
 	return decodeRequest(bytes.NewReader(body), chat, model, maxLen)
 }
 
+// bodyTooLarge is the answer to a body past maxBody, read or declared.
+func bodyTooLarge() *requestError {
+	return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes (%d MiB), the most this server reads", maxBody, maxBody>>20)}
+}
+
 // decodeRequest is parseRequest reading the body as it decodes: one copy
 // of the JSON in the decoder, none in a body buffer.
 func decodeRequest(body io.Reader, chat bool, model string, maxLen int) (parsed, error) {
@@ -219,7 +224,10 @@ func decodeRequest(body io.Reader, chat bool, model string, maxLen int) (parsed,
 	if err := dec.Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return parsed{}, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes (%d MiB), the most this server reads", maxBody, maxBody>>20)}
+			return parsed{}, bodyTooLarge()
+		}
+		if errors.Is(err, graceful.ErrSlowBody) {
+			return parsed{}, graceful.ErrSlowBody
 		}
 		if errors.Is(err, errPromptShape) {
 			return parsed{}, errPromptShape
@@ -270,17 +278,31 @@ func decodeRequest(body io.Reader, chat bool, model string, maxLen int) (parsed,
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	// A large body is decoded under the parse gate: a 32 MiB prompt is
 	// held by at most Parsers requests at once.
+	// A body declared past the bound is refused before it holds a slot:
+	// two clients declaring 10 GB held both for a minute.
+	if r.ContentLength > maxBody {
+		re := bodyTooLarge()
+		apiError(w, re.status, "BadRequestError", re.msg)
+		return
+	}
 	release := func() {}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBody)
 	if r.ContentLength < 0 || r.ContentLength > SmallBody {
 		var err error
-		if release, err = s.parse.Enter(r.Context()); err != nil {
+		if release, err = s.parse.EnterFrom(r.Context(), graceful.ClientOf(r)); err != nil {
 			w.Header().Set("Retry-After", "1")
 			apiError(w, graceful.Status(err), "ServiceUnavailableError", err.Error())
 			return
 		}
+		// A slot is held while the body arrives: at most graceful.BodyTime.
+		body = graceful.TimedBody(w, body)
 	}
-	req, err := decodeRequest(http.MaxBytesReader(w, r.Body, maxBody), chat, s.opt.Model, s.e.Config().MaxModelLen)
+	req, err := decodeRequest(body, chat, s.opt.Model, s.e.Config().MaxModelLen)
 	release()
+	if errors.Is(err, graceful.ErrSlowBody) {
+		apiError(w, http.StatusRequestTimeout, "BadRequestError", err.Error())
+		return
+	}
 	if re := (*requestError)(nil); errors.As(err, &re) && re.status == http.StatusNotFound {
 		apiError(w, http.StatusNotFound, "NotFoundError", re.msg)
 		return
