@@ -50,7 +50,7 @@ func TestFitRecoversCalibration(t *testing.T) {
 	}
 }
 
-func plan(t *testing.T, id, device string, count int, set vllm.Settings) memory.Budget {
+func plan(t testing.TB, id, device string, count int, set vllm.Settings) memory.Budget {
 	t.Helper()
 	spec, ok := catalog.Lookup(id)
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"headroom.dev/headroom/vllm"
 )
@@ -392,4 +393,49 @@ func TestConfidenceWithSpeculation(t *testing.T) {
 	if c.Fitted() || c.TPOTPct < extrapolatedBand.TPOT || c.TPOTPct < plain.TPOTPct || len(c.Outside) != len(plain.Outside)+1 || !strings.Contains(c.Outside[len(c.Outside)-1], "ngram") {
 		t.Errorf("with n-gram: %+v (without: %+v)", c, plain)
 	}
+}
+
+// BenchmarkSpeculation prices what speculative decoding costs the
+// simulator: the L4 lab's 7B with and without the 0.5B draft at k = 3
+// on the same 2,000 ShareGPT-like requests at concurrency 64. It reports
+// the wall time of each and their ratio (spec/plain): the draws, the
+// drafter's three passes a step and the fewer steps together.
+//
+//	go test ./sim -run XXX -bench Speculation -benchtime 3x
+func BenchmarkSpeculation(b *testing.B) {
+	set := vllm.Settings{MaxModelLen: 4096, GPUMemoryUtilization: 0.90, MaxNumSeqs: 128, Version: vllm.Version{Major: 0, Minor: 27, Patch: 1}}
+	bud := plan(b, "Qwen/Qwen2.5-7B-Instruct", "L4", 1, set)
+	cal, _ := CalibrationFor(bud.Device)
+	m, err := RooflineFor(bud, cal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, _ := servingModel("Qwen/Qwen2.5-0.5B-Instruct")
+	d, err := DrafterRoofline(bud, spec, 1, "", cal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(sp *Speculation) time.Duration {
+		cfg := ConfigFor(bud, m)
+		cfg.Speculation = sp
+		e, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		const n = 2000
+		src := shareGPTStandIn(n, 212894*n/1000, 193865*n/1000, 0, shareGPTOutputs)
+		start := time.Now()
+		if _, err := Run(context.Background(), e, src, RunOptions{Concurrency: 64}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var plain, spec3 time.Duration
+	for range b.N {
+		plain += run(nil)
+		spec3 += run(&Speculation{K: 3, Acceptance: 0.71, Lookahead: 3, Drafter: d, Seed: 1})
+	}
+	b.ReportMetric(plain.Seconds()/float64(b.N), "plain-s/op")
+	b.ReportMetric(spec3.Seconds()/float64(b.N), "spec-s/op")
+	b.ReportMetric(spec3.Seconds()/plain.Seconds(), "spec/plain")
 }
