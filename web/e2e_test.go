@@ -189,7 +189,6 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("band %q, API %+v, sampler %s", band, r.KVCacheTokensBand, r.Settings.SamplerPath)
 	}
 
-	// The URL holds the plan: opening it elsewhere shows the same verdict.
 	// The host block: one row a term of the API's host plan, its limit
 	// first.
 	hostRows := run(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#host-terms tbody tr")].map((tr) => tr.dataset.term)`))
@@ -198,6 +197,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("host rows %v, summary %q; API %+v", hostRows, hostSummary, r.Host)
 	}
 
+	// The URL holds the plan: opening it elsewhere shows the same verdict.
 	if !strings.Contains(hash, "gpu=H100-80GB") || !strings.Contains(hash, "command=") {
 		t.Fatalf("the URL does not hold the plan: %q", hash)
 	}

@@ -190,12 +190,12 @@ func writeTable(w io.Writer, r report.Report) error {
 	}
 	for _, f := range r.Warnings {
 		fmt.Fprintf(w, "  warning  %s\n", tableCounts(f.Message))
-	fmt.Fprintln(w)
-	writeHost(w, r.Host)
 	}
 	for _, a := range r.Alternatives {
 		fmt.Fprintf(w, "  would fit: %s\n", tableCounts(a.Message))
 	}
+	fmt.Fprintln(w)
+	writeHost(w, r.Host)
 	rec := r.Recommended
 	fmt.Fprintf(w, "\nRecommended (%s policy)\n", rec.Policy)
 	if rec.Alternative != "" && len(r.Alternatives) > 0 {

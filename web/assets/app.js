@@ -208,6 +208,8 @@ function renderPlan(r) {
     el("td", { text: gib(e.uncertainty_bytes / 2 ** 30) }),
     el("td", { text: e.class === "extrapolated" ? e.why : (e.calibrated_on || e.mechanism) }))));
 
+  renderHost(r.host);
+
   const findings = $("problems");
   findings.replaceChildren();
   for (const f of r.problems) findings.append(el("li", { class: "problem", text: f.message }));
@@ -225,26 +227,6 @@ function renderPlan(r) {
   drawFrontier(r);
 }
 
-// renderUpgrade shows `headroom plan --upgrade-to -o json`: the verdict
-  renderHost(r.host);
-
-// first (what stops the deployment, or the KV cache lost past the allowed
-// share), then both plans side by side and every changed term with the
-// release boundaries that move it.
-function renderUpgrade(u) {
-  const a = u.from, b = u.to;
-  $("upgrade").hidden = false;
-  const v = $("upgrade-verdict");
-  v.className = u.ok ? "fits" : "nofit";
-  v.dataset.verdict = u.verdict;
-  v.textContent = "Upgrade vLLM " + a.vllm_version + " → " + b.vllm_version + ": " + (u.ok ? "OK" : "BLOCKED") + ": " + u.why;
-  $("upgrade-from-head").textContent = "vLLM " + a.vllm_version;
-  $("upgrade-to-head").textContent = "vLLM " + b.vllm_version;
-  const starts = (s) => s.fits ? "starts" : "does not start";
-  const problem = (s) => s.fits || !s.problems.length ? "" : s.problems[0].message;
-  const pct = (x) => (Math.round(x * 1000) / 10).toFixed(1) + "%";
-  const row = (term, label, before, after, ...cause) => el("tr", { "data-term": term },
-    el("th", { scope: "row", text: label }), el("td", { class: "before", text: before }), el("td", { class: "after", text: after }),
 // renderHost shows the plan's host block (package host): the pod's memory
 // limit first, then every term with how it is known.
 function renderHost(h) {
@@ -266,6 +248,24 @@ function renderHost(h) {
     ...h.notes.map((n) => el("li", { text: "note: " + n })));
 }
 
+// renderUpgrade shows `headroom plan --upgrade-to -o json`: the verdict
+// first (what stops the deployment, or the KV cache lost past the allowed
+// share), then both plans side by side and every changed term with the
+// release boundaries that move it.
+function renderUpgrade(u) {
+  const a = u.from, b = u.to;
+  $("upgrade").hidden = false;
+  const v = $("upgrade-verdict");
+  v.className = u.ok ? "fits" : "nofit";
+  v.dataset.verdict = u.verdict;
+  v.textContent = "Upgrade vLLM " + a.vllm_version + " → " + b.vllm_version + ": " + (u.ok ? "OK" : "BLOCKED") + ": " + u.why;
+  $("upgrade-from-head").textContent = "vLLM " + a.vllm_version;
+  $("upgrade-to-head").textContent = "vLLM " + b.vllm_version;
+  const starts = (s) => s.fits ? "starts" : "does not start";
+  const problem = (s) => s.fits || !s.problems.length ? "" : s.problems[0].message;
+  const pct = (x) => (Math.round(x * 1000) / 10).toFixed(1) + "%";
+  const row = (term, label, before, after, ...cause) => el("tr", { "data-term": term },
+    el("th", { scope: "row", text: label }), el("td", { class: "before", text: before }), el("td", { class: "after", text: after }),
     el("td", { class: "cause" }, ...cause));
   const rows = [
     row("verdict", "verdict", starts(a), starts(b), problem(b) || problem(a)),
