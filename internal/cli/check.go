@@ -42,6 +42,11 @@ type CheckResult struct {
 	// written into the manifest's args, as lines to change.
 	Fix   *memory.Alternative `json:"fix,omitempty"`
 	Patch []PatchLine         `json:"patch,omitempty"`
+	// PodFixes are the pod checks' fixes (memory limit, /dev/shm, a token
+	// in a Secret), and PodPatch all of them as one RFC 6902 patch of the
+	// object (kubectl patch --type json).
+	PodFixes []admission.PodFix  `json:"pod_fixes,omitempty"`
+	PodPatch []admission.PatchOp `json:"pod_patch,omitempty"`
 }
 
 // PatchLine is one line of the manifest to change: Old is removed (empty
@@ -54,6 +59,7 @@ type PatchLine struct {
 
 type checkFlags struct {
 	output, namespace string
+	podChecks         string
 }
 
 func newCheckCmd(env Env) *cobra.Command {
@@ -76,6 +82,7 @@ Exit codes: 0 every object admitted, 1 one is denied, 2 bad input.`,
 	}
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace of objects that name none")
+	addPodChecksFlag(cmd.Flags(), &f.podChecks)
 	return cmd
 }
 
@@ -83,7 +90,11 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
-	h := admission.NewHandler(admission.Deps{})
+	policy, err := admission.ParsePodPolicy(f.podChecks)
+	if err != nil {
+		return badInput("--pod-checks: %v", err)
+	}
+	h := admission.NewHandler(admission.Deps{PodChecks: policy})
 	var out []CheckResult
 	for _, name := range files {
 		data, err := readManifest(name)
@@ -193,6 +204,9 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 		}
 		for _, w := range c.Response.Warnings {
 			r.Warnings = append(r.Warnings, strings.TrimPrefix(w, "headroom: "))
+		}
+		if fixes := c.Evaluation.PodFixes; len(fixes) > 0 {
+			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, podSpecPath(head.Kind))
 		}
 		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
 			for _, e := range c.Evaluation.Engines {
@@ -333,6 +347,7 @@ func writeCheckTable(w io.Writer, rs []CheckResult) error {
 		for _, x := range r.Warnings {
 			fmt.Fprintf(w, "  warning  %s\n", x)
 		}
+		writePodFixes(w, r)
 		if r.Fix != nil {
 			fmt.Fprintf(w, "  fix      %s\n", r.Fix.Message)
 			if len(r.Patch) > 0 {
