@@ -26,6 +26,9 @@ type launch struct {
 	// versionNote says that the vLLM image's tag names no release, so the
 	// newest rules were used; "" when it names one or is not vLLM's.
 	versionNote string
+	// versionFrom says where settings.Version came from (ReleaseFrom...);
+	// "" when nothing named it.
+	versionFrom string
 }
 
 // scriptSpot is where, in a container's `sh -c SCRIPT`, the vLLM command
@@ -157,6 +160,9 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 		l.settings.Version = img.Version
 		if img.VLLM && img.Version.IsZero() {
 			l.versionNote = img.Note
+		}
+		if !img.Version.IsZero() {
+			l.versionFrom = ReleaseFromImage
 		}
 	}
 	return l, true, nil

@@ -136,13 +136,13 @@ func TestProbeWarning(t *testing.T) {
 	// From a network volume: 16,060,522,496 B / 131,072,000 B/s = 122.5 s
 	// -> 123 s; 30 + 123 + 60 = 213 s, window 426 s; the 10-minute probe
 	// still covers it, a 5-minute one (30 × 10 s) does not.
-	st, bad := storageOf(map[string]string{AnnotationStorage: "network"})
+	st, bad := storageOf(map[string]string{AnnotationStorage: "network"}, "")
 	net := startup.Of(startup.Input{CheckpointBytes: 16060522496, RankWeightBytes: 16060522496, Ranks: 1, Storage: st})
 	five := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 30}}
 	if bad != "" || probeWarning(long, net) != "" || !strings.Contains(probeWarning(five, net), "set its failureThreshold to 43 or more") {
 		t.Errorf("network storage: %q, %q", bad, probeWarning(five, net))
 	}
-	if _, bad := storageOf(map[string]string{AnnotationStorage: "nfs"}); !strings.Contains(bad, `unknown storage class "nfs"`) {
+	if st, bad := storageOf(map[string]string{AnnotationStorage: "nfs"}, startup.Network); st != startup.Network || !strings.Contains(bad, `unknown storage class "nfs"`) || !strings.Contains(bad, "the probe check assumes network") {
 		t.Errorf("a bad storage annotation: %q", bad)
 	}
 }

@@ -65,6 +65,10 @@ const (
 	// (cached, local or network; docs/startup.md), for the start-up time a
 	// startup probe must cover; without it the default class is assumed.
 	AnnotationStorage = "headroom.dev/storage"
+	// AnnotationVLLMVersion declares the vLLM release a workload runs
+	// ("0.11.0"), for images whose tag names none (an in-house build); it
+	// wins over the image tag.
+	AnnotationVLLMVersion = "headroom.dev/vllm-version"
 )
 
 // Names from the NVIDIA device plugin and GPU feature discovery that the

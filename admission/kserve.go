@@ -150,7 +150,7 @@ func kserveLaunch(m *kserveModel) (l launch, ok bool, err error) {
 		id, _, _ := strings.Cut(strings.TrimPrefix(*m.StorageURI, kserveHFPrefix), ":")
 		l.settings.Model = id
 	}
-	l.settings.Version = kserveVLLM
+	l.settings.Version, l.versionFrom = kserveVLLM, ReleaseFromRuntime
 	l.appendable = true
 	return l, true, nil
 }

@@ -103,6 +103,9 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 			e.warn(CodeNotChecked, "%s: memory not checked: its vLLM flags cannot be read: %v", label, err)
 			continue
 		}
+		if bad := releaseAnnotation(ann, &l); bad != "" {
+			e.warn(CodeVersionUnknown, "%s: %s", label, bad)
+		}
 		if g.pods < 1 || g.pods > maxGroupPods {
 			e.warn(CodeNotChecked, "%s: memory not checked: leaderWorkerTemplate.size %d is not a pod count from 1 to %d", label, g.pods, maxGroupPods)
 			break

@@ -37,15 +37,18 @@ func probeWarning(c corev1.Container, est startup.Estimate) string {
 }
 
 // storageOf reads AnnotationStorage: the class, and a warning when the
-// value is not one (the default class is then assumed).
-func storageOf(ann map[string]string) (startup.Storage, string) {
+// value is not one; without a class, def ("" = startup.DefaultStorage).
+func storageOf(ann map[string]string, def startup.Storage) (startup.Storage, string) {
+	if def == "" {
+		def = startup.DefaultStorage
+	}
 	raw, ok := ann[AnnotationStorage]
 	if !ok {
-		return startup.DefaultStorage, ""
+		return def, ""
 	}
 	st, err := startup.ParseStorage(raw)
 	if err != nil {
-		return startup.DefaultStorage, fmt.Sprintf("annotation %s: %v; the probe check assumes %s", AnnotationStorage, err, startup.DefaultStorage)
+		return def, fmt.Sprintf("annotation %s: %v; the probe check assumes %s", AnnotationStorage, err, def)
 	}
 	return st, ""
 }

@@ -102,6 +102,12 @@ type Parts struct {
 	Context int64 `json:"context_bytes"`
 }
 
+// Sum is what the parts hold on the card together: the CUDA context,
+// weights, activation, non-torch, CUDA graphs and KV cache.
+func (p Parts) Sum() int64 {
+	return p.Context + p.Weights + p.Activation + p.NonTorch + p.CUDAGraph + p.KVCache
+}
+
 // Finding is a problem or a warning, with a stable code.
 type Finding struct {
 	Code    string `json:"code"`
@@ -152,7 +158,8 @@ type Budget struct {
 	// estimate_max_model_len), capped at the model's maximum.
 	MaxFitLen int `json:"max_fit_len"`
 	// Footprint is what the card will hold per GPU once serving: context,
-	// the requested budget and CUDA graphs outside it.
+	// the requested budget and CUDA graphs outside it, or the parts' Sum
+	// where they outgrow that or a pinned pool replaces the budget.
 	Footprint int64 `json:"footprint_bytes"`
 
 	Fits     bool      `json:"fits"`
@@ -336,6 +343,15 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	b.Footprint = b.PerGPU.Context + b.PerGPU.Requested
 	if !b.CUDAGraphInBudget {
 		b.Footprint += b.PerGPU.CUDAGraph
+	}
+	// Where the parts themselves outgrow the budget (weights or overhead
+	// past it, so no KV cache) the card holds the parts, not the budget;
+	// a pinned pool (--kv-cache-memory-bytes) ignores the budget, so the
+	// card holds exactly the parts, less or more than it.
+	if p := b.PerGPU; set.KVCacheMemoryBytes > 0 {
+		b.Footprint = p.Sum()
+	} else {
+		b.Footprint = max(b.Footprint, p.Sum())
 	}
 	b.evidence(run, nt, in.GPUsPerNode)
 	feat.findings(&b)

@@ -149,9 +149,10 @@ func TestPageInBrowser(t *testing.T) {
 	if fits != fmt.Sprint(r.Fits) || !r.Fits || !strings.HasPrefix(verdict, "Fits") || !strings.Contains(verdict, "32,768 tokens") {
 		t.Errorf("verdict %q (data-fits %s), API fits %t", verdict, fits, r.Fits)
 	}
-	// The bar draws the CLI table's parts: non-torch includes the CUDA context.
+	// The bar draws the CLI table's parts, the JSON's numbers: non-torch
+	// and the CUDA context apart.
 	want := map[string]float64{
-		"weights": p.WeightsGiB, "activation": p.ActivationGiB, "nontorch": p.NonTorchGiB + p.ContextGiB,
+		"weights": p.WeightsGiB, "activation": p.ActivationGiB, "nontorch": p.NonTorchGiB, "context": p.ContextGiB,
 		"graphs": p.CUDAGraphGiB, "kv": p.KVCacheGiB, "unused": p.UnusedGiB,
 	}
 	if len(bar) != len(want) {

@@ -42,11 +42,16 @@ type CheckResult struct {
 	// written into the manifest's args, as lines to change.
 	Fix   *memory.Alternative `json:"fix,omitempty"`
 	Patch []PatchLine         `json:"patch,omitempty"`
-	// PodFixes are the pod checks' fixes (memory limit, /dev/shm, a token
-	// in a Secret), and PodPatch all of them as one RFC 6902 patch of the
-	// object (kubectl patch --type json).
-	PodFixes []admission.PodFix  `json:"pod_fixes,omitempty"`
-	PodPatch []admission.PatchOp `json:"pod_patch,omitempty"`
+	// VLLMVersion is the vLLM release the object's (first) vLLM server was
+	// planned for, VLLMVersionFrom where it came from: "annotation
+	// headroom.dev/vllm-version", "image tag", "serving runtime", or
+	// "assumed" (nothing named one; the newest release headroom knows).
+	VLLMVersion     string `json:"vllm_version,omitempty"`
+	VLLMVersionFrom string `json:"vllm_version_from,omitempty"`
+	// NotChecked says what of the object was not checked and why (it could
+	// not be read, its flags could not, its model or GPU is unknown);
+	// check exits 2 when any object has one.
+	NotChecked []string `json:"not_checked,omitempty"`
 }
 
 // PatchLine is one line of the manifest to change: Old is removed (empty
@@ -59,7 +64,8 @@ type PatchLine struct {
 
 type checkFlags struct {
 	output, namespace string
-	podChecks         string
+	storage           string
+	write             bool
 }
 
 func newCheckCmd(env Env) *cobra.Command {
@@ -70,55 +76,39 @@ func newCheckCmd(env Env) *cobra.Command {
 		Long: `check runs the validating admission webhook's own checks on each object of the
 manifests (Deployments, StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets, KServe
 InferenceServices), without a cluster: the same verdict and message the webhook would
-answer. A denied object gets the webhook's first alternative as a patch to its args:
-the lines to change. Objects that need the cluster to be read (a ConfigMap named by an
-annotation, an HPA) are checked without it and say so.
+answer, and the vLLM release each object was planned for (its image tag, the
+annotation headroom.dev/vllm-version, or the newest release headroom knows, said so).
+A denied object gets the webhook's first alternative as a fix to its args: -o patch
+prints every fix as a unified diff (patch -p0 < fix.patch applies it), --write writes
+the fixed files and checks them again. Objects that need the cluster to be read (a
+ConfigMap named by an annotation, an HPA) are checked without it and say so.
 
-Exit codes: 0 every object admitted, 1 one is denied, 2 bad input.`,
+Exit codes: 0 every object admitted, 1 one is denied, 2 bad input or an object (or a
+vLLM server in it) that could not be checked, said on the first line.`,
 		Example: `  headroom check deploy.yaml
-  headroom check k8s/*.yaml -o json`,
+  headroom check k8s/*.yaml -o json
+  headroom check deploy.yaml -o patch | patch -p0
+  headroom check deploy.yaml --write`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(cmd, f, args) },
 	}
-	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table, json, yaml, patch (the fixes as a unified diff)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace of objects that name none")
-	addPodChecksFlag(cmd.Flags(), &f.podChecks)
+	cmd.Flags().BoolVar(&f.write, "write", false, "write the fixes into the files, then check them again")
+	addStorageFlag(cmd.Flags(), &f.storage)
 	return cmd
 }
 
 func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
-	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
+	if err := checkFormat(f.output, "table", "json", "yaml", "patch"); err != nil {
 		return err
 	}
-	policy, err := admission.ParsePodPolicy(f.podChecks)
+	storage, err := readStorage(f.storage)
 	if err != nil {
-		return badInput("--pod-checks: %v", err)
-	}
-	h := admission.NewHandler(admission.Deps{PodChecks: policy})
-	var out []CheckResult
-	for _, name := range files {
-		data, err := readManifest(name)
-		if err != nil {
-			return usageError{err}
-		}
-		rs, err := CheckManifest(cmd.Context(), h, name, data, f.namespace)
-		if err != nil {
-			return usageError{err}
-		}
-		out = append(out, rs...)
-	}
-	if out == nil {
-		out = []CheckResult{}
-	}
-	if err := writeAs(cmd.OutOrStdout(), f.output, out, formats[[]CheckResult]{"": writeCheckTable}); err != nil {
 		return err
 	}
-	for _, r := range out {
-		if r.Verdict == admission.VerdictDenied {
-			return errNoFit
-		}
-	}
-	return nil
+	h := admission.NewHandler(admission.Deps{Storage: storage})
+	return checkFiles(cmd, f, h, files)
 }
 
 func readManifest(name string) ([]byte, error) {
@@ -205,9 +195,7 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 		for _, w := range c.Response.Warnings {
 			r.Warnings = append(r.Warnings, strings.TrimPrefix(w, "headroom: "))
 		}
-		if fixes := c.Evaluation.PodFixes; len(fixes) > 0 {
-			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, podSpecPath(head.Kind))
-		}
+		r.readChecked(c)
 		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
 			for _, e := range c.Evaluation.Engines {
 				if len(e.Alternatives) == 0 {
@@ -327,38 +315,23 @@ func patchArgs(d manifestDoc, container string, flags []string) []PatchLine {
 	return out
 }
 
-func writeCheckTable(w io.Writer, rs []CheckResult) error {
-	denied := 0
-	for _, r := range rs {
-		if r.Verdict == admission.VerdictDenied {
-			denied++
-		}
-	}
-	if denied > 0 {
-		fmt.Fprintf(w, "DENIED: %d of %d objects would be refused by the admission webhook\n", denied, len(rs))
-	} else {
-		fmt.Fprintf(w, "ADMITTED: the admission webhook would admit all %d objects\n", len(rs))
-	}
+// writeCheckTable prints the results, the answer first; texts are the
+// files as read, for the fixes' diffs.
+func writeCheckTable(w io.Writer, rs []CheckResult, texts map[string]manifestText) error {
+	writeCheckHeadline(w, rs)
 	for _, r := range rs {
 		fmt.Fprintf(w, "\n%s:%d  %s/%s  %s\n", r.File, r.Line, r.Kind, r.Name, strings.ToUpper(r.Verdict))
+		writeCheckedRelease(w, r)
 		for _, d := range r.Denials {
 			fmt.Fprintf(w, "  denied   %s\n", d)
 		}
 		for _, x := range r.Warnings {
 			fmt.Fprintf(w, "  warning  %s\n", x)
 		}
-		writePodFixes(w, r)
 		if r.Fix != nil {
 			fmt.Fprintf(w, "  fix      %s\n", r.Fix.Message)
 			if len(r.Patch) > 0 {
-				fmt.Fprintf(w, "  --- %s\n  +++ %s (fixed)\n", r.File, r.File)
-				for _, p := range r.Patch {
-					fmt.Fprintf(w, "  @@ line %d @@\n", p.Line)
-					if p.Old != "" {
-						fmt.Fprintf(w, "  -%s\n", p.Old)
-					}
-					fmt.Fprintf(w, "  +%s\n", p.New)
-				}
+				writeFixDiff(w, texts[r.File], r.Patch)
 			} else if len(r.Fix.Args) > 0 {
 				fmt.Fprintf(w, "  (no args line to patch in this file: add %s to the vLLM command)\n", strings.Join(r.Fix.Args, " "))
 			} else if r.Fix.GPU != "" {

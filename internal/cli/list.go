@@ -70,17 +70,7 @@ func runAllGPUs(cmd *cobra.Command, f planFlags, e evidence, opt memory.Options)
 	if f.output == "json" || f.output == "yaml" {
 		return writeAs(w, f.output, rows, nil)
 	}
-	fmt.Fprintf(w, "%s, vLLM %s, tp %d\n\n", e.Spec.ID, e.Settings.Version, max(e.Settings.TensorParallelSize, 1))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPU\tTOTAL\tFITS\tMAX CONTEXT\tKV TOKENS\tREC. UTIL\tWHY NOT")
-	for _, r := range rows {
-		fits := "yes"
-		if !r.Fits {
-			fits = "no"
-		}
-		fmt.Fprintf(tw, "%s\t%.2f GiB\t%s\t%d\t%s\t%.2f\t%s\n", report.GPUCount(r.Count, r.GPU), r.TotalGiB, fits, r.MaxFitLen, humanInt(r.KVCacheTokens), r.Recommended, r.FirstProblem)
-	}
-	return tw.Flush()
+	return writeAllGPUs(w, e, rows)
 }
 
 func newVersionCmd(env Env) *cobra.Command {

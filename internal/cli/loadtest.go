@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"os"
 	"time"
 
@@ -163,16 +162,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if err != nil {
 		return badInput("%v", err)
 	}
-	// The URL's user and password are sent, never printed.
-	base, user := loadtest.SplitUser(base)
 	metricsURL := f.metricsURL
 	if metricsURL == "" {
-		// The server's own /metrics, with the same credentials.
 		metricsURL = loadtest.MetricsURL(base)
-		if u, err := url.Parse(metricsURL); err == nil && user != nil {
-			u.User = user
-			metricsURL = u.String()
-		}
 	}
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
@@ -202,9 +194,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if hc == nil {
 		hc = loadtest.NewHTTPClient()
 	}
-	target := loadtest.Target{BaseURL: base, APIKey: apiKey, User: user, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
-		Timeout: f.timeout, StallTimeout: f.stallTimeout}
-	served, err := loadtest.ServedModel(ctx, hc, target)
+	served, err := loadtest.ServedModel(ctx, hc, base, apiKey)
 	model := f.model
 	if model == "" {
 		if err != nil {
@@ -212,8 +202,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		}
 		model = served.Model
 	}
-	target.Model = model
-	client := &loadtest.Client{HTTP: hc, Clock: loadtest.RealClock{}, Target: target}
+	client := &loadtest.Client{HTTP: hc, Clock: loadtest.RealClock{}, Target: loadtest.Target{
+		BaseURL: base, Model: model, APIKey: apiKey, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
+		Timeout: f.timeout, StallTimeout: f.stallTimeout}}
 
 	var pred *report.Prediction
 	if f.plan.gpuName != "" {
@@ -261,7 +252,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if err != nil {
 		return usageError{err}
 	}
-	res.MetricsURL = telemetry.RedactURL(metricsURL)
+	res.MetricsURL = metricsURL
 	res.Describe(spec)
 	if note := workload.LogNote(stream); note != "" {
 		res.Notes = append(res.Notes, note)

@@ -126,24 +126,17 @@ func writeTable(w io.Writer, r report.Report) error {
 		fmt.Fprintf(w, "  %s\n", r.Layout)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%s on %s (%.2f GiB as CUDA reports it), vLLM %s\n", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), p.TotalGiB, r.Settings.VLLMVersion)
+	fmt.Fprintf(w, "%s on %s (%.2f GiB as CUDA reports it), vLLM %s%s\n", r.Model.Name, report.GPUCount(r.GPU.Count, r.GPU.Name), p.TotalGiB, r.Settings.VLLMVersion, assumedRelease(r.Settings.VLLMVersionFrom))
 	fmt.Fprintf(w, "  %s params, %d layers (%s), %.2f GiB of weights (%s)\n\n",
 		humanCount(r.Model.Params), r.Model.Layers, r.Model.Attention, float64(r.Model.WeightsBytes)/(1<<30), r.Model.WeightsSource)
 
-	nonTorch := p.NonTorchGiB + p.ContextGiB
-	parts := []float64{p.WeightsGiB, p.ActivationGiB, nonTorch, p.CUDAGraphGiB, p.KVCacheGiB, max(p.UnusedGiB, 0)}
-	glyphs := []rune{'█', '▓', '▒', '░', '=', '·'}
-	fmt.Fprintf(w, "Per GPU %s\n", bar(parts, glyphs, p.TotalGiB))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  █ weights\t▓ activation\t▒ non-torch\t░ CUDA graphs\t= KV cache\t· left unused")
-	fmt.Fprintf(tw, "  %.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\t%.2f GiB\n", p.WeightsGiB, p.ActivationGiB, nonTorch, p.CUDAGraphGiB, p.KVCacheGiB, p.UnusedGiB)
-	tw.Flush()
+	writeCard(w, p)
 	inside := "outside the budget"
 	if p.CUDAGraphInBudget {
 		inside = "inside the budget"
 	}
-	fmt.Fprintf(w, "  budget %.2f GiB = %.2f × %.2f GiB; non-torch includes the CUDA context (%.2f GiB, outside the budget); CUDA graphs %s\n\n",
-		p.RequestedGiB, r.Settings.GPUMemoryUtilization, p.TotalGiB, p.ContextGiB, inside)
+	fmt.Fprintf(w, "  budget %.2f GiB = %.2f × %.2f GiB; the CUDA context is outside the budget, CUDA graphs %s\n\n",
+		p.RequestedGiB, r.Settings.GPUMemoryUtilization, p.TotalGiB, inside)
 
 	fmt.Fprintf(w, "KV cache   %s tokens in %s blocks of %d at --gpu-memory-utilization %.2f; %.2f requests of %s tokens at once\n",
 		humanInt(r.KVCacheTokens), humanInt(r.NumGPUBlocks), r.Settings.BlockSize, r.Settings.GPUMemoryUtilization, r.MaxConcurrency, humanInt(int64(r.Settings.MaxModelLen)))

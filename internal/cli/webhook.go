@@ -19,7 +19,6 @@ type webhookFlags struct {
 	enableHTTP2               bool
 	lookupTimeout             time.Duration
 	logFormat, logLevel       string
-	podChecks                 string
 }
 
 func newWebhookCmd(env Env) *cobra.Command {
@@ -33,10 +32,8 @@ that run vLLM:
 
   POST /validate  denies a server that will not start (weights do not fit, the KV
                   cache cannot hold one --max-model-len request, TP does not divide
-                  the heads, a memory limit below the host plan, no /dev/shm where
-                  vLLM writes there) with the planner's numbers; warns on thin
-                  margins, short probes, shared GPUs, CPU-only autoscaling and
-                  Hugging Face tokens in plain env values (--pod-checks)
+                  the heads) with the planner's numbers; warns on thin margins,
+                  short probes, shared GPUs and CPU-only autoscaling
   POST /mutate    adds PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where safe,
                   and with headroom.dev/autofix: "true" fills a missing
                   --max-model-len / --gpu-memory-utilization and writes headroom.dev/plan
@@ -67,7 +64,6 @@ the reviews in flight. GOGC and GOMEMLIMIT set in the environment are honoured.`
 	fl.DurationVar(&f.lookupTimeout, "lookup-timeout", 2*time.Second, "limit on each API read during one admission")
 	fl.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addPodChecksFlag(fl, &f.podChecks)
 	return cmd
 }
 
@@ -96,12 +92,8 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 		return badInput("unknown --log-format %q: use json or text", f.logFormat)
 	}
 
-	policy, err := admission.ParsePodPolicy(f.podChecks)
-	if err != nil {
-		return badInput("--pod-checks: %v", err)
-	}
 	metrics := admission.NewMetrics()
-	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout, PodChecks: policy}
+	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout}
 	var cfg *rest.Config
 	if !f.noCluster {
 		var err error

@@ -122,8 +122,6 @@ type CapacityOption struct {
 	Refused string   `json:"refused,omitempty"`
 	Error   string   `json:"error,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
-	// behind: when no rate met, the closest run fell behind.
-	behind bool
 }
 
 // CapacityWindow, Autoscaler, FleetRun and MissedWindow are capacity's.
@@ -159,7 +157,7 @@ func (e *UnreachableError) Error() string {
 		what = c.Refused
 	case c.SLOCapacityPerS > 0:
 		what = fmt.Sprintf("one replica meets it up to %.3g req/s, but some window needs more than the %d replicas allowed", c.SLOCapacityPerS, c.PeakReplicas)
-	case c.behind:
+	case c.Miss >= 10:
 		what = "one replica falls behind the traffic even at 1/1024 req/s"
 	case c.Miss > 0:
 		what = fmt.Sprintf("one replica misses it even at 1/1024 req/s; its closest run is %.0f%% over the tightest bound", (c.Miss-1)*100)
@@ -390,7 +388,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	}
 	o.Refused = sz.Refused
 	if sz.SLOCapacityPerS == 0 {
-		o.Miss, o.behind = sz.Miss, sz.ClosestFellBehind
+		o.Miss = sz.Miss
 		return o, e.Evidence.Spec.ID, nil
 	}
 	if chosen, ok := engines[sz.MaxNumSeqs]; ok && chosen != e {

@@ -80,6 +80,9 @@ type Evidence struct {
 	AutoCount bool
 	// Measured holds a matching calibration record's numbers (calibration.go).
 	Measured *memory.Measured
+	// VersionFrom says where Settings.Version came from: VersionGiven,
+	// VersionFromImage, or VersionAssumed (nothing named one).
+	VersionFrom string
 	// Draft is the draft checkpoint --speculative-config names, when it
 	// loads one and it could be read (resolveDraft).
 	Draft *model.Spec
@@ -206,14 +209,16 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 		e.GPUsPerNode = memory.DefaultGPUsPerNode
 	}
 	img := vllm.ReadImage(req.Image)
+	e.VersionFrom = VersionGiven
 	switch {
 	case e.Settings.Version.IsZero() && req.Image != "" && img.VLLM:
-		e.Settings.Version = vllm.Newest()
+		e.Settings.Version, e.VersionFrom = vllm.Newest(), VersionAssumed
 		e.Notes = append(e.Notes, img.Note+"; or set --vllm-version")
 	case e.Settings.Version.IsZero():
-		e.Settings.Version = vllm.Newest()
+		e.Settings.Version, e.VersionFrom = vllm.Newest(), VersionAssumed
 		e.Notes = append(e.Notes, fmt.Sprintf("vLLM %s assumed (the newest these rules know); set --vllm-version to yours", e.Settings.Version))
 	case req.Version == "" && req.Image != "":
+		e.VersionFrom = VersionFromImage
 		e.Notes = append(e.Notes, img.Note)
 	default:
 		if past := vllm.PastRules(e.Settings.Version); past != "" {
@@ -437,39 +442,6 @@ func withArgs(user vllm.Settings, args []string) (vllm.Settings, error) {
 	return s, nil
 }
 
-// GPURow is one GPU of `plan --all-gpus`.
-type GPURow struct {
-	GPU            string  `json:"gpu"`
-	Count          int     `json:"count"`
-	TotalGiB       float64 `json:"total_gib"`
-	Fits           bool    `json:"fits"`
-	MaxFitLen      int     `json:"max_fit_model_len"`
-	KVCacheTokens  int64   `json:"kv_cache_tokens"`
-	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
-	FirstProblem   string  `json:"problem,omitempty"`
-	MaxConcurrency float64 `json:"max_concurrency"`
-}
-
-// AllGPUs plans the evidence's model and settings on every catalog GPU.
-func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
-	var rows []GPURow
-	for _, d := range gpu.Devices() {
-		in := memory.Input{Model: e.Spec, Device: d, Settings: e.Settings, Draft: e.Draft}
-		b, err := memory.Plan(in)
-		if err != nil {
-			return nil, err
-		}
-		u, _ := memory.Utilization(b, opt.Policy)
-		row := GPURow{GPU: d.Name, Count: b.Count, TotalGiB: GiBs(d.TotalBytes), Fits: b.Fits, MaxFitLen: b.MaxFitLen,
-			KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
-		if len(b.Problems) > 0 {
-			row.FirstProblem = b.Problems[0].Code
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
 // WriteJSON is the JSON every front end prints: indented, and HTML
 // characters left as they are: messages read "--max-num-seqs 256 -> 64",
 // and "->" should not come out as "-\u003e".
@@ -524,3 +496,10 @@ func PlanRequiredFree(e Evidence) (RequiredFree, error) {
 		e.Settings.Model, e.Sel.Device.Name, memory.GiB(margin), memory.GiB(b.PerGPU.Total), memory.GiB(b.Footprint))
 	return r, nil
 }
+
+// Where a plan's vLLM release came from (Evidence.VersionFrom).
+const (
+	VersionGiven     = "--vllm-version"
+	VersionFromImage = "image tag"
+	VersionAssumed   = "assumed"
+)

@@ -101,8 +101,12 @@ type SettingsReport struct {
 	KVCacheDtype         string  `json:"kv_cache_dtype"`
 	BlockSize            int     `json:"block_size"`
 	VLLMVersion          string  `json:"vllm_version"`
-	Quantization         string  `json:"quantization,omitempty"`
-	EnforceEager         bool    `json:"enforce_eager"`
+	// VLLMVersionFrom says where vllm_version came from: "--vllm-version",
+	// "image tag" (--vllm-image), or "assumed" (nothing named one: the
+	// newest release headroom knows, whose defaults the plan then uses).
+	VLLMVersionFrom string `json:"vllm_version_from"`
+	Quantization    string `json:"quantization,omitempty"`
+	EnforceEager    bool   `json:"enforce_eager"`
 	// VLLMInstall is the install the plan assumed (image: vLLM's official
 	// image, with FlashInfer; pip: without it); SamplerPath the top-k/top-p
 	// path of the profile run's dummy sampler in that release and install
@@ -190,7 +194,7 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 		Settings: SettingsReport{TensorParallelSize: set.TensorParallelSize, PipelineParallelSize: set.PipelineParallelSize,
 			GPUMemoryUtilization: set.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: set.MaxNumSeqs,
 			MaxNumBatchedTokens: set.MaxNumBatchedTokens, Dtype: dtype, KVCacheDtype: set.KVCacheDtype,
-			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), Quantization: set.Quantization, EnforceEager: set.EnforceEager,
+			BlockSize: set.BlockSize, VLLMVersion: set.Version.String(), VLLMVersionFrom: e.VersionFrom, Quantization: set.Quantization, EnforceEager: set.EnforceEager,
 			VLLMInstall: string(b.Install), SamplerPath: string(b.SamplerPath), ModelRunnerV2: b.ModelRunnerV2},
 		PerGPU: PerGPUReport{TotalGiB: GiBs(p.Total), RequestedGiB: GiBs(p.Requested), WeightsGiB: GiBs(p.Weights),
 			ActivationGiB: GiBs(p.Activation), NonTorchGiB: GiBs(p.NonTorch), CUDAGraphGiB: GiBs(p.CUDAGraph),

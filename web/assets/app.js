@@ -151,17 +151,35 @@ async function plan() {
   }
 }
 
-// The bar's parts, in the CLI table's order; non-torch includes the CUDA
-// context, as the table's does.
+// The bar's parts, in the CLI table's order, with the JSON's numbers
+// (non-torch without the CUDA context, its own part). fitCard caps them at
+// the card: the last part is what the parts need past it, when they do.
 function barParts(p) {
-  return [
+  return fitCard([
     ["weights", "weights", p.weights_gib],
     ["activation", "activation", p.activation_gib],
-    ["nontorch", "non-torch (incl. CUDA context " + gib(p.cuda_context_gib) + " GiB)", Math.round((p.non_torch_gib + p.cuda_context_gib) * 100) / 100],
+    ["nontorch", "non-torch", p.non_torch_gib],
+    ["context", "CUDA context (outside the budget)", p.cuda_context_gib],
     ["graphs", "CUDA graphs (" + (p.cudagraph_in_budget ? "inside" : "outside") + " the budget)", p.cudagraph_gib],
     ["kv", "KV cache", p.kv_cache_gib],
-    ["unused", "left unused", Math.max(p.unused_gib, 0)],
-  ];
+  ], p.total_gib, Math.max(p.unused_gib, 0));
+}
+
+// fitCard gives each part a width that never takes the bar past the card
+// (what is left of it, in order) and adds the last part: "left unused",
+// or "over the card" with what the parts need past it. A part keeps its
+// own value for the legend; width is its share of the card.
+function fitCard(parts, total, unused) {
+  let left = Math.max(total, 0), over = 0;
+  const out = parts.map(([part, label, x]) => {
+    const shown = Math.min(Math.max(x, 0), left);
+    left -= shown;
+    over += Math.max(x, 0) - shown;
+    return [part, label, x, shown];
+  });
+  over = Math.round(over * 100) / 100;
+  out.push(over > 0 ? ["over", "over the card", over, 0] : ["unused", "left unused", unused, left]);
+  return out;
 }
 
 function renderPlan(r) {
@@ -181,11 +199,11 @@ function renderPlan(r) {
   const bar = $("bar"), legend = $("legend");
   bar.replaceChildren();
   legend.replaceChildren();
-  for (const [part, label, x] of barParts(p)) {
+  for (const [part, label, x, width] of barParts(p)) {
     const text = label + ": " + gib(x) + " GiB";
-    if (x > 0) {
+    if (width > 0) {
       const seg = el("div", { class: "seg " + part, role: "listitem", tabindex: "0", title: text, "aria-label": text, "data-part": part, "data-gib": gib(x) });
-      seg.style.width = (100 * x / p.total_gib) + "%";
+      seg.style.width = (100 * width / p.total_gib) + "%";
       bar.append(seg);
     }
     legend.append(el("li", { "data-part": part }, el("span", { class: "swatch " + part, "aria-hidden": "true" }),
@@ -340,6 +358,13 @@ function drawFrontier(r) {
   if (longest) box.append(el("p", { class: "help", text: "Longest request that fits: " + thousands(r.max_fit_model_len) + " tokens." }));
 }
 
+// What the table says of a row's verdict, as plan --all-gpus does.
+const STARTS = {
+  fits: () => "yes",
+  shorter: (row) => "at " + thousands(row.max_fit_model_len) + " tokens",
+  does_not_start: () => "no",
+};
+
 function renderAllGPUs(rows, current) {
   const tb = $("all-gpus").tBodies[0];
   tb.replaceChildren();
@@ -348,11 +373,12 @@ function renderAllGPUs(rows, current) {
       el("th", { scope: "row", text: row.gpu }),
       el("td", { text: String(row.count) }),
       el("td", { text: gib(row.total_gib) }),
-      el("td", { class: row.fits ? "yes" : "no", text: row.fits ? "yes" : "no" }),
+      el("td", { text: gib(row.gpus_total_gib) }),
+      el("td", { class: row.verdict === "fits" ? "yes" : "no", text: STARTS[row.verdict](row) }),
       el("td", { text: thousands(row.max_fit_model_len) }),
       el("td", { text: thousands(row.kv_cache_tokens) }),
       el("td", { text: row.recommended_gpu_memory_utilization.toFixed(2) }),
-      el("td", { text: row.problem || "" }));
+      el("td", { text: row.problem_text || "" }));
     tb.append(tr);
   }
 }

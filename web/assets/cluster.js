@@ -12,28 +12,35 @@ function pct(x) { return Math.round(100 * x) + "%"; }
 
 const STATUS_TEXT = { will_not_start: "will not start", at_risk: "at risk", not_checked: "not checked", ok: "ok" };
 
-// The card's parts, in the order `headroom plan` draws them; non-torch
-// includes the CUDA context, as the plan's table does.
+// The card's parts, in the order `headroom plan` draws them, non-torch
+// and the CUDA context apart; each is drawn only up to the card's edge.
 function cardParts(e) {
   const p = e.per_gpu;
-  return [
+  let left = Math.max(p.total_bytes, 0);
+  const parts = [
     ["weights", "weights", p.weights_bytes],
     ["activation", "activation", p.activation_bytes],
-    ["nontorch", "non-torch and CUDA context", p.non_torch_bytes + p.context_bytes],
+    ["nontorch", "non-torch", p.non_torch_bytes],
+    ["context", "CUDA context", p.context_bytes],
     ["graphs", "CUDA graphs (" + (e.cudagraph_in_budget ? "inside" : "outside") + " the budget)", p.cudagraph_bytes],
     ["kv", "KV cache", p.kv_cache_bytes],
-    ["unused", "left unused", Math.max(e.unused_bytes, 0)],
-  ];
+  ].map(([part, label, bytes]) => {
+    const shown = Math.min(Math.max(bytes, 0), left);
+    left -= shown;
+    return [part, label, bytes, shown];
+  });
+  parts.push(["unused", "left unused", Math.max(e.unused_bytes, 0), left]);
+  return parts;
 }
 
 function card(e) {
   const total = e.per_gpu.total_bytes;
   const bar = el("div", { class: "bar small", role: "list", "aria-label": "one GPU's plan: " + gib(total) + " GiB" });
-  for (const [part, label, bytes] of cardParts(e)) {
-    if (bytes <= 0 || total <= 0) continue;
+  for (const [part, label, bytes, shown] of cardParts(e)) {
+    if (shown <= 0 || total <= 0) continue;
     const text = label + ": " + gib(bytes) + " GiB";
     const seg = el("div", { class: "seg " + part, role: "listitem", tabindex: "0", title: text, "aria-label": text, "data-part": part, "data-gib": gib(bytes) });
-    seg.style.width = (100 * bytes / total) + "%";
+    seg.style.width = (100 * shown / total) + "%";
     bar.append(seg);
   }
   return bar;

@@ -1,0 +1,141 @@
+package report
+
+import (
+	"strings"
+
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
+)
+
+// GPURow is one GPU of `plan --all-gpus`: the fewest of that GPU, with
+// tensor parallel inside one node, that serve the context asked for.
+type GPURow struct {
+	GPU   string `json:"gpu"`
+	Count int    `json:"count"`
+	// TotalGiB is one GPU's memory as CUDA reports it; GPUsTotalGiB that of
+	// all Count GPUs together.
+	TotalGiB     float64 `json:"total_gib"`
+	GPUsTotalGiB float64 `json:"gpus_total_gib"`
+	// TensorParallelSize is the tensor-parallel size of the row's plan:
+	// yours when you gave one, else the smallest from 1 to 8 that serves
+	// the context (or, when none does, the one that serves the longest).
+	TensorParallelSize int `json:"tensor_parallel_size"`
+	// Verdict is "fits" (vLLM starts and serves ContextTokens), "shorter"
+	// (it starts only with --max-model-len MaxFitLen or less), or
+	// "does_not_start".
+	Verdict        string  `json:"verdict"`
+	ContextTokens  int     `json:"context_tokens"`
+	Fits           bool    `json:"fits"`
+	MaxFitLen      int     `json:"max_fit_model_len"`
+	KVCacheTokens  int64   `json:"kv_cache_tokens"`
+	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
+	FirstProblem   string  `json:"problem,omitempty"`
+	ProblemText    string  `json:"problem_text,omitempty"`
+	MaxConcurrency float64 `json:"max_concurrency"`
+}
+
+// The verdicts of a GPURow.
+const (
+	RowFits         = "fits"
+	RowShorter      = "shorter"
+	RowDoesNotStart = "does_not_start"
+)
+
+// allGPUsMaxTP is the largest tensor-parallel size --all-gpus tries: one
+// node of eight GPUs (memory.DefaultGPUsPerNode), where the all-reduce of
+// every layer stays on the node's links.
+const allGPUsMaxTP = memory.DefaultGPUsPerNode
+
+// AllGPUs plans the evidence's model and settings on every catalog GPU.
+// Without a --tensor-parallel-size of yours each GPU is planned at every
+// size from 1 to 8 that divides the attention heads, and the row takes the
+// smallest that serves the context; when none does, the one that starts
+// with the longest context, else the largest tried (closest to fitting).
+func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
+	sizes := []int{max(e.Settings.TensorParallelSize, 1)}
+	if !e.Settings.Set[vllm.FlagTensorParallelSize] {
+		sizes = sizes[:0]
+		for tp := 1; tp <= allGPUsMaxTP; tp++ {
+			if e.Spec.Heads > 0 && e.Spec.Heads%tp == 0 {
+				sizes = append(sizes, tp)
+			}
+		}
+	}
+	var rows []GPURow
+	for _, d := range gpu.Devices() {
+		var best memory.Budget
+		found := false
+		for _, tp := range sizes {
+			set := e.Settings
+			set.TensorParallelSize = tp
+			b, err := memory.Plan(memory.Input{Model: e.Spec, Device: d, Settings: set, Draft: e.Draft})
+			if err != nil {
+				return nil, err
+			}
+			if !found || b.Fits || b.MaxFitLen > best.MaxFitLen || (best.MaxFitLen == 0 && b.MaxFitLen == 0) {
+				best, found = b, true
+			}
+			if b.Fits {
+				break
+			}
+		}
+		rows = append(rows, gpuRow(d, best, opt))
+	}
+	return rows, nil
+}
+
+// gpuRow is one GPU's row of a plan.
+func gpuRow(d gpu.Device, b memory.Budget, opt memory.Options) GPURow {
+	u, _ := memory.Utilization(b, opt.Policy)
+	row := GPURow{GPU: d.Name, Count: b.Count, TotalGiB: GiBs(d.TotalBytes), GPUsTotalGiB: GiBs(d.TotalBytes * int64(max(b.Count, 1))),
+		TensorParallelSize: b.Settings.TensorParallelSize, ContextTokens: b.MaxModelLen, Fits: b.Fits, MaxFitLen: b.MaxFitLen,
+		KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
+	switch {
+	case b.Fits:
+		row.Verdict = RowFits
+	case b.MaxFitLen > 0 && b.MaxFitLen < b.MaxModelLen && onlyContext(b.Problems):
+		row.Verdict = RowShorter
+	default:
+		row.Verdict = RowDoesNotStart
+	}
+	if len(b.Problems) > 0 {
+		row.FirstProblem = b.Problems[0].Code
+		row.ProblemText = ProblemWords(b.Problems[0].Code)
+	}
+	return row
+}
+
+// onlyContext reports problems that a shorter context answers.
+func onlyContext(ps []memory.Finding) bool {
+	for _, p := range ps {
+		if p.Code != memory.CodeRequestDoesntFit && p.Code != memory.CodeMaxLenTooLong {
+			return false
+		}
+	}
+	return true
+}
+
+// problemWords are the plan's problem codes in words, for a column a user
+// reads (the codes stay in JSON for tools).
+var problemWords = map[string]string{
+	memory.CodeNotEnoughGPUs:       "more GPUs than given",
+	memory.CodeHeadsNotDivisible:   "tensor parallel does not divide the heads",
+	memory.CodeFreeMemory:          "the utilization asks more than is free",
+	memory.CodeWeightsDontFit:      "the weights do not fit",
+	memory.CodeNoCacheMemory:       "no memory left for the KV cache",
+	memory.CodeMaxLenTooLong:       "longer than the model's context",
+	memory.CodeRequestDoesntFit:    "one full-length request does not fit",
+	memory.CodeGraphsOverflow:      "CUDA graphs do not fit",
+	memory.CodeAutoUnsupported:     "--max-model-len auto needs a newer vLLM",
+	memory.CodePinnedPoolDoesntFit: "the pinned KV pool does not fit",
+}
+
+// ProblemWords is a problem code in words: a short phrase for a table
+// column; a code without one is spelled with spaces.
+func ProblemWords(code string) string {
+	if w, ok := problemWords[code]; ok {
+		return w
+	}
+	return strings.ReplaceAll(code, "_", " ")
+}
