@@ -73,3 +73,14 @@ func FeaturesLine(f memory.Features) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// refusedFlagsOnly reports problems that are all flags the release does
+// not know: the memory fits, and no memory change would make it start.
+func refusedFlagsOnly(problems []memory.Finding) bool {
+	for _, p := range problems {
+		if p.Code != memory.CodeFlagNotInRelease {
+			return false
+		}
+	}
+	return len(problems) > 0
+}

@@ -239,6 +239,9 @@ func answer(r Report, alts []memory.Alternative) string {
 		return fmt.Sprintf("FITS: %s serves requests of %s tokens; KV cache %s tokens at --gpu-memory-utilization %.2f",
 			on, vllm.Thousands(int64(r.Settings.MaxModelLen)), vllm.Thousands(r.KVCacheTokens), r.Settings.GPUMemoryUtilization)
 	}
+	if refusedFlagsOnly(r.Problems) {
+		return fmt.Sprintf("DOES NOT START: %s: %s", on, r.Problems[0].Message)
+	}
 	if len(alts) > 0 {
 		return fmt.Sprintf("DOES NOT FIT: %s; would fit: %s", on, alts[0].Message)
 	}
