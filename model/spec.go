@@ -133,8 +133,8 @@ type Spec struct {
 	// MTPLayers are the multi-token-prediction layers the checkpoint
 	// carries beside its decoder layers (num_nextn_predict_layers), loaded
 	// only to draft for speculative decoding; 0 for most models.
-	MTPLayers int `json:"mtp_layers,omitempty"`
-	QKVBias       bool `json:"qkv_bias,omitempty"`
+	MTPLayers int  `json:"mtp_layers,omitempty"`
+	QKVBias   bool `json:"qkv_bias,omitempty"`
 	// GatedMLP is true for SwiGLU-style MLPs with gate, up and down
 	// projections; false for two-matrix MLPs (GPT-2, Falcon, Phi-2).
 	GatedMLP bool `json:"gated_mlp"`
