@@ -568,7 +568,11 @@ func warningLevel(code string) string {
 	switch code {
 	case admission.CodeNotChecked:
 		return LevelNotChecked
-	case admission.CodeSharedGPU, admission.CodeProbe, admission.CodeCPUOnlyHPA, admission.CodeSharedMemory, memory.CodeThinMargin, memory.CodeLowConcurrency:
+	case admission.CodeSharedGPU, admission.CodeProbe, admission.CodeCPUOnlyHPA, admission.CodeSharedMemory, memory.CodeThinMargin, memory.CodeLowConcurrency,
+		// The pod checks' warnings (--pod-checks warn makes all of them
+		// warnings): a limit the host plan's upper end passes, a request
+		// without a limit, /dev/shm, a token in a plain env value.
+		admission.CodeHostMemory, admission.CodeHostMemoryThin, admission.CodeHostMemoryRequest, admission.CodeSharedMemorySmall, admission.CodeHFToken:
 		return LevelRisk
 	}
 	return LevelInfo
