@@ -50,8 +50,11 @@ type Deployment struct {
 	// non-torch and CUDA-graph figures replace predictions.
 	Measured string `json:"measured_from,omitempty"`
 
-	spec     model.Spec
-	hasSpec  bool
+	spec    model.Spec
+	hasSpec bool
+	// draft is the checkpoint --speculative-config drafts with, when
+	// it loads one and the resolver read it.
+	draft    *model.Spec
 	device   gpu.Device
 	hasGPU   bool
 	measured *memory.Measured
@@ -159,6 +162,13 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 		notes = append(notes, "no model named in the evidence: paste the command after -- (e.g. -- vllm serve MODEL ...) for remedies with computed values")
 	}
 
+	if c := d.Settings.Speculative; c != nil && c.NeedsDraftModel() && opt.ResolveModel != nil {
+		if spec, err := opt.ResolveModel(c.Model); err != nil {
+			notes = append(notes, fmt.Sprintf("the draft %q: %v; its weights and KV are not planned", c.Model, err))
+		} else {
+			d.draft = &spec
+		}
+	}
 	d.resolveGPU(ev, opt, &notes)
 	d.measure(ev)
 	return d, notes
@@ -326,5 +336,5 @@ func (d *Deployment) input(s vllm.Settings) (memory.Input, bool) {
 	if !d.hasSpec || !d.hasGPU {
 		return memory.Input{}, false
 	}
-	return memory.Input{Model: d.spec, Device: d.device, Count: d.GPUCount, Settings: s, Env: s.Env, Measured: d.measured}, true
+	return memory.Input{Model: d.spec, Device: d.device, Count: d.GPUCount, Settings: s, Env: s.Env, Measured: d.measured, Draft: d.draft}, true
 }
