@@ -476,3 +476,18 @@ func TestMultimodalTextOnlyBoundary(t *testing.T) {
 		t.Errorf("0.10.0 does not say the text-only mode is newer: %v", old.Warnings)
 	}
 }
+
+// --lora-dtype float32 holds the same slots in four bytes an element
+// instead of bf16's two: twice the bytes.
+func TestLoRADtype(t *testing.T) {
+	at := func(flags string) int64 {
+		in := memory.Input{Model: spec(t, "Qwen/Qwen2.5-7B-Instruct"), Device: device(t, "H100-80GB")}
+		in.Settings = settingsOf(t, "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192"+flags)
+		return plan(t, in).PerGPU.Weights
+	}
+	base := at("")
+	bf16, fp32 := at(" --enable-lora --max-lora-rank 64")-base, at(" --enable-lora --max-lora-rank 64 --lora-dtype float32")-base
+	if bf16 != 5767168*28*2 || fp32 != 2*bf16 {
+		t.Errorf("one rank-64 slot: %d B in bf16, %d B in float32; want %d and twice it", bf16, fp32, 5767168*28*2)
+	}
+}
