@@ -128,6 +128,9 @@ type Sizing struct {
 	Replica    Replica
 	MaxNumSeqs int
 	SeqsNote   string
+	// ClosestFellBehind: when no rate met, the closest run fell behind
+	// (its Miss is then a rank, not a measurement).
+	ClosestFellBehind bool
 	// Refused says, when the replica refuses requests of the traffic
 	// (too long for max-model-len or the KV cache, an empty prompt), how
 	// many and why: no fleet of it serves them.
@@ -217,6 +220,8 @@ type sizer struct {
 	refused        map[string]int64
 	refusedExample string
 	refusedWhy     string
+	// closestBehind: when no rate met, the closest run fell behind.
+	closestBehind bool
 	// capacityPerS is one replica's SLO capacity, a window's first guess's
 	// divisor.
 	capacityPerS float64
@@ -232,7 +237,7 @@ func (c *sizer) size(ctx context.Context) (*Sizing, error) {
 		return nil, err
 	}
 	if capacity == 0 {
-		out.Refused = c.refusedWhy
+		out.Refused, out.ClosestFellBehind = c.refusedWhy, c.closestBehind
 		if !math.IsInf(miss, 1) {
 			out.Miss = round3(miss)
 		}
@@ -272,11 +277,21 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func workers() int { return max(runtime.GOMAXPROCS(0), 1) }
 
 // Probe is the traffic one replica's SLO capacity is measured on at rate:
-// the workload's lengths (a log's sizes), its arrival process at a steady
+// the workload's lengths (a log's sizes; for a traffic of bursts alone,
+// the prompts of its largest burst), its arrival process at a steady
 // rate, enough requests for three minutes of it (at least 1,000, at most
 // 20,000).
 func Probe(spec workload.Spec, rate float64) workload.Spec {
 	p := spec
+	if spec.Log == "" && spec.Dataset.Name == "" && spec.Rate == 0 && spec.Concurrency == 0 && len(spec.Bursts) > 0 {
+		big := spec.Bursts[0]
+		for _, b := range spec.Bursts {
+			if b.Count > big.Count {
+				big = b
+			}
+		}
+		p.Prompt = workload.Fixed(big.Tokens)
+	}
 	p.Rate, p.PeakRate, p.Period, p.Bursts, p.Duration, p.Concurrency = rate, 0, 0, nil, 0, 0
 	p.NumRequests = int(min(max(math.Ceil(rate*180), 1000), 20000))
 	return p

@@ -109,6 +109,7 @@ func (c *sizer) sloCapacity(ctx context.Context, rep Replica, start float64) (fl
 	if err != nil {
 		return 0, 0, err
 	}
+	closest := met
 	if !ok && len(c.refused) > 0 {
 		// Requests the replica refuses are misses at any rate and on any
 		// number of replicas (an error_rate bound alone may allow them).
@@ -147,7 +148,9 @@ func (c *sizer) sloCapacity(ctx context.Context, rep Replica, start float64) (fl
 			if ok, m, met, err = c.oneReplica(ctx, rep, r, false); err != nil {
 				return 0, 0, err
 			}
-			miss = min(miss, m)
+			if m < miss {
+				miss, closest = m, met
+			}
 			if ok {
 				c.met, lo = met, r
 			} else {
@@ -155,6 +158,7 @@ func (c *sizer) sloCapacity(ctx context.Context, rep Replica, start float64) (fl
 			}
 		}
 		if lo == 0 {
+			c.closestBehind = closest != nil && closest.FellBehind != nil
 			return 0, miss, nil
 		}
 	}

@@ -466,9 +466,10 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 	if ahead > 0 {
 		slots = min(total+ahead, e.cfg.MaxModelLen)
 	}
-	if !e.fullOnly || cdiv(slots, bs) > len(r.blocks[0]) {
+	if !e.fullOnly || slots > len(r.blocks[0])*bs {
 		// Most decode steps stay inside the request's last block and skip
-		// this: nothing to free out of a window, nothing to give.
+		// this: nothing to free out of a window, nothing to give. (Tested
+		// without a division: this runs for every request of every step.)
 		if !e.grow(r, slots) {
 			return false
 		}
@@ -483,14 +484,16 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 		// point where a hash can be read, and a request that is never
 		// preempted costs no hashing: a fifth of a long-prompt fleet's
 		// time went to hashing blocks that were then forgotten.
-		full := min(total, r.numTokens()) / bs
+		filled := min(total, r.numTokens())
 		if r.PrefixID != 0 {
 			blocks := r.blocks[0]
-			for i := r.computed / bs; i < min(full, r.PrefixTokens/bs); i++ {
+			for i := r.computed / bs; i < min(filled/bs, r.PrefixTokens/bs); i++ {
 				e.pool.register(blocks[i], e.key(r, i))
 			}
 		}
-		r.hashed = max(r.hashed, full)
+		for (r.hashed+1)*bs <= filled {
+			r.hashed++
+		}
 	}
 	return true
 }
@@ -499,6 +502,19 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 // total tokens in every group, or returns false and gives none.
 func (e *Engine) grow(r *req, total int) bool {
 	bs := e.cfg.BlockSize
+	if e.fullOnly {
+		// One group of full attention: nothing leaves a window.
+		blocks := r.blocks[0]
+		want := cdiv(total, bs)
+		if want-len(blocks) > e.pool.free {
+			return false
+		}
+		for len(blocks) < want {
+			blocks = append(blocks, e.pool.take())
+		}
+		r.blocks[0] = blocks
+		return true
+	}
 	need := 0
 	for g, grp := range e.cfg.Groups {
 		if skip := e.cfg.skippedBlocks(grp, r.computed); skip > 0 {

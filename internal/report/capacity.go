@@ -13,6 +13,7 @@ import (
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/workload"
 )
 
@@ -36,6 +37,9 @@ type CapacityRequest struct {
 	// of StartupEstimate); CoolDownS the autoscaler's scale-down window
 	// (default 300 s); IntervalS its sync period (default 15 s).
 	StartupS, CoolDownS, IntervalS float64
+	// Storage is where a new replica reads its checkpoint from, for the
+	// start-up estimate when StartupS is 0 ("" = the default class).
+	Storage startup.Storage
 	// MaxReplicas bounds a window's fleet (default 100).
 	MaxReplicas int
 	// Policy is the utilization policy of the recommended settings an
@@ -122,6 +126,8 @@ type CapacityOption struct {
 	Refused string   `json:"refused,omitempty"`
 	Error   string   `json:"error,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// behind: when no rate met, the closest run fell behind.
+	behind bool
 }
 
 // CapacityWindow, Autoscaler, FleetRun and MissedWindow are capacity's.
@@ -157,7 +163,7 @@ func (e *UnreachableError) Error() string {
 		what = c.Refused
 	case c.SLOCapacityPerS > 0:
 		what = fmt.Sprintf("one replica meets it up to %.3g req/s, but some window needs more than the %d replicas allowed", c.SLOCapacityPerS, c.PeakReplicas)
-	case c.Miss >= 10:
+	case c.behind:
 		what = "one replica falls behind the traffic even at 1/1024 req/s"
 	case c.Miss > 0:
 		what = fmt.Sprintf("one replica misses it even at 1/1024 req/s; its closest run is %.0f%% over the tightest bound", (c.Miss-1)*100)
@@ -364,7 +370,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	}
 	startup, source := req.StartupS, "--startup-time"
 	if startup <= 0 {
-		startup, source = StartupEstimate(e)
+		startup, source = StartupEstimate(e, req.Storage)
 	}
 	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd},
 		StartupS: startup, StartupSource: source, Version: e.Budget.Settings.Version, USDPerGPUHour: o.USDPerGPUHour}
@@ -388,7 +394,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	}
 	o.Refused = sz.Refused
 	if sz.SLOCapacityPerS == 0 {
-		o.Miss = sz.Miss
+		o.Miss, o.behind = sz.Miss, sz.ClosestFellBehind
 		return o, e.Evidence.Spec.ID, nil
 	}
 	if chosen, ok := engines[sz.MaxNumSeqs]; ok && chosen != e {
@@ -416,17 +422,14 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 func CapacityProbe(spec workload.Spec, rate float64) workload.Spec { return capacity.Probe(spec, rate) }
 
 // StartupEstimate is the time from the decision to add a replica to its
-// first request served, when --startup-time is not given: 30 s to start
-// the pod (the image already on the node), the weights read at 1 GB/s (a
-// node-local NVMe or page cache; a network volume is slower), and 60 s for
-// vLLM's engine start (the profile run, torch.compile from its cache, the
-// CUDA-graph capture). It is an estimate, not a measurement: the source
-// says so. This is the one place capacity takes a start-up time from.
-func StartupEstimate(e *Engine) (float64, string) {
-	weights := float64(e.Budget.PerGPU.Weights) * float64(max(e.Budget.Count, 1))
-	load := weights / 1e9
-	s := math.Round(30 + load + 60)
-	return s, fmt.Sprintf("estimate: 30 s pod start + %.0f GB of weights at 1 GB/s + 60 s profile, compile cache and CUDA-graph capture; measure yours (pod start to /health) and give --startup-time", weights/1e9)
+// first request served, when --startup-time is not given: headroom's one
+// start-up model (package startup, docs/startup.md) for the replica's
+// plan, its checkpoint read from st. It is an estimate, not a measurement:
+// the source says so. This is the one place capacity takes a start-up
+// time from.
+func StartupEstimate(e *Engine, st startup.Storage) (float64, string) {
+	est := memory.StartupOf(e.Budget, st)
+	return est.Total.Seconds(), fmt.Sprintf("estimate: %s (docs/startup.md); measure yours (pod start to /health) and give --startup-time, or say where the weights are read from with --storage", est.Summary())
 }
 
 // Policies of the replica bound an autoscaler is handed with

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,13 +69,42 @@ func TestCapacityBadInput(t *testing.T) {
 	spec := workload.Spec{Rate: 5, Duration: 60, Prompt: workload.Fixed(2000), Output: workload.Fixed(100), Seed: 1}
 	_, err := Capacity(context.Background(), offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB", "L40S"}, spec, "ttft_p99=5ms"))
 	var ue *UnreachableError
-	if !errors.As(err, &ue) || ue.Closest.GPU != "H100-80GB" || ue.Closest.Miss <= 1 {
+	if !errors.As(err, &ue) || ue.Closest.GPU != "H100-80GB" || ue.Closest.Miss <= 1 || !strings.Contains(err.Error(), "% over the tightest bound") {
 		t.Fatalf("unreachable: %v", err)
 	}
 	t.Log(err)
 	empty := workload.Spec{Rate: 0.001, Duration: 10, Prompt: workload.Fixed(10), Output: workload.Fixed(10), Seed: 1}
 	if _, err := Capacity(context.Background(), offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, empty, "ttft_p99=1s")); !errors.Is(err, ErrNoRequests) {
 		t.Errorf("no requests: %v", err)
+	}
+}
+
+// Traffic capacity cannot size is refused, or said in words: requests of
+// no token (one-token requests went in their place, "carried" at any
+// rate); prompts of ten million tokens, past max-model-len (one replica
+// refuses every one, so no fleet of it meets the SLO: said, not sized up
+// to 100 replicas); a model that fits no option ("does not fit", not
+// "-100% over the tightest bound"); and a GPU named three ways is one
+// option.
+func TestCapacityRefusesNonsense(t *testing.T) {
+	ctx := context.Background()
+	zero := workload.Spec{Rate: 5, Duration: 600, Prompt: workload.Fixed(0), Output: workload.Fixed(0), Seed: 1}
+	if _, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, zero, "ttft_p99=1s")); err == nil || !strings.Contains(err.Error(), "--prompt-tokens fixed:0: capacity sizes requests of at least one prompt token") {
+		t.Errorf("zero tokens: %v", err)
+	}
+	huge := workload.Spec{Bursts: []workload.Burst{{Count: 1_000_000, Tokens: 10_000_000}}, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
+	_, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, huge, "ttft_p99=1s"))
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "one replica refuses 1000 of the first 1000 requests of the traffic (1000 prompt_too_long") ||
+		ue.Closest.Refused == "" || len(ue.Closest.Windows) != 0 {
+		t.Errorf("ten-million-token prompts: %v", err)
+	}
+	big := capacityRequest(t, []string{"L4", "l4", "NVIDIA-L4"}, workload.Spec{Rate: 1, Duration: 600, Prompt: workload.Fixed(100), Output: workload.Fixed(10), Seed: 1}, "ttft_p99=1s")
+	big.Engine.Plan.Model = "meta-llama/Llama-3.1-70B-Instruct"
+	rep, err := Capacity(ctx, offlineEnv(), nil, big)
+	if !errors.As(err, &ue) || len(rep.Options) != 1 || !rep.Options[0].NoFit ||
+		!strings.HasPrefix(err.Error(), "no GPU option meets the SLO: the model does not fit on any of them (L4: ") || strings.Contains(err.Error(), "%") {
+		t.Errorf("70B on an L4: %v", err)
 	}
 }
 
