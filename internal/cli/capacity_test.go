@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,19 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{"--gpu", "H100-80GB", "--rate", "0.001", "--duration", "10s", "--slo", "ttft_p99=1s"}, 2, "no requests"},
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--router", "random"}, 2, "--router"},
 		{[]string{"--gpu", "H100-80GB,L40S", "--rate", "5", "--duration", "60s", "--prompt-tokens", "2000", "--output-tokens", "100", "--slo", "ttft_p99=5ms"}, 1, "the closest is H100-80GB"},
+		// Objects for a cluster are checked as the cluster takes them,
+		// before any simulation.
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--target", "vllm\nkind: Secret"}, 2, "not a Kubernetes object name"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "hpa", "--target", ""}, 2, "not a Kubernetes object name"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--target", strings.Repeat("a", 300)}, 2, "not a Kubernetes object name"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--target", "../../etc/passwd"}, 2, "not a Kubernetes object name"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--keda", "k.yaml", "--namespace", "UPPER_case"}, 2, "not a Kubernetes namespace"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--hpa", "h.yaml", "--namespace", "kube-system; rm -rf /"}, 2, "not a Kubernetes namespace"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--prometheus", "javascript:alert(1)"}, 2, "not an http or https URL"},
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--prometheus", "http://user:pw@prom:9090"}, 2, "credentials"},
+		// Traffic capacity cannot size.
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--prompt-tokens", "0", "--output-tokens", "0"}, 2, "at least one prompt token"},
+		{[]string{"--gpu", "L4", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 1, "the model does not fit on any of them (L4: "},
 	} {
 		code, _, errs := run(t, offline, append(capBase, c.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -43,13 +57,16 @@ func TestCapacityBadInput(t *testing.T) {
 	}
 }
 
-// Two windows of Poisson traffic at 10 req/s on one GPU: the JSON
-// contract, the KEDA and HPA manifests, the plot.
+// Two windows of Poisson traffic at 10 req/s on one GPU, the GPU named
+// twice: one option; the JSON contract, the plot and the KEDA and HPA
+// manifests written in the same run, and -o keda printing the bytes
+// --keda wrote.
 func TestCapacityOutputs(t *testing.T) {
-	args := append(capBase, "--gpu", "H100-80GB", "--rate", "10", "--duration", "20m", "--prompt-tokens", "uniform:100-3000",
-		"--output-tokens", "uniform:20-500", "--slo", "ttft_p99=1s,tpot_p99=40ms", "--price", "H100-80GB=2.5")
-	plot := filepath.Join(t.TempDir(), "cap.svg")
-	code, out, errs := run(t, offline, append(args, "-o", "json", "--plot", plot)...)
+	args := append(capBase, "--gpu", "H100-80GB,h100-80gb", "--rate", "10", "--duration", "20m", "--prompt-tokens", "uniform:100-3000",
+		"--output-tokens", "uniform:20-500", "--slo", "ttft_p99=1s,tpot_p99=40ms", "--price", "H100-80GB=2.5", "--target", "llama", "--namespace", "llm")
+	dir := t.TempDir()
+	plot, keda, hpa := filepath.Join(dir, "cap.svg"), filepath.Join(dir, "keda.yaml"), filepath.Join(dir, "hpa.yaml")
+	code, out, errs := run(t, offline, append(args, "-o", "json", "--plot", plot, "--keda", keda, "--hpa", hpa)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -57,28 +74,44 @@ func TestCapacityOutputs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
 	}
+	if n := len(m["options"].([]any)); n != 1 {
+		t.Fatalf("%d options for one GPU named twice", n)
+	}
 	opt := m["options"].([]any)[0].(map[string]any)
 	for _, k := range []string{"gpu", "gpus_per_replica", "settings", "slo_capacity_per_s", "windows", "peak_replicas", "mean_replicas", "gpu_hours", "usd_per_gpu_hour", "cost_usd", "autoscaler", "static"} {
 		if _, ok := opt[k]; !ok {
 			t.Errorf("%s missing from the option", k)
 		}
 	}
-	// Two windows of 2 replicas: 2 × 2 × 10 min = 0.667 GPU-hours at $2.5.
-	if m["best"] != "H100-80GB" || opt["usd_per_gpu_hour"].(float64) != 2.5 || opt["gpu_hours"].(float64) != 0.667 || opt["cost_usd"].(float64) != 1.67 {
-		t.Errorf("best %v, price %v, GPU-hours %v, cost %v", m["best"], opt["usd_per_gpu_hour"], opt["gpu_hours"], opt["cost_usd"])
+	// The ideal fleet, two windows of 2 replicas: 2 × 2 × 10 min = 0.667
+	// GPU-hours at $2.5. The static fleet of 2 is the same here.
+	static := opt["static"].(map[string]any)
+	if m["best"] != "H100-80GB" || opt["usd_per_gpu_hour"].(float64) != 2.5 || opt["gpu_hours"].(float64) != 0.667 || opt["cost_usd"].(float64) != 1.67 ||
+		static["gpu_hours"].(float64) != 0.667 || static["replayed"] != false || static["ttft_ms"] != nil {
+		t.Errorf("best %v, price %v, GPU-hours %v, cost %v, static %v", m["best"], opt["usd_per_gpu_hour"], opt["gpu_hours"], opt["cost_usd"], static)
+	}
+	// The answer is the autoscaler's replay: its cost is its GPU-hours at
+	// the price, to the cent.
+	replay := opt["autoscaler"].(map[string]any)["replay"].(map[string]any)
+	if h, c := replay["gpu_hours"].(float64), replay["cost_usd"].(float64); replay["replayed"] != true || math.Abs(h*2.5-c) > 0.005 || h < 0.667 {
+		t.Errorf("replay: %v", replay)
 	}
 	if b, err := os.ReadFile(plot); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("plot: %v", err)
 	}
-	for _, k := range []struct{ format, kind string }{{"keda", "ScaledObject"}, {"hpa", "HorizontalPodAutoscaler"}} {
-		code, out, errs := run(t, offline, append(args, "-o", k.format, "--target", "llama", "--namespace", "llm")...)
-		if code != 0 {
-			t.Fatalf("-o %s: exit %d: %s", k.format, code, errs)
-		}
+	for _, k := range []struct{ file, kind string }{{keda, "ScaledObject"}, {hpa, "HorizontalPodAutoscaler"}} {
+		b, err := os.ReadFile(k.file)
 		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(out), &obj); err != nil || obj["kind"] != k.kind {
-			t.Errorf("-o %s: %v %v\n%s", k.format, err, obj["kind"], out)
+		if err == nil {
+			err = yaml.Unmarshal(b, &obj)
 		}
+		if err != nil || obj["kind"] != k.kind || obj["metadata"].(map[string]any)["namespace"] != "llm" {
+			t.Errorf("%s: %v %v\n%s", k.file, err, obj["kind"], b)
+		}
+	}
+	code, out, errs = run(t, offline, append(args, "-o", "keda")...)
+	if b, _ := os.ReadFile(keda); code != 0 || out != string(b) {
+		t.Errorf("-o keda: exit %d (%s), and not what --keda wrote:\n%s", code, errs, out)
 	}
 }
 
