@@ -269,12 +269,12 @@ func DrafterRoofline(target memory.Budget, draft model.Spec, tp int, quantizatio
 // withSpeculation is c for a run with speculative decoding: no training
 // row drafts, so the figures are extrapolated, at least by the
 // extrapolated band. What stands behind them is rows 203–207 (a 0.5B
-// draft on one L4, TestSpeculationL4Rows): the median TPOT within 15% at
-// concurrency 1, 20% short at concurrency 64, and the acceptance of the
-// traffic, which a default only guesses.
+// draft on one L4, TestSpeculationL4Rows): the median TPOT within 10% at
+// concurrency 1, up to a quarter short at concurrency 64, and the
+// acceptance of the traffic, which a default only guesses.
 func withSpeculation(c Confidence, method string) Confidence {
 	c.Evidence = evidenceExtrapolated
-	c.Outside = append(c.Outside, fmt.Sprintf("speculative decoding (%s): no training row drafts; the drafter's passes and the acceptance are modelled, checked on one L4's 0.5B draft (TPOT within 15%% at concurrency 1, 20%% short at 64)", method))
+	c.Outside = append(c.Outside, fmt.Sprintf("speculative decoding (%s): no training row drafts; the drafter's passes and the acceptance are modelled, checked on one L4's 0.5B draft (TPOT within 10%% at concurrency 1, up to a quarter short at 64)", method))
 	c.ThroughputPct = max(c.ThroughputPct, extrapolatedBand.Throughput)
 	c.TTFTPct = max(c.TTFTPct, extrapolatedBand.TTFT)
 	c.TPOTPct = max(c.TPOTPct, extrapolatedBand.TPOT)

@@ -309,6 +309,7 @@ func TestSpeculationL4Rows(t *testing.T) {
 	base := map[int]float64{}
 	base[1], _ = l4Speculation(t, 1, nil)
 	base[64], _ = l4Speculation(t, 64, nil)
+	t.Logf("control: TPOT %.1f ms at concurrency 1, %.1f at 64 (measured %.2f and %.2f)", base[1], base[64], rows["203"].without[1], rows["203"].without[64])
 	gain := map[int]map[int]float64{1: {}, 64: {}}
 	for _, id := range []string{"205", "206", "207"} {
 		r := rows[id]
