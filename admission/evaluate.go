@@ -87,6 +87,9 @@ type Evaluation struct {
 	Denials  []Finding
 	Warnings []Finding
 	Engines  []Engine
+	// PodFixes are the changes to the pod spec the pod checks propose
+	// (memory limit, /dev/shm, a token in a Secret), one per finding.
+	PodFixes []PodFix
 }
 
 func (e *Evaluation) warn(code, format string, args ...any) {

@@ -160,7 +160,7 @@ func TestLeaderWorkerSetAutofix(t *testing.T) {
 	o.SetAnnotations(map[string]string{AnnotationAutofix: "true"})
 	req := groupRequest(t, o)
 	resp := h.Mutate(context.Background(), req)
-	var ops []patchOp
+	var ops []PatchOp
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}

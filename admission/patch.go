@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// patchOp is one RFC 6902 JSON patch operation. The webhook only adds and
+// PatchOp is one RFC 6902 JSON patch operation. The webhook only adds and
 // replaces, so every operation carries a value.
-type patchOp struct {
+type PatchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value"`
@@ -29,14 +29,14 @@ func pointer(tokens ...string) string {
 }
 
 // patchBuilder collects operations against one object.
-type patchBuilder struct{ ops []patchOp }
+type patchBuilder struct{ ops []PatchOp }
 
 func (p *patchBuilder) add(path string, v any) {
-	p.ops = append(p.ops, patchOp{Op: "add", Path: path, Value: v})
+	p.ops = append(p.ops, PatchOp{Op: "add", Path: path, Value: v})
 }
 
 func (p *patchBuilder) replace(path string, v any) {
-	p.ops = append(p.ops, patchOp{Op: "replace", Path: path, Value: v})
+	p.ops = append(p.ops, PatchOp{Op: "replace", Path: path, Value: v})
 }
 
 // setAnnotation sets one annotation under metaPath ("/metadata"), creating

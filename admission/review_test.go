@@ -251,7 +251,7 @@ func TestDenialNumbers(t *testing.T) {
 }
 
 // mutate runs the mutating webhook on a fixture and decodes its patch.
-func mutate(t *testing.T, h *Handler, name string) ([]patchOp, *admissionv1.AdmissionResponse) {
+func mutate(t *testing.T, h *Handler, name string) ([]PatchOp, *admissionv1.AdmissionResponse) {
 	t.Helper()
 	r := fixture(t, name)
 	resp := h.Mutate(context.Background(), r.Request)
@@ -267,7 +267,7 @@ func mutate(t *testing.T, h *Handler, name string) ([]patchOp, *admissionv1.Admi
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("%s: patch without patchType JSONPatch", name)
 	}
-	var ops []patchOp
+	var ops []PatchOp
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}
@@ -296,15 +296,15 @@ func TestMutateExactPatches(t *testing.T) {
 		want    string // the patch, as JSON; "" for none
 	}{
 		// No autofix: only the allocator setting, on a container without env.
-		{"mutate-env-only", mustJSON([]patchOp{{Op: "add", Path: "/spec/template/spec/containers/0/env", Value: []any{envVar}}})},
+		{"mutate-env-only", mustJSON([]PatchOp{{Op: "add", Path: "/spec/template/spec/containers/0/env", Value: []any{envVar}}})},
 		// An env list exists: append to it.
-		{"mutate-env-append", mustJSON([]patchOp{{Op: "add", Path: "/spec/containers/0/env/-", Value: envVar}})},
+		{"mutate-env-append", mustJSON([]PatchOp{{Op: "add", Path: "/spec/containers/0/env/-", Value: envVar}})},
 		{"pod-owned", ""},
 		{"deployment-not-vllm", ""},
 		{"deployment-delete", ""},
 		{"hpa-cpu", ""},
 		// TP 1 but the model is unknown: the allocator setting still applies.
-		{"pod-unknown-model", mustJSON([]patchOp{{Op: "add", Path: "/spec/containers/0/env", Value: []any{envVar}}})},
+		{"pod-unknown-model", mustJSON([]PatchOp{{Op: "add", Path: "/spec/containers/0/env", Value: []any{envVar}}})},
 	}
 	h := newTestHandler(t)
 	for _, tc := range tests {
@@ -416,7 +416,7 @@ func TestAutofixAtUserUtilization(t *testing.T) {
 	req := *r.Request
 	req.Object.Raw = raw
 	resp := h.Mutate(context.Background(), &req)
-	var ops []patchOp
+	var ops []PatchOp
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"testing"
 
@@ -19,37 +18,24 @@ var orLessRe = regexp.MustCompile(`set (--[a-z-]+) (\d+) or less`)
 // last value of a flag given twice.
 func withArgs(t *testing.T, req *admissionv1.AdmissionRequest, name string, flags []string) *admissionv1.AdmissionRequest {
 	t.Helper()
-	var o map[string]any
-	if err := json.Unmarshal(req.Object.Raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := o["spec"].(map[string]any)
-	if tmpl, ok := spec["template"].(map[string]any); ok {
-		spec, _ = tmpl["spec"].(map[string]any)
-	}
-	cs, _ := spec["containers"].([]any)
-	found := false
-	for _, c := range cs {
-		c := c.(map[string]any)
-		if c["name"] != name {
-			continue
+	return editPodSpec(t, req, func(spec map[string]any) {
+		cs, _ := spec["containers"].([]any)
+		found := false
+		for _, c := range cs {
+			c := c.(map[string]any)
+			if c["name"] != name {
+				continue
+			}
+			args, _ := c["args"].([]any)
+			for _, f := range flags {
+				args = append(args, f)
+			}
+			c["args"], found = args, true
 		}
-		args, _ := c["args"].([]any)
-		for _, f := range flags {
-			args = append(args, f)
+		if !found {
+			t.Fatalf("no container %q", name)
 		}
-		c["args"], found = args, true
-	}
-	if !found {
-		t.Fatalf("no container %q", name)
-	}
-	raw, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := *req
-	out.Object.Raw = raw
-	return &out
+	})
 }
 
 // TestSuggestionsPass is the property every fix the webhook names must
@@ -87,7 +73,7 @@ func TestSuggestionsPass(t *testing.T) {
 						continue
 					}
 					checked++
-					after := h.Check(ctx, withArgs(t, req, e.Container, a.Args))
+					after := withPodFixes(t, h, withArgs(t, req, e.Container, a.Args))
 					if len(after.Evaluation.Denials) > 0 {
 						t.Errorf("%s: the webhook suggests %v, and denies it: %v", label, a.Args, after.Evaluation.Denials)
 					}

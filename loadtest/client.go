@@ -67,9 +67,13 @@ func (RealClock) SleepUntil(ctx context.Context, t time.Time) error {
 type Target struct {
 	// BaseURL is the server, e.g. http://localhost:8000; "/v1/..." is
 	// appended unless it already ends in /v1.
-	BaseURL  string
-	Model    string
-	APIKey   string
+	BaseURL string
+	Model   string
+	APIKey  string
+	// User is the user and password --url carried (SplitUser), sent as
+	// basic authentication: the URL printed in a report, a note or an
+	// error never holds them.
+	User     *url.Userinfo
 	Endpoint string
 	// IgnoreEOS asks vLLM to generate exactly max_tokens (its extension
 	// of the API; other servers may refuse the field).
@@ -77,6 +81,30 @@ type Target struct {
 	// Timeout bounds one request from send to the end of its stream;
 	// StallTimeout bounds the wait for each next chunk. 0 is no bound.
 	Timeout, StallTimeout time.Duration
+}
+
+// authorize puts t's credentials on req.
+func (t Target) authorize(req *http.Request) {
+	if t.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+t.APIKey)
+	}
+	if t.User != nil {
+		pw, _ := t.User.Password()
+		req.SetBasicAuth(t.User.Username(), pw)
+	}
+}
+
+// SplitUser takes the user and password out of a server URL
+// ("http://user:pass@host:8000"), so that what is printed of it never
+// shows them; nil when it has none.
+func SplitUser(base string) (string, *url.Userinfo) {
+	u, err := url.Parse(base)
+	if err != nil || u.User == nil {
+		return base, nil
+	}
+	user := u.User
+	u.User = nil
+	return u.String(), user
 }
 
 // URL returns the endpoint's URL.
@@ -239,9 +267,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, maxTokens int64) Outcome {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	if c.Target.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Target.APIKey)
-	}
+	c.Target.authorize(req)
 
 	// A stall guard, armed by the first content chunk and re-armed by
 	// every chunk after it: when it fires the request's context ends with

@@ -24,9 +24,9 @@ type Served struct {
 	StandIn bool
 }
 
-// ServedModel asks base's /v1/models for its first model.
-func ServedModel(ctx context.Context, hc *http.Client, base, apiKey string) (Served, error) {
-	u := base
+// ServedModel asks t's /v1/models for its first model.
+func ServedModel(ctx context.Context, hc *http.Client, t Target) (Served, error) {
+	u := t.BaseURL
 	if !strings.HasSuffix(u, "/v1") {
 		u += "/v1"
 	}
@@ -36,9 +36,7 @@ func ServedModel(ctx context.Context, hc *http.Client, base, apiKey string) (Ser
 	if err != nil {
 		return Served{}, err
 	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
+	t.authorize(req)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return Served{}, fmt.Errorf("cannot ask %s/models for the model: %v", u, err)

@@ -103,11 +103,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if cfg.OnWarmup != nil {
 				cfg.OnWarmup(i+1, len(warmupWords), n)
 			}
-			wctx, cancel := context.WithTimeout(ctx, wt)
+			// The bound is the request's own timeout, not a deadline on
+			// ctx: a context that ends is the run interrupted, and the
+			// warm-up's bound firing was reported as that.
 			wc := *cfg.Client
 			wc.Target.Timeout = wt
-			o := wc.Do(wctx, Prompt{Seed: cfg.Seed, Stream: 0xca1 + uint64(i), Words: n}, 1)
-			cancel()
+			o := wc.Do(ctx, Prompt{Seed: cfg.Seed, Stream: 0xca1 + uint64(i), Words: n}, 1)
 			if ctx.Err() != nil {
 				break // interrupted: the report says so, with nothing sent
 			}

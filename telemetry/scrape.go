@@ -39,6 +39,29 @@ func NormalizeMetricsURL(s string) (string, error) {
 	return u.String(), nil
 }
 
+// RedactURL is a URL as it may be printed: without the user and password
+// it may carry (they are sent, as basic authentication, never shown).
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
+
+// redactErr is an HTTP client's error without the user its URL carried
+// (net/http masks the password, not the user, which may be a token).
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		c := *ue
+		c.URL = RedactURL(c.URL)
+		return &c
+	}
+	return err
+}
+
 // Scraper reads a vLLM server's /metrics.
 type Scraper struct {
 	// URL is the full metrics URL (see NormalizeMetricsURL).
@@ -58,9 +81,10 @@ func (s *Scraper) Scrape(ctx context.Context) (VLLMSample, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	shown := RedactURL(s.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return VLLMSample{}, fmt.Errorf("metrics URL %q: %v", s.URL, err)
+		return VLLMSample{}, fmt.Errorf("metrics URL %q: %v", shown, err)
 	}
 	// The classic text format: vLLM's prometheus_client would otherwise
 	// answer OpenMetrics to a client that asks for it.
@@ -71,21 +95,21 @@ func (s *Scraper) Scrape(ctx context.Context) (VLLMSample, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return VLLMSample{}, fmt.Errorf("cannot scrape %s: no answer within %s", s.URL, timeout)
+		return VLLMSample{}, fmt.Errorf("cannot scrape %s: no answer within %s", shown, timeout)
 	}
 	if err != nil {
-		return VLLMSample{}, fmt.Errorf("cannot scrape %s: %v", s.URL, err)
+		return VLLMSample{}, fmt.Errorf("cannot scrape %s: %v", shown, redactErr(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return VLLMSample{}, fmt.Errorf("%s answered %s (is it vLLM's /metrics?)", s.URL, resp.Status)
+		return VLLMSample{}, fmt.Errorf("%s answered %s (is it vLLM's /metrics?)", shown, resp.Status)
 	}
 	sample, err := ParseVLLMMetrics(resp.Body)
 	if err != nil && !errors.Is(err, ErrExpositionTooLarge) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return VLLMSample{}, fmt.Errorf("%s: the answer did not end within %s", s.URL, timeout)
+		return VLLMSample{}, fmt.Errorf("%s: the answer did not end within %s", shown, timeout)
 	}
 	if err != nil {
-		return VLLMSample{}, fmt.Errorf("%s: %w", s.URL, err)
+		return VLLMSample{}, fmt.Errorf("%s: %w", shown, err)
 	}
 	return sample, nil
 }

@@ -182,7 +182,7 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		return Spec{}, rd, err
 	}
 	if f.rangeRatio != 0 {
-		if f.rangeRatio < 0 || f.rangeRatio >= 1 {
+		if !(f.rangeRatio >= 0 && f.rangeRatio < 1) {
 			return Spec{}, rd, fmt.Errorf("--range-ratio %g: want 0 <= r < 1", f.rangeRatio)
 		}
 		p, okP := s.Prompt.(Fixed)

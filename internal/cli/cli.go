@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -105,9 +107,34 @@ it will start, and recommends --gpu-memory-utilization, --max-model-len and
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%v (see --help)", err)}
 	})
+	// Every command's number flags refuse NaN before the command runs: a
+	// check written "v <= 0 || v > 1" lets NaN through (--kv-threshold
+	// NaN was taken, and its alert could never fire).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return refuseNaN(cmd.Flags()) }
 	root.AddCommand(newPlanCmd(env), newGPUsCmd(env), newModelsCmd(env), newVersionCmd(env),
 		newProbeCmd(env), newWebhookCmd(env), newDoctorCmd(env), newProfileCmd(env),
 		newSnapshotCmd(env), newWatchCmd(env), newExporterCmd(env), newSimulateCmd(env), newServeCmd(env),
 		newAuditCmd(env), newLoadtestCmd(env), newCheckCmd(env), newCapacityCmd(env))
 	return root
+}
+
+// refuseNaN fails on a float flag given as NaN, naming it.
+func refuseNaN(fl *pflag.FlagSet) error {
+	var bad string
+	fl.Visit(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "float64", "float32", "float64Slice", "float32Slice":
+		default:
+			return
+		}
+		for _, v := range strings.Split(strings.Trim(f.Value.String(), "[]"), ",") {
+			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && math.IsNaN(x) && bad == "" {
+				bad = f.Name
+			}
+		}
+	})
+	if bad != "" {
+		return badInput("--%s NaN is not a number: give one (see --help)", bad)
+	}
+	return nil
 }

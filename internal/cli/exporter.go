@@ -142,7 +142,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 	if err != nil {
 		return badInput("cannot listen on %s: %v", f.listen, err)
 	}
-	log.Info("serving", "addr", "http://"+ln.Addr().String()+"/metrics", "vllm", url)
+	log.Info("serving", "addr", "http://"+ln.Addr().String()+"/metrics", "vllm", telemetry.RedactURL(url))
 	if err := telemetry.Serve(ctx, ln, exp.Handler()); err != nil {
 		return fmt.Errorf("serving %s: %v", f.listen, err)
 	}

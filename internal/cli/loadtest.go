@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"time"
 
@@ -162,9 +163,16 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if err != nil {
 		return badInput("%v", err)
 	}
+	// The URL's user and password are sent, never printed.
+	base, user := loadtest.SplitUser(base)
 	metricsURL := f.metricsURL
 	if metricsURL == "" {
+		// The server's own /metrics, with the same credentials.
 		metricsURL = loadtest.MetricsURL(base)
+		if u, err := url.Parse(metricsURL); err == nil && user != nil {
+			u.User = user
+			metricsURL = u.String()
+		}
 	}
 	if metricsURL, err = telemetry.NormalizeMetricsURL(metricsURL); err != nil {
 		return badInput("--metrics-url: %v", err)
@@ -194,7 +202,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if hc == nil {
 		hc = loadtest.NewHTTPClient()
 	}
-	served, err := loadtest.ServedModel(ctx, hc, base, apiKey)
+	target := loadtest.Target{BaseURL: base, APIKey: apiKey, User: user, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
+		Timeout: f.timeout, StallTimeout: f.stallTimeout}
+	served, err := loadtest.ServedModel(ctx, hc, target)
 	model := f.model
 	if model == "" {
 		if err != nil {
@@ -202,9 +212,8 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		}
 		model = served.Model
 	}
-	client := &loadtest.Client{HTTP: hc, Clock: loadtest.RealClock{}, Target: loadtest.Target{
-		BaseURL: base, Model: model, APIKey: apiKey, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
-		Timeout: f.timeout, StallTimeout: f.stallTimeout}}
+	target.Model = model
+	client := &loadtest.Client{HTTP: hc, Clock: loadtest.RealClock{}, Target: target}
 
 	var pred *report.Prediction
 	if f.plan.gpuName != "" {
@@ -252,7 +261,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if err != nil {
 		return usageError{err}
 	}
-	res.MetricsURL = metricsURL
+	res.MetricsURL = telemetry.RedactURL(metricsURL)
 	res.Describe(spec)
 	if note := workload.LogNote(stream); note != "" {
 		res.Notes = append(res.Notes, note)

@@ -287,3 +287,39 @@ func TestLoadtestWarmupProgress(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and first %q", code, errs, want)
 	}
 }
+
+// Credentials in --url are sent (basic authentication, to the API and to
+// its /metrics) and never printed: the report showed "user:pass@" in its
+// target before.
+func TestLoadtestHidesCredentials(t *testing.T) {
+	inner := fakeopenai.Start(fakeopenai.Options{})
+	defer inner.Close()
+	var authorized, refused atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ops" || p != "s3cret" {
+			refused.Add(1)
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		authorized.Add(1)
+		inner.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	withUser := strings.Replace(srv.URL, "http://", "http://ops:s3cret@", 1)
+	for _, format := range []string{"table", "json", "bench"} {
+		code, out, errs := run(t, nil, "loadtest", "--url", withUser, "--rate", "50", "--num-requests", "3",
+			"--prompt-tokens", "10", "--output-tokens", "2", "--interval", "100ms", "-o", format)
+		if code != ExitFits {
+			t.Fatalf("-o %s: exit %d: %s", format, code, errs)
+		}
+		if strings.Contains(out+errs, "s3cret") || strings.Contains(out+errs, "ops@") || strings.Contains(out+errs, "ops:") {
+			t.Errorf("-o %s prints the credentials: %s%s", format, out, errs)
+		}
+		if !strings.Contains(out, strings.TrimPrefix(srv.URL, "http://")) {
+			t.Errorf("-o %s does not name the server: %s", format, out)
+		}
+	}
+	if refused.Load() > 0 || authorized.Load() == 0 {
+		t.Errorf("%d requests authorized, %d refused", authorized.Load(), refused.Load())
+	}
+}

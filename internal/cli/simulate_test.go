@@ -459,6 +459,9 @@ func TestSimulateCalibrationBounds(t *testing.T) {
 		{`{"gpu":"H100-80GB","overhead_s":1e300}`, "overhead_s must be in [0, 10]"},
 		{`{"gpu":"H100-80GB","flops_efficiency":1e-9}`, "flops_efficiency and bandwidth_efficiency must be in [0.001, 1]"},
 		{`{"gpu":"H100-80GB","batch":{"Tokens":1},"seconds":1e300}`, "its measured step fits no step time a GPU could have"},
+		// A step of -1 s (or 0 s) was dropped without a word.
+		{`{"gpu":"H100-80GB","batch":{"Requests":1,"Tokens":1,"Decodes":1},"seconds":-1}`, "line 1: a measured step of -1 s: give the seconds it took, more than 0"},
+		{`{"gpu":"H100-80GB","batch":{"Requests":1,"Tokens":1,"Decodes":1},"seconds":0}`, "line 1: a measured step of 0 s"},
 	} {
 		code, _, errs := run(t, offline, append(simBase, "--rate", "1", "--duration", "10s", "--calibration", writeFile(t, "cal.jsonl", c.line+"\n"))...)
 		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.want) {

@@ -143,7 +143,7 @@ func runWatch(cmd *cobra.Command, env Env, f watchFlags, args []string) error {
 		return badInput("--interval must be positive, e.g. 2s")
 	case f.window <= 0:
 		return badInput("--window must be positive, e.g. 1m")
-	case f.kvThreshold <= 0 || f.kvThreshold > 1:
+	case !(f.kvThreshold > 0 && f.kvThreshold <= 1):
 		return badInput("--kv-threshold must be a fraction in (0, 1], e.g. 0.9")
 	case f.kvReadings < 1:
 		return badInput("--kv-readings must be 1 or more")

@@ -19,6 +19,7 @@ type webhookFlags struct {
 	enableHTTP2               bool
 	lookupTimeout             time.Duration
 	logFormat, logLevel       string
+	podChecks                 string
 }
 
 func newWebhookCmd(env Env) *cobra.Command {
@@ -32,8 +33,10 @@ that run vLLM:
 
   POST /validate  denies a server that will not start (weights do not fit, the KV
                   cache cannot hold one --max-model-len request, TP does not divide
-                  the heads) with the planner's numbers; warns on thin margins,
-                  short probes, shared GPUs and CPU-only autoscaling
+                  the heads, a memory limit below the host plan, no /dev/shm where
+                  vLLM writes there) with the planner's numbers; warns on thin
+                  margins, short probes, shared GPUs, CPU-only autoscaling and
+                  Hugging Face tokens in plain env values (--pod-checks)
   POST /mutate    adds PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where safe,
                   and with headroom.dev/autofix: "true" fills a missing
                   --max-model-len / --gpu-memory-utilization and writes headroom.dev/plan
@@ -64,6 +67,7 @@ the reviews in flight. GOGC and GOMEMLIMIT set in the environment are honoured.`
 	fl.DurationVar(&f.lookupTimeout, "lookup-timeout", 2*time.Second, "limit on each API read during one admission")
 	fl.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addPodChecksFlag(fl, &f.podChecks)
 	return cmd
 }
 
@@ -92,8 +96,12 @@ func runWebhook(cmd *cobra.Command, env Env, f webhookFlags) error {
 		return badInput("unknown --log-format %q: use json or text", f.logFormat)
 	}
 
+	policy, err := admission.ParsePodPolicy(f.podChecks)
+	if err != nil {
+		return badInput("--pod-checks: %v", err)
+	}
 	metrics := admission.NewMetrics()
-	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout}
+	deps := admission.Deps{Log: log, Metrics: metrics, LookupTimeout: f.lookupTimeout, PodChecks: policy}
 	var cfg *rest.Config
 	if !f.noCluster {
 		var err error

@@ -408,6 +408,16 @@ func CalibrationFile(files Files, name string, dev gpu.Device) (calibration, err
 			cal.samples = append(cal.samples, rec.Sample)
 			continue
 		}
+		// A line with a batch or seconds is a measured step, and a step
+		// of -1 s or 0 s was measured wrong: it was taken as a
+		// correction line and dropped without a word.
+		var step struct {
+			Batch   *json.RawMessage `json:"batch"`
+			Seconds *float64         `json:"seconds"`
+		}
+		if json.Unmarshal([]byte(line), &step) == nil && (step.Batch != nil || step.Seconds != nil) {
+			return cal, fmt.Errorf("--calibration %s line %d: a measured step of %g s: give the seconds it took, more than 0", name, i+1, rec.Seconds)
+		}
 		if err := rec.Calibration.Check(); err != nil {
 			return cal, fmt.Errorf("--calibration %s line %d: %v (or give a measured step {batch, seconds})", name, i+1, err)
 		}
