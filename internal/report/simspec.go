@@ -79,7 +79,11 @@ func speculation(b memory.Budget, timer sim.StepTimer, cal sim.Calibration, acce
 	}
 	info.TokenAcceptance = sp.Acceptance
 	info.TokensPerStep = math.Round(sp.TokensPerStep()*1000) / 1000
-	if roof, ok := timer.(*sim.Roofline); ok && roof != nil && c.ProposesOnGPU() {
+	roof, _ := timer.(*sim.Roofline)
+	if roof == nil && c.ProposesOnGPU() {
+		notes = append(notes, "the drafter's passes are not priced: a fixed step time prices the target's steps alone")
+	}
+	if roof != nil && c.ProposesOnGPU() {
 		if draft, tp, ok := b.DrafterNetwork(); ok {
 			q := c.Quantization
 			if q == "" && c.Model == "" {

@@ -32,6 +32,11 @@ func TestEngineSpeculation(t *testing.T) {
 		!strings.HasPrefix(info.AcceptanceSource, "default for draft_model: ") {
 		t.Fatalf("speculation %+v, report %+v", sp, info)
 	}
+	fixed, err := NewEngine(context.Background(), offlineEnv(), NoFiles, EngineRequest{
+		Plan: Request{GPU: "L4", Command: strings.Fields(line), Offline: true}, StepTime: "fixed:10ms"})
+	if err != nil || fixed.Config.Speculation == nil || fixed.Config.Speculation.Drafter != nil || !strings.Contains(strings.Join(fixed.Notes, "\n"), "a fixed step time prices the target's steps alone") {
+		t.Errorf("fixed step time: %v, notes %q", err, fixed.Notes)
+	}
 	e = specEngine(t, "L4", line, 0.6)
 	if e.Config.Speculation.Acceptance != 0.6 || e.Spec.AcceptanceSource != "--acceptance-rate" {
 		t.Errorf("given 0.6: %+v", e.Spec)
