@@ -43,6 +43,9 @@ type Deps struct {
 	// Storage is the storage class assumed for the start-up estimate of
 	// workloads without AnnotationStorage ("" = startup.DefaultStorage).
 	Storage startup.Storage
+	// PodChecks is what the pod checks deny (ParsePodPolicy); "" is
+	// PodPolicyDefault.
+	PodChecks PodPolicy
 	// ReviewBytes is how many bytes of review bodies are read and checked
 	// at once; 0 means DefaultReviewBytes. Each review counts at least
 	// ReviewFloorBytes; ReviewQueue more wait (at most ReviewWait); past
@@ -87,6 +90,7 @@ type Handler struct {
 	metrics       *Metrics
 	lookupTimeout time.Duration
 	storage       startup.Storage
+	podPolicy     PodPolicy
 	catalog       catalogCache
 	gpus          gpuCache
 	plans         planCache
@@ -99,7 +103,7 @@ type Handler struct {
 
 // NewHandler returns a Handler using d.
 func NewHandler(d Deps) *Handler {
-	h := &Handler{configMaps: d.ConfigMaps, hpas: d.HPAs, templates: d.PodTemplates, now: d.Now, log: d.Log, metrics: d.Metrics, lookupTimeout: d.LookupTimeout}
+	h := &Handler{configMaps: d.ConfigMaps, hpas: d.HPAs, templates: d.PodTemplates, now: d.Now, log: d.Log, metrics: d.Metrics, lookupTimeout: d.LookupTimeout, podPolicy: d.PodChecks}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -152,6 +156,9 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		if err := decodeObject(raw, &o); err != nil {
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
+		if err := CheckPodQuantities(&o.Spec.Template.Spec); err != nil {
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
+		}
 		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}
 		var old appsv1.Deployment
 		if oldObject(req, &old) {
@@ -161,6 +168,9 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 	case k.Group == "apps" && k.Version == "v1" && k.Kind == "StatefulSet":
 		var o appsv1.StatefulSet
 		if err := decodeObject(raw, &o); err != nil {
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
+		}
+		if err := CheckPodQuantities(&o.Spec.Template.Spec); err != nil {
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
 		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, TemplateMeta: o.Spec.Template.ObjectMeta, Spec: &o.Spec.Template.Spec}
@@ -177,6 +187,9 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		if ref := metav1.GetControllerOf(&o); ref != nil {
 			// Checked when its owner was admitted (package documentation).
 			return decision{Evaluation: Evaluation{Kind: k.Kind}}, nil
+		}
+		if err := CheckPodQuantities(&o.Spec); err != nil {
+			return decision{Evaluation: Evaluation{Kind: k.Kind}}, err
 		}
 		w := Workload{Kind: k.Kind, Namespace: req.Namespace, Name: req.Name, Meta: o.ObjectMeta, Spec: &o.Spec}
 		var old corev1.Pod
@@ -280,6 +293,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			firstVersion = l.settings.Version
 		}
 		e.RunsVLLM = true
+		e.tokenCheck(h.podPolicy, i, c, label)
 		if err != nil {
 			e.warn(CodeNotChecked, "%s: memory not checked: its vLLM flags cannot be read: %v", label, err)
 			continue
@@ -307,6 +321,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			if msg := probeWarning(c, memory.StartupOf(*a.budget, st)); msg != "" {
 				e.warn(CodeProbe, "%s", msg)
 			}
+			e.hostCheck(h.podPolicy, w.Spec, i, c, label, *a.budget, mergeEnv(l.settings.Env, literalEnv(c)))
 		}
 		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a})
 	}
@@ -316,6 +331,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 	if skipped > 0 {
 		e.warn(CodeNotChecked, "%d more vLLM containers not checked: the webhook examines at most %d of a pod", skipped, maxContainers)
 	}
+	e.strictProbes(h.podPolicy)
 	if checks && (w.Kind == "Deployment" || w.Kind == "StatefulSet") {
 		for _, msg := range h.hpaWarnings(ctx, w.Namespace, w.Kind, w.Name, firstVersion) {
 			e.warn(CodeCPUOnlyHPA, "%s", msg)

@@ -52,6 +52,11 @@ type CheckResult struct {
 	// not be read, its flags could not, its model or GPU is unknown);
 	// check exits 2 when any object has one.
 	NotChecked []string `json:"not_checked,omitempty"`
+	// PodFixes are the pod checks' fixes (memory limit, /dev/shm, a token
+	// in a Secret), and PodPatch all of them as one RFC 6902 patch of the
+	// object (kubectl patch --type json).
+	PodFixes []admission.PodFix  `json:"pod_fixes,omitempty"`
+	PodPatch []admission.PatchOp `json:"pod_patch,omitempty"`
 }
 
 // PatchLine is one line of the manifest to change: Old is removed (empty
@@ -66,6 +71,7 @@ type checkFlags struct {
 	output, namespace string
 	storage           string
 	write             bool
+	podChecks         string
 }
 
 func newCheckCmd(env Env) *cobra.Command {
@@ -96,6 +102,7 @@ vLLM server in it) that could not be checked, said on the first line.`,
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace of objects that name none")
 	cmd.Flags().BoolVar(&f.write, "write", false, "write the fixes into the files, then check them again")
 	addStorageFlag(cmd.Flags(), &f.storage)
+	addPodChecksFlag(cmd.Flags(), &f.podChecks)
 	return cmd
 }
 
@@ -107,7 +114,11 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	h := admission.NewHandler(admission.Deps{Storage: storage})
+	policy, err := admission.ParsePodPolicy(f.podChecks)
+	if err != nil {
+		return badInput("--pod-checks: %v", err)
+	}
+	h := admission.NewHandler(admission.Deps{PodChecks: policy, Storage: storage})
 	return checkFiles(cmd, f, h, files)
 }
 
@@ -196,6 +207,9 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 			r.Warnings = append(r.Warnings, strings.TrimPrefix(w, "headroom: "))
 		}
 		r.readChecked(c)
+		if fixes := c.Evaluation.PodFixes; len(fixes) > 0 {
+			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, podSpecPath(head.Kind))
+		}
 		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
 			for _, e := range c.Evaluation.Engines {
 				if len(e.Alternatives) == 0 {
@@ -207,6 +221,9 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 				break
 			}
 		}
+		// The pod checks' fixes, as lines of the file where they have a
+		// place (the rest stays in pod_patch).
+		r.Patch = append(r.Patch, podPatchLines(d, head.Kind, r.PodFixes)...)
 		out = append(out, r)
 	}
 	return out, nil
@@ -328,6 +345,7 @@ func writeCheckTable(w io.Writer, rs []CheckResult, texts map[string]manifestTex
 		for _, x := range r.Warnings {
 			fmt.Fprintf(w, "  warning  %s\n", x)
 		}
+		writePodFixes(w, r)
 		if r.Fix != nil {
 			fmt.Fprintf(w, "  fix      %s\n", r.Fix.Message)
 			if len(r.Patch) > 0 {
