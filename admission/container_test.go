@@ -108,21 +108,21 @@ func TestImageVersion(t *testing.T) {
 
 func TestProbeWarning(t *testing.T) {
 	// Llama-3.1-8B's 16,060,522,496-byte checkpoint on one GPU, local
-	// storage: 16.06 GB at 1 GB/s = 16.1 s -> 17 s of load; 30 + 17 + 60 =
-	// 107 s expected, a window of twice that, 214 s.
+	// storage: 16.06 GB at 1 GB/s = 16.1 s -> 16 s of load; 30 + 16 + 60 =
+	// 106 s expected, a window of twice that, 212 s.
 	est := startup.Of(startup.Input{CheckpointBytes: 16060522496, RankWeightBytes: 16060522496, Ranks: 1})
-	if est.Total != 107*time.Second || est.ProbeWindow() != 214*time.Second {
-		t.Fatalf("estimate %s, window %s; want 1m47s and 3m34s", est.Total, est.ProbeWindow())
+	if est.Total != 106*time.Second || est.ProbeWindow() != 212*time.Second {
+		t.Fatalf("estimate %s, window %s; want 1m46s and 3m32s", est.Total, est.ProbeWindow())
 	}
 	// A startup probe of 10 min covers it; a liveness probe alone of 30 s
-	// does not, and the advice is a startup probe: ceil(214 / 10) = 22.
+	// does not, and the advice is a startup probe: ceil(212 / 10) = 22.
 	long := corev1.Container{Name: "v", StartupProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 60}, LivenessProbe: &corev1.Probe{}}
 	if w := probeWarning(long, est); w != "" {
 		t.Errorf("10-minute startup probe warned: %s", w)
 	}
 	short := corev1.Container{Name: "v", LivenessProbe: &corev1.Probe{}}
 	if w := probeWarning(short, est); !strings.Contains(w, "livenessProbe restarts it after 30s") || !strings.Contains(w, "add a startupProbe with periodSeconds 10 and failureThreshold 22") ||
-		!strings.Contains(w, "about 1m47s (30s pod start + 17s reading 16 GB from local storage + 1m0s engine start)") {
+		!strings.Contains(w, "about 1m46s (30s pod start + 16s reading 16 GB from local storage + 1m0s engine start)") {
 		t.Errorf("warning %q", w)
 	}
 	// The advice passes the check: a startup probe of 22 × 10 s.

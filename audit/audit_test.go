@@ -39,8 +39,8 @@ var wantCluster = map[string]want{
 	"Deployment/cpu-hpa": {LevelRisk, []string{"cpu_only_hpa"}, "H100-80GB"},
 	"Deployment/fine":    {StatusOK, nil, "H100-80GB"},
 	// A liveness probe with Kubernetes' defaults restarts it after 30 s;
-	// Llama-3.1-8B is expected to start in 107 s (docs/startup.md), so a
-	// probe should allow 214 s; the default liveness probe allows 30 s.
+	// Llama-3.1-8B is expected to start in 106 s (docs/startup.md), so a
+	// probe should allow 212 s; the default liveness probe allows 30 s.
 	"Deployment/probe": {LevelRisk, []string{"probe_kills_loading_server"}, "H100-80GB"},
 	// Its pod runs on a time-sliced L4.
 	"StatefulSet/shared": {LevelRisk, []string{"shared_gpu"}, "L4"},

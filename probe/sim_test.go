@@ -401,11 +401,11 @@ func TestProgress(t *testing.T) {
 
 // A launch's time limit is the start-up model's probe window (package
 // startup), the one check and capacity use. Llama-3.1-8B's checkpoint is
-// 16,060,522,496 bytes: from local storage 16.06 GB at 1 GB/s -> 17 s, so
-// 30 + 17 + 60 = 107 s expected and 214 s allowed; from a network volume
+// 16,060,522,496 bytes: from local storage 16.06 GB at 1 GB/s -> 16 s, so
+// 30 + 16 + 60 = 106 s expected and 212 s allowed; from a network volume
 // at 125 MiB/s 122.5 s -> 123 s, 213 s expected and 426 s allowed.
 func TestLaunchTimeoutFromStartupModel(t *testing.T) {
-	for st, want := range map[startup.Storage]time.Duration{"": 214 * time.Second, startup.Network: 426 * time.Second} {
+	for st, want := range map[startup.Storage]time.Duration{"": 212 * time.Second, startup.Network: 426 * time.Second} {
 		e := &simEngine{cfg: enginesim.Config{Version: v019, KVTokens: 30000, ModelMaxLen: 131072}}
 		r, err := probeSim(t, e, "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", func(c *Config) { c.Storage = st })
 		if err != nil {

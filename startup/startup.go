@@ -138,7 +138,9 @@ func Of(in Input) Estimate {
 	if rate, ok := readRate[st]; ok {
 		seconds = math.Max(seconds, float64(read)/rate)
 	}
-	load := time.Duration(math.Ceil(seconds)) * time.Second
+	// Whole seconds, rounded: the estimate is not finer than that, and
+	// ProbeMargin covers far more than the rounding.
+	load := time.Duration(math.Round(seconds)) * time.Second
 	return Estimate{
 		Total:    PodStart + load + EngineStart,
 		PodStart: PodStart, Load: load, EngineStart: EngineStart,
@@ -153,7 +155,7 @@ func (e Estimate) ProbeWindow() time.Duration {
 }
 
 // Summary says how the estimate was made, in one phrase a report can
-// quote: "3m52s (30s pod start + 2m22s reading 141 GB from local storage
+// quote: "3m51s (30s pod start + 2m21s reading 141 GB from local storage
 // + 1m0s engine start)".
 func (e Estimate) Summary() string {
 	how := fmt.Sprintf("reading %.0f GB from %s storage", float64(e.ReadBytes)/1e9, e.Storage)

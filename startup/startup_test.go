@@ -25,12 +25,12 @@ func TestOf(t *testing.T) {
 	}{
 		{
 			// 141.107 GB at 1 GB/s = 141.1 s, read; a rank's 35.3 GB at
-			// 3 GB/s = 11.8 s, copy, overlapped: 142 s (whole seconds up).
-			// 30 + 142 + 60 = 232 s; the probe window twice that.
+			// 3 GB/s = 11.8 s, copy, overlapped: 141 s (whole seconds).
+			// 30 + 141 + 60 = 231 s; the probe window twice that.
 			name: "70B TP 4, local (the default)",
 			in:   Input{CheckpointBytes: llama70B, RankWeightBytes: llama70BRank, Ranks: 4},
-			load: 142 * time.Second, total: 232 * time.Second, window: 464 * time.Second,
-			summaryContains: "3m52s (30s pod start + 2m22s reading 141 GB from local storage + 1m0s engine start)",
+			load: 141 * time.Second, total: 231 * time.Second, window: 462 * time.Second,
+			summaryContains: "3m51s (30s pod start + 2m21s reading 141 GB from local storage + 1m0s engine start)",
 		},
 		{
 			// 141,107,412,992 B / (125 × 2^20 B/s = 131,072,000) = 1076.6 s.
@@ -43,14 +43,14 @@ func TestOf(t *testing.T) {
 			// The page cache is not the bound: 16.06 GB at 3 GB/s = 5.35 s.
 			name: "8B TP 1, cached",
 			in:   Input{CheckpointBytes: llama8B, RankWeightBytes: llama8B, Ranks: 1, Storage: Cached},
-			load: 6 * time.Second, total: 96 * time.Second, window: 192 * time.Second,
+			load: 5 * time.Second, total: 95 * time.Second, window: 190 * time.Second,
 			summaryContains: "copying 16 GB a GPU from the page cache",
 		},
 		{
 			// No checkpoint size: the GPUs' weights, 4 × 35.28 GB, are read.
 			name: "checkpoint size unknown",
 			in:   Input{RankWeightBytes: llama70BRank, Ranks: 4},
-			load: 142 * time.Second, total: 232 * time.Second, window: 464 * time.Second,
+			load: 141 * time.Second, total: 231 * time.Second, window: 462 * time.Second,
 		},
 		{
 			name: "dummy weights read nothing",
@@ -74,9 +74,9 @@ func TestOf(t *testing.T) {
 func TestRankShareOnCached(t *testing.T) {
 	one := Of(Input{CheckpointBytes: llama70B, RankWeightBytes: llama70B, Ranks: 1, Storage: Cached})
 	eight := Of(Input{CheckpointBytes: llama70B, RankWeightBytes: llama70B / 8, Ranks: 8, Storage: Cached})
-	// 141.1 GB / 3 GB/s = 47.04 s -> 48 s; 17.64 GB / 3 GB/s = 5.88 s -> 6 s.
-	if one.Load != 48*time.Second || eight.Load != 6*time.Second {
-		t.Errorf("cached loads %s (TP 1) and %s (TP 8), want 48s and 6s", one.Load, eight.Load)
+	// 141.1 GB / 3 GB/s = 47.04 s -> 47 s; 17.64 GB / 3 GB/s = 5.88 s -> 6 s.
+	if one.Load != 47*time.Second || eight.Load != 6*time.Second {
+		t.Errorf("cached loads %s (TP 1) and %s (TP 8), want 47s and 6s", one.Load, eight.Load)
 	}
 }
 

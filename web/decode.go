@@ -17,6 +17,7 @@ import (
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
+	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -91,6 +92,9 @@ type capacityBody struct {
 	Prices       map[string]float64 `json:"prices"`
 	StartupS     float64            `json:"startup_s"`
 	CoolDownS    float64            `json:"cool_down_s"`
+	// Storage is where a new replica reads its checkpoint from, for the
+	// start-up estimate without startup_s (capacity --storage).
+	Storage string `json:"storage"`
 	// AcceptanceRate is --acceptance-rate (0: the method's default).
 	AcceptanceRate float64 `json:"acceptance_rate"`
 }
@@ -289,6 +293,10 @@ func decodeCapacity(body io.Reader) (report.CapacityRequest, error) {
 	if err != nil || len(bounds) == 0 {
 		return report.CapacityRequest{}, fmt.Errorf("slo: give bounds such as ttft_p99=2s,tpot_p99=100ms (%v)", err)
 	}
+	storage, err := startup.ParseStorage(b.Storage)
+	if err != nil {
+		return report.CapacityRequest{}, fmt.Errorf("storage: %v", err)
+	}
 	router := b.Router
 	if router == "" {
 		router = sim.RoundRobin
@@ -315,7 +323,7 @@ func decodeCapacity(body io.Reader) (report.CapacityRequest, error) {
 		return report.CapacityRequest{}, err
 	}
 	return report.CapacityRequest{Engine: report.EngineRequest{Plan: req, AcceptanceRate: b.AcceptanceRate}, GPUs: b.GPUs, Workload: spec, SLO: bounds, WindowS: b.WindowS,
-		Router: router, Prices: prices, StartupS: b.StartupS, CoolDownS: b.CoolDownS, MaxReplicas: maxCapacityReplicas}, nil
+		Router: router, Prices: prices, StartupS: b.StartupS, Storage: storage, CoolDownS: b.CoolDownS, MaxReplicas: maxCapacityReplicas}, nil
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a

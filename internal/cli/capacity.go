@@ -32,6 +32,7 @@ type capacityFlags struct {
 	prices                []string
 	window                time.Duration
 	startup, coolDown     time.Duration
+	storage               string
 	maxReplicas           int
 	target, namespace     string
 	prometheus, served    string
@@ -85,7 +86,8 @@ input.`,
 	fl.StringVar(&f.plot, "plot", "", "draw replicas over time against the arrival rate to FILE.svg or FILE.png")
 	fl.StringArrayVar(&f.prices, "price", nil, "GPU=USD_PER_HOUR, the price of one GPU for an hour (repeatable; overrides the default table)")
 	fl.DurationVar(&f.window, "window", report.DefaultCapacityWindowS*time.Second, "the sizing window: replicas are chosen, and the SLO judged, per window")
-	fl.DurationVar(&f.startup, "startup-time", 0, "time from adding a replica to its first request (default: an estimate from the weights: 30s pod start + weights at 1 GB/s + 60s engine start)")
+	fl.DurationVar(&f.startup, "startup-time", 0, "time from adding a replica to its first request (default: the start-up estimate of its weights read from --storage: 30s pod start + the read + 60s engine start)")
+	addStorageFlag(fl, &f.storage)
 	fl.DurationVar(&f.coolDown, "cool-down", report.DefaultCoolDownS*time.Second, "the autoscaler's scale-down stabilization window (the HPA's and KEDA's default)")
 	fl.IntVar(&f.maxReplicas, "max-replicas", report.DefaultMaxReplicas, "the most replicas one option may use")
 	fl.StringVar(&f.target, "target", "vllm", "-o keda/hpa: the vLLM Deployment to scale")
@@ -164,11 +166,15 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	if err != nil {
 		return err
 	}
+	storage, err := readStorage(f.storage)
+	if err != nil {
+		return err
+	}
 	plan := request(cmd, f.plan, args)
 	plan.GPU, plan.AllGPUs = "", false
 	req := report.CapacityRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration, AcceptanceRate: f.acceptance},
 		GPUs: gpus, Workload: spec, SLO: bounds, WindowS: f.window.Seconds(), Router: f.router, Prices: prices,
-		StartupS: f.startup.Seconds(), CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas, Policy: f.plan.policy}
+		StartupS: f.startup.Seconds(), Storage: storage, CoolDownS: f.coolDown.Seconds(), MaxReplicas: f.maxReplicas, Policy: f.plan.policy}
 	var status atomic.Value
 	status.Store("planning")
 	begun := time.Now()
