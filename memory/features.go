@@ -146,13 +146,13 @@ type LoRAFeature struct {
 // bytes it adds to the weights, its attention layers in the KV cache, and
 // whether it keeps the model on the V1 runner.
 type SpeculativeFeature struct {
-	Method        string `json:"method"`
-	Tokens        int    `json:"num_speculative_tokens"`
-	Draft         string `json:"draft,omitempty"`
-	DraftTP       int    `json:"draft_tensor_parallel_size,omitempty"`
-	WeightsBytes  int64  `json:"weights_bytes"`
-	KVLayers      int    `json:"kv_layers"`
-	ForcesRunner1 bool   `json:"forces_v1_runner"`
+	Method         string `json:"method"`
+	Tokens         int    `json:"num_speculative_tokens"`
+	Draft          string `json:"draft,omitempty"`
+	DraftTP        int    `json:"draft_tensor_parallel_size,omitempty"`
+	WeightsBytes   int64  `json:"weights_bytes"`
+	KVLayers       int    `json:"kv_layers"`
+	ForcesV1Runner bool   `json:"forces_v1_runner"`
 }
 
 // MultimodalFeature is what the limits leave of the encoder's profile
@@ -184,7 +184,7 @@ func (b Budget) Features() Features {
 	}
 	if d := f.draft; d != nil {
 		sf := &SpeculativeFeature{Method: string(d.cfg.Method), Tokens: d.k, Draft: d.cfg.Model,
-			ForcesRunner1: vllm.SpeculativeForcesRunnerV1(b.Settings.Speculative, b.Settings.PipelineParallelSize)}
+			ForcesV1Runner: vllm.SpeculativeForcesRunnerV1(b.Settings.Speculative, b.Settings.PipelineParallelSize)}
 		if d.spec != nil {
 			sf.DraftTP = d.tp
 			if d.cfg.Model == "" {

@@ -239,7 +239,7 @@ func TestDraftModelL4(t *testing.T) {
 		t.Errorf("k = %d", k1.SpeculativeTokens())
 	}
 	f, n := k1.Features().Speculative, ngram.Features().Speculative
-	if f == nil || f.Method != "draft_model" || f.KVLayers != 24 || f.WeightsBytes != k1.PerGPU.Weights-ngram.PerGPU.Weights || !f.ForcesRunner1 {
+	if f == nil || f.Method != "draft_model" || f.KVLayers != 24 || f.WeightsBytes != k1.PerGPU.Weights-ngram.PerGPU.Weights || !f.ForcesV1Runner {
 		t.Errorf("the draft's features: %+v", f)
 	}
 	if n == nil || n.Method != "ngram" || n.Tokens != 3 || n.WeightsBytes != 0 || n.KVLayers != 0 || n.Draft != "" {
@@ -356,7 +356,7 @@ func TestMTPDeepSeekV3(t *testing.T) {
 	if on.KVBytesPerToken != 62*576*2 || off.KVBytesPerToken != 61*576*2 {
 		t.Errorf("KV a token %d with MTP, %d without; want %d and %d", on.KVBytesPerToken, off.KVBytesPerToken, 62*576*2, 61*576*2)
 	}
-	if f := on.Features().Speculative; f == nil || f.Method != "mtp" || f.Draft != "deepseek-ai/DeepSeek-V3" || f.KVLayers != 1 || f.ForcesRunner1 {
+	if f := on.Features().Speculative; f == nil || f.Method != "mtp" || f.Draft != "deepseek-ai/DeepSeek-V3" || f.KVLayers != 1 || f.ForcesV1Runner {
 		t.Errorf("MTP's features: %+v", f)
 	}
 	if !on.Fits || on.KVTokens >= off.KVTokens {

@@ -58,7 +58,7 @@ func FeaturesLine(f memory.Features) string {
 		if s.Draft != "" {
 			p += fmt.Sprintf("; drafter %s: %s of weights, %d KV layers", s.Draft, memory.GiB(s.WeightsBytes), s.KVLayers)
 		}
-		if s.ForcesRunner1 {
+		if s.ForcesV1Runner {
 			p += "; runs on the V1 model runner"
 		}
 		parts = append(parts, p)
