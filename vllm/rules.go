@@ -23,6 +23,7 @@ var (
 	cudagraphEstimateSince    = Version{0, 13, 0, ""}
 	autoMaxModelLenSince      = Version{0, 14, 0, ""}
 	asyncSchedulingSince      = Version{0, 14, 0, ""}
+	fullDecodeGraphsSince     = Version{0, 11, 0, ""}
 	moeWorkspaceSince         = Version{0, 19, 0, ""}
 	cudagraphInBudgetSince    = Version{0, 21, 0, ""}
 	utilizationDefault92Since = Version{0, 21, 0, ""}
@@ -129,6 +130,18 @@ func AsyncScheduling(s Settings) bool {
 		return true
 	}
 	return orNewest(s.Version).AtLeast(asyncSchedulingSince)
+}
+
+// FullDecodeGraphs reports whether a step whose every query is one token
+// (a batch of decodes) replays one CUDA graph of the whole forward pass,
+// attention included: cudagraph_mode FULL_AND_PIECEWISE, the default from
+// 0.11.0 (PR #25444). Before it the default was PIECEWISE, which captures
+// the layers between the attention calls and runs attention itself
+// eagerly, as every release still does for a step with a longer query (a
+// prefill chunk, drafts to verify). The simulator's step time reads it;
+// --enforce-eager captures nothing.
+func FullDecodeGraphs(s Settings) bool {
+	return !s.EnforceEager && orNewest(s.Version).AtLeast(fullDecodeGraphsSince)
 }
 
 // CUDAGraphEstimate reports whether the release estimates CUDA-graph memory
