@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
@@ -157,12 +158,17 @@ func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
 // for as long as the client waits. past is the 422's message, with %s for
 // the limit.
 func (a *api) timed(w http.ResponseWriter, r *http.Request, past string, run func(context.Context) (any, error)) {
-	ctx, cancel := context.WithTimeoutCause(r.Context(), a.opt.simTime(), errSimTime)
+	a.timedFor(w, r, a.opt.simTime(), past, run)
+}
+
+// timedFor is timed with its own limit.
+func (a *api) timedFor(w http.ResponseWriter, r *http.Request, limit time.Duration, past string, run func(context.Context) (any, error)) {
+	ctx, cancel := context.WithTimeoutCause(r.Context(), limit, errSimTime)
 	defer cancel()
 	out, err := run(ctx)
 	switch {
 	case err != nil && errors.Is(context.Cause(ctx), errSimTime):
-		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf(past, a.opt.simTime()))
+		a.fail(w, r, http.StatusUnprocessableEntity, fmt.Errorf(past, limit))
 		return
 	case err != nil && errors.Is(err, report.ErrTooManyBlocks):
 		a.fail(w, r, http.StatusUnprocessableEntity, err)
@@ -176,7 +182,8 @@ func (a *api) timed(w http.ResponseWriter, r *http.Request, past string, run fun
 
 // capacity answers POST /api/capacity with what `headroom capacity -o
 // json` prints, also when no option meets the SLO (best is then empty).
-// It is admitted, bounded and timed as a simulation.
+// It is admitted and bounded as a simulation, and timed by CapacityTime:
+// a day of traffic fits (its write deadline is extended past the limit).
 func (a *api) capacity(w http.ResponseWriter, r *http.Request) {
 	release, ok := a.enter(w, r, a.sims)
 	if !ok {
@@ -194,7 +201,12 @@ func (a *api) capacity(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Engine.Plan.Offline = req.Engine.Plan.Offline || a.opt.Offline
 	req.Engine.MaxKVBlocks = maxSimBlocks
-	a.timed(w, r, "the sizing ran past this server's limit of %s a request: lower the rates or duration_s, or run `headroom capacity`", func(ctx context.Context) (any, error) {
+	limit := a.opt.capacityTime()
+	// The server's write timeout (60 s) is for every other request; this
+	// one's answer may take minutes. Where the writer cannot extend it
+	// (a test's recorder), the server's stands.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(limit + 10*time.Second))
+	a.timedFor(w, r, limit, "the sizing ran past this server's limit of %s a request: lower the rates or duration_s, or run `headroom capacity`", func(ctx context.Context) (any, error) {
 		out, err := report.Capacity(ctx, a.opt.Env, report.NoFiles, req)
 		// No option meeting the SLO is an answer, not a failure.
 		var ue *report.UnreachableError

@@ -49,6 +49,8 @@ type Options struct {
 	// when > 0.
 	Simulations, Plans int
 	SimulationTime     time.Duration
+	// CapacityTime overrides DefaultCapacityTime when > 0.
+	CapacityTime time.Duration
 }
 
 // The server's memory budget is 256 MiB (the chart's limit for the
@@ -71,7 +73,20 @@ const (
 	// DefaultSimulationTime bounds one simulation's compute: with
 	// QueueWait it stays under the write timeout (60 s).
 	DefaultSimulationTime = 30 * time.Second
+	// DefaultCapacityTime bounds one capacity request's compute. Sizing
+	// a day replays it through fleets several times: the day of
+	// docs/capacity.md's benchmark, two GPU options, takes about a minute
+	// of CPU. Its handler extends its own write deadline past this, so the
+	// answer of a day gets written (other requests keep the server's 60 s).
+	DefaultCapacityTime = 5 * time.Minute
 )
+
+func (o Options) capacityTime() time.Duration {
+	if o.CapacityTime > 0 {
+		return o.CapacityTime
+	}
+	return DefaultCapacityTime
+}
 
 func (o Options) simTime() time.Duration {
 	if o.SimulationTime > 0 {

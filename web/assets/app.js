@@ -519,16 +519,24 @@ async function capacity() {
 // arrival rate.
 function drawCapacity(box, r) {
   const best = r.options[0];
-  box.append(el("p", { id: "cap-summary", text: r.best ? "Cheapest that meets the SLO: " + r.best + ", " + best.peak_replicas + " replicas at the peak, " +
-    best.gpu_hours.toFixed(1) + " GPU-hours" + (best.cost_usd ? ", $" + best.cost_usd.toFixed(2) : "") + "." : "No option meets the SLO." }));
+  const usd = (v) => v ? "$" + v.toFixed(2) : "-";
+  // The answer is the fleet handed over, the autoscaler replayed (as the
+  // CLI's headline); each window's fewest replicas are the bound beside it.
+  const a = best.autoscaler;
+  box.append(el("p", { id: "cap-summary", text: r.best && a ? "Cheapest that meets the SLO: " + r.best + ", autoscaled from " + a.min_replicas + " to " +
+    a.max_replicas + " replicas: SLO met in " + a.replay.windows_met + " of " + a.replay.windows + " windows, " + a.replay.gpu_hours.toFixed(1) +
+    " GPU-hours, " + usd(a.replay.cost_usd) + " (each window's fewest replicas: " + best.gpu_hours.toFixed(1) + " GPU-hours, " + usd(best.cost_usd) + ")." :
+    "No option meets the SLO." }));
   const rows = r.options.map((o) => el("tr", {},
-    el("td", { text: o.gpu }), el("td", { text: o.slo_capacity_per_s ? o.slo_capacity_per_s + " req/s" : "never met" }),
-    el("td", { text: o.met ? o.peak_replicas + " / " + o.mean_replicas : "-" }), el("td", { text: o.met ? o.gpu_hours.toFixed(1) : "-" }),
-    el("td", { text: o.cost_usd ? "$" + o.cost_usd.toFixed(2) : "-" }),
-    el("td", { text: o.autoscaler ? Math.round(o.autoscaler.replay.slo_attainment * 100) + "%, " + o.autoscaler.replay.gpu_hours.toFixed(1) + " GPU-h" : "-" }),
-    el("td", { text: o.static ? Math.round(o.static.slo_attainment * 100) + "%, " + o.static.gpu_hours.toFixed(1) + " GPU-h" : "-" })));
-  box.append(el("table", { id: "cap-table" }, el("thead", {}, el("tr", {}, ...["GPU", "SLO capacity", "replicas peak / mean", "GPU-hours", "cost",
-    "autoscaled", "static for the peak"].map((h) => el("th", { text: h })))), el("tbody", {}, ...rows)));
+    el("td", { text: o.gpu }), el("td", { text: o.slo_capacity_per_s ? o.slo_capacity_per_s + " req/s" : o.no_fit ? "does not fit" : "never met" }),
+    el("td", { text: o.autoscaler ? o.autoscaler.min_replicas + "-" + o.autoscaler.max_replicas : "-" }),
+    el("td", { text: o.autoscaler ? Math.round(o.autoscaler.replay.slo_attainment * 100) + "% (" + o.autoscaler.replay.windows_met + "/" + o.autoscaler.replay.windows + ")" : "-" }),
+    el("td", { text: o.autoscaler ? o.autoscaler.replay.gpu_hours.toFixed(1) : "-" }),
+    el("td", { text: o.autoscaler ? usd(o.autoscaler.replay.cost_usd) : "-" }),
+    el("td", { text: o.met ? o.peak_replicas + " / " + o.mean_replicas + ", " + o.gpu_hours.toFixed(1) + " GPU-h" : "-" }),
+    el("td", { text: o.static ? o.static.gpu_hours.toFixed(1) + " GPU-h" : "-" })));
+  box.append(el("table", { id: "cap-table" }, el("thead", {}, el("tr", {}, ...["GPU", "SLO capacity", "autoscaled: replicas", "SLO met", "GPU-hours", "cost",
+    "ideal: replicas peak / mean", "static for the peak"].map((h) => el("th", { text: h })))), el("tbody", {}, ...rows)));
   const w = best.windows || [];
   if (!w.length) return;
   const W = Math.max(340, Math.min(720, box.clientWidth || 720)), H = 260, L = 44, R = 44, T = 14, B = 40;
