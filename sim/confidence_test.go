@@ -102,3 +102,26 @@ func TestConfidenceOfRunSmallBatch(t *testing.T) {
 		}
 	}
 }
+
+// A server of four or more GPUs (tensor × pipeline parallel) runs its API
+// server on a whole node's host, a class of its own: rows that ran none
+// leave it outside, named by kind, and a server of two GPUs inside.
+func TestConfidenceHostClass(t *testing.T) {
+	v := vllm.MustVersion("0.11.0")
+	sliceHosts := trainingCoverage
+	sliceHosts.Hosts = []string{"slice"}
+	for _, c := range []struct {
+		name   string
+		tp, pp int
+		node   bool
+	}{{"TP 2", 2, 1, false}, {"TP 4", 4, 1, true}, {"TP 2 × PP 2", 2, 2, true}} {
+		b := plan(t, "Qwen/Qwen3-32B", "H100-80GB", c.tp*c.pp, vllm.Settings{Version: v, TensorParallelSize: c.tp, PipelineParallelSize: c.pp})
+		var kinds []string
+		for _, g := range sliceHosts.gaps(conditionsOf(b)) {
+			kinds = append(kinds, g.Kind)
+		}
+		if got := strings.Contains(strings.Join(kinds, ";"), kindHost); got != c.node {
+			t.Errorf("%s: gaps %q, want the host class outside: %v", c.name, kinds, c.node)
+		}
+	}
+}

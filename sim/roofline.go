@@ -22,10 +22,11 @@ import (
 //	            math or its read (launch, prologue, epilogue, last wave)
 //	small kernels = their count per step × the least time a kernel takes
 //	GPU       = linear + attention + all-reduce + GEMM floors + small
-//	            kernels, at least
-//	            the launches of an eager step (no CUDA graph:
-//	            --enforce-eager, or more tokens than the largest captured
-//	            graph)
+//	            kernels, at least the launches of an eager step (no CUDA
+//	            graph: --enforce-eager, or more tokens than the largest
+//	            captured graph) or of a piecewise one (attention launched
+//	            between the graph's pieces: a step with a prefill chunk,
+//	            or any step before 0.11.0)
 //	CPU       = step overhead + per-sequence overhead × requests
 //	step      = GPU + CPU, or max(GPU, CPU) with async scheduling
 //
@@ -60,10 +61,10 @@ type Roofline struct {
 	MoELayers           int
 	MoEHidden, MoEInter float64
 	ActBytes            float64
-	// GroupedPlateau is the grouped GEMMs' share of the GEMMs' share on
-	// full tiles, ExpertKernel the kernel whose tiles they pad to
-	// (moeKernel); ExpertPeak is the tensor peak their quantization path
-	// runs at.
+	// GroupedPlateau is the share of the tensor peak the grouped GEMMs
+	// reach on full tiles (0: GEMMEfficiency), ExpertKernel the kernel
+	// whose tiles they pad to (moeKernel); ExpertPeak is the tensor peak
+	// their quantization path runs at.
 	GroupedPlateau float64
 	ExpertKernel   moeKernel
 	// ExpertKHalf is the reduction length at which an expert GEMM's main
@@ -107,6 +108,13 @@ type Roofline struct {
 	// lasts at least Layers × LaunchPerLayer, the CPU launching it.
 	GraphTokens    int64
 	LaunchPerLayer float64
+	// FullDecodeGraphs is set when a batch of one-token queries replays
+	// one graph of the whole pass (vllm.FullDecodeGraphs); every other
+	// step within GraphTokens replays the layers' pieces between attention
+	// calls that the CPU launches itself, and lasts at least Layers ×
+	// PiecewisePerLayer.
+	FullDecodeGraphs  bool
+	PiecewisePerLayer float64
 	// SmallKernels is how many kernels of negligible work one step runs
 	// (smallKernels), each at least KernelFloor seconds on the GPU.
 	SmallKernels, KernelFloor float64
@@ -150,8 +158,11 @@ func (m *Roofline) Parts(b Batch) StepParts {
 		p.AllReduce = 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
 	p.GEMMFloors, p.SmallKernels = m.kernelFloors()
-	if m.GraphTokens == 0 || b.Tokens > m.GraphTokens {
+	switch {
+	case m.GraphTokens == 0 || b.Tokens > m.GraphTokens:
 		p.Launch = max(0, float64(m.Layers)*m.LaunchPerLayer-p.GPU())
+	case !m.FullDecodeGraphs || b.PrefillPairs > 0 || b.Drafts > 0:
+		p.Launch = max(0, float64(m.Layers)*m.PiecewisePerLayer-p.GPU())
 	}
 	return p
 }
@@ -249,9 +260,9 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	deq := orOne(m.ExpertDequant)
 	plateau := m.GroupedPlateau
 	if plateau == 0 {
-		plateau = 1
+		plateau = m.GEMMEfficiency
 	}
-	share := m.GEMMEfficiency * deq * plateau
+	share := plateau * deq
 	flops := 2 * m.RoutedParams * tokens * pad
 	if k := m.ExpertKHalf; k > 0 && m.MoEInter > 0 && m.MoEHidden > 0 {
 		// A tile's main loop walks the reduction dimension K a block at a
@@ -382,6 +393,14 @@ const (
 	// decoder layer's kernels without a CUDA graph, about 15 kernels at 5–10
 	// µs each. Not fitted (the training runs use CUDA graphs).
 	eagerLaunchPerLayer = 100e-6
+	// piecewiseLaunchPerLayer is the CPU time of one layer of a piecewise
+	// CUDA graph: the replay of the piece before its attention
+	// (cudaGraphLaunch, a few µs) and the attention op run eagerly through
+	// PyTorch's dispatcher (about 10 µs), which launches the cache write
+	// and the attention kernel (5 µs each). Not fitted: every training row
+	// that runs piecewise steps runs them at 100 tokens or more, where the
+	// GPU's part of a layer is ten times longer and the launches hide.
+	piecewiseLaunchPerLayer = 25e-6
 	// graphKernelFloor is the least time a kernel of negligible work holds
 	// the GPU inside a CUDA graph: the gap before it and its blocks'
 	// launch, a memory round trip and teardown, about 2–4 µs on Ampere and
@@ -586,6 +605,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		NVLink:                 p.NVLink,
 		AMD:                    b.Device.Vendor == "amd",
 		LaunchPerLayer:         eagerLaunchPerLayer,
+		FullDecodeGraphs:       vllm.FullDecodeGraphs(set),
+		PiecewisePerLayer:      piecewiseLaunchPerLayer,
 		SmallKernels:           smallKernels(s, dense, experts),
 		KernelFloor:            graphKernelFloor,
 		GEMMKernels:            gemmKernels(s),
@@ -594,8 +615,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		AttentionEfficiency:    c.attention(),
 		BandwidthEfficiency:    c.BandwidthEfficiency,
 		KVBandwidthEfficiency:  c.kvBandwidth(),
-		StepOverhead:           c.Overhead * c.hostShare(b),
-		SeqOverhead:            c.SeqOverhead * c.hostShare(b),
+		StepOverhead:           c.Overhead,
+		SeqOverhead:            c.SeqOverhead,
 		Overlap:                vllm.AsyncScheduling(set),
 	}
 	if s.MoE != nil {

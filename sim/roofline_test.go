@@ -304,9 +304,8 @@ func TestRooflineSlidingWindow(t *testing.T) {
 
 // The routed experts' part of a step on a hand-made roofline: 1e9 routed
 // parameters a token, 4e9 bytes of experts, 8 experts of which a token
-// takes 2, 1e15 FLOP/s at a GEMM share of 0.5, 1e12 B/s at 0.8, grouped
-// GEMMs at 0.8 of the GEMM share on full tiles (fused_moe's: 16 to 64
-// rows), 10 MoE layers of hidden 1000 and intermediate 2000 moving 2-byte
+// takes 2, 1e15 FLOP/s, 1e12 B/s at 0.8, grouped GEMMs at 0.4 of the
+// peak on full tiles (fused_moe's: 16 to 64 rows), 10 MoE layers of hidden 1000 and intermediate 2000 moving 2-byte
 // activations.
 //
 //	4096 tokens: every expert touched, 4096 × 2 / 8 = 1024 tokens each, in
@@ -322,7 +321,7 @@ func TestRooflineSlidingWindow(t *testing.T) {
 //	  dequantizing share of 0.5 is 42.24 ms.
 func TestExpertTimeGroupedGEMM(t *testing.T) {
 	m := &Roofline{RoutedParams: 1e9, ExpertBytes: 4e9, Experts: 8, TopK: 2, PeakFLOPs: 1e15, Bandwidth: 1e12,
-		GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8, GroupedPlateau: 0.8,
+		GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8, GroupedPlateau: 0.4,
 		MoELayers: 10, MoEHidden: 1000, MoEInter: 2000, ActBytes: 2}
 	// (1 − 0.75^4096) is 1 in float64
 	if got, want := m.expertTime(4096), 0.02112+0.0026624; math.Abs(got-want) > 1e-12 {
@@ -542,6 +541,44 @@ func TestStepPartsSumToTheSteps(t *testing.T) {
 		}
 		if async != (split.Overlapped > 0) || split.Dense <= 0 || split.GEMMFloors <= 0 || split.CPU <= 0 {
 			t.Errorf("async %v: split %+v", async, split)
+		}
+	}
+}
+
+// A step within the largest graph is one graph of the whole pass only for
+// a batch of one-token queries from 0.11.0 (FULL_AND_PIECEWISE); before,
+// and for a step with a prefill chunk in any release, the CPU launches
+// each layer's attention between the graph's pieces, 25 µs a layer. On a
+// hand-made roofline of 10 layers whose decode of one token reads 1e8
+// bytes at 1e12 B/s × 0.8 (125 µs) and whose chunk of 10 tokens computes
+// 2e8 × 2 × 10 FLOPs at 1e15 × 0.5 (8 µs, under the same read), the
+// launches (250 µs) set both steps below 0.11.0, only the chunk's from it.
+func TestPiecewiseGraphs(t *testing.T) {
+	m := &Roofline{LinearParams: 2e8, WeightBytes: 1e8, PeakFLOPs: 1e15, Bandwidth: 1e12, GEMMEfficiency: 0.5, BandwidthEfficiency: 0.8,
+		AttentionEfficiency: 0.5, KVBandwidthEfficiency: 0.5, Layers: 10, GraphTokens: 512, LaunchPerLayer: eagerLaunchPerLayer, PiecewisePerLayer: piecewiseLaunchPerLayer}
+	decode := Batch{Requests: 1, Tokens: 1, Decodes: 1, DecodeContext: 1}
+	chunk := Batch{Requests: 1, Tokens: 10, PrefillTokens: 10, PrefillPairs: 55}
+	for _, c := range []struct {
+		full          bool
+		decode, chunk float64
+	}{{false, 250e-6, 250e-6}, {true, 125e-6, 250e-6}} {
+		m.FullDecodeGraphs = c.full
+		if d, k := m.GPUTime(decode), m.GPUTime(chunk); math.Abs(d-c.decode) > 1e-12 || math.Abs(k-c.chunk) > 1e-12 {
+			t.Errorf("full decode graphs %v: decode %v s, chunk %v s; want %v and %v", c.full, d, k, c.decode, c.chunk)
+		}
+	}
+	// The release decides, and --enforce-eager captures no graph at all.
+	for _, c := range []struct {
+		version string
+		eager   bool
+		full    bool
+	}{{"0.10.2", false, false}, {"0.11.0", false, true}, {"0.19.0", true, false}} {
+		r, err := RooflineFor(plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, vllm.Settings{Version: vllm.MustVersion(c.version), EnforceEager: c.eager}), DefaultCalibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.FullDecodeGraphs != c.full {
+			t.Errorf("%s (eager %v): full decode graphs %v, want %v", c.version, c.eager, r.FullDecodeGraphs, c.full)
 		}
 	}
 }

@@ -38,6 +38,10 @@ type servingRun struct {
 	// published figures (NaN when the source does not give them)
 	reqPerS, ttftMean, ttftMedian, ttftP99, tpotMean, tpotMedian, tpotP99, itlMean float64
 	outTokPerS                                                                     float64
+	// itlMedian is the median gap between streamed chunks, from the
+	// notes: at a steady batch it is one step, the one figure the rows
+	// publish that tells a decode step from the prefill steps beside it.
+	itlMedian float64
 }
 
 // servingGPU maps the rows' GPU names to the catalog's.
@@ -50,6 +54,7 @@ var servingFiles = []string{"testdata/serving/train.csv", "testdata/serving/trai
 
 var (
 	totalsRe      = regexp.MustCompile(`total input (\d+) / generated (\d+)`)
+	itlMedianRe   = regexp.MustCompile(`median ITL ([0-9.]+)`)
 	successfulRe  = regexp.MustCompile(`successful (\d+)`)
 	maxModelLenRe = regexp.MustCompile(`--max-model-len (\d+)`)
 )
@@ -119,6 +124,10 @@ func readServingRuns(t testing.TB, path string) []servingRun {
 		if m := totalsRe.FindStringSubmatch(notes); m != nil {
 			r.inTotal, _ = strconv.Atoi(m[1])
 			r.outTotal, _ = strconv.Atoi(m[2])
+		}
+		r.itlMedian = math.NaN()
+		if m := itlMedianRe.FindStringSubmatch(notes); m != nil {
+			r.itlMedian, _ = strconv.ParseFloat(m[1], 64)
 		}
 		if m := successfulRe.FindStringSubmatch(notes); m != nil {
 			r.successful, _ = strconv.Atoi(m[1])
@@ -282,7 +291,7 @@ type outputShape struct{ Sigma, Longest float64 }
 // replies cut a model short (more short outputs than the replies'
 // log-normal of σ 0.8 the stand-in had before, which made the ShareGPT
 // bursts' durations 15% long and their mean TPOT 10–27% short).
-var shareGPTOutputs = outputShape{Sigma: 1.838, Longest: 599}
+var shareGPTOutputs = outputShape{Sigma: 1.750, Longest: 534}
 
 // shareGPTStandIn stands in for `vllm bench serve --dataset-name sharegpt`
 // where only the totals are published: n requests whose prompt lengths
@@ -368,15 +377,17 @@ var servingMisses = map[string]map[string]float64{
 	// the gpt-oss rows: the ShareGPT stand-in's outputs (the rows publish
 	// totals only) and the MXFP4 experts' share at 20-60 tokens an
 	// expert, which gpt-oss-20b's and gpt-oss-120b's bursts pull apart
-	"gs-goss20-h100-sharegpt":      {"mean TPOT": 0.16},
+	"gs-goss20-h100-sharegpt":      {"mean TPOT": 0.15},
 	"gs-goss120-h100-tp1-sharegpt": {"request throughput": 0.17},
 	"gs-goss120-h100-tp2-sharegpt": {"request throughput": 0.14},
-	// one server, two decodes: ShareGPT's ~900 sequences at ~60 tokens an
-	// expert over short contexts run slower than the clock, the random
-	// 4000/200's ~75 at ~5 tokens an expert over 4,000-token contexts
-	// faster; one cache-read share and one tile padding serve both
-	"gs-q235-h100-tp8-sharegpt":  {"request throughput": 0.24, "mean TPOT": 0.22},
-	"t5-gs-q235-h100-tp8-rand4k": {"mean TPOT": 0.20},
+	// one server, two decodes: ShareGPT's ~800 sequences at ~60 tokens an
+	// expert over short contexts run slower than the clock (its median
+	// gap between chunks 16% long, its mean TPOT 16% short: the run's
+	// long gaps, a p99 ITL of 678 ms against the clock's 280), the random
+	// 4000/200's ~70 at ~5 tokens an expert over 4,000-token contexts
+	// faster (median gap 39% long)
+	"gs-q235-h100-tp8-sharegpt":  {"request throughput": 0.17, "mean TPOT": 0.17},
+	"t5-gs-q235-h100-tp8-rand4k": {"mean TPOT": 0.17},
 }
 
 // TestServingRuns replays the published runs the step time was fitted on
@@ -392,10 +403,11 @@ func TestServingRuns(t *testing.T) {
 			t.Errorf("%s: %s has no fitted calibration", r.id, r.gpu)
 		}
 		rep := simulateServing(t, r, c, shareGPTOutputs)
-		t.Logf("%-30s req/s %6.2f (%+5.1f%%)  TTFT mean %8.0f (%+5.1f%%) median %8.0f (%+5.1f%%) p99 %8.0f (%+5.1f%%)  TPOT mean %6.1f (%+5.1f%%) median %6.1f (%+5.1f%%) p99 %6.1f (%+5.1f%%)",
+		t.Logf("%-30s req/s %6.2f (%+5.1f%%)  TTFT mean %8.0f (%+5.1f%%) median %8.0f (%+5.1f%%) p99 %8.0f (%+5.1f%%)  TPOT mean %6.1f (%+5.1f%%) median %6.1f (%+5.1f%%) p99 %6.1f (%+5.1f%%)  ITL median %6.1f (%+5.1f%%)",
 			r.id, rep.RequestsPerS, 100*relErr(rep.RequestsPerS, r.reqPerS),
 			rep.TTFT.Mean, 100*relErr(rep.TTFT.Mean, r.ttftMean), rep.TTFT.P50, 100*relErr(rep.TTFT.P50, r.ttftMedian), rep.TTFT.P99, 100*relErr(rep.TTFT.P99, r.ttftP99),
-			rep.TPOT.Mean, 100*relErr(rep.TPOT.Mean, r.tpotMean), rep.TPOT.P50, 100*relErr(rep.TPOT.P50, r.tpotMedian), rep.TPOT.P99, 100*relErr(rep.TPOT.P99, r.tpotP99))
+			rep.TPOT.Mean, 100*relErr(rep.TPOT.Mean, r.tpotMean), rep.TPOT.P50, 100*relErr(rep.TPOT.P50, r.tpotMedian), rep.TPOT.P99, 100*relErr(rep.TPOT.P99, r.tpotP99),
+			rep.ITL.P50, 100*relErr(rep.ITL.P50, r.itlMedian))
 		for _, f := range []struct {
 			name      string
 			got, want float64
@@ -462,7 +474,8 @@ func TestOneRequestClosedLoop(t *testing.T) {
 }
 
 // servingTargets are the published figures a fit matches, with weights:
-// the means the issue checks, then medians and tails.
+// the means TestServingRuns holds, then medians, tails and the median gap
+// between streamed chunks.
 func servingTargets(r servingRun, rep *Report) (got, want, w []float64) {
 	add := func(g, p, weight float64) {
 		if math.IsNaN(p) || p <= 0 || g <= 0 {
@@ -477,6 +490,7 @@ func servingTargets(r servingRun, rep *Report) (got, want, w []float64) {
 	add(rep.TPOT.Mean, r.tpotMean, 3)
 	add(rep.TPOT.P50, r.tpotMedian, 1)
 	add(rep.TPOT.P99, r.tpotP99, 1)
+	add(rep.ITL.P50, r.itlMedian, 1)
 	return
 }
 
@@ -508,7 +522,7 @@ func fitCalibration(x []float64, r servingRun) (Calibration, outputShape, bool) 
 			return Calibration{}, outputShape{}, false
 		}
 	}
-	if x[0] > 1 || x[1] > 1 || x[2] > 1 || x[3] > 1 || x[8] > 2 || x[9] > 1 || x[10] > 1 || x[13] > 3 || x[14] < 100 || x[14] > 2048 || x[16] > 2 {
+	if x[0] > 1 || x[1] > 1 || x[2] > 1 || x[3] > 1 || x[8] > 1 || x[9] > 1 || x[10] > 1 || x[13] > 3 || x[14] < 100 || x[14] > 2048 || x[16] > 2 {
 		return Calibration{}, outputShape{}, false
 	}
 	c := Calibration{Overhead: x[4], SeqOverhead: x[5], AttentionEfficiency: prefillAttentionShare,
@@ -742,11 +756,11 @@ func TestTrainingCoverage(t *testing.T) {
 
 // cvStart is where every cross-validation fold's search starts: the
 // constants before the eleven-row fit (the three Qwen3-14B rows' fit and
-// the mechanisms' first guesses), the stand-in's output shape before it
-// was fitted (σ 0.8, no cap below bench's 2,048) and a node's host at the
-// slices' speed, so no fold starts from a point that has seen its
-// left-out rows.
-var cvStart = []float64{0.545, 0.374, 0.849, 0.420, 0.00155, 23e-6, 0.0129, 55e-6, 0.7, 0.6, 0.8, 0.030, 0.003, 0.8, 2048, reductionKHalf, 1}
+// the mechanisms' first guesses, the grouped GEMMs at that fit's Hopper
+// GEMM share), the stand-in's output shape before it was fitted (σ 0.8,
+// no cap below bench's 2,048) and a node's host at the slices' speed, so
+// no fold starts from a point that has seen its left-out rows.
+var cvStart = []float64{0.545, 0.374, 0.849, 0.420, 0.00155, 23e-6, 0.0129, 55e-6, 0.374, 0.6, 0.8, 0.030, 0.003, 0.8, 2048, reductionKHalf, 1}
 
 // cvFold is one fold: the rows it leaves out.
 type cvFold struct {
@@ -780,7 +794,7 @@ func TestCrossValidateServing(t *testing.T) {
 	// TP 8 is Qwen3-235B's fold, and the 8-GPU host's; vLLM 0.10.2 is
 	// gpt-oss-120b's; TP 2 is one row of it.
 	folds = append(folds, cvFold{"tp 2", func(r servingRun) bool { return r.tp == 2 }})
-	iters := 6
+	iters := 12
 	if s := os.Getenv("HEADROOM_CV_ITERS"); s != "" {
 		iters, _ = strconv.Atoi(s)
 	}
@@ -790,6 +804,7 @@ func TestCrossValidateServing(t *testing.T) {
 	type fig struct {
 		fold, class, kind int
 		err               float64
+		kinds             []string
 	}
 	var figs []fig
 	for fi, f := range folds {
@@ -813,6 +828,12 @@ func TestCrossValidateServing(t *testing.T) {
 			}
 			rep := simulateServing(t, r, c, sh)
 			out := cv.outside(rowConditions(t, r))
+			var kinds []string
+			for _, g := range cv.gaps(rowConditions(t, r)) {
+				if !slices.Contains(kinds, g.Kind) {
+					kinds = append(kinds, g.Kind)
+				}
+			}
 			class := 0
 			switch {
 			case cv.unseen(rowConditions(t, r)):
@@ -822,7 +843,7 @@ func TestCrossValidateServing(t *testing.T) {
 			}
 			add := func(kind int, got, want float64) {
 				if !math.IsNaN(want) && want > 0 {
-					figs = append(figs, fig{fi, class, kind, 100 * relErr(got, want)})
+					figs = append(figs, fig{fi, class, kind, 100 * relErr(got, want), kinds})
 				}
 			}
 			add(0, rep.RequestsPerS, r.reqPerS)
@@ -832,9 +853,10 @@ func TestCrossValidateServing(t *testing.T) {
 			add(2, rep.TPOT.Mean, r.tpotMean)
 			add(2, rep.TPOT.P50, r.tpotMedian)
 			add(2, rep.TPOT.P99, r.tpotP99)
-			fmt.Printf("%-28s %-30s req/s %+6.1f%%  TTFT mean %+6.1f%% p50 %+6.1f%% p99 %+6.1f%%  TPOT mean %+6.1f%% p50 %+6.1f%% p99 %+6.1f%%  outside: %s\n", f.name, r.id,
+			add(2, rep.ITL.P50, r.itlMedian)
+			fmt.Printf("%-28s %-30s req/s %+6.1f%%  TTFT mean %+6.1f%% p50 %+6.1f%% p99 %+6.1f%%  TPOT mean %+6.1f%% p50 %+6.1f%% p99 %+6.1f%%  ITL p50 %+6.1f%%  outside: %s\n", f.name, r.id,
 				100*relErr(rep.RequestsPerS, r.reqPerS), 100*relErr(rep.TTFT.Mean, r.ttftMean), 100*relErr(rep.TTFT.P50, r.ttftMedian), 100*relErr(rep.TTFT.P99, r.ttftP99),
-				100*relErr(rep.TPOT.Mean, r.tpotMean), 100*relErr(rep.TPOT.P50, r.tpotMedian), 100*relErr(rep.TPOT.P99, r.tpotP99), strings.Join(out, "; "))
+				100*relErr(rep.TPOT.Mean, r.tpotMean), 100*relErr(rep.TPOT.P50, r.tpotMedian), 100*relErr(rep.TPOT.P99, r.tpotP99), 100*relErr(rep.ITL.P50, r.itlMedian), strings.Join(out, "; "))
 		}
 	}
 	// in reports whether a figure of class c counts toward the band of
@@ -855,7 +877,7 @@ func TestCrossValidateServing(t *testing.T) {
 			return 0, 0, 0, 0
 		}
 		sort.Float64s(a)
-		return a[coverRank(len(a), 0.8, 0.9)-1], len(a), sum / float64(len(a)), a[len(a)-1]
+		return a[coverRank(len(a), 0.8, bandConfidence)-1], len(a), sum / float64(len(a)), a[len(a)-1]
 	}
 	classes := []string{"fitted", "extrapolated", "unseen"}
 	kinds := []string{"throughput", "TTFT", "TPOT"}
@@ -866,24 +888,72 @@ func TestCrossValidateServing(t *testing.T) {
 			}
 		}
 	}
+	// The figures by the kind of condition their fold had not seen (a
+	// figure outside by several counts toward each): what a band of each
+	// condition would rest on.
+	var gapKinds []string
+	for _, f := range figs {
+		for _, k := range f.kinds {
+			if !slices.Contains(gapKinds, k) {
+				gapKinds = append(gapKinds, k)
+			}
+		}
+	}
+	sort.Strings(gapKinds)
+	for _, g := range gapKinds {
+		for k, kn := range kinds {
+			var a []float64
+			for _, f := range figs {
+				if f.kind == k && slices.Contains(f.kinds, g) {
+					a = append(a, math.Abs(f.err))
+				}
+			}
+			if len(a) > 0 {
+				sort.Float64s(a)
+				fmt.Printf("outside: %-17s %-10s n %2d  mean |err| %5.1f%%  p80 %5.1f%%\n", g, kn, len(a), mean(a), a[coverRank(len(a), 0.8, bandConfidence)-1])
+			}
+		}
+	}
 	// Each fold's figures against bands from the other folds alone (a
 	// band at least its inner class's, as confidenceOf prints it): how
-	// often a band holds a figure none of its errors came from.
-	var inside, total int
-	var width float64
+	// often a band holds a figure none of its errors came from, by class
+	// and in all.
+	inside, total, width := make([]int, 4), make([]int, 4), make([]float64, 4)
 	for _, f := range figs {
 		var w float64
 		for b := 0; b <= f.class; b++ {
 			v, _, _, _ := band(f.kind, b, f.fold)
 			w = max(w, v)
 		}
-		total++
-		width += w
-		if math.Abs(f.err) <= w {
-			inside++
+		for _, c := range []int{f.class, 3} {
+			total[c]++
+			width[c] += w
+			if math.Abs(f.err) <= w {
+				inside[c]++
+			}
 		}
 	}
-	fmt.Printf("held-out folds: the bands of the other folds hold %d of %d figures (%.0f%%), mean half-width %.1f%%\n", inside, total, 100*float64(inside)/float64(total), width/float64(total))
+	for c, cn := range append(classes, "all") {
+		if total[c] > 0 {
+			fmt.Printf("held-out folds, %-12s: the bands of the other folds hold %d of %d figures (%.0f%%), mean half-width %.1f%%\n", cn, inside[c], total[c], 100*float64(inside[c])/float64(total[c]), width[c]/float64(total[c]))
+		}
+	}
+}
+
+// bandConfidence is the confidence with which a band's order statistic
+// lies above the 80th percentile of the errors it stands for (coverRank):
+// 0.5 takes the plain 80th percentile. Checked fold by fold (each fold's
+// figures against the bands of the other folds), the plain percentile
+// holds 88% of the 248 left-out figures at a mean half-width of 54%, every
+// class at least 86%; 0.9, the confidence the bands had, held 92% at 66%.
+const bandConfidence = 0.5
+
+func mean(a []float64) float64 {
+	var s float64
+	for _, v := range a {
+		s += v
+	}
+	return s / float64(len(a))
 }
 
 // coverRank is the rank k (1-based, at most n) of the k-th smallest of n
@@ -891,8 +961,7 @@ func TestCrossValidateServing(t *testing.T) {
 // confidence conf, whatever the distribution: the least k with
 // P(Binomial(n, q) < k) ≥ conf, or n when none is (too few errors to say,
 // the worst is the band). The confidence.go bands are these order
-// statistics of the cross-validation's errors, not their plain 80th
-// percentiles, which a sample of 7 or 21 figures underestimates.
+// statistics of the cross-validation's errors at bandConfidence.
 func coverRank(n int, q, conf float64) int {
 	cdf := 0.0
 	for k := 0; k < n; k++ {
