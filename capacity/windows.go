@@ -11,22 +11,15 @@ import (
 	"headroom.dev/headroom/workload"
 )
 
-// margin is how much busier a window that met the SLO on n replicas must
-// be than a window of count requests for that one to be said to meet it
-// on n without a replay of its own (and how much lighter one that
-// missed): one standard deviation of the window's count, Poisson's
-// 1/√count (±0.75% for a 10-minute window at 30 req/s, ±2.9% at 2 req/s).
-// Windows closer in rate than that are not ordered by their rates: each
-// is replayed.
-func margin(count int) float64 { return 1 / math.Sqrt(float64(max(count, 1))) }
-
 // learned is what the replays made so far say: per fleet size, the
-// busiest window it served within the SLO and the lightest it missed.
-// A window at rate λ then needs at most n replicas when a window at
-// λ·(1+m) or more met on n, and more than n when one at λ·(1−m) or less
-// missed on n (m: its margin): the fewest replicas a window needs rises
-// with its rate (TestRoundsAgreeWithExhaustive holds the answer to the
-// windows' own searches).
+// busiest window it served within the SLO and the lightest it missed. A
+// window at rate λ then needs at most n replicas when a window at λ or
+// more met on n, and more than n when one at λ or less missed on n: the
+// fewest replicas a window needs rises with its rate. Two windows of
+// nearly the same rate may be sized one replica apart by their own
+// searches (the noise of their arrivals); either answer is within the
+// SLO capacity's own resolution, 2% of the rate, and
+// TestRoundsAgreeWithExhaustive holds the answers to that.
 type learned struct {
 	metMax  map[int]float64
 	missMin map[int]float64
@@ -44,15 +37,15 @@ func (l *learned) add(n int, rate float64, met bool) {
 
 // bounds is what the replays say of a window at rate: it misses on fewer
 // than lo replicas and meets on hi (hi is maxN+1 when nothing says).
-func (l *learned) bounds(rate, m float64, maxN int) (lo, hi int) {
+func (l *learned) bounds(rate float64, maxN int) (lo, hi int) {
 	lo, hi = 1, maxN+1
 	for n, r := range l.missMin {
-		if r <= rate*(1-m) {
+		if r <= rate {
 			lo = max(lo, n+1)
 		}
 	}
 	for n, r := range l.metMax {
-		if r >= rate*(1+m) {
+		if r >= rate {
 			hi = min(hi, n)
 		}
 	}
@@ -158,7 +151,7 @@ func (c *sizer) windows(ctx context.Context, o *Sizing) error {
 		for _, i := range round {
 			lo, hi := 1, c.req.MaxReplicas+1
 			if !c.req.exhaustive {
-				lo, hi = l.bounds(rates[i], margin(c.tr.counts[i]), c.req.MaxReplicas)
+				lo, hi = l.bounds(rates[i], c.req.MaxReplicas)
 				if lo > hi {
 					// The replays disagree about this rate (their noise):
 					// it is searched as if nothing were known.

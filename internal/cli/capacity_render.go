@@ -97,7 +97,7 @@ func writeCapacityTable(w io.Writer, r *report.CapacityReport) error {
 	if a := best.Autoscaler; a != nil {
 		fmt.Fprintf(w, "\nautoscaler for %s (HPA/KEDA: -o keda, -o hpa, --keda FILE, --hpa FILE): add replicas when a replica answers more than %.3g req/s (rate of %s), or %s passes %g a replica, or %s passes %g on average\n",
 			best.GPU, a.TargetRatePerS, a.RateMetric, a.WaitingMetric, a.TargetWaiting, a.KVMetric, a.TargetKV)
-		fmt.Fprintf(w, "  %.3g req/s is the SLO capacity %.3g req/s less headroom for the rate's rise over a start-up and the HPA's 10%% tolerance; the KV target is one replica's usage at that rate, the waiting target its queue at the capacity (95th percentile)\n",
+		fmt.Fprintf(w, "  %.3g req/s is the SLO capacity %.3g req/s less headroom for the rate's rise over a start-up and the HPA's 10%% tolerance; the KV and waiting targets are guards, one replica's usage (mean) and queue (95th percentile) at the capacity\n",
 			a.TargetRatePerS, best.SLOCapacityPerS)
 		fmt.Fprintf(w, "  start-up %s (%s), cool-down %s, %d to %d replicas\n", dur(a.StartupS), a.StartupSource, dur(a.CoolDownS), a.MinReplicas, a.MaxReplicas)
 		fmt.Fprintf(w, "  %s\n", policyLine(best))

@@ -127,6 +127,8 @@ type CapacityOption struct {
 	Notes   []string `json:"notes,omitempty"`
 	// behind: when no rate met, the closest run fell behind.
 	behind bool
+	// runs counts the sizing's simulations (the benchmark's log).
+	runs capacity.Runs
 }
 
 // CapacityWindow, Autoscaler, FleetRun and MissedWindow are capacity's.
@@ -391,7 +393,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	if err != nil {
 		return o, "", err
 	}
-	o.Refused = sz.Refused
+	o.Refused, o.runs = sz.Refused, sz.Runs
 	if sz.SLOCapacityPerS == 0 {
 		o.Miss, o.behind = sz.Miss, sz.ClosestFellBehind
 		return o, e.Evidence.Spec.ID, nil

@@ -58,9 +58,9 @@ func BenchmarkCapacityDay(b *testing.B) {
 			b.Logf("simulate: %d requests, %.0f simulated s", sr.Report.Requests, sr.Report.DurationS)
 			for _, o := range rep.Options {
 				if a := o.Autoscaler; a != nil {
-					b.Logf("%s: %.3f req/s a replica; ideal %d / %.2f replicas, %.1f GPU-hours; autoscaled %d-%d (%s), %d of %d windows, %.1f GPU-hours, $%.2f, %d flaps",
+					b.Logf("%s: %.3f req/s a replica; ideal %d / %.2f replicas, %.1f GPU-hours; autoscaled %d-%d (%s), %d of %d windows, %.1f GPU-hours, $%.2f, %d flaps; simulations %+v",
 						o.GPU, o.SLOCapacityPerS, o.PeakReplicas, o.MeanReplicas, o.GPUHours, a.MinReplicas, a.MaxReplicas, a.Policy,
-						a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.CostUSD, a.Flaps)
+						a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.CostUSD, a.Flaps, o.runs)
 				}
 			}
 		}
