@@ -79,6 +79,19 @@ type profileRun struct {
 	sampler  vllm.SamplerPath
 	sms      int
 	smsKnown bool
+	// logitShards divides the dummy sampler's logits: the TP size with
+	// --enable-batch-sharded-sampling where vLLM takes it, else 1.
+	logitShards int
+}
+
+// withSampling sets how the sampler's logits are split, once the runner
+// is final (a speculative method may have put the model back on V1).
+func (p profileRun) withSampling(set vllm.Settings) profileRun {
+	p.logitShards = 1
+	if set.BatchShardedSampling() && vllm.BatchShardedSamplingRefused(set, p.runnerV2) == "" {
+		p.logitShards = set.TensorParallelSize
+	}
+	return p
 }
 
 // profileRunFor reads the release's rules for this model on this device
@@ -172,7 +185,7 @@ func samplerPeakBytes(s model.Spec, batchedTokens, maxNumSeqs, dtypeBytes int, r
 	if dtypeBytes >= 4 {
 		perLogit -= float32Copy // float32 logits need no float32 copy
 	}
-	sampler := rows*v*perLogit + samplerFixedBytes
+	sampler := rows*v*perLogit/float64(max(run.logitShards, 1)) + samplerFixedBytes
 	if run.sampler == vllm.SamplerTriton {
 		sampler += math.Min(float64(run.sms), rows) * v * tritonBufferBytes
 	}

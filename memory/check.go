@@ -27,6 +27,9 @@ const (
 	// CodeColdStart: the max-length request fits this plan's KV cache
 	// but not what a first start with a cold compile cache may leave.
 	CodeColdStart = "cold_start_may_not_fit"
+	// CodeShardedSampling: --enable-batch-sharded-sampling where vLLM's
+	// validation refuses it.
+	CodeShardedSampling = "batch_sharded_sampling_refused"
 	// CodePinnedPoolDoesntFit: a pinned KV pool (--kv-cache-memory-bytes)
 	// with the rest of the worker needs more than the free memory.
 	CodePinnedPoolDoesntFit = "pinned_kv_pool_does_not_fit"
@@ -49,6 +52,11 @@ func (b *Budget) check(dp int) {
 	}
 	if need := tp * pp * dp; need > b.Count {
 		problem(CodeNotEnoughGPUs, "tensor × pipeline × data parallel = %d × %d × %d needs %d GPUs, but only %d are given", tp, pp, dp, need, b.Count)
+	}
+	if set.BatchShardedSampling() {
+		if why := vllm.BatchShardedSamplingRefused(set, b.ModelRunnerV2); why != "" {
+			problem(CodeShardedSampling, "vLLM refuses --%s: %s (drop the flag)", vllm.FlagEnableBatchShardedSampling, why)
+		}
 	}
 	if s.Heads%tp != 0 {
 		problem(CodeHeadsNotDivisible, "--tensor-parallel-size %d does not divide the model's %d attention heads; vLLM refuses to start (use a TP size that divides %d)", tp, s.Heads, s.Heads)

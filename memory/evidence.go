@@ -240,7 +240,7 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 func (b *Budget) kvBand(terms []Term) Band {
 	set := b.Settings
 	if set.KVCacheMemoryBytes > 0 || (b.Origins.KVCache == OriginMeasured && b.Origins.KVTokens == OriginMeasured) {
-		return Band{Low: b.KVTokens, High: b.KVTokens, Basis: "the KV cache is fixed (--kv-cache-memory) or measured"}
+		return Band{Low: b.KVTokens, High: b.KVTokens, Basis: "the KV cache is fixed (--" + vllm.FlagKVCacheMemory + ") or measured"}
 	}
 	unc := gibs(kvResidualErr)
 	parts := []string{"the calibration start-ups' largest KV miss " + GiB(unc)}
@@ -316,6 +316,9 @@ func activationMechanism(b *Budget, run profileRun) string {
 		path = fmt.Sprintf("Triton top-k/top-p, b + %d B a logit and a cached %d × vocabulary float32 buffer", tritonBytesPerLogit, min(run.sms, rows))
 	default:
 		path = fmt.Sprintf("Model Runner V2, no top-k/top-p, b + %d B a logit", runnerV2BytesPerLogit)
+	}
+	if run.logitShards > 1 {
+		path += fmt.Sprintf(", the logits split over %d ranks (--%s)", run.logitShards, vllm.FlagEnableBatchShardedSampling)
 	}
 	return fmt.Sprintf("the dummy sampler over %d rows × %d vocabulary (%s) sets the peak", rows, b.Model.Vocab, path)
 }

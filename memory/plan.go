@@ -235,7 +235,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		return Budget{}, err
 	}
 	b.feat = feat
-	run := feat.runner(profileRunFor(s, set, in.Device, in.Env), set)
+	run := feat.runner(profileRunFor(s, set, in.Device, in.Env), set).withSampling(set)
 	b.run, b.SamplerPath, b.ModelRunnerV2, b.Install = run, run.sampler, run.runnerV2, set.Install.OrDefault()
 	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
 	if b.CUDAGraphInBudget && vllm.CUDAGraphEstimateIsZero(set.Version, run.runnerV2) {

@@ -177,7 +177,7 @@ var flagClasses = map[string]flagClass{
 	"enable-prompt-embeds":                    {effect: EffectNotModelled, why: "prompt embeddings in the batch"},
 	"max-logprobs":                            {effect: EffectNotModelled, why: "logprobs of the sampler"},
 	"logprobs-mode":                           {effect: EffectNone, why: whyNone},
-	"enable-batch-sharded-sampling":           {effect: EffectNotModelled, why: "logits split by TP on Model Runner V2 (#50465)"},
+	FlagEnableBatchShardedSampling:            {effect: EffectPlanned, why: "the profile's logits split by TP on Model Runner V2 (#50465)", since: batchShardedSamplingSince},
 	"stream-interval":                         {effect: EffectNone, why: whyNone},
 	"device":                                  {effect: EffectNotModelled, why: "another device than a CUDA GPU"},
 	"speculative-model":                       {effect: EffectNotModelled, why: "V0's draft model (--speculative-config since)"},

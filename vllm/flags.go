@@ -184,6 +184,7 @@ var boolFlags = map[string]bool{
 	"disable-uvicorn-access-log":       true,
 	"enable-auto-tool-choice":          true,
 	"enable-chunked-prefill":           true,
+	"enable-batch-sharded-sampling":    true,
 	"enable-dbo":                       true,
 	"enable-eplb":                      true,
 	"enable-expert-parallel":           true,

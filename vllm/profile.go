@@ -198,6 +198,40 @@ func ModelRunnerV2(v Version, m RunnerModel, env map[string]string) bool {
 	return false
 }
 
+// FlagEnableBatchShardedSampling splits the sampler's logits by tensor
+// parallelism on Model Runner V2 (#50465, merged 2026-08; named in the
+// 0.29.0 release notes as #51718): each rank computes its shard of the
+// vocabulary, then an all-to-all over the batch leaves it min(S, T) / TP
+// rows of the whole vocabulary, so the profile's logits are 1/TP of the
+// all-gathered ones. Opt-in: _validate_batch_sharded_sampling refuses it
+// without Model Runner V2, at TP 1, or with fewer sequences than ranks.
+const FlagEnableBatchShardedSampling = "enable-batch-sharded-sampling"
+
+// batchShardedSamplingSince is the first release with the flag.
+var batchShardedSamplingSince = Version{0, 29, 0, ""}
+
+// BatchShardedSampling reports --enable-batch-sharded-sampling on a
+// release that has it.
+func (s Settings) BatchShardedSampling() bool {
+	return orNewest(s.Version).AtLeast(batchShardedSamplingSince) && s.extraBool(FlagEnableBatchShardedSampling)
+}
+
+// BatchShardedSamplingRefused says why a release that has
+// --enable-batch-sharded-sampling refuses it for these settings on this
+// runner, or "" when it takes it (an older release does not know the flag
+// at all: the flag classification says so).
+func BatchShardedSamplingRefused(s Settings, runnerV2 bool) string {
+	switch {
+	case !runnerV2:
+		return "it needs Model Runner V2, and the V1 runner runs this model"
+	case s.TensorParallelSize < 2:
+		return "it needs tensor parallelism (TP 2 or more)"
+	case s.MaxNumSeqs < s.TensorParallelSize:
+		return fmt.Sprintf("it needs --max-num-seqs (%d) of at least the TP size (%d)", s.MaxNumSeqs, s.TensorParallelSize)
+	}
+	return ""
+}
+
 // DummySampler is the top-k/top-p path the profile run's dummy sampler
 // takes on CUDA with default settings (memory notes §2.7):
 //
