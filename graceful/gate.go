@@ -314,31 +314,54 @@ func ClientOf(r *http.Request) string {
 	return host
 }
 
-// BodyTime is how long a request admitted to a slot has to send its body:
-// a slot held by a body that drips is a slot no one else works in. A
-// server's read timeout (30 s, a minute) bounds the whole request; this
-// bounds the part that holds a slot. 10 s is 3.2 MiB/s for the largest
-// body (simulate --serve's 32 MiB); a JSON plan of a few KiB takes
-// milliseconds.
-const BodyTime = 10 * time.Second
+// A request admitted to a slot holds it while its body arrives, so a
+// body must keep coming: BodyGrace for its first bytes, then at least
+// MinBodyRate on average, or the read fails (HTTP 408). A server's read
+// timeout (30 s, a minute) bounds the whole request; this bounds a slot
+// held by a body that drips (ten bodies sent a byte a second held every
+// slot of serve for its 30 s). The bound follows the bytes read, not a
+// clock alone, so a large body on a slow but honest link, or read slowly
+// by a busy server, is not cut: 4 MiB at 16 KiB/s is 256 s, past any read
+// timeout.
+const (
+	BodyGrace   = 5 * time.Second
+	MinBodyRate = 16 << 10 // bytes a second
+)
 
-// ErrSlowBody is a body that did not arrive within BodyTime (HTTP 408).
-var ErrSlowBody = fmt.Errorf("the request body did not arrive within %s of its admission: send it at once", BodyTime)
+// ErrSlowBody is a body that came slower than MinBodyRate (HTTP 408).
+var ErrSlowBody = fmt.Errorf("the request body came slower than %d KiB/s after %s: send it at once", MinBodyRate>>10, BodyGrace)
 
-// TimedBody bounds the reading of body (r's, or a reader over it) to
-// BodyTime from now: past it the connection's read fails, and the
-// returned reader says so with ErrSlowBody. The net/http server lifts the
-// deadline once the body is read, before it watches the connection for
-// the client leaving.
+// TimedBody keeps the reading of body (r's, or a reader over it) to
+// BodyGrace plus MinBodyRate from now, by moving the connection's read
+// deadline as bytes come; past it the read fails, and the returned reader
+// says so with ErrSlowBody. The net/http server lifts the deadline once
+// the body is read, before it watches the connection for the client
+// leaving.
 func TimedBody(w http.ResponseWriter, body io.Reader) io.Reader {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTime))
-	return slowBody{body}
+	b := &slowBody{r: body, rc: http.NewResponseController(w), start: time.Now()}
+	b.extend()
+	return b
 }
 
-type slowBody struct{ r io.Reader }
+type slowBody struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	read  int64
+}
 
-func (b slowBody) Read(p []byte) (int, error) {
+// extend sets the deadline the bytes read so far have earned.
+func (b *slowBody) extend() {
+	earned := BodyGrace + time.Duration(float64(b.read)/MinBodyRate*float64(time.Second))
+	_ = b.rc.SetReadDeadline(b.start.Add(earned))
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
+	b.read += int64(n)
+	if n > 0 {
+		b.extend()
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, ErrSlowBody
 	}

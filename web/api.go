@@ -235,7 +235,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, b
 		writeError(w, http.StatusRequestEntityTooLarge, "request body over "+humanBytes(limit)+": send less")
 		return nil, false
 	}
-	// The body holds a slot while it arrives: at most graceful.BodyTime.
+	// The body holds a slot while it arrives: it must keep coming (graceful.TimedBody).
 	return graceful.TimedBody(w, http.MaxBytesReader(w, r.Body, limit)), true
 }
 

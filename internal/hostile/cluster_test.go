@@ -253,7 +253,9 @@ func TestAuditHostilePods(t *testing.T) {
 	}
 	a := newAPIServer(t, pods, func(w http.ResponseWriter, r *http.Request, pod string) { bodies[pod](w, r) })
 	kc := a.kubeconfig(t)
-	_, out, errText := run(t, 120*time.Second, "audit", "--kubeconfig", kc, "--live", "--timeout", "5s", "-o", "json")
+	// Each pod's read has 10 s (the most audit gives one), time enough
+	// to read 32 MiB on a busy machine: the bound cuts, not the clock.
+	_, out, errText := run(t, 120*time.Second, "audit", "--kubeconfig", kc, "--live", "--timeout", "20s", "-o", "json")
 	var r auditJSON
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("not JSON: %v: %.500s %s", err, out, errText)
@@ -285,7 +287,7 @@ func TestAuditHostilePods(t *testing.T) {
 		t.Errorf("/api/audit: %.1000s", ans.body)
 	}
 	for _, format := range []string{"table", "markdown"} {
-		_, out, errText := run(t, 120*time.Second, "audit", "--kubeconfig", kc, "--live", "--timeout", "5s", "-o", format)
+		_, out, errText := run(t, 120*time.Second, "audit", "--kubeconfig", kc, "--live", "--timeout", "20s", "-o", format)
 		for _, pod := range pods {
 			if pod == "healthy" {
 				continue

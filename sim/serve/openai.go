@@ -294,7 +294,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			apiError(w, graceful.Status(err), "ServiceUnavailableError", err.Error())
 			return
 		}
-		// A slot is held while the body arrives: at most graceful.BodyTime.
+		// A slot is held while the body arrives: it must keep coming (graceful.TimedBody).
 		body = graceful.TimedBody(w, body)
 	}
 	req, err := decodeRequest(body, chat, s.opt.Model, s.e.Config().MaxModelLen)
