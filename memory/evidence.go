@@ -111,7 +111,8 @@ const (
 	//     startups-0.28-l4-l40s.csv rows 101, 106, 115);
 	//   - the same lab on vLLM 0.27.1 (features rows 203–207): the draft
 	//     arms at k = 3 and 5, which followed k = 1 with the same models,
-	//     leave what the mechanism plans (1.27 GiB); the first start of each
+	//     leave what the mechanism plans (their KV tokens within 0.3% of
+	//     the plan's, TestDraftModelL4); the first start of each
 	//     configuration leaves 1.3–1.65 GiB more;
 	//   - an 8B AWQ with an EAGLE-3 head on an RTX 5070 Ti, vLLM 0.31.0: 4.34
 	//     GiB of KV cold, 5.47 warm (+1.13);
