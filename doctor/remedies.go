@@ -283,7 +283,7 @@ func (g *diag) utilRemedies() []Remedy {
 		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", r.GPUMemoryUtilization)}, Why: why})
 	}
 	if len(rs) > 0 && vllm.SupportsKVCacheMemory(b.Settings.Version) && r.Budget.PerGPU.KVCache > 0 {
-		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--kv-cache-memory", strconv.FormatInt(r.Budget.PerGPU.KVCache, 10)},
+		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--" + vllm.FlagKVCacheMemory, strconv.FormatInt(r.Budget.PerGPU.KVCache, 10)},
 			Why: fmt.Sprintf("or fix the KV cache at %s per GPU (what the recommended utilization gives); vLLM then ignores --gpu-memory-utilization", gib(r.Budget.PerGPU.KVCache))})
 	}
 	if len(rs) == 0 {

@@ -97,7 +97,7 @@ var catalog = []entry{
 		NominalBytes: 80 * gib, TotalBytes: 85_029_158_912,
 		// 85,029,158,912 B / 2^30 = 79.1896 GiB, logged "79.19"; ceil(x*0.95) =
 		// 80,777,700,967 B = 75.2301 GiB, logged "75.23". nvidia-smi: 81559 MiB.
-		Source: "52 vLLM 0.19.0 start-ups on H100 80GB HBM3 log total 79.19 GiB and requested 75.23 GiB at utilization 0.95 (the llm-d capacity planner's published start-up logs); the PCIe card reports the same"},
+		Source: "52 of the 57 vLLM 0.19.0 start-ups on H100-80GB log total 79.19 GiB and requested 75.23 GiB at utilization 0.95 (the llm-d capacity planner's published start-up logs); the PCIe card reports the same"},
 		[]string{"H100 80GB", "H100 80GB HBM3", "H100-SXM5-80GB", "H100 80GB PCIe"}},
 	{Device{Name: "H800", Vendor: "nvidia", ComputeCapability: "9.0",
 		NominalBytes: 80 * gib, TotalBytes: 85_029_158_912, Estimated: true,

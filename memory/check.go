@@ -77,7 +77,7 @@ func (b *Budget) check(dp int) {
 			vllm.FlagKVCacheMemory, GiB(set.KVCacheMemoryBytes), GiB(p.Weights), GiB(p.Activation), GiB(p.NonTorch), GiB(p.CUDAGraph), GiB(pinned), GiB(free))
 	}
 	if set.KVCacheMemoryBytes > 0 {
-		warn(CodeFixedKVMemory, "--kv-cache-memory fixes the KV cache at %s per GPU and ignores --gpu-memory-utilization; the card must hold %s of weights, activation and overhead beside it", GiB(set.KVCacheMemoryBytes), GiB(nonKV))
+		warn(CodeFixedKVMemory, "--%s fixes the KV cache at %s per GPU and ignores --gpu-memory-utilization; the card must hold %s of weights, activation and overhead beside it", vllm.FlagKVCacheMemory, GiB(set.KVCacheMemoryBytes), GiB(nonKV))
 	}
 	switch {
 	case b.NumBlocks <= 0 && nonKV >= p.Requested:
@@ -128,7 +128,7 @@ func (b *Budget) check(dp int) {
 			}
 		}
 		if b.MaxConcurrency < 2 && b.MaxModelLen > 0 {
-			warn(CodeLowConcurrency, "the KV cache holds %.2f requests of %d tokens at once (as vLLM counts them, %s tokens); longer queues and preemption under load", b.MaxConcurrency, b.MaxModelLen, vllm.Thousands(b.KVTokens))
+			warn(CodeLowConcurrency, "the KV cache holds %.2f requests of %s tokens at once (as vLLM counts them, %s tokens); longer queues and preemption under load", b.MaxConcurrency, vllm.Thousands(int64(b.MaxModelLen)), vllm.Thousands(b.KVTokens))
 		}
 	}
 	b.Fits = len(b.Problems) == 0

@@ -91,7 +91,7 @@ func TestConcurrencySlidingFits(t *testing.T) {
 		}
 	}
 	for _, w := range b.Warnings {
-		if w.Code == memory.CodeLowConcurrency && w.Message != "the KV cache holds 1.51 requests of 131072 tokens at once (as vLLM counts them, 105,152 tokens); longer queues and preemption under load" {
+		if w.Code == memory.CodeLowConcurrency && w.Message != "the KV cache holds 1.51 requests of 131,072 tokens at once (as vLLM counts them, 105,152 tokens); longer queues and preemption under load" {
 			t.Errorf("warning %q", w.Message)
 		}
 	}

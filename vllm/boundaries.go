@@ -20,7 +20,7 @@ func Boundaries() []Boundary {
 		{v1DefaultSince, "V1ByDefault", "the V1 engine is the default; KV size logged in tokens", "v0.8.0 release, PR #13596"},
 		{captureTwiceSeqsSince, "WithDefaults", "default CUDA-graph capture size min(2 × max_num_seqs, 512)", "CompilationConfig docstring (unverified boundary)"},
 		{textOnlyModeSince, "TextOnlyModeSince", "all multimodal limits 0: no encoder in the profile run", "PR #22299"},
-		{kvCacheMemoryFlagSince, "SupportsKVCacheMemory", "--kv-cache-memory fixes the KV pool", "PR #21489"},
+		{kvCacheMemoryFlagSince, "SupportsKVCacheMemory", "--kv-cache-memory-bytes fixes the KV pool", "PR #21489"},
 		{v0RemovedIn, "V0Removed", "the V0 engine is gone", "v0.11.0 release"},
 		{flashInferSamplerOptInSince, "DummySampler", "the profile's sampler sorts (FlashInfer opt-in): b + 36 B a logit", "PR #26859"},
 		{moeLoRASince, "LoRAOnExperts", "LoRA slots on fused-MoE experts", "PR #21229"},

@@ -25,7 +25,7 @@ type Settings struct {
 	KVCacheDtype        string `json:"kv_cache_dtype"` // auto, fp8, fp8_e4m3, fp8_e5m2 ...
 	BlockSize           int    `json:"block_size"`
 	EnforceEager        bool   `json:"enforce_eager,omitempty"`
-	// KVCacheMemoryBytes is --kv-cache-memory: a fixed KV size per GPU that
+	// KVCacheMemoryBytes is --kv-cache-memory-bytes: a fixed KV size per GPU that
 	// replaces the utilization budget.
 	KVCacheMemoryBytes int64 `json:"kv_cache_memory_bytes,omitempty"`
 	// CPUOffloadGiB is --cpu-offload-gb: weights kept in host memory per GPU.

@@ -84,8 +84,17 @@ func addDeploymentFlags(fl *pflag.FlagSet, f *planFlags, model, gpu, version str
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a GPU by its usable memory instead of a name, e.g. 24GiB")
 	fl.StringVar(&f.version, "vllm-version", "", version)
 	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
+	addVLLMStringFlags(fl, f)
+}
+
+// addVLLMStringFlags registers vLLM's own flags under their names; one
+// without a usage is a spelling read as another and left out of --help.
+func addVLLMStringFlags(fl *pflag.FlagSet, f *planFlags) {
 	for _, v := range vllmStringFlags {
 		f.vllm[v.name] = fl.String(v.name, "", v.usage)
+		if v.usage == "" {
+			_ = fl.MarkHidden(v.name)
+		}
 	}
 }
 

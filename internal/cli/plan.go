@@ -29,7 +29,10 @@ var vllmStringFlags = []struct{ name, usage string }{
 	{"quantization", "vLLM --quantization (e.g. fp8 to quantize on load)"},
 	{"kv-cache-dtype", "vLLM --kv-cache-dtype (auto, fp8, ...)"},
 	{"block-size", "vLLM --block-size (default 16)"},
-	{"kv-cache-memory", "vLLM --kv-cache-memory (fixed KV bytes per GPU)"},
+	{"kv-cache-memory-bytes", "vLLM --kv-cache-memory-bytes (a fixed KV pool per GPU: bytes, or 20G with G = 2^30)"},
+	// --kv-cache-memory is the prefix vLLM's own start-up hint prints, and
+	// argparse takes it: read as the flag, not shown in --help.
+	{"kv-cache-memory", ""},
 	{"cpu-offload-gb", "vLLM --cpu-offload-gb"},
 	{"max-cudagraph-capture-size", "vLLM --max-cudagraph-capture-size (default 512)"},
 	{"speculative-config", `vLLM --speculative-config, JSON as vLLM takes it, e.g. '{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":3}'`},
@@ -118,9 +121,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.StringVar(&f.policy, "policy", memory.PolicyHeadroom, "utilization policy: headroom (computed from the sizes) or kaito (KAITO's 1.5 GiB curve)")
 	fl.BoolVar(&f.enforceEager, "enforce-eager", false, "vLLM --enforce-eager (no CUDA graphs)")
 	fl.BoolVar(&f.offline, "offline", false, "never fetch from the Hugging Face Hub (also HF_HUB_OFFLINE=1)")
-	for _, v := range vllmStringFlags {
-		f.vllm[v.name] = fl.String(v.name, "", v.usage)
-	}
+	addVLLMStringFlags(fl, f)
 }
 
 // request turns the command's flags and pasted command into a report

@@ -171,10 +171,10 @@ func writeTable(w io.Writer, r report.Report) error {
 	if t := r.Recommended.FromTraffic; t != nil && t.FellBehind != nil {
 		fmt.Fprintf(w, "Verdict    DOES NOT MEET THE TRAFFIC: %s\n", t.Overload)
 		if r.Fits {
-			fmt.Fprintf(w, "  memory   vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
+			fmt.Fprintf(w, "  memory   vLLM starts and serves requests of %s tokens\n", humanInt(int64(r.Settings.MaxModelLen)))
 		}
 	} else if r.Fits {
-		fmt.Fprintf(w, "Verdict    FITS: vLLM starts and serves requests of %d tokens\n", r.Settings.MaxModelLen)
+		fmt.Fprintf(w, "Verdict    FITS: vLLM starts and serves requests of %s tokens\n", humanInt(int64(r.Settings.MaxModelLen)))
 	} else {
 		fmt.Fprintln(w, "Verdict    DOES NOT FIT")
 	}
