@@ -221,6 +221,9 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 				break
 			}
 		}
+		// The pod checks' fixes, as lines of the file where they have a
+		// place (the rest stays in pod_patch).
+		r.Patch = append(r.Patch, podPatchLines(d, head.Kind, r.PodFixes)...)
 		out = append(out, r)
 	}
 	return out, nil
