@@ -241,7 +241,10 @@ func TestAuditHostilePods(t *testing.T) {
 			w.Write([]byte("vllm:num_requests_running NaN\nvllm:num_requests_waiting NaN\n"))
 		},
 		"huge": func(w http.ResponseWriter, r *http.Request) {
-			w.Write([]byte("vllm:num_preemptions_total 1e308\nvllm:num_requests_running 1\n"))
+			// 1e308 preemptions, and a TTFT histogram whose p99 overflows.
+			w.Write([]byte("vllm:num_preemptions_total 1e308\nvllm:num_requests_running 1\n# TYPE vllm:time_to_first_token_seconds histogram\n" +
+				"vllm:time_to_first_token_seconds_bucket{le=\"1e308\"} 1e308\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 1e308\n" +
+				"vllm:time_to_first_token_seconds_count 1e308\nvllm:time_to_first_token_seconds_sum 1\n"))
 		},
 		"healthy": func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte("vllm:num_requests_running 1\nvllm:kv_cache_usage_perc 0.2\n"))
