@@ -54,10 +54,13 @@ const (
 	maxCount = 1e15
 	// maxSeconds bounds a latency and a finite histogram bound: 11.6 days.
 	maxSeconds = 1e6
-	// maxBlocks and maxBlockSize bound cache_config_info's labels: 2^40
-	// blocks is a thousand times the KV cache of the largest node.
-	maxBlocks    = 1 << 40
+	// maxBlocks, maxBlockSize and maxKVTokens bound cache_config_info's
+	// labels: 2^32 blocks and 2^40 tokens are a thousand times the KV
+	// cache of the largest node, and keep the bytes of what is compared
+	// with a plan (tokens × bytes a token) within int64.
+	maxBlocks    = 1 << 32
 	maxBlockSize = 1 << 16
+	maxKVTokens  = 1 << 40
 )
 
 // readMetrics are the quantities a sample holds.

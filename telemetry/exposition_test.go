@@ -242,3 +242,16 @@ func TestParseNotCounts(t *testing.T) {
 		t.Errorf("notes %q, want %q", s.Dropped, want)
 	}
 }
+
+// A block count and size each plausible whose product no server holds is
+// left out: its bytes, compared with a plan, passed int64.
+func TestParseKVTokensBound(t *testing.T) {
+	s, err := ParseVLLMMetrics(strings.NewReader("vllm:cache_config_info{block_size=\"4096\",num_gpu_blocks=\"2147483648\"} 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CacheConfig.NumGPUBlocks != 0 || s.CacheConfig.BlockSize != 4096 || len(s.Dropped) != 1 ||
+		!strings.Contains(s.Dropped[0], "num_gpu_blocks=2147483648 of 4096 tokens is more KV cache than any server's") {
+		t.Errorf("%+v", s)
+	}
+}

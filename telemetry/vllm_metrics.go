@@ -154,5 +154,9 @@ func (f *fold) cacheConfig(name string, m *dto.Metric) CacheConfig {
 			c.Simulated = v == "true"
 		}
 	}
+	if c.NumGPUBlocks > 0 && c.BlockSize > 0 && c.NumGPUBlocks*int64(c.BlockSize) > maxKVTokens {
+		f.note("%s num_gpu_blocks=%d of %d tokens is more KV cache than any server's (at most %d tokens): left out", name, c.NumGPUBlocks, c.BlockSize, int64(maxKVTokens))
+		c.NumGPUBlocks = 0
+	}
 	return c
 }
