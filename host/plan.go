@@ -242,6 +242,7 @@ func Build(b memory.Budget, pod Options) (Plan, error) {
 	c.weightLoading()
 	c.offloadedWeights()
 	c.offloadedKV()
+	c.loraAdapters()
 	c.processorCache()
 	c.shm()
 	if set.Set[vllm.FlagSwapSpace] {
@@ -477,6 +478,25 @@ func (c *planner) offloadedKV() {
 	c.add(Term{Term: TermOffloadedKV, Bytes: bytes, Kind: KindPinned, Phase: PhaseServing, Basis: BasisMechanism,
 		Source: "CPUOffloadingWorker pins one torch tensor per KV tensor, each rounded up to a power of two by PyTorch's CachingHostAllocator; shows as Shmem (vLLM #53042: 1.925× of 200 GiB; #48436: 80 GiB at TP 2 held 64 GiB a worker; #50094's probe: 6, 10 and 12 GiB pinned took 8, 16 and 16)",
 		Detail: fmt.Sprintf("%s %s per engine: %s a rank over %d KV tensors, each rounded to %s, × %d %s (vLLM %s, before the /dev/shm region)", from, gibs(size), gibs(perRank), n0, gibs(nextPow2(perRank/int64(n0))), ranksHere, plural(ranksHere, "rank", "ranks"), c.set.Version)})
+}
+
+// loraAdapters are the adapters each worker keeps in host memory with
+// --enable-lora: --max-cpu-loras of them (--max-loras by default), each
+// loaded whole and pinned where pinning is available (vllm-features §1.3),
+// sized at --max-lora-rank, their bound.
+func (c *planner) loraAdapters() {
+	n := c.set.CPULoRAs()
+	if n == 0 {
+		return
+	}
+	per, err := memory.LoRAAdapterBytes(c.b.Model, c.set, max(c.b.DtypeBytes, 1))
+	if err != nil || per <= 0 {
+		return
+	}
+	_, rank := c.set.LoRASlots()
+	c.add(Term{Term: TermLoRAAdapters, Bytes: int64(c.gpus) * int64(n) * per, Kind: KindPinned, Phase: PhaseServing, Basis: BasisMechanism,
+		Source: "vllm/lora/worker_manager.py: each worker's LRU cache of max_cpu_loras adapters, loaded whole with pin_memory; an adapter's size is its own rank's, max_lora_rank bounds it",
+		Detail: fmt.Sprintf("%d %s × %d %s × %s (rank %d, at most)", c.gpus, plural(c.gpus, "worker", "workers"), n, plural(n, "adapter", "adapters"), gibs(per), rank)})
 }
 
 // processorCache is the multimodal processor cache of the API servers and

@@ -387,3 +387,13 @@ func TestStreamerBuffer(t *testing.T) {
 		t.Fatalf("no memory_limit: %+v, warnings %+v", w, open.Warnings)
 	}
 }
+
+// LoRA adapters in host memory: Qwen2.5-7B-Instruct at max_lora_rank 64
+// in bf16 is 322,961,408 B an adapter (vllm-features §1.4); each of 2
+// workers keeps --max-cpu-loras 4 of them.
+func TestLoRAAdapters(t *testing.T) {
+	p := build(t, lookup(t, "Qwen/Qwen2.5-7B-Instruct"), "L4", 2, "vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2 --max-model-len 4096 --enable-lora --max-loras 2 --max-lora-rank 64 --max-cpu-loras 4")
+	if l := term(t, p, TermLoRAAdapters); l.Bytes != 2*4*322961408 || l.Kind != KindPinned {
+		t.Fatalf("LoRA adapters %+v, want 2 × 4 × 322,961,408 B pinned", l)
+	}
+}

@@ -3,6 +3,8 @@ package memory
 import (
 	"math"
 	"testing"
+
+	"headroom.dev/headroom/vllm"
 )
 
 // LayerTensors splits each layer as splitWeights counts it: the two must
@@ -46,5 +48,20 @@ func TestLayerTensorsLlama(t *testing.T) {
 	}
 	if LayerTensors(catalogSpec(t, "meta-llama/Llama-3.1-8B-Instruct"), 32, 1, 2) != nil {
 		t.Fatal("a layer past the last has no tensors")
+	}
+}
+
+// docs/vllm-features.md §1.4: Qwen2.5-7B-Instruct at max_lora_rank 64 in
+// bf16 (Qwen2 declares no embedding modules): 5,767,168 elements a layer
+// × 28 layers × 2 B = 322,961,408 B (308.0 MiB) an adapter.
+func TestLoRAAdapterBytes(t *testing.T) {
+	s := catalogSpec(t, "Qwen/Qwen2.5-7B-Instruct")
+	set := vllm.Settings{TensorParallelSize: 2, MaxLoRARank: 64, Extra: []string{"--enable-lora"}}
+	got, err := LoRAAdapterBytes(s, set, 2)
+	if err != nil || got != 322961408 {
+		t.Fatalf("%d B, %v; want 322,961,408", got, err)
+	}
+	if n, _ := LoRAAdapterBytes(s, vllm.Settings{MaxLoRARank: 64}, 2); n != 0 {
+		t.Fatalf("without --enable-lora: %d B", n)
 	}
 }
