@@ -13,7 +13,9 @@
 # 2 cores with cold Go caches: kube-apiserver about 5.5 min and etcd about
 # 1 min on an idle machine (26 min and 7 min on a busy shared one); with a
 # warm build cache a relink of 15 s; 0 s once cached. It needs about 3.5 GB
-# of disk (build cache, module cache, 145 MB of binaries).
+# of disk (build cache, module cache, 145 MB of binaries). No build has a
+# time limit of its own (hack/gobuild.sh says why); each says every 30 s
+# how far it is.
 #
 # Progress goes to stderr; stdout carries only the directory.
 set -euo pipefail
@@ -48,32 +50,25 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 
-with_timeout() { # with_timeout SECONDS CMD...
-  if command -v timeout >/dev/null; then timeout "$@"; else shift; "$@"; fi
-}
+source "$root/hack/gobuild.sh"
 
-# build NAME SECONDS MODDIR PKG LDFLAGS: builds into a temporary file and
-# renames it, so an interrupted build never leaves a half-written binary that
-# a later run would take for a cached one.
+# build NAME DIR PKG LDFLAGS, unless cached (gobuild: no time limit of its
+# own, progress on stderr).
 build() {
-  local name=$1 limit=$2 dir=$3 pkg=$4 ldflags=$5
+  local name=$1 dir=$2 pkg=$3 ldflags=$4
   if [[ -x "$assets/$name" ]]; then
     echo "e2e-assets: $name cached in $assets" >&2
     return
   fi
-  echo "e2e-assets: building $name from $pkg (several minutes on a cold build cache) ..." >&2
-  local t0=$SECONDS
-  with_timeout "$limit" go -C "$dir" build -trimpath -ldflags="$ldflags" -o "$assets/$name.tmp" "$pkg" >&2
-  mv -f "$assets/$name.tmp" "$assets/$name"
-  echo "e2e-assets: built $name in $((SECONDS - t0)) s" >&2
+  gobuild "e2e-assets: $name" "$dir" "$assets/$name" -trimpath -ldflags="$ldflags" "$pkg"
 }
 
 # Without the version stamp the server reports v0.0.0-master+$Format:%H$,
 # which clients (kubectl version, discovery) fail to parse.
 v=k8s.io/component-base/version
-build kube-apiserver 1800 "$kmod" k8s.io/kubernetes/cmd/kube-apiserver \
+build kube-apiserver "$kmod" k8s.io/kubernetes/cmd/kube-apiserver \
   "-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$k8s_minor -X $v.gitTreeState=clean"
-build etcd 900 "$emod" go.etcd.io/etcd/server/v3 "-s -w"
+build etcd "$emod" go.etcd.io/etcd/server/v3 "-s -w"
 
 # envtest does not need kubectl; link it when there is one, for debugging.
 if command -v kubectl >/dev/null && [[ ! -e "$assets/kubectl" ]]; then

@@ -42,21 +42,17 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 
+source "$root/hack/gobuild.sh"
 if [[ ! -x "$dir/helm" ]]; then
-  echo "helm: building Helm $helm_version (a few minutes on a cold build cache) ..." >&2
-  t0=$SECONDS
   ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
   for p in pkg/lint/rules pkg/chartutil; do
     ldflags+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$k8s_minor"
   done
-  if command -v timeout >/dev/null; then to=(timeout 1200); else to=(); fi
   # Built the way hack/e2e-assets.sh builds kube-apiserver (same cgo
   # setting, -trimpath, and tools/helm pins the same k8s.io/* patch
   # versions), so the packages they share come from the build cache: after
   # kube-apiserver, helm took 83 s here instead of 414 s cold.
-  "${to[@]}" go -C "$hmod" build -trimpath -ldflags="$ldflags" -o "$dir/helm.tmp" helm.sh/helm/v3/cmd/helm >&2
-  mv -f "$dir/helm.tmp" "$dir/helm"
-  echo "helm: built in $((SECONDS - t0)) s" >&2
+  gobuild "helm $helm_version" "$hmod" "$dir/helm" -trimpath -ldflags="$ldflags" helm.sh/helm/v3/cmd/helm
 else
   echo "helm: cached in $dir" >&2
 fi

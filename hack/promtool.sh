@@ -34,10 +34,8 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 
+source "$root/hack/gobuild.sh"
 if [[ ! -x "$dir/promtool" ]]; then
-  echo "promtool: building promtool from Prometheus $version (minutes on a cold build cache) ..." >&2
-  t0=$SECONDS
-  if command -v timeout >/dev/null; then to=(timeout 1800); else to=(); fi
   # Built like kube-apiserver in hack/e2e-assets.sh (-trimpath, the same
   # cgo setting), so the packages they share come from the build cache.
   # Prometheus's version package is stamped so `promtool --version` names
@@ -51,10 +49,8 @@ if [[ ! -x "$dir/promtool" ]]; then
   # one core); after kube-apiserver, etcd and helm, what is left to compile
   # goes from 101 MB to 21 MB of source. Measured cold times: docs/ci.md.
   v=github.com/prometheus/common/version
-  "${to[@]}" go -C "$pmod" build -tags remove_all_sd -trimpath -ldflags="-s -w -X $v.Version=$version -X $v.Branch=release" \
-    -o "$dir/promtool.tmp" github.com/prometheus/prometheus/cmd/promtool >&2
-  mv -f "$dir/promtool.tmp" "$dir/promtool"
-  echo "promtool: built in $((SECONDS - t0)) s" >&2
+  gobuild "promtool $version" "$pmod" "$dir/promtool" -tags remove_all_sd -trimpath -ldflags="-s -w -X $v.Version=$version -X $v.Branch=release" \
+    github.com/prometheus/prometheus/cmd/promtool
 else
   echo "promtool: cached in $dir" >&2
 fi
