@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"headroom.dev/headroom/audit"
 	"headroom.dev/headroom/internal/report"
@@ -108,7 +109,12 @@ func runAudit(cmd *cobra.Command, env Env, f auditFlags) error {
 }
 
 // auditConfig is the audit's API server and namespace (audit.Config).
+// client-go's own log (klog, to stderr) is silenced: what it would say of
+// a failed read ("Unexpected error when reading response body") the
+// audit says once, as a finding.
 func auditConfig(env Env, f auditFlags) (*rest.Config, string, error) {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	cfg, ns, err := audit.Config(audit.Connection{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace,
 		AllNamespaces: f.allNamespaces, Timeout: f.timeout, Getenv: env.Getenv})
 	if err != nil {
