@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,5 +254,46 @@ func TestParseKVTokensBound(t *testing.T) {
 	if s.CacheConfig.NumGPUBlocks != 0 || s.CacheConfig.BlockSize != 4096 || len(s.Dropped) != 1 ||
 		!strings.Contains(s.Dropped[0], "num_gpu_blocks=2147483648 of 4096 tokens is more KV cache than any server's") {
 		t.Errorf("%+v", s)
+	}
+}
+
+// The exporter reads vLLM one scrape at a time whatever scrapes it (each
+// holds a read of up to 32 MiB), and past maxExporterScrapes in flight
+// answers 503.
+func TestExporterScrapesOneAtATime(t *testing.T) {
+	var now, most atomic.Int32
+	vllmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(50 * time.Millisecond)
+		fmt.Fprint(w, "vllm:num_requests_running 1\n")
+	}))
+	defer vllmSrv.Close()
+	h := httptest.NewServer(NewExporter(ExporterOptions{Scraper: &Scraper{URL: vllmSrv.URL + "/metrics", Timeout: 5 * time.Second}}).Handler())
+	defer h.Close()
+	codes := make(chan int, 12)
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			resp, err := http.Get(h.URL + "/metrics")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if most.Load() != 1 || got[http.StatusOK] < 1 || got[http.StatusOK] > maxExporterScrapes || got[http.StatusOK]+got[http.StatusServiceUnavailable] != 12 {
+		t.Errorf("vLLM read %d at once; the exporter answered %v", most.Load(), got)
 	}
 }
