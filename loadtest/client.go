@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"headroom.dev/headroom/telemetry"
 )
 
 // Endpoints of the OpenAI API.
@@ -132,18 +134,20 @@ func ParseBaseURL(s string) (string, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("--url %q is not a URL like http://localhost:8000", s)
+		return "", fmt.Errorf("--url %q is not a URL like http://localhost:8000", telemetry.RedactURL(s))
 	}
+	// Errors name the URL without the user and password it may carry.
+	shown := telemetry.RedactURL(s)
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("--url %q: the scheme must be http or https", s)
+		return "", fmt.Errorf("--url %q: the scheme must be http or https", shown)
 	}
 	// The endpoints are appended to the path: a query or fragment would
 	// take them in and send every request to the server's root.
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
-		return "", fmt.Errorf("--url %q: give the server's base URL, without ? or #", s)
+		return "", fmt.Errorf("--url %q: give the server's base URL, without ? or #", shown)
 	}
 	if strings.Trim(u.Host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]") != "" {
-		return "", fmt.Errorf("--url %q: %q is not a host name or address", s, u.Host)
+		return "", fmt.Errorf("--url %q: %q is not a host name or address", shown, u.Host)
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions")
 	u.Path = strings.TrimSuffix(u.Path, "/completions")

@@ -55,3 +55,17 @@ func TestParseBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// An error about --url names it without the user and password it holds.
+func TestParseBaseURLHidesCredentials(t *testing.T) {
+	for _, in := range []string{"ftp://ops:s3cret@h:8000", "http://ops:s3cret@h:8000/?x=1"} {
+		_, err := ParseBaseURL(in)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "ops") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	base, user := SplitUser("http://ops:s3cret@h:8000/v1")
+	if pw, _ := user.Password(); base != "http://h:8000/v1" || user.Username() != "ops" || pw != "s3cret" {
+		t.Errorf("SplitUser: %q, %v", base, user)
+	}
+}

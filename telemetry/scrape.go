@@ -28,10 +28,10 @@ func NormalizeMetricsURL(s string) (string, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("metrics URL %q is not a URL like http://localhost:8000/metrics", s)
+		return "", fmt.Errorf("metrics URL %q is not a URL like http://localhost:8000/metrics", RedactURL(s))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("metrics URL %q: the scheme must be http or https", s)
+		return "", fmt.Errorf("metrics URL %q: the scheme must be http or https", RedactURL(s))
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/metrics"
