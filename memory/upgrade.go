@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -17,21 +18,52 @@ type Upgrade struct {
 	Before, After Budget
 	Changes       []Change
 	// KVLoss is the share of KV-cache tokens the move loses (negative: it
-	// gains; 0 when the first plan has none).
+	// gains; 0 when the first plan has none): vLLM's rules only, with the
+	// terms that move with headroom's own calibration held (Change.Ours).
 	KVLoss float64
+	// OwnKVTokens, when not 0, is what the later plan gives with
+	// headroom's calibration of its own release (After holds the earlier
+	// one's): the part of the difference that is ours, not vLLM's.
+	OwnKVTokens int64
+	// Remedies keep the earlier release's KV cache on the later one when
+	// the move loses more than the planner's own error (DriftShare): a
+	// pinned pool, a higher utilization.
+	Remedies []UpgradeRemedy
 }
+
+// UpgradeRemedy is one way to keep the KV cache of the release moved
+// from: the flags to set on the release moved to, and the KV tokens the
+// plan then gives (it fits).
+type UpgradeRemedy struct {
+	// Kind is "pin_kv_pool" or "raise_utilization".
+	Kind     string   `json:"kind"`
+	Args     []string `json:"args"`
+	KVTokens int64    `json:"kv_cache_tokens"`
+	Why      string   `json:"why"`
+}
+
+// The kinds of UpgradeRemedy.
+const (
+	RemedyPinKVPool        = "pin_kv_pool"
+	RemedyRaiseUtilization = "raise_utilization"
+)
 
 // Change is one planned term that differs between the two releases.
 type Change struct {
 	// Term is named as in the plan report's JSON (per_gpu.cudagraph_gib,
-	// settings.gpu_memory_utilization, ...).
+	// settings.gpu_memory_utilization, ...); Label in words, for tables.
 	Term   string          `json:"term"`
+	Label  string          `json:"label"`
 	From   string          `json:"from"`
 	To     string          `json:"to"`
 	Causes []vllm.Boundary `json:"causes"`
 	// Unexplained says where the term moves with no rule of its own
 	// starting there, when it does.
 	Unexplained string `json:"unexplained,omitempty"`
+	// Ours is set when the term moves only with headroom's calibration
+	// points (no vLLM rule of it starts where it moves): the later plan
+	// holds the earlier release's value, out of the upgrade's cost.
+	Ours bool `json:"ours,omitempty"`
 }
 
 // termRules are the version rules (vllm.Boundary.Rule) that move each
@@ -51,22 +83,25 @@ var termRules = map[string][]string{
 
 func gibText(b int64) string { return strconv.FormatFloat(float64(b)/gib, 'f', 2, 64) }
 
-// upgradeTerms read the terms compared, in the order shown.
+// upgradeTerms read the terms compared, in the order shown, with their
+// names in words; bytes reads the planned parts a calibration point can
+// move (nil for the others).
 var upgradeTerms = []struct {
-	name string
-	get  func(Budget) string
+	name, label string
+	get         func(Budget) string
+	bytes       func(Budget) int64
 }{
-	{"settings.gpu_memory_utilization", func(b Budget) string { return strconv.FormatFloat(b.Settings.GPUMemoryUtilization, 'f', -1, 64) }},
-	{"settings.max_num_seqs", func(b Budget) string { return strconv.Itoa(b.Settings.MaxNumSeqs) }},
-	{"settings.max_num_batched_tokens", func(b Budget) string { return strconv.Itoa(b.Settings.MaxNumBatchedTokens) }},
-	{"settings.model_runner_v2", func(b Budget) string { return strconv.FormatBool(b.ModelRunnerV2) }},
-	{"settings.sampler_path", func(b Budget) string { return string(b.SamplerPath) }},
-	{"per_gpu.cudagraph_in_budget", func(b Budget) string { return strconv.FormatBool(b.GraphsReserved()) }},
-	{"per_gpu.cudagraph_gib", func(b Budget) string { return gibText(b.PerGPU.CUDAGraph) }},
-	{"per_gpu.activation_gib", func(b Budget) string { return gibText(b.PerGPU.Activation) }},
-	{"per_gpu.non_torch_gib", func(b Budget) string { return gibText(b.PerGPU.NonTorch) }},
-	{"per_gpu.requested_gib", func(b Budget) string { return gibText(b.PerGPU.Requested) }},
-	{"per_gpu.kv_cache_gib", func(b Budget) string { return gibText(b.PerGPU.KVCache) }},
+	{"settings.gpu_memory_utilization", "default --gpu-memory-utilization", func(b Budget) string { return strconv.FormatFloat(b.Settings.GPUMemoryUtilization, 'f', -1, 64) }, nil},
+	{"settings.max_num_seqs", "default --max-num-seqs", func(b Budget) string { return strconv.Itoa(b.Settings.MaxNumSeqs) }, nil},
+	{"settings.max_num_batched_tokens", "default --max-num-batched-tokens", func(b Budget) string { return strconv.Itoa(b.Settings.MaxNumBatchedTokens) }, nil},
+	{"settings.model_runner_v2", "runs on Model Runner V2", func(b Budget) string { return strconv.FormatBool(b.ModelRunnerV2) }, nil},
+	{"settings.sampler_path", "profile run's sampler", func(b Budget) string { return string(b.SamplerPath) }, nil},
+	{"per_gpu.cudagraph_in_budget", "CUDA graphs held back inside the budget", func(b Budget) string { return strconv.FormatBool(b.GraphsReserved()) }, nil},
+	{"per_gpu.cudagraph_gib", "CUDA graphs (GiB)", func(b Budget) string { return gibText(b.PerGPU.CUDAGraph) }, func(b Budget) int64 { return b.PerGPU.CUDAGraph }},
+	{"per_gpu.activation_gib", "activation peak (GiB)", func(b Budget) string { return gibText(b.PerGPU.Activation) }, func(b Budget) int64 { return b.PerGPU.Activation }},
+	{"per_gpu.non_torch_gib", "non-torch memory (GiB)", func(b Budget) string { return gibText(b.PerGPU.NonTorch) }, func(b Budget) int64 { return b.PerGPU.NonTorch }},
+	{"per_gpu.requested_gib", "utilization budget (GiB)", func(b Budget) string { return gibText(b.PerGPU.Requested) }, nil},
+	{"per_gpu.kv_cache_gib", "KV cache (GiB)", func(b Budget) string { return gibText(b.PerGPU.KVCache) }, nil},
 }
 
 // GraphsReserved reports whether the KV budget holds back the CUDA-graph
@@ -129,19 +164,31 @@ func PlanUpgrade(in Input, to vllm.Version) (Upgrade, error) {
 	if down {
 		u.Before, u.After = u.After, u.Before
 	}
+	// held is the later plan's parts less what headroom's calibration
+	// points moved them by, where a step moves a part with no rule of it
+	// starting there (step deltas signed from Before to After).
+	held, holding := Measured{}, false
 	for _, t := range upgradeTerms {
 		a, z := t.get(u.Before), t.get(u.After)
 		if a == z {
 			continue
 		}
-		c := Change{Term: t.name, From: a, To: z, Causes: []vllm.Boundary{}}
+		c := Change{Term: t.name, Label: t.label, From: a, To: z, Causes: []vllm.Boundary{}}
+		var ours int64
 		for i := 1; i < len(plans); i++ {
 			if t.get(plans[i-1]) == t.get(plans[i]) {
 				continue
 			}
 			bs := stepCauses(plans[i-1], plans[i], starts[i], t.name)
 			if len(bs) == 0 {
-				c.Unexplained = fmt.Sprintf("changes at %s where no rule of this term starts: the planner's calibration points differ by release (the nearer release's is taken)", points[i])
+				c.Unexplained = fmt.Sprintf("changes at %s where no vLLM rule of it starts: headroom's own calibration points differ by release (the nearer release's figure is taken), not vLLM", points[i])
+				if t.bytes != nil {
+					step := t.bytes(plans[i]) - t.bytes(plans[i-1])
+					if down {
+						step = -step
+					}
+					ours += step
+				}
 			}
 			for _, b := range bs {
 				if !slices.Contains(c.Causes, b) {
@@ -149,12 +196,87 @@ func PlanUpgrade(in Input, to vllm.Version) (Upgrade, error) {
 				}
 			}
 		}
+		if ours != 0 && t.bytes(u.After)-ours > 0 {
+			c.Ours = len(c.Causes) == 0
+			v := t.bytes(u.After) - ours
+			switch t.name {
+			case "per_gpu.non_torch_gib":
+				held.NonTorch = v
+			case "per_gpu.activation_gib":
+				held.Activation = v
+			case "per_gpu.cudagraph_gib":
+				held.CUDAGraph = v
+			}
+			holding = true
+		}
 		u.Changes = append(u.Changes, c)
+	}
+	if holding {
+		at := in
+		at.Settings.Version, at.Measured = u.After.Settings.Version, &held
+		b, err := planWith(at, &layers)
+		if err != nil {
+			return Upgrade{}, err
+		}
+		u.OwnKVTokens, u.After = u.After.KVTokens, b
+		// The other terms read from the later plan as held; a term ours
+		// alone keeps the value headroom's own calibration gives it.
+		kept := u.Changes[:0]
+		for _, c := range u.Changes {
+			if !c.Ours {
+				for _, t := range upgradeTerms {
+					if t.name == c.Term {
+						c.To = t.get(u.After)
+					}
+				}
+				if c.To == c.From {
+					continue
+				}
+			}
+			kept = append(kept, c)
+		}
+		u.Changes = kept
 	}
 	if u.Before.KVTokens > 0 {
 		u.KVLoss = float64(u.Before.KVTokens-u.After.KVTokens) / float64(u.Before.KVTokens)
 	}
+	if u.KVLoss > DriftShare && u.After.NumBlocks > 0 {
+		at := in
+		at.Settings.Version, at.Measured = u.After.Settings.Version, nil
+		if holding {
+			at.Measured = &held
+		}
+		u.Remedies = keepKV(at, u.Before, u.After)
+	}
 	return u, nil
+}
+
+// keepKV finds the ways to keep before's KV tokens on after's release,
+// planned on in (after's release and settings): the pool before had,
+// pinned (--kv-cache-memory-bytes, where the release has it and it fits),
+// and the lowest --gpu-memory-utilization that gives as many tokens, up
+// to the highest that leaves room for what vLLM does not budget
+// (PolicyHeadroom), where one does.
+func keepKV(in Input, before, after Budget) []UpgradeRemedy {
+	var out []UpgradeRemedy
+	if p, ok := PinPool(in, after, before.KVTokens, fmt.Sprintf("the %s KV tokens of vLLM %s, pinned", vllm.Thousands(before.KVTokens), before.Settings.Version)); ok && p.Fits {
+		out = append(out, UpgradeRemedy{Kind: RemedyPinKVPool, Args: []string{p.Flag, strconv.FormatInt(p.Bytes, 10)}, KVTokens: p.KVTokens,
+			Why: fmt.Sprintf("pin the KV pool at %s per GPU: vLLM %s then allocates the %s tokens vLLM %s gave, whatever its budget rules", GiB(p.Bytes), after.Settings.Version, vllm.Thousands(p.KVTokens), before.Settings.Version)})
+	}
+	top, _ := Utilization(after, PolicyHeadroom)
+	for c := int(math.Round(after.Settings.GPUMemoryUtilization*100)) + 1; c <= int(math.Round(top*100)); c++ {
+		at := in
+		at.Settings.GPUMemoryUtilization = float64(c) / 100
+		b, err := Plan(at)
+		if err != nil || !b.Fits || b.KVTokens < before.KVTokens {
+			continue
+		}
+		u := strconv.FormatFloat(at.Settings.GPUMemoryUtilization, 'f', 2, 64)
+		out = append(out, UpgradeRemedy{Kind: RemedyRaiseUtilization, Args: []string{"--" + vllm.FlagGPUMemoryUtilization, u}, KVTokens: b.KVTokens,
+			Why: fmt.Sprintf("raise --gpu-memory-utilization to %s on vLLM %s: %s KV tokens, and still room for what vLLM does not budget (at most %.2f)", u, after.Settings.Version, vllm.Thousands(b.KVTokens), top)})
+		break
+	}
+	return out
 }
 
 // stepCauses are the boundaries starting at one release (starts, between

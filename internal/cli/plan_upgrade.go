@@ -36,8 +36,11 @@ func runUpgrade(cmd *cobra.Command, f planFlags, e evidence) error {
 	if f.allGPUs || f.profile != "" {
 		return badInput("--upgrade-to compares one deployment: give --gpu, without --all-gpus or --profile")
 	}
-	if err := checkFormat(f.output, "table", "json", "yaml"); err != nil {
+	if err := checkFormat(f.output, "table", "json", "yaml", "args"); err != nil {
 		return err
+	}
+	if f.pinKV && f.output != "args" {
+		return badInput("--pin-kv writes -o args: add -o args (the table and JSON show the pinned pool anyway)")
 	}
 	to, err := vllm.ParseRelease(f.upgradeTo)
 	if err != nil {
@@ -51,7 +54,17 @@ func runUpgrade(cmd *cobra.Command, f planFlags, e evidence) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := writeAs(cmd.OutOrStdout(), f.output, r, formats[report.UpgradeReport]{"": writeUpgradeTable}); err != nil {
+	if f.output == "args" {
+		// The flags to run on the release moved to: with the remedy that
+		// keeps the KV cache where the move loses some.
+		args, err := report.UpgradeArgs(e, r, f.pinKV)
+		if err != nil {
+			return usageError{err}
+		}
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), vllm.ShellJoin(args)); err != nil {
+			return err
+		}
+	} else if err := writeAs(cmd.OutOrStdout(), f.output, r, formats[report.UpgradeReport]{"": writeUpgradeTable}); err != nil {
 		return err
 	}
 	if !r.OK {
@@ -63,8 +76,16 @@ func runUpgrade(cmd *cobra.Command, f planFlags, e evidence) error {
 // writeUpgradeTable writes the verdict first, then the two plans side by
 // side, then each change with its cause.
 func writeUpgradeTable(w io.Writer, r report.UpgradeReport) error {
-	word := map[string]string{"ok": "OK", "stops": "BLOCKED", "loses-kv": "BLOCKED"}[r.Verdict]
-	fmt.Fprintf(w, "Upgrade vLLM %s -> %s: %s: %s\n\n", r.From.VLLMVersion, r.To.VLLMVersion, word, r.Why)
+	word := map[string]string{report.UpgradeOK: "OK", report.UpgradeStops: "BLOCKED", report.UpgradeLosesKV: "BLOCKED"}[r.Verdict]
+	if r.OK && r.KVLoss > memory.DriftShare {
+		word = fmt.Sprintf("OK, %.1f%% LESS KV CACHE", 100*r.KVLoss)
+	}
+	fmt.Fprintf(w, "Upgrade vLLM %s -> %s: %s: %s\n", r.From.VLLMVersion, r.To.VLLMVersion, word, r.Why)
+	fmt.Fprintf(w, "  blocked past %.0f%% less KV cache (--max-kv-loss) or a deployment that no longer starts\n", 100*r.MaxKVLoss)
+	for _, m := range r.Remedies {
+		fmt.Fprintf(w, "  keep it: %s (-o args%s): %s\n", vllm.ShellJoin(m.Args), map[bool]string{true: " --pin-kv", false: ""}[m.Kind == memory.RemedyPinKVPool], m.Why)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\tvLLM %s\tvLLM %s\n", r.From.VLLMVersion, r.To.VLLMVersion)
 	starts := func(b bool) string {
@@ -74,8 +95,8 @@ func writeUpgradeTable(w io.Writer, r report.UpgradeReport) error {
 		return "does not start"
 	}
 	fmt.Fprintf(tw, "verdict\t%s\t%s\n", starts(r.From.Fits), starts(r.To.Fits))
-	fmt.Fprintf(tw, "KV cache tokens\t%d\t%d (%+.1f%%)\n", r.From.KVCacheTokens, r.To.KVCacheTokens, -100*r.KVLoss)
-	fmt.Fprintf(tw, "largest max-model-len\t%d\t%d\n", r.From.MaxFitLen, r.To.MaxFitLen)
+	fmt.Fprintf(tw, "KV cache tokens\t%s\t%s (%+.1f%%)\n", humanInt(r.From.KVCacheTokens), humanInt(r.To.KVCacheTokens), -100*r.KVLoss)
+	fmt.Fprintf(tw, "longest context that fits\t%s\t%s\n", humanInt(int64(r.From.MaxFitLen)), humanInt(int64(r.To.MaxFitLen)))
 	fmt.Fprintf(tw, "gpu-memory-utilization\t%.2f\t%.2f\n", r.From.GPUMemoryUtilization, r.To.GPUMemoryUtilization)
 	graphs := func(s report.UpgradeSide) string {
 		if s.PerGPU.CUDAGraphInBudget {
@@ -94,7 +115,11 @@ func writeUpgradeTable(w io.Writer, r report.UpgradeReport) error {
 		fmt.Fprintln(w, "\nWhat changes and why:")
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(w, "  %s: %s -> %s\n", c.Term, c.From, c.To)
+		ours := ""
+		if c.Ours {
+			ours = " (headroom's calibration, not vLLM: held at vLLM " + r.From.VLLMVersion + "'s)"
+		}
+		fmt.Fprintf(w, "  %s: %s -> %s%s\n", c.Label, c.From, c.To, ours)
 		for _, b := range c.Causes {
 			fmt.Fprintf(w, "      %s (%s): %s [%s]\n", b.Since, b.Rule, b.What, b.Source)
 		}
@@ -103,7 +128,7 @@ func writeUpgradeTable(w io.Writer, r report.UpgradeReport) error {
 		}
 	}
 	for _, f := range r.NewWarnings {
-		fmt.Fprintf(w, "new on %s: [%s] %s\n", r.To.VLLMVersion, f.Code, f.Message)
+		fmt.Fprintf(w, "new on %s: %s\n", r.To.VLLMVersion, f.Message)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

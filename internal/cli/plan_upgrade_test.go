@@ -149,7 +149,7 @@ func TestUpgradeOutputs(t *testing.T) {
 	if code != ExitFits {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"Upgrade vLLM 0.20.0 -> 0.21.0: OK", "KV cache tokens", "largest max-model-len", "in the budget", "CUDAGraphsInBudget", "PR #38284", "0.90", "0.92"} {
+	for _, want := range []string{"Upgrade vLLM 0.20.0 -> 0.21.0: OK", "KV cache tokens", "longest context that fits", "in the budget", "CUDAGraphsInBudget", "PR #38284", "0.90", "0.92"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -165,7 +165,8 @@ func TestUpgradeOutputs(t *testing.T) {
 		{"--upgrade-to", "zero"},
 		{"--upgrade-to", "0.21.0", "--max-kv-loss", "150%"},
 		{"--max-kv-loss", "10%"},
-		{"--upgrade-to", "0.21.0", "-o", "args"},
+		{"--upgrade-to", "0.21.0", "-o", "kaito"},
+		{"--upgrade-to", "0.21.0", "--pin-kv"},
 	} {
 		code, out, errs := run(t, offline, append([]string{"plan", "--gpu", "H100-80GB", "--model", "Qwen/Qwen3-14B"}, bad...)...)
 		if code != ExitBadInput || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {

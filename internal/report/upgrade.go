@@ -34,6 +34,13 @@ type UpgradeReport struct {
 	Why     string   `json:"why"`
 	OK      bool     `json:"ok"`
 	Notes   []string `json:"notes,omitempty"`
+	// Remedies keep the KV tokens of From on To when the move loses some:
+	// a pinned pool (-o args --pin-kv), a higher utilization (-o args).
+	Remedies []memory.UpgradeRemedy `json:"remedies"`
+	// OwnKVTokens, when set, is what To's plan gives with headroom's own
+	// calibration points for To: the difference from to.kv_cache_tokens
+	// is headroom's, not vLLM's, and left out of kv_loss.
+	OwnKVTokens int64 `json:"own_calibration_kv_cache_tokens,omitempty"`
 }
 
 // UpgradeSide is the plan on one release.
@@ -70,30 +77,46 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 		return UpgradeReport{}, err
 	}
 	before, after := u.Before, u.After
-	r := UpgradeReport{From: upgradeSide(before), To: upgradeSide(after), Changes: u.Changes, KVLoss: u.KVLoss, MaxKVLoss: maxLoss}
+	r := UpgradeReport{From: upgradeSide(before), To: upgradeSide(after), Changes: u.Changes, KVLoss: u.KVLoss, MaxKVLoss: maxLoss,
+		Remedies: append([]memory.UpgradeRemedy{}, u.Remedies...), OwnKVTokens: u.OwnKVTokens}
 	r.NewWarnings = []memory.Finding{}
 	for _, w := range after.Warnings {
 		if !slices.ContainsFunc(before.Warnings, func(o memory.Finding) bool { return o.Code == w.Code }) {
 			r.NewWarnings = append(r.NewWarnings, w)
 		}
 	}
+	lost := fmt.Sprintf("%s KV-cache tokens instead of %s: %.1f%% fewer", vllm.Thousands(after.KVTokens), vllm.Thousands(before.KVTokens), 100*r.KVLoss)
 	switch {
 	case !after.Fits:
-		r.Verdict = "stops"
+		r.Verdict = UpgradeStops
 		why := "the plan does not fit"
 		if len(after.Problems) > 0 {
 			why = after.Problems[0].Message
 		}
 		r.Why = fmt.Sprintf("on vLLM %s the deployment does not start: %s", r.To.VLLMVersion, why)
 	case before.Fits && r.KVLoss > maxLoss:
-		r.Verdict = "loses-kv"
-		r.Why = fmt.Sprintf("vLLM %s gives %d KV-cache tokens instead of %d: %.1f%% fewer, more than the %.1f%% allowed (--max-kv-loss)",
-			r.To.VLLMVersion, after.KVTokens, before.KVTokens, 100*r.KVLoss, 100*maxLoss)
+		r.Verdict = UpgradeLosesKV
+		r.Why = fmt.Sprintf("vLLM %s gives %s, more than the %.0f%% --max-kv-loss allows", r.To.VLLMVersion, lost, 100*maxLoss)
+	case before.Fits && r.KVLoss > memory.DriftShare:
+		r.Verdict, r.OK = UpgradeOK, true
+		r.Why = fmt.Sprintf("vLLM %s starts the deployment with %s, within the %.0f%% --max-kv-loss allows", r.To.VLLMVersion, lost, 100*maxLoss)
 	default:
-		r.Verdict, r.OK = "ok", true
-		r.Why = fmt.Sprintf("vLLM %s starts the deployment with %d KV-cache tokens (%d on %s)", r.To.VLLMVersion, after.KVTokens, before.KVTokens, r.From.VLLMVersion)
+		r.Verdict, r.OK = UpgradeOK, true
+		r.Why = fmt.Sprintf("vLLM %s starts the deployment with %s KV-cache tokens (%s on %s)", r.To.VLLMVersion, vllm.Thousands(after.KVTokens), vllm.Thousands(before.KVTokens), r.From.VLLMVersion)
 		if !before.Fits {
 			r.Why += "; it did not start on " + r.From.VLLMVersion
+		}
+	}
+	if r.KVLoss > memory.DriftShare && before.Fits && after.Fits {
+		switch len(r.Remedies) {
+		case 0:
+			r.Why += "; neither a pinned KV pool nor a higher utilization that leaves vLLM its margins keeps them"
+		default:
+			kinds := make([]string, len(r.Remedies))
+			for i, m := range r.Remedies {
+				kinds[i] = map[string]string{memory.RemedyPinKVPool: "a pinned KV pool", memory.RemedyRaiseUtilization: "a higher utilization"}[m.Kind]
+			}
+			r.Why += "; " + strings.Join(kinds, " or ") + " keeps them (remedies)"
 		}
 	}
 	// The evidence's notes (the release read from an image tag, the
@@ -104,6 +127,16 @@ func Upgrade(e Evidence, to vllm.Version, maxLoss float64) (UpgradeReport, error
 	}
 	if !e.Settings.Set[vllm.FlagGPUMemoryUtilization] {
 		r.Notes = append(r.Notes, "--gpu-memory-utilization not given: each release plans with its own default")
+	}
+	if r.OwnKVTokens != 0 {
+		var terms []string
+		for _, c := range r.Changes {
+			if c.Unexplained != "" {
+				terms = append(terms, c.Label)
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("headroom's own calibration points differ between the two releases (%s): with vLLM %s's own, its plan gives %s KV tokens; that difference is headroom's, not vLLM's, and is left out of the upgrade's cost",
+			strings.Join(terms, ", "), r.To.VLLMVersion, vllm.Thousands(r.OwnKVTokens)))
 	}
 	if e.Measured != nil {
 		r.Notes = append(r.Notes, "the calibration record is not used here: it holds one release's numbers, and both releases are planned from the rules")
@@ -142,4 +175,39 @@ func upgradeSide(b memory.Budget) UpgradeSide {
 		Fits:          b.Fits,
 		Problems:      nonNil(b.Problems),
 	}
+}
+
+// The verdicts of an upgrade preflight (UpgradeReport.Verdict).
+const (
+	UpgradeOK      = "ok"
+	UpgradeStops   = "stops"
+	UpgradeLosesKV = "loses-kv"
+)
+
+// UpgradeArgs are the vLLM flags to run the deployment with on the release
+// moved to: the user's, with the remedy that keeps the KV cache of the
+// release moved from when the move loses some (a pinned pool with pin,
+// else a higher utilization; none when neither is needed or found). pin
+// without a pinned pool to offer is an error that says why.
+func UpgradeArgs(e Evidence, r UpgradeReport, pin bool) ([]string, error) {
+	want := memory.RemedyRaiseUtilization
+	if pin {
+		want = memory.RemedyPinKVPool
+	}
+	for _, m := range r.Remedies {
+		if m.Kind == want {
+			s, err := withArgs(e.Settings, m.Args)
+			if err != nil {
+				return nil, err
+			}
+			return nonNilStrings(s.Args()), nil
+		}
+	}
+	if pin {
+		if r.KVLoss <= 0 {
+			return nil, fmt.Errorf("vLLM %s loses no KV cache against %s: nothing to pin (drop --pin-kv)", r.To.VLLMVersion, r.From.VLLMVersion)
+		}
+		return nil, fmt.Errorf("no pinned KV pool keeps the %s tokens on vLLM %s: it has no --%s (0.10.2 and newer do), or the pool does not fit beside the rest", vllm.Thousands(r.From.KVCacheTokens), r.To.VLLMVersion, vllm.FlagKVCacheMemory)
+	}
+	return nonNilStrings(e.Settings.Args()), nil
 }

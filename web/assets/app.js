@@ -16,14 +16,6 @@ const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-bur
 // --upgrade-to`); they are not part of the plan the other panels use.
 const UPGRADE_FIELDS = { "upgrade-to": "upgrade_to", "max-kv-loss": "max_kv_loss" };
 const STATE_IDS = [...Object.keys(TEXT_FIELDS), "gpu-count", ...FLAG_FIELDS, ...Object.keys(UPGRADE_FIELDS), ...SIM_IDS];
-// UPGRADE_TERMS names the upgrade's changed terms (the plan JSON's names).
-const UPGRADE_TERMS = {
-  "settings.gpu_memory_utilization": "gpu-memory-utilization", "settings.max_num_seqs": "max-num-seqs",
-  "settings.max_num_batched_tokens": "max-num-batched-tokens", "settings.model_runner_v2": "Model Runner V2",
-  "settings.sampler_path": "profile run's sampler path", "per_gpu.cudagraph_in_budget": "CUDA-graph estimate in the budget",
-  "per_gpu.cudagraph_gib": "CUDA graphs (GiB)", "per_gpu.activation_gib": "activation (GiB)", "per_gpu.non_torch_gib": "non-torch (GiB)",
-  "per_gpu.requested_gib": "budget (GiB)", "per_gpu.kv_cache_gib": "KV cache (GiB)",
-};
 
 let uploadedConfig = null;
 
@@ -294,10 +286,12 @@ function renderUpgrade(u) {
   for (const c of u.changes) {
     const causes = c.causes.map((x) => el("div", { text: x.since + " (" + x.rule + "): " + x.what + " [" + x.source + "]" }));
     if (c.unexplained) causes.push(el("div", { text: c.unexplained }));
-    rows.push(row(c.term, UPGRADE_TERMS[c.term] || c.term, c.from, c.to, ...causes));
+    // The label is the CLI table's name of the term (memory.Change.Label).
+    rows.push(row(c.term, c.label + (c.ours ? " (headroom's calibration, not vLLM)" : ""), c.from, c.to, ...causes));
   }
   $("upgrade-table").tBodies[0].replaceChildren(...rows);
   $("upgrade-findings").replaceChildren(
+    ...u.remedies.map((m) => el("li", { text: "keep it: " + m.args.join(" ") + ": " + m.why })),
     ...u.new_warnings.map((f) => el("li", { class: "warning", text: "new on " + b.vllm_version + ": " + f.message })),
     ...(u.notes || []).map((n) => el("li", { text: "note: " + n })));
 }
