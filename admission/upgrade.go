@@ -79,7 +79,7 @@ func upgradeWarning(old *corev1.PodSpec, name string, l launch, a assessment) st
 		if c.Term == "per_gpu.kv_cache_gib" || c.Term == "per_gpu.requested_gib" {
 			continue
 		}
-		causes = append(causes, fmt.Sprintf("%s %s -> %s: %s", c.Term, c.From, c.To, c.CausesText()))
+		causes = append(causes, fmt.Sprintf("%s %s -> %s: %s", c.Label, c.From, c.To, c.CausesText()))
 	}
 	if len(causes) > 0 {
 		sb.WriteString("; because " + strings.Join(causes, "; "))

@@ -98,7 +98,7 @@ func TestUpdateUpgradeWarning(t *testing.T) {
 		t.Fatalf("no upgrade warning in %q", resp.Warnings)
 	}
 	t.Log(w)
-	for _, want := range []string{"the CUDA-graph estimate is inside the budget (0.21.0, PR #38284)", "lost", "KV cache", "per_gpu.cudagraph_in_budget false -> true"} {
+	for _, want := range []string{"the CUDA-graph estimate is inside the budget (0.21.0, PR #38284)", "lost", "KV cache", "CUDA graphs held back inside the budget false -> true"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("the warning lacks %q: %s", want, w)
 		}
