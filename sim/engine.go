@@ -509,10 +509,7 @@ func (e *Engine) grow(r *req, total int) bool {
 		if want-len(blocks) > e.pool.free {
 			return false
 		}
-		for len(blocks) < want {
-			blocks = append(blocks, e.pool.take())
-		}
-		r.blocks[0] = blocks
+		r.blocks[0] = e.pool.takeN(blocks, want-len(blocks))
 		return true
 	}
 	need := 0
@@ -558,6 +555,12 @@ func (e *Engine) freeBlocks(r *req, gone bool) {
 	// with a hash (its own are hashed only by a preemption): nothing to
 	// forget.
 	if gone && r.preemptions == 0 && r.PrefixID == 0 {
+		if e.fullOnly {
+			// And it alone holds them: they go back anonymous, at once.
+			e.pool.releaseOwn(r.blocks[0])
+			r.blocks[0] = r.blocks[0][:0]
+			return
+		}
 		gone = false
 	}
 	for g := range r.blocks {

@@ -62,6 +62,10 @@ type FleetOptions struct {
 	StartupS      float64
 	// MaxReplicas bounds what a Scaler can ask for (default 1000).
 	MaxReplicas int
+	// FleetOnly leaves out each replica's own report (FleetReport.Replicas
+	// is nil) and the per-step statistics kept for it: a caller that
+	// judges the fleet alone (capacity's replays) saves a tenth of a step.
+	FleetOnly bool
 }
 
 // Scaler is an autoscaler: at each scrape it sees the fleet's metrics and
@@ -441,7 +445,9 @@ func (f *fleet) loop(ctx context.Context) error {
 			p.fe.push(&p.res, p.res.Sampled, p.res.First)
 			g := p.e.Gauges()
 			p.kv = g.KVUsage
-			p.st.step(&p.res, g)
+			if !f.opt.FleetOnly {
+				p.st.step(&p.res, g)
+			}
 			f.st.step(&p.res, g)
 			f.mark(now)
 			if p.state == repDraining && p.outstanding == 0 && !p.e.Busy() {
@@ -780,14 +786,14 @@ func (f *fleet) report() *FleetReport {
 	var g Gauges
 	out := &FleetReport{Router: f.opt.Router}
 	for _, p := range f.reps {
-		var r *Report
 		if p.e != nil {
 			p.keep()
 			end = max(end, p.e.Now())
 		}
 		end = max(end, p.st.lastOut)
-		r = p.st.reportOf(p.kept)
-		out.Replicas = append(out.Replicas, r)
+		if !f.opt.FleetOnly {
+			out.Replicas = append(out.Replicas, p.st.reportOf(p.kept))
+		}
 		itl.Merge(&p.st.itl)
 		g.Preemptions += p.kept.Preemptions
 		g.PrefixHits += p.kept.PrefixHits

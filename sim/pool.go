@@ -124,6 +124,53 @@ func (p *pool) take() int32 {
 	return b
 }
 
+// takeN appends n blocks taken from the head of the free queue to dst:
+// a run of anonymous blocks at the head is taken at once, each a fresh
+// holder's (take's work without its per-block tests), a hashed block as
+// take takes it. A request's blocks are taken and released a block at a
+// time in every step that crosses a block; with long prompts that was a
+// sixth of a fleet's time.
+func (p *pool) takeN(dst []int32, n int) []int32 {
+	for n > 0 {
+		h := p.next[0]
+		avail := p.tailAnon
+		if h != 0 {
+			avail = p.anon[h]
+		}
+		if avail == 0 {
+			dst = append(dst, p.take())
+			n--
+			continue
+		}
+		k := int(min(int64(n), avail))
+		if h == 0 {
+			p.tailAnon -= int64(k)
+		} else {
+			p.anon[h] -= int64(k)
+		}
+		p.free -= k
+		for range k {
+			b := p.newID()
+			p.ref[b] = 1
+			dst = append(dst, b)
+		}
+		n -= k
+	}
+	return dst
+}
+
+// releaseOwn frees, last first as release would, blocks without a hash
+// that one holder held: all go to the tail of the queue, anonymous.
+func (p *pool) releaseOwn(blocks []int32) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := blocks[i]
+		p.ref[b] = 0
+		p.recycled = append(p.recycled, b)
+	}
+	p.free += len(blocks)
+	p.tailAnon += int64(len(blocks))
+}
+
 // touch takes a cached block for one more holder, reviving it from the
 // free queue if nobody held it.
 func (p *pool) touch(b int32) {
