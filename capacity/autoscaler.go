@@ -234,7 +234,7 @@ func (f *flapRecorder) Desired(m sim.FleetMetrics) int {
 // it per window. With allowed >= 0 it stops once more than allowed
 // windows missed (stopped is then set, and the run is not whole).
 func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.HPA, allowed int) (replayed, error) {
-	src, closer, err := c.open(c.req.Traffic)
+	src, closer, err := c.tr.source()
 	if err != nil {
 		return replayed{}, err
 	}
@@ -248,7 +248,7 @@ func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.H
 	rec := &flapRecorder{HPA: hpa, within: 2 * a.CoolDownS}
 	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd, Window: c.req.WindowS / 10},
 		Replicas: o.Windows[0].Replicas, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
-		Scaler: rec, ScaleInterval: a.IntervalS, StartupS: a.StartupS,
+		Scaler: rec, ScaleInterval: a.IntervalS, StartupS: a.StartupS, FleetOnly: true,
 		OnWindow: func(start float64, r *sim.Report) {
 			mu.Lock()
 			defer mu.Unlock()

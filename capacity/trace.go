@@ -5,25 +5,56 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/workload"
 )
 
 // trace is the traffic cut into windows: each window's request count, and
-// a way to read it again window by window. The requests are not held:
-// each pass reads the traffic anew, so memory is a few windows' requests
-// whatever the traffic's length.
+// a way to read it again window by window. A traffic of at most
+// heldLimit requests without shared prefixes is held in memory after the
+// first pass, 16 bytes a request (the day of docs/capacity.md, 1.38
+// million requests, is 22 MB): a pass then costs no generation or parse,
+// where the sizing's passes (the rounds of two options, the replays) had
+// cost a fifteenth of its time. A longer one is read anew each pass, so
+// memory is then a few windows' requests whatever the traffic's length.
 type trace struct {
 	spec    workload.Spec
 	open    func(string) (io.ReadCloser, error)
 	windowS float64
 	counts  []int
+	held    []heldRequest
+}
+
+// heldLimit is the most requests a trace holds in memory (64 MB).
+const heldLimit = 4_000_000
+
+// heldRequest is a request as a trace holds it.
+type heldRequest struct {
+	at             float64
+	prompt, output int32
 }
 
 func readTrace(ctx context.Context, req Request) (*trace, error) {
 	tr := &trace{spec: req.Traffic, open: req.Open, windowS: req.WindowS}
-	err := tr.each(ctx, nil, func(i, n int) { tr.counts = append(tr.counts, n) }, nil)
+	st, closer, err := tr.spec.Open(tr.open)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	hold := true
+	keep := func(r workload.Request) {
+		if !hold {
+			return
+		}
+		if len(tr.held) >= heldLimit || r.PrefixID != 0 || r.Prompt > math.MaxInt32 || r.Output > math.MaxInt32 {
+			hold, tr.held = false, nil
+			return
+		}
+		tr.held = append(tr.held, heldRequest{r.At, int32(r.Prompt), int32(r.Output)})
+	}
+	err = tr.pass(ctx, teeStream{st, keep}, nil, func(i, n int) { tr.counts = append(tr.counts, n) }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -37,6 +68,56 @@ func readTrace(ctx context.Context, req Request) (*trace, error) {
 	return tr, nil
 }
 
+// teeStream hands each request it reads to keep.
+type teeStream struct {
+	workload.Stream
+	keep func(workload.Request)
+}
+
+func (t teeStream) Next() (workload.Request, error) {
+	r, err := t.Stream.Next()
+	if err == nil {
+		t.keep(r)
+	}
+	return r, err
+}
+
+// heldStream reads a held trace.
+type heldStream struct {
+	held []heldRequest
+	i    int
+}
+
+func (h *heldStream) Next() (workload.Request, error) {
+	if h.i >= len(h.held) {
+		return workload.Request{}, io.EOF
+	}
+	r := h.held[h.i]
+	h.i++
+	return workload.Request{At: r.at, Prompt: int(r.prompt), Output: int(r.output)}, nil
+}
+
+// stream reads the traffic again: from memory when held.
+func (tr *trace) stream() (workload.Stream, func(), error) {
+	if tr.held != nil {
+		return &heldStream{held: tr.held}, func() {}, nil
+	}
+	st, closer, err := tr.spec.Open(tr.open)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { closer.Close() }, nil
+}
+
+// source is the whole traffic as a simulator source.
+func (tr *trace) source() (sim.Source, func(), error) {
+	st, closer, err := tr.stream()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sim.FromWorkload(st), closer, nil
+}
+
 // each reads the traffic once and calls count, when not nil, with every
 // window's request count, and fn, for the windows want asks for, with the
 // last warmUpS of the window before (warm) and the window's own requests.
@@ -44,11 +125,16 @@ func readTrace(ctx context.Context, req Request) (*trace, error) {
 // the slices are reused after fn returns. The context is checked at every
 // window and every 4,096 requests, so a signal ends a long pass at once.
 func (tr *trace) each(ctx context.Context, want func(i int) bool, count func(i, n int), fn func(i int, warm, reqs []workload.Request) error) error {
-	st, closer, err := tr.spec.Open(tr.open)
+	st, closer, err := tr.stream()
 	if err != nil {
 		return err
 	}
-	defer closer.Close()
+	defer closer()
+	return tr.pass(ctx, st, want, count, fn)
+}
+
+// pass is each over a stream.
+func (tr *trace) pass(ctx context.Context, st workload.Stream, want func(i int) bool, count func(i, n int), fn func(i int, warm, reqs []workload.Request) error) error {
 	var prev, cur, warm []workload.Request
 	n, i := 0, 0
 	keep := func(i int) bool { return fn != nil && want(i) }
