@@ -58,6 +58,9 @@ type HubError struct {
 	File   string // file requested
 	Status int    // HTTP status; 0 when the Hub could not be reached
 	msg    string
+	// unreachable is set when no answer came at all (DNS, connection,
+	// timeout): the Hub is not there, not the model.
+	unreachable bool
 }
 
 // Error is the message, worded for the user.
@@ -65,6 +68,11 @@ func (e *HubError) Error() string { return e.msg }
 
 // NotFound reports whether the Hub said the model (or file) does not exist.
 func (e *HubError) NotFound() bool { return e.Status == http.StatusNotFound }
+
+// Unreachable reports whether the Hub gave no answer at all (a name that
+// does not resolve, a refused connection, a timeout): an air-gapped
+// cluster's case.
+func (e *HubError) Unreachable() bool { return e.unreachable }
 
 // ValidHubID reports whether id has the shape of a Hub model id: "name" or
 // "org/name", each part letters, digits, '.', '_' or '-', not starting
@@ -162,6 +170,11 @@ func (h Hub) checkpoint(ctx context.Context, id string) (int64, string, error) {
 func notFound(err error) bool {
 	var he *HubError
 	return errors.As(err, &he) && he.NotFound()
+}
+
+func unreachable(err error) bool {
+	var he *HubError
+	return errors.As(err, &he) && he.Unreachable()
 }
 
 // headerBytes reads one safetensors file's header with Range requests: the
@@ -280,7 +293,7 @@ func (h Hub) get(ctx context.Context, id, file, rng string) (*http.Response, err
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, &HubError{ID: id, File: file, msg: fmt.Sprintf("cannot reach the Hub at %s for model %s: %v", h.Endpoint, id, oneLine(err))}
+		return nil, &HubError{ID: id, File: file, unreachable: true, msg: fmt.Sprintf("cannot reach the Hub at %s for model %s: %v", h.Endpoint, id, oneLine(err))}
 	}
 	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
 		return resp, nil

@@ -51,10 +51,19 @@ func Resolve(ctx context.Context, ref string, opt ResolveOptions) (Spec, error) 
 	hubID := strings.Contains(ref, "/") && ValidHubID(ref)
 	if hubID && opt.Hub != nil {
 		s, err := opt.Hub.Load(ctx, ref)
-		if err != nil && notFound(err) {
+		switch {
+		case err != nil && notFound(err):
 			if hint := suggestion(ref, opt.Suggest); hint != "" {
 				return Spec{}, fmt.Errorf("%w; %s", err, hint)
 			}
+		case err != nil && unreachable(err):
+			// An air-gapped cluster: say what --offline would have said,
+			// and how to plan without the Hub.
+			tried := "it is not in the catalog"
+			if hint := suggestion(ref, opt.Suggest); hint != "" {
+				tried += " (" + hint + ")"
+			}
+			return Spec{}, fmt.Errorf("%w; %s: without the Hub, plan a catalog model with --offline (or HF_HUB_OFFLINE=1; `headroom models` lists them), or give the checkpoint's config.json as the model (--model ./config.json, with model.safetensors.index.json beside it for exact weights)", err, tried)
 		}
 		return s, err
 	}

@@ -112,3 +112,21 @@ func TestResolveOSPath(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// An unreachable Hub (an air-gapped cluster: no name resolves, nothing
+// answers) says what --offline says, did you mean and the catalog, and how
+// to plan without the Hub; before, it was the bare connection error.
+func TestResolveUnreachableHub(t *testing.T) {
+	// A port nothing listens on: the connection is refused at once.
+	hub := &Hub{Endpoint: "http://127.0.0.1:1"}
+	suggest := func(string) []string { return []string{"meta-llama/Llama-3.1-8B-Instruct"} }
+	_, err := Resolve(context.Background(), "meta-llama/Llama-3.1-8B-Instruc", ResolveOptions{FS: fstest.MapFS{}, Hub: hub, Suggest: suggest})
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err %v", err)
+	}
+	for _, want := range []string{"cannot reach the Hub at http://127.0.0.1:1", "did you mean meta-llama/Llama-3.1-8B-Instruct?", "--offline", "headroom models", "--model ./config.json"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nlacks %q", err, want)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func TestRequiredModels(t *testing.T) {
 		"moonshotai/Kimi-Dev-72B", "moonshotai/Kimi-VL-A3B-Instruct",
 		"RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16", "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8",
 		"RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+		"RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8", "Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-235B-A22B-FP8",
 		"Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen3-8B-AWQ", "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
 	}
 	ids := IDs()
