@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -112,6 +113,17 @@ func TestCapacityOutputs(t *testing.T) {
 	code, out, errs = run(t, offline, append(args, "-o", "keda")...)
 	if b, _ := os.ReadFile(keda); code != 0 || out != string(b) {
 		t.Errorf("-o keda: exit %d (%s), and not what --keda wrote:\n%s", code, errs, out)
+	}
+	// One answer, one cost: the table's first lines say the replay's
+	// GPU-hours and cost, as the JSON has them, and the ideal fleet's as
+	// the bound.
+	_, table, _ := run(t, offline, args...)
+	head := fmt.Sprintf("cheapest that meets the SLO: H100-80GB, 1 GPU(s) a replica, autoscaled from %v to %v replicas: SLO met in %v of %v windows, %.1f GPU-hours, $%.2f\n",
+		opt["autoscaler"].(map[string]any)["min_replicas"], opt["autoscaler"].(map[string]any)["max_replicas"], replay["windows_met"], replay["windows"],
+		replay["gpu_hours"], replay["cost_usd"])
+	bound := fmt.Sprintf("  the bound, each window's fewest replicas: 2 at the peak, 2.0 on average, 0.7 GPU-hours, $1.67; a static fleet of 2: 0.7 GPU-hours, $%.2f\n", static["cost_usd"])
+	if !strings.Contains(table, head) || !strings.Contains(table, bound) {
+		t.Errorf("the table's headline is not the JSON's:\n%s\nwant\n%s%s", table, head, bound)
 	}
 }
 
