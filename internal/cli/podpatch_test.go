@@ -87,3 +87,35 @@ spec:
 		t.Fatalf("a flow mapping was edited as lines: %+v", got)
 	}
 }
+
+// FuzzPodPatchLines: any manifest text, with the host example's fixes:
+// never a panic, and lines only where the edited text reads as the
+// patched object.
+func FuzzPodPatchLines(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "check", "host-offload.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(seed))
+	f.Add("spec:\n  template:\n    spec:\n      containers: [{name: vllm}]\n")
+	f.Add("spec:\n  template:\n    spec:\n      containers:\n      - name: vllm\n        resources: |\n          x\n")
+	fixes := []admission.PodFix{
+		{Code: admission.CodeHostMemory, Ops: []admission.PatchOp{{Op: "add", Path: "/containers/0/resources/limits/memory", Value: "104Gi"}, {Op: "add", Path: "/containers/0/resources/requests", Value: map[string]string{"memory": "104Gi"}}}},
+		{Code: admission.CodeSharedMemory, Ops: []admission.PatchOp{{Op: "add", Path: "/volumes", Value: []any{map[string]any{"name": "dshm", "emptyDir": map[string]any{"medium": "Memory", "sizeLimit": "65Gi"}}}}, {Op: "add", Path: "/containers/0/volumeMounts/-", Value: map[string]string{"name": "dshm", "mountPath": "/dev/shm"}}}},
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 1<<16 {
+			return
+		}
+		d := manifestDoc{first: 1, lines: strings.Split(text, "\n")}
+		lines := podPatchLines(d, "Deployment", fixes)
+		if len(lines) == 0 {
+			return
+		}
+		for _, l := range lines {
+			if l.Line < 1 || l.Line > len(d.lines)+1 {
+				t.Fatalf("line %d of a %d-line document", l.Line, len(d.lines))
+			}
+		}
+	})
+}
