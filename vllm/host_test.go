@@ -124,3 +124,20 @@ func TestStreamerMemoryLimit(t *testing.T) {
 		t.Fatal("a memory_limit read where none is given")
 	}
 }
+
+// FuzzStreamerMemoryLimit reads any --model-loader-extra-config: never a
+// panic, and a limit only when it is a positive size within a node.
+func FuzzStreamerMemoryLimit(f *testing.F) {
+	for _, seed := range []string{`{"memory_limit":5368709120}`, `{"memory_limit":-1}`, `{"memory_limit":1e300}`, `{"concurrency":16}`, `[]`, `{`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, err := ParseFlags([]string{"m", "--model-loader-extra-config", raw})
+		if err != nil {
+			return
+		}
+		if b, ok := s.StreamerMemoryLimit(); ok && (b <= 0 || b > maxHostGiB<<30) {
+			t.Fatalf("%q: %d bytes", raw, b)
+		}
+	})
+}
