@@ -153,5 +153,9 @@ func flapsSaid(a *report.Autoscaler) string {
 	if a.Flaps == 0 {
 		return "no flapping (no replica added back within twice the cool-down of one removed, nor removed within it of one added)"
 	}
-	return fmt.Sprintf("flapping %d times (a replica added back within twice the cool-down of one removed, or removed within it of one added): a longer --cool-down damps it", a.Flaps)
+	times := fmt.Sprintf("%d times", a.Flaps)
+	if a.Flaps == 1 {
+		times = "once"
+	}
+	return "flapping " + times + " (a replica added back within twice the cool-down of one removed, or removed within it of one added): a longer --cool-down damps it"
 }

@@ -73,6 +73,11 @@ func PlotCapacity(w io.Writer, r *CapacityReport, format string) error {
 			return err
 		}
 	}
+	// Room above the highest line for the legend.
+	reps.Y.Max = float64(max(o.PeakReplicas, 1)) * 1.35
+	if a := o.Autoscaler; a != nil {
+		reps.Y.Max = max(reps.Y.Max, float64(a.Replay.PeakReplicas)*1.35)
+	}
 	if o.Static != nil {
 		end := o.Windows[len(o.Windows)-1].StartS + r.WindowS
 		xy := plotter.XYs{{X: 0, Y: float64(o.PeakReplicas)}, {X: hours(end), Y: float64(o.PeakReplicas)}}
