@@ -52,6 +52,8 @@ type Deployment struct {
 
 	spec    model.Spec
 	hasSpec bool
+	// specErr is why the model could not be read, when it could not.
+	specErr string
 	// draft is the checkpoint --speculative-config drafts with, when
 	// it loads one and the resolver read it.
 	draft    *model.Spec
@@ -149,6 +151,7 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 		spec, err := opt.ResolveModel(d.Settings.Model)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("model %q: %v; findings come without planner numbers", d.Settings.Model, err))
+			d.specErr = err.Error()
 		} else {
 			d.spec, d.hasSpec = spec, true
 			// A catalog alias is named by its id in the commands to

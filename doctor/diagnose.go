@@ -282,6 +282,7 @@ func Diagnose(ev *Evidence, opt Options) Diagnosis {
 	g.rules()
 	g.remedies()
 	g.deadEnds()
+	g.consistent()
 
 	out := Diagnosis{Deployment: g.dep, Inputs: ev.Inputs, Notes: g.notes, DeadEnds: g.dead, Findings: []Finding{},
 		Disagreements: g.disagree}
@@ -340,13 +341,17 @@ func (g *diag) signal(code string, w float64, reason string, lines ...Line) {
 		f = &Finding{Code: code, Title: titles[code], Evidence: []Line{}}
 		g.findings[code] = f
 	}
-	// Keep the reasons strongest first.
-	i := 0
-	for i < len(f.weights) && f.weights[i] >= w {
-		i++
+	// Keep the reasons strongest first. The same reason twice (a CUDA
+	// error and the exception it caused, both naming one OOM) is one
+	// piece of evidence: its lines are added, not its weight.
+	if !slices.Contains(f.Reasons, reason) {
+		i := 0
+		for i < len(f.weights) && f.weights[i] >= w {
+			i++
+		}
+		f.weights = slices.Insert(f.weights, i, w)
+		f.Reasons = slices.Insert(f.Reasons, i, reason)
 	}
-	f.weights = slices.Insert(f.weights, i, w)
-	f.Reasons = slices.Insert(f.Reasons, i, reason)
 	for _, l := range lines {
 		if l.zero() || slices.Contains(f.Evidence, l) {
 			continue
@@ -471,7 +476,8 @@ func (g *diag) command(fs []Finding) string {
 		}
 	}
 	set.Model, set.Env = g.dep.Settings.Model, g.dep.Settings.Env
-	return set.CommandLine()
+	set.Version = g.dep.Settings.Version
+	return g.nonDefault(set).CommandLine()
 }
 
 // baseArgs are the planned settings as flags, defaults included.

@@ -18,8 +18,7 @@ import (
 // needPlan is the remedy given when the planner has nothing to compute
 // with: it says what to add.
 func (g *diag) needPlan() Remedy {
-	return Remedy{Action: ActionSetFlag, Args: []string{},
-		Why: "give the model and GPU (--gpu H100-80GB -- vllm serve MODEL ...) for values computed by the planner"}
+	return Remedy{Action: ActionSetFlag, Args: []string{}, Why: g.planWhat()}
 }
 
 func (g *diag) remedies() {

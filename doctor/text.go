@@ -106,6 +106,7 @@ func (s *textScanner) plain(l string) {
 	s.hostLine(l)
 	if fn, ok := tracebackFrame(l); ok {
 		s.frames = append(s.frames, frame{fn: fn, line: s.here()})
+		s.rephase(fn)
 		if len(s.frames) > 64 {
 			s.frames = s.frames[len(s.frames)-64:]
 		}
@@ -258,10 +259,56 @@ var framePhases = map[string]string{
 // to place it.
 const frameWindow = 80
 
+// profiledSampler reports a sampler run inside vLLM's memory profiling:
+// V1's profile_run calls _dummy_sampler_run to measure the sampler's peak
+// inside the budget (vllm/v1/worker/gpu_model_runner.py), and only the
+// later call from compile_or_warm_up_model, after the KV cache is
+// allocated, runs outside it. The innermost frame alone cannot tell them
+// apart; an enclosing profile frame does.
+func profiledSampler(inner string, outer []frame) bool {
+	if framePhases[inner] != PhaseSampler {
+		return false
+	}
+	for _, f := range outer {
+		if framePhases[f.fn] == PhaseProfiling {
+			return true
+		}
+	}
+	return false
+}
+
+// rephase moves the last OOM, placed in the sampler warm-up by the frames
+// of its own traceback, into the profiling when a chained traceback that
+// follows it ("The above exception was the direct cause ...") shows the
+// sampler run inside profile_run: the phase is read from the whole
+// traceback, not its innermost part.
+func (s *textScanner) rephase(fn string) {
+	if framePhases[fn] != PhaseProfiling || len(s.e.OOMs) == 0 {
+		return
+	}
+	o := &s.e.OOMs[len(s.e.OOMs)-1]
+	if o.Phase == PhaseSampler && s.n-o.Line.Line <= frameWindow {
+		o.Phase = PhaseProfiling
+	}
+}
+
 // phase places an OOM: vLLM's own sampler message, then the innermost
 // known traceback frame, then the last phase the log reached.
 func (s *textScanner) phase(msg string) (string, Line) {
 	if strings.Contains(msg, "warming up sampler") || strings.Contains(msg, "warming up pooler") {
+		// vLLM's message names the sampler run, not which of its two
+		// calls: inside profile_run (the frames say so, or the log shows
+		// the weights loaded and no KV cache sized yet) it is the
+		// profiling; after it, or with nothing else to go by, the
+		// warm-up the message names.
+		for i := len(s.frames) - 1; i >= 0 && s.n-s.frames[i].line.Line <= frameWindow; i-- {
+			if framePhases[s.frames[i].fn] == PhaseProfiling {
+				return PhaseProfiling, s.frames[i].line
+			}
+		}
+		if !s.marks[PhaseLoading].zero() && s.marks[PhaseKVAlloc].zero() && s.marks[PhaseCapture].zero() {
+			return PhaseProfiling, s.here()
+		}
 		return PhaseSampler, s.here()
 	}
 	for i := len(s.frames) - 1; i >= 0; i-- {
@@ -273,6 +320,9 @@ func (s *textScanner) phase(msg string) (string, Line) {
 			if p == PhaseServing && s.marks[PhaseServing].zero() && !s.marks[PhaseKVAlloc].zero() {
 				// execute_model also runs the profile and capture runs.
 				continue
+			}
+			if profiledSampler(f.fn, s.frames[:i]) {
+				return PhaseProfiling, f.line
 			}
 			return p, f.line
 		}

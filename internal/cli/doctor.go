@@ -190,9 +190,9 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			gibText(p.CUDAGraphBytes), src.CUDAGraph, gibText(p.KVCacheBytes), src.KVCache, humanInt(p.KVTokens), src.KVTokens, p.MaxConcurrency, p.MaxModelLen)
 		fmt.Fprintf(w, "%s  (log: read from the start-up log; derived: computed from logged numbers; plan: predicted where the evidence has no number)\n", indent)
 	}
-	if r := m.Recommended; r != nil {
-		fmt.Fprintf(w, "%srecommended: --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d\n", indent, r.Utilization, r.MaxModelLen, r.MaxNumSeqs)
-	}
+	// The planner's own recommendation stays in -o json (memory.recommended);
+	// the text gives one, the suggested command, which the findings and
+	// dead ends agree with.
 }
 
 func writeInputs(w io.Writer, d doctor.Diagnosis) {
