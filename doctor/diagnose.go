@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"headroom.dev/headroom/host"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/traffic"
@@ -163,6 +164,9 @@ type Memory struct {
 	Traffic             *TrafficSummary `json:"traffic,omitempty"`
 	Plan                *PlanSummary    `json:"plan,omitempty"`
 	Recommended         *PlanSummary    `json:"recommended,omitempty"`
+	// Host is the host plan of the deployment (package host), when it is
+	// planned: what the pod holds beside the GPUs, term by term.
+	Host *host.Plan `json:"host,omitempty"`
 }
 
 // TrafficSummary is the request logs' distribution.
@@ -423,6 +427,9 @@ func (g *diag) memory() Memory {
 	}
 	if g.rec != nil && g.rec.MaxModelLen > 0 {
 		m.Recommended = planSummary(g.rec.Budget)
+	}
+	if hp, ok := g.hostPlan(); ok {
+		m.Host = &hp
 	}
 	return m
 }

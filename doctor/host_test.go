@@ -35,6 +35,9 @@ func TestOOMKilledIsHostMemory(t *testing.T) {
 	if _, ok := finding(d, CodeTensorParallel); ok {
 		t.Errorf("the pod's 4 GPUs (its limit) are taken for 1: %v", codes(d))
 	}
+	if h := d.Memory.Host; h == nil || h.MemoryLimit != "104Gi" {
+		t.Errorf("memory.host %+v, want the host plan (104Gi)", h)
+	}
 	if d.Deployment.GPU != "L40S" || d.Deployment.GPUCount != 4 {
 		t.Errorf("GPU %s × %d, want 4 × L40S from the node selector and the limit", d.Deployment.GPU, d.Deployment.GPUCount)
 	}
