@@ -253,21 +253,20 @@ func podChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string, h
 		return findings, fixes
 	}
 	st := sharedMemoryOf(spec, c)
-	need := shmNeed(hp)
 	switch {
 	case !st.present:
 		fix := PodFix{Code: CodeSharedMemory, Container: c.Name,
 			Message: fmt.Sprintf("mount an emptyDir of medium Memory with sizeLimit %s at /dev/shm in container %q", hp.ShmSizeLimit, c.Name),
 			Ops:     shmOps(spec, ci, c, hp.ShmSizeLimit)}
 		findings = append(findings, Finding{Code: CodeSharedMemory, Message: fmt.Sprintf("%s: no /dev/shm volume, so it has the container's own 64 MiB, and vLLM writes %s there (%s): it fails at start-up (\"Insufficient space in /dev/shm\") or NCCL cannot create its segments; to fix: %s",
-			label, memory.GiB(hp.ShmBytes), need, fix.Message)})
+			label, memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
 		fixes = append(fixes, fix)
 	case st.volume >= 0 && st.sizeLimit > 0 && st.sizeLimit < hp.ShmBytes:
 		fix := PodFix{Code: CodeSharedMemorySmall, Container: c.Name,
 			Message: fmt.Sprintf("set the sizeLimit of volume %q to %s", spec.Volumes[st.volume].Name, hp.ShmSizeLimit),
 			Ops:     []PatchOp{{Op: "add", Path: pointer("volumes", index(st.volume), "emptyDir", "sizeLimit"), Value: hp.ShmSizeLimit}}}
 		findings = append(findings, Finding{Code: CodeSharedMemorySmall, Message: fmt.Sprintf("%s: /dev/shm is %s with sizeLimit %s, and vLLM writes %s there (%s); to fix: %s",
-			label, st.what, quantity(st.sizeLimit), memory.GiB(hp.ShmBytes), need, fix.Message)})
+			label, st.what, quantity(st.sizeLimit), memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
 		fixes = append(fixes, fix)
 	}
 	return findings, fixes
@@ -386,39 +385,13 @@ func shmOps(spec *corev1.PodSpec, i int, c corev1.Container, size string) []Patc
 	return ops
 }
 
-// topTerms names the largest unreclaimable terms of the host plan: what
-// the memory goes to.
+// topTerms names the host plan's largest terms and how each is known.
 func topTerms(hp host.Plan, n int) string {
-	var ts []host.Term
-	for _, t := range hp.Terms {
-		if !t.Reclaimable {
-			ts = append(ts, t)
-		}
-	}
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].Bytes > ts[j-1].Bytes; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
 	var parts []string
-	for i, t := range ts {
-		if i == n {
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %s, %s", strings.ReplaceAll(t.Term, "_", " "), memory.GiB(t.Bytes), t.Basis))
+	for _, t := range hp.Largest(n) {
+		parts = append(parts, fmt.Sprintf("%s %s, %s", t.Name(), memory.GiB(t.Bytes), t.Basis))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// shmNeed names what vLLM writes to /dev/shm.
-func shmNeed(hp host.Plan) string {
-	var parts []string
-	for _, t := range hp.Terms {
-		if t.Shm {
-			parts = append(parts, fmt.Sprintf("%s %s", strings.ReplaceAll(t.Term, "_", " "), memory.GiB(t.Bytes)))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // quantity writes bytes as Kubernetes writes a memory quantity.

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"headroom.dev/headroom/host"
@@ -115,41 +114,20 @@ func (g *diag) hostRules() {
 	for _, l := range g.ev.Host.Shm {
 		reason := "/dev/shm ran out: a container's own is 64 MiB, and vLLM's message queues, NCCL and the offloaded KV cache live there"
 		if planned && hp.ShmNeeded {
-			reason = fmt.Sprintf("/dev/shm ran out: this vLLM writes %s there (%s), and a container's own is 64 MiB", gib(hp.ShmBytes), shmTerms(hp))
+			reason = fmt.Sprintf("/dev/shm ran out: this vLLM writes %s there (%s), and a container's own is 64 MiB", gib(hp.ShmBytes), hp.ShmList())
 		}
 		g.signal(CodeSharedMemory, wStrong, reason, l)
 	}
 }
 
-// hostTerms names the host plan's largest unreclaimable terms and how
-// each is known.
+// hostTerms names the host plan's largest unreclaimable terms, how each
+// is known and its arithmetic.
 func hostTerms(hp host.Plan) string {
-	var ts []host.Term
-	for _, t := range hp.Terms {
-		if !t.Reclaimable {
-			ts = append(ts, t)
-		}
-	}
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Bytes > ts[j].Bytes })
 	var parts []string
-	for i, t := range ts {
-		if i == 3 {
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", strings.ReplaceAll(t.Term, "_", " "), gib(t.Bytes), t.Basis, t.Detail))
+	for _, t := range hp.Largest(3) {
+		parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", t.Name(), gib(t.Bytes), t.Basis, t.Detail))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// shmTerms names what the host plan writes to /dev/shm.
-func shmTerms(hp host.Plan) string {
-	var parts []string
-	for _, t := range hp.Terms {
-		if t.Shm {
-			parts = append(parts, fmt.Sprintf("%s %s", strings.ReplaceAll(t.Term, "_", " "), gib(t.Bytes)))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // hostRemedies set the limit to the host plan's, or lower its largest
@@ -203,7 +181,7 @@ func (g *diag) shmRemedies() []Remedy {
 	why := "mount an emptyDir of medium Memory at /dev/shm (its pages count against the memory limit)"
 	if hp, ok := g.hostPlan(); ok && hp.ShmNeeded {
 		size = hp.ShmSizeLimit
-		why = fmt.Sprintf("mount an emptyDir of medium Memory at /dev/shm: this vLLM writes %s there (%s); its pages count against the memory limit", gib(hp.ShmBytes), shmTerms(hp))
+		why = fmt.Sprintf("mount an emptyDir of medium Memory at /dev/shm: this vLLM writes %s there (%s); its pages count against the memory limit", gib(hp.ShmBytes), hp.ShmList())
 	}
 	return []Remedy{{Action: ActionEditManifest, Args: []string{"volumes[].emptyDir.medium", "Memory", "volumes[].emptyDir.sizeLimit", size, "volumeMounts[].mountPath", "/dev/shm"}, Why: why}}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sort"
 	"strings"
 
 	"headroom.dev/headroom/memory"
@@ -608,6 +609,34 @@ func (p *Plan) total() {
 	if p.Notes == nil {
 		p.Notes = []string{}
 	}
+}
+
+// Name is the term in words ("offloaded kv cache").
+func (t Term) Name() string { return strings.ReplaceAll(t.Term, "_", " ") }
+
+// Largest are the n largest terms the memory limit must hold (page cache
+// left out), largest first: what the memory goes to.
+func (p Plan) Largest(n int) []Term {
+	var ts []Term
+	for _, t := range p.Terms {
+		if !t.Reclaimable {
+			ts = append(ts, t)
+		}
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Bytes > ts[j].Bytes })
+	return ts[:min(n, len(ts))]
+}
+
+// ShmList names what the pod writes to /dev/shm, in the terms' order:
+// "offloaded kv cache 64.00 GiB, shm rings 0.57 GiB".
+func (p Plan) ShmList() string {
+	var parts []string
+	for _, t := range p.Terms {
+		if t.Shm {
+			parts = append(parts, t.Name()+" "+gibs(t.Bytes))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Quantity writes bytes as the Kubernetes quantity a manifest takes:

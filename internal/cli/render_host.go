@@ -28,7 +28,7 @@ func writeHost(w io.Writer, p host.Plan) {
 		if t.Shm {
 			kind += ", /dev/shm"
 		}
-		fmt.Fprintf(tw, "  %s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\n", strings.ReplaceAll(t.Term, "_", " "), gibs(t.Bytes), gibs(t.HighBytes), t.Phase, kind, t.Basis, t.Detail)
+		fmt.Fprintf(tw, "  %s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\n", t.Name(), gibs(t.Bytes), gibs(t.HighBytes), t.Phase, kind, t.Basis, t.Detail)
 	}
 	tw.Flush()
 	for _, f := range p.Warnings {
