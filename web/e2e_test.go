@@ -393,7 +393,7 @@ func checkUpgradeInBrowser(t *testing.T, ctx context.Context, url, command strin
 	if graphs == nil || len(graphs.Causes) == 0 {
 		t.Fatalf("the API names no cause for the CUDA-graph estimate: %+v", u.Changes)
 	}
-	if !strings.Contains(g.Label, "CUDA-graph estimate") || g.Before != graphs.From || g.After != graphs.To || g.Before != "false" ||
+	if g.Label != graphs.Label || !strings.Contains(g.Cause, "CUDA-graph estimate") || g.Before != graphs.From || g.After != graphs.To || g.Before != "false" ||
 		!strings.Contains(g.Cause, graphs.Causes[0].Source) || !strings.Contains(g.Cause, "0.21.0") {
 		t.Errorf("CUDA-graph row %+v, API %+v", g, *graphs)
 	}
