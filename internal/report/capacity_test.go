@@ -120,9 +120,9 @@ func engineFor(req CapacityRequest, name string) EngineRequest {
 // rate, and the autoscaler whose thresholds come from one replica's knee,
 // replayed with its start-up delay and cool-down, meets the SLO in at
 // least 99% of the windows on fewer GPU-hours than the static fleet sized
-// for the peak. Two to three CPU minutes (12 wall minutes on the 2-core
-// development VM while other builds ran): skipped with -short, which CI
-// does not give.
+// for the peak, and never asks for more replicas than the busiest window
+// needs (it is handed capped there). About 25 CPU seconds (docs/capacity.md
+// has the run): skipped with -short, which CI does not give.
 func TestCapacityDiurnalDay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulated day of a fleet: about two CPU minutes")
@@ -166,6 +166,9 @@ func TestCapacityDiurnalDay(t *testing.T) {
 		first, noon := o.Windows[0], o.Windows[72]
 		if first.Replicas != 1 || noon.Replicas < o.PeakReplicas-1 || o.PeakReplicas < 3 {
 			t.Errorf("%s: %d replicas at midnight, %d at noon (peak %d)", o.GPU, first.Replicas, noon.Replicas, o.PeakReplicas)
+		}
+		if a.Policy != PolicyCapped || a.MaxReplicas != o.PeakReplicas || a.Replay.PeakReplicas > o.PeakReplicas {
+			t.Errorf("%s: the autoscaler handed over %s, up to %d, peaked at %d replicas; the busiest window needs %d", o.GPU, a.Policy, a.MaxReplicas, a.Replay.PeakReplicas, o.PeakReplicas)
 		}
 		if a.Replay.SLOAttainment < 0.99 || a.Replay.GPUHours >= st.GPUHours || st.SLOAttainment < 0.99 {
 			t.Errorf("%s: autoscaler %.4f of windows on %.1f GPU-hours; static fleet %.4f on %.1f", o.GPU, a.Replay.SLOAttainment, a.Replay.GPUHours,
