@@ -3,7 +3,9 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,6 +136,21 @@ func TestCapacityDiurnalDay(t *testing.T) {
 	}
 	if len(rep.Options) != 2 {
 		t.Fatalf("%d options", len(rep.Options))
+	}
+	// The README quotes this day's answer: the same GPU, fleet, GPU-hours
+	// and cost as the table's headline and the JSON's
+	// options[0].autoscaler.replay, and the static fleet's GPU-hours.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best := rep.Options[0]; best.Autoscaler != nil && best.Static != nil {
+		a := best.Autoscaler
+		quote := fmt.Sprintf("%s first at AWS's on-demand prices, the autoscaler it hands over (%d to %d replicas, replayed over the day) meets the SLO in %d of %d windows on %.1f GPU-hours, $%.2f, against %.1f for a fleet sized for the peak",
+			best.GPU, a.MinReplicas, a.MaxReplicas, a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, a.Replay.CostUSD, best.Static.GPUHours)
+		if !strings.Contains(string(readme), quote) {
+			t.Errorf("the README's capacity row does not say what the run answers:\n%s", quote)
+		}
 	}
 	for _, o := range rep.Options {
 		a, st := o.Autoscaler, o.Static
