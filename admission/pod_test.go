@@ -290,3 +290,101 @@ func TestSmallPodQuiet(t *testing.T) {
 		t.Fatalf("%s, fixes %+v", got.Verdict, got.Evaluation.PodFixes)
 	}
 }
+
+// withAnnotation is req with one annotation on the object's metadata.
+func withAnnotation(t *testing.T, req *admissionv1.AdmissionRequest, key, value string) *admissionv1.AdmissionRequest {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	meta := o["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	ann[key] = value
+	meta["annotations"] = ann
+	raw, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := *req
+	out.Object.Raw = raw
+	return &out
+}
+
+// With autofix, the mutating webhook applies the pod fixes it can make
+// alone (the memory limit, /dev/shm), so the host example's Deployment
+// is admitted after it; the Hugging Face token's fix, which needs a
+// Secret, stays a warning. Without autofix it changes neither.
+func TestAutofixPodFixes(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHandler(t)
+	const token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+	base := variant(t, fixture(t, "deployment-host").Request, func(_, c map[string]any) {
+		c["env"] = []any{map[string]any{"name": "HF_TOKEN", "value": token}}
+	})
+	mutated := func(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionRequest, []string) {
+		resp := h.Mutate(ctx, req)
+		if !resp.Allowed {
+			t.Fatalf("the mutating webhook denied: %+v", resp.Result)
+		}
+		out := *req
+		if len(resp.Patch) > 0 {
+			out.Object.Raw = applyPatch(t, req.Object.Raw, resp.Patch)
+		}
+		return &out, resp.Warnings
+	}
+
+	plain, _ := mutated(base)
+	if got := h.Check(ctx, plain); !hasCode(got.Evaluation.Denials, CodeHostMemory) || !hasCode(got.Evaluation.Denials, CodeSharedMemory) {
+		t.Fatalf("without autofix the pod was changed: denials %v", codes(got.Evaluation.Denials))
+	}
+
+	fixed, notes := mutated(withAnnotation(t, base, AnnotationAutofix, "true"))
+	for _, sub := range []string{
+		`autofix: set resources.limits.memory and resources.requests.memory of container "vllm" to 104Gi`,
+		`autofix: mount an emptyDir of medium Memory with sizeLimit 65Gi at /dev/shm in container "vllm"`,
+	} {
+		if !contains(notes, sub) {
+			t.Errorf("notes %q lack %q", notes, sub)
+		}
+	}
+	resp := h.Validate(ctx, fixed)
+	if !resp.Allowed {
+		t.Fatalf("the autofixed Deployment is denied: %s", resp.Result.Message)
+	}
+	if !contains(resp.Warnings, "HF_TOKEN holds a Hugging Face token as a plain env value") || contains(notes, "secretKeyRef") {
+		t.Errorf("the token: warnings %q, notes %q", resp.Warnings, notes)
+	}
+
+	// Two vLLM containers without /dev/shm share one volume: a pod with
+	// two volumes of one name is refused by the API server.
+	two := editPodSpec(t, withAnnotation(t, base, AnnotationAutofix, "true"), func(spec map[string]any) {
+		cs := spec["containers"].([]any)
+		b, _ := json.Marshal(cs[0])
+		var c2 map[string]any
+		if err := json.Unmarshal(b, &c2); err != nil {
+			t.Fatal(err)
+		}
+		c2["name"] = "vllm-2"
+		spec["containers"] = append(cs, c2)
+	})
+	twoFixed, _ := mutated(two)
+	var o struct {
+		Spec struct {
+			Template struct {
+				Spec corev1.PodSpec `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(twoFixed.Object.Raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	ps := o.Spec.Template.Spec
+	if len(ps.Volumes) != 1 || len(ps.Containers) != 2 || len(ps.Containers[0].VolumeMounts) != 1 || len(ps.Containers[1].VolumeMounts) != 1 ||
+		ps.Containers[1].VolumeMounts[0].Name != ps.Volumes[0].Name {
+		t.Errorf("two containers: volumes %+v, mounts %+v and %+v", ps.Volumes, ps.Containers[0].VolumeMounts, ps.Containers[1].VolumeMounts)
+	}
+}

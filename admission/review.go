@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,10 +246,47 @@ func (h *Handler) reviewPods(ctx context.Context, w Workload, podPath string, mu
 			plans = append(plans, planLine(s.c.Name, len(w.Spec.Containers), *plan))
 		}
 	}
+	if fix {
+		d.notes = append(d.notes, autofixPod(&d.patch, podPath, d.PodFixes)...)
+	}
 	if fix && len(plans) > 0 {
 		d.patch.setAnnotation("/metadata", w.Meta.Annotations, AnnotationPlan, strings.Join(plans, " | "))
 	}
 	return d
+}
+
+// podAutofixes are the pod checks' fixes autofix applies: the memory
+// limit and request the host plan needs, and a /dev/shm of the size
+// tensor parallelism writes. The Hugging Face token's fix is not among
+// them: it points the variable at a Secret the webhook cannot create, so
+// applied blindly it would turn a warning into a pod that does not start.
+var podAutofixes = map[string]bool{
+	CodeHostMemory: true, CodeHostMemoryThin: true, CodeHostMemoryRequest: true,
+	CodeSharedMemory: true, CodeSharedMemorySmall: true,
+}
+
+// autofixPod adds the pod fixes autofix applies to the patch, each
+// operation once: two vLLM containers of one pod that both lack /dev/shm
+// propose the same volume, and a pod with two volumes of one name is
+// refused by the API server.
+func autofixPod(p *patchBuilder, podPath string, fixes []PodFix) (notes []string) {
+	seen := map[string]bool{}
+	for _, f := range fixes {
+		if !podAutofixes[f.Code] {
+			continue
+		}
+		for _, op := range Patch([]PodFix{f}, podPath) {
+			v, _ := json.Marshal(op.Value) // values the checks built: maps, strings, mounts
+			key := op.Op + " " + op.Path + " " + string(v)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			p.ops = append(p.ops, op)
+		}
+		notes = append(notes, "autofix: "+f.Message)
+	}
+	return notes
 }
 
 // maxContainers bounds the vLLM containers of one pod spec the webhook

@@ -442,14 +442,17 @@ func TestMutateChoices(t *testing.T) {
 	h := newTestHandler(t)
 
 	// TP 2: no allocator setting (KAITO issue #1077); the missing
-	// utilization is filled.
+	// utilization is filled, and the /dev/shm NCCL needs at TP 2 is
+	// mounted (the pod has none).
 	ops, _ := mutate(t, h, "mutate-tp2")
 	for _, op := range ops {
 		if strings.HasSuffix(op.Path, "/env") || strings.HasSuffix(op.Path, "/env/-") {
 			t.Errorf("env patched at TP 2: %+v", op)
 		}
 	}
-	if len(ops) != 2 || ops[0].Value.(string)[:len("--gpu-memory-utilization=")] != "--gpu-memory-utilization=" || ops[1].Path != "/metadata/annotations/headroom.dev~1plan" {
+	if len(ops) != 4 || ops[0].Value.(string)[:len("--gpu-memory-utilization=")] != "--gpu-memory-utilization=" ||
+		ops[1].Path != "/spec/template/spec/volumes" || ops[2].Path != "/spec/template/spec/containers/0/volumeMounts" ||
+		ops[3].Path != "/metadata/annotations/headroom.dev~1plan" {
 		t.Errorf("TP 2 patch: %+v", ops)
 	}
 

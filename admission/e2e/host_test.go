@@ -25,7 +25,8 @@ import (
 // TestHostE2E: the pod of host.TestDoneWhenPod (Llama-3.1-70B at TP 4 on
 // L40S, --kv-offloading-size 64) with a 32Gi memory limit and no /dev/shm
 // volume is refused by the API server for both, and the patch the checks
-// propose, applied to the same object, is stored.
+// propose, applied to the same object, is stored; so is the object as it
+// was with headroom.dev/autofix, the mutating webhook applying the fixes.
 func TestHostE2E(t *testing.T) {
 	ln, _, mut, val := localWebhook(t)
 	env := &envtest.Environment{
@@ -117,5 +118,28 @@ func TestHostE2E(t *testing.T) {
 	}
 	if m := ps.Containers[0].Resources.Limits[corev1.ResourceMemory]; m.String() != "104Gi" {
 		t.Errorf("stored memory limit %s", m.String())
+	}
+
+	// The same object with headroom.dev/autofix: the mutating webhook
+	// applies those fixes itself, and the validating one admits it.
+	var auto appsv1.Deployment
+	if err := json.Unmarshal(raw, &auto); err != nil {
+		t.Fatal(err)
+	}
+	auto.Namespace, auto.Name = optedIn, d.Name+"-autofix"
+	if auto.Annotations == nil {
+		auto.Annotations = map[string]string{}
+	}
+	auto.Annotations[admission.AnnotationAutofix] = "true"
+	stored, err := deployments.Create(ctx, &auto, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the Deployment with autofix is refused: %v", err)
+	}
+	ps = stored.Spec.Template.Spec
+	if len(ps.Volumes) != 1 || ps.Volumes[0].EmptyDir == nil || ps.Containers[0].VolumeMounts[0].MountPath != "/dev/shm" {
+		t.Errorf("autofix: stored volumes %+v, mounts %+v", ps.Volumes, ps.Containers[0].VolumeMounts)
+	}
+	if m := ps.Containers[0].Resources.Limits[corev1.ResourceMemory]; m.String() != "104Gi" {
+		t.Errorf("autofix: stored memory limit %s", m.String())
 	}
 }
