@@ -328,6 +328,9 @@ const (
 	MinBodyRate = 16 << 10 // bytes a second
 )
 
+// bodyGrace is BodyGrace, shortened by tests.
+var bodyGrace = BodyGrace
+
 // ErrSlowBody is a body that came slower than MinBodyRate (HTTP 408).
 var ErrSlowBody = fmt.Errorf("the request body came slower than %d KiB/s after %s: send it at once", MinBodyRate>>10, BodyGrace)
 
@@ -352,14 +355,20 @@ type slowBody struct {
 
 // extend sets the deadline the bytes read so far have earned.
 func (b *slowBody) extend() {
-	earned := BodyGrace + time.Duration(float64(b.read)/MinBodyRate*float64(time.Second))
+	earned := bodyGrace + time.Duration(float64(b.read)/MinBodyRate*float64(time.Second))
 	_ = b.rc.SetReadDeadline(b.start.Add(earned))
 }
 
 func (b *slowBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.read += int64(n)
-	if n > 0 {
+	// Only while more is to come: the read that reaches the body's end
+	// returns its last bytes with io.EOF, after net/http has lifted the
+	// deadline to watch the connection for the client leaving. Set again
+	// then, it would end that watch BodyGrace later and cancel the
+	// request's context under a handler still working (a capacity answer
+	// came back "context canceled" after 5 s).
+	if n > 0 && err == nil {
 		b.extend()
 	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {

@@ -106,3 +106,38 @@ func TestGateShares(t *testing.T) {
 		t.Errorf("%d admitted after all left", g.Admitted())
 	}
 }
+
+// A handler that has read its whole body keeps its request's context
+// for as long as it works: the deadline TimedBody sets is not armed
+// again on the read that reaches the end (it was, and a capacity answer
+// came back "context canceled" BodyGrace after its body was read).
+func TestTimedBodyLeavesTheRequestAlive(t *testing.T) {
+	defer func(g time.Duration) { bodyGrace = g }(bodyGrace)
+	bodyGrace = 100 * time.Millisecond
+	got := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 64)
+		body := TimedBody(w, r.Body)
+		for {
+			if _, err := body.Read(b); err != nil {
+				break
+			}
+		}
+		select {
+		case <-r.Context().Done():
+			got <- context.Cause(r.Context())
+		case <-time.After(5 * bodyGrace):
+			got <- nil
+		}
+		fmt.Fprintln(w, "done")
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(strings.Repeat(`{"a": 1}`, 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := <-got; err != nil {
+		t.Fatalf("the request's context ended while its handler worked: %v", err)
+	}
+}
