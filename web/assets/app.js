@@ -219,6 +219,7 @@ function renderPlan(r) {
     el("td", { text: e.class === "extrapolated" ? e.why : (e.calibrated_on || e.mechanism) }))));
 
   renderHost(r.host);
+  renderFeatures(r.features || {});
 
   const findings = $("problems");
   findings.replaceChildren();
@@ -235,6 +236,32 @@ function renderPlan(r) {
   const notes = $("notes");
   notes.replaceChildren(...(r.notes || []).map((n) => el("li", { text: "note: " + n })));
   drawFrontier(r);
+}
+
+// renderFeatures shows what the command's LoRA slots, drafter and
+// multimodal limits add (plan -o json's features; the table's Features
+// line), one item a feature, hidden when the command has none.
+function renderFeatures(f) {
+  const GiB = 2 ** 30;
+  const items = [];
+  if (f.lora) {
+    items.push(el("li", { "data-feature": "lora", text: "LoRA " + f.lora.max_loras + " × rank " + f.lora.max_lora_rank + ": " + gib(f.lora.bytes / GiB) + " GiB in the weights" }));
+  }
+  const s = f.speculative;
+  if (s) {
+    let t = "speculative " + s.method + ", " + s.num_speculative_tokens + " tokens a step";
+    if (s.draft) t += "; drafter " + s.draft + ": " + gib(s.weights_bytes / GiB) + " GiB of weights, " + s.kv_layers + " KV layers";
+    if (s.forces_v1_runner) t += "; runs on the V1 model runner";
+    items.push(el("li", { "data-feature": "speculative", text: t }));
+  }
+  const m = f.multimodal;
+  if (m && m.text_only) {
+    items.push(el("li", { "data-feature": "multimodal", text: "multimodal: text only, no encoder in the profile" }));
+  } else if (m && m.encoder_items > 0) {
+    items.push(el("li", { "data-feature": "multimodal", text: "multimodal: the profile's encoder pass on " + m.encoder_items + " dummy items peaks at " + gib(m.encoder_peak_bytes / GiB) + " GiB" }));
+  }
+  $("features").replaceChildren(...items);
+  $("features").hidden = items.length === 0;
 }
 
 // renderHost shows the plan's host block (package host): the pod's memory
