@@ -6,6 +6,7 @@ import (
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
 )
 
 // Group is one KV-cache group: every group holds its own blocks for every
@@ -143,7 +144,19 @@ func ConfigFor(b memory.Budget, timer StepTimer) Config {
 	}
 	set := b.Settings
 	return Config{
-		NumGPUBlocks: int(b.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: set.MaxNumSeqs,
+		NumGPUBlocks: int(b.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: RunningCap(set),
 		MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: b.MaxModelLen, Groups: groups, Timer: timer,
 	}
+}
+
+// RunningCap is how many requests the scheduler runs at once:
+// --max-num-seqs, or --max-num-active-seqs where it is set below it
+// (0.29+, #56758: the scheduler admits no more than it, while the KV
+// cache, the graphs and the input buffers stay sized by --max-num-seqs,
+// which is why the plan does not read it).
+func RunningCap(set vllm.Settings) int {
+	if a := set.MaxNumActiveSeqs; a > 0 && a < set.MaxNumSeqs {
+		return a
+	}
+	return set.MaxNumSeqs
 }

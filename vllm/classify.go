@@ -93,7 +93,7 @@ var flagClasses = map[string]flagClass{
 	FlagMMProcessorKwargs:         {effect: EffectPlanned, why: "the encoder's profile pass (max_pixels of Qwen2-VL and Qwen2.5-VL)"},
 	FlagSkipMMProfiling:           {effect: EffectPlanned, why: "no encoder pass in the profile (#22950)"},
 	FlagLanguageModelOnly:         {effect: EffectPlanned, why: "no encoder pass in the profile"},
-	FlagMaxNumActiveSeqs:          {effect: EffectNone, why: "caps running requests; the KV cache and graphs stay sized by --max-num-seqs (#56758)", since: newSchedulerFlagsSince},
+	FlagMaxNumActiveSeqs:          {effect: EffectNone, why: "caps running requests (simulate reads it); the KV cache and graphs stay sized by --max-num-seqs (#56758)", since: newSchedulerFlagsSince},
 	FlagMaxNumQueuedReqs:          {effect: EffectNone, why: "bounds the waiting queue (#49445)", since: newSchedulerFlagsSince},
 	FlagMaxNumQueuedTokens:        {effect: EffectNone, why: "bounds the waiting queue (#49445)", since: newSchedulerFlagsSince},
 	"load-format":                 {effect: EffectNone, why: "how weights are read (values: LoadFormatEffect)"},
