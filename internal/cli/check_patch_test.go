@@ -181,7 +181,10 @@ func TestCheckWrite(t *testing.T) {
 
 // FuzzUnifiedDiff: any file text, one line replaced and one added, gives a
 // diff without an error whose hunk counts match its lines, and a fixed file
-// that differs from the original only there.
+// that differs from the original only there. The replaced line is one with
+// text: a PatchLine without old is an added line (the fixes replace flag
+// and list lines, never an empty one), so replacing an empty line cannot
+// be said.
 func FuzzUnifiedDiff(f *testing.F) {
 	f.Add(argsDoc, 13, "x")
 	f.Add("a\r\nb", 2, "")
@@ -191,6 +194,9 @@ func FuzzUnifiedDiff(f *testing.F) {
 			return
 		}
 		at = 1 + (at%len(text.lines)+len(text.lines))%len(text.lines)
+		if text.lines[at-1] == "" {
+			return
+		}
 		edits := []PatchLine{{Line: at, Old: text.lines[at-1], New: repl}, {Line: len(text.lines) + 1, New: "added"}}
 		d, err := text.unifiedDiff(edits)
 		if err != nil {
