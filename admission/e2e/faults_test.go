@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -449,6 +450,7 @@ func TestWebhookFaults(t *testing.T) {
 		took := time.Since(began)
 		stop()
 		var slowest time.Duration
+		unread := 0
 		for i, a := range answers {
 			in := inputs[i%len(inputs)]
 			if a.err != nil {
@@ -457,9 +459,28 @@ func TestWebhookFaults(t *testing.T) {
 			}
 			slowest = max(slowest, a.took)
 			r := a.resp
-			if string(r.UID) != fmt.Sprintf("burst-%d", i) || r.Allowed != in.alone.Allowed || len(r.Warnings) != len(in.alone.Warnings) || !bytes.Equal(r.Patch, in.alone.Patch) {
-				t.Errorf("review %d (%s %s) answered otherwise than alone: %+v, alone %+v", i, in.reviewed, in.path, r, in.alone)
+			if string(r.UID) != fmt.Sprintf("burst-%d", i) {
+				t.Errorf("review %d answered as %s", i, r.UID)
+				continue
 			}
+			if r.Allowed == in.alone.Allowed && len(r.Warnings) == len(in.alone.Warnings) && bytes.Equal(r.Patch, in.alone.Patch) {
+				continue
+			}
+			// A read from the API server past its own bound (2 s) is
+			// said, not guessed: on a loaded machine (two CI runs side
+			// by side) one of a thousand ConfigMap reads ran past it.
+			// That answer names what it could not read; any other
+			// difference is one review's answer leaking into another's.
+			if r.Allowed && slices.ContainsFunc(r.Warnings, func(w string) bool {
+				return strings.Contains(w, "memory not checked") && strings.Contains(w, "cannot read it") && strings.Contains(w, "deadline exceeded")
+			}) {
+				unread++
+				continue
+			}
+			t.Errorf("review %d (%s %s) answered otherwise than alone: %+v, alone %+v", i, in.reviewed, in.path, r, in.alone)
+		}
+		if unread > 0 {
+			t.Logf("%d of %d reviews said what they could not read in time", unread, n)
 		}
 		if slowest >= timeout {
 			t.Errorf("the slowest review took %v, past the %v timeout", slowest, timeout)
