@@ -129,17 +129,7 @@ func TestHostDenialAndItsPatch(t *testing.T) {
 	if after := h.Validate(ctx, fixed); !after.Allowed {
 		t.Fatalf("the proposed patch is denied: %+v", after.Result)
 	}
-	var o struct {
-		Spec struct {
-			Template struct {
-				Spec corev1.PodSpec `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(fixed.Object.Raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	ps := o.Spec.Template.Spec
+	ps := deploymentPodSpec(t, fixed.Object.Raw)
 	v := ps.Volumes[0]
 	if v.Name != "dshm" || v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.String() != "65Gi" ||
 		ps.Containers[0].VolumeMounts[0].MountPath != "/dev/shm" {
@@ -372,6 +362,16 @@ func TestAutofixPodFixes(t *testing.T) {
 		spec["containers"] = append(cs, c2)
 	})
 	twoFixed, _ := mutated(two)
+	ps := deploymentPodSpec(t, twoFixed.Object.Raw)
+	if len(ps.Volumes) != 1 || len(ps.Containers) != 2 || len(ps.Containers[0].VolumeMounts) != 1 || len(ps.Containers[1].VolumeMounts) != 1 ||
+		ps.Containers[1].VolumeMounts[0].Name != ps.Volumes[0].Name {
+		t.Errorf("two containers: volumes %+v, mounts %+v and %+v", ps.Volumes, ps.Containers[0].VolumeMounts, ps.Containers[1].VolumeMounts)
+	}
+}
+
+// deploymentPodSpec is a Deployment's pod spec.
+func deploymentPodSpec(t *testing.T, raw []byte) corev1.PodSpec {
+	t.Helper()
 	var o struct {
 		Spec struct {
 			Template struct {
@@ -379,12 +379,8 @@ func TestAutofixPodFixes(t *testing.T) {
 			} `json:"template"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal(twoFixed.Object.Raw, &o); err != nil {
+	if err := json.Unmarshal(raw, &o); err != nil {
 		t.Fatal(err)
 	}
-	ps := o.Spec.Template.Spec
-	if len(ps.Volumes) != 1 || len(ps.Containers) != 2 || len(ps.Containers[0].VolumeMounts) != 1 || len(ps.Containers[1].VolumeMounts) != 1 ||
-		ps.Containers[1].VolumeMounts[0].Name != ps.Volumes[0].Name {
-		t.Errorf("two containers: volumes %+v, mounts %+v and %+v", ps.Volumes, ps.Containers[0].VolumeMounts, ps.Containers[1].VolumeMounts)
-	}
+	return o.Spec.Template.Spec
 }

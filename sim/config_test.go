@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"headroom.dev/headroom/gpu"
-	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -17,29 +14,14 @@ import (
 // time with --max-num-active-seqs 8, on the same KV blocks, and wait
 // longer for their first token.
 func TestMaxNumActiveSeqs(t *testing.T) {
-	spec, _ := catalog.Lookup("meta-llama/Llama-3.1-8B-Instruct")
-	sel, err := gpu.Resolve("H100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cal, _ := CalibrationFor(sel.Device)
 	burst := workload.Spec{Rate: 1e6, NumRequests: 200, Prompt: workload.Fixed(512), Output: workload.Fixed(64), Seed: 1}
 	run := func(active int) (Config, *Report) {
-		plan, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: 1,
-			Settings: vllm.Settings{Version: vllm.Version{Major: 0, Minor: 29}, MaxNumActiveSeqs: active}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		timer, err := RooflineFor(plan, cal)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := ConfigFor(plan, timer)
+		cfg, fe := llama8BWith(t, "H100-80GB", vllm.Settings{Version: vllm.Newest(), MaxNumActiveSeqs: active})
 		e, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Run(context.Background(), e, source(t, burst), RunOptions{FrontEnd: cal.FrontEnd})
+		rep, err := Run(context.Background(), e, source(t, burst), RunOptions{FrontEnd: fe})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,12 @@ import (
 // device's fitted clock, and its API server's costs.
 func llama8B(t testing.TB, device string) (Config, FrontEnd) {
 	t.Helper()
+	return llama8BWith(t, device, vllm.Settings{Version: vllm.Newest()})
+}
+
+// llama8BWith is llama8B with settings of its own.
+func llama8BWith(t testing.TB, device string, set vllm.Settings) (Config, FrontEnd) {
+	t.Helper()
 	spec, ok := catalog.Lookup("meta-llama/Llama-3.1-8B-Instruct")
 	if !ok {
 		t.Fatal("no Llama-3.1-8B in the catalog")
@@ -26,7 +32,7 @@ func llama8B(t testing.TB, device string) (Config, FrontEnd) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: 1, Settings: vllm.Settings{Version: vllm.Newest()}})
+	plan, err := memory.Plan(memory.Input{Model: spec, Device: sel.Device, Count: 1, Settings: set})
 	if err != nil {
 		t.Fatal(err)
 	}
