@@ -290,3 +290,45 @@ func TestInferenceServiceMultiNode(t *testing.T) {
 		t.Errorf("tp 8 × pp 2: %+v", r)
 	}
 }
+
+// The pods of a multi-node group are each checked against the host plan
+// of one pod: Llama-3.1-405B at TP 8 × PP 2 over two pods of 8 H100s
+// holds 8 GPU workers in each (3 GiB each by #48436 and #57469), the
+// leader also the API server and engine core. A 16Gi limit is below both:
+// denied for the leader and the worker, each by its own plan (the
+// worker's has no server processes); the fixture's 1124Gi passes.
+func TestLeaderWorkerSetHostMemory(t *testing.T) {
+	h := newTestHandler(t)
+	o := groupObject(t, "lws-405b")
+	for _, tmpl := range []string{"leaderTemplate", "workerTemplate"} {
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "leaderWorkerTemplate", tmpl, "spec", "containers")
+		cs[0].(map[string]any)["resources"].(map[string]any)["limits"].(map[string]any)["memory"] = "16Gi"
+		if err := unstructured.SetNestedSlice(o.Object, cs, "spec", "leaderWorkerTemplate", tmpl, "spec", "containers"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := h.Check(context.Background(), groupRequest(t, o))
+	var leader, worker string
+	for _, d := range c.Evaluation.Denials {
+		if d.Code != CodeHostMemory {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(d.Message, `leader container "vllm-leader": its memory limit 16Gi is below`):
+			leader = d.Message
+		case strings.HasPrefix(d.Message, `worker container "vllm-worker": its memory limit 16Gi is below`):
+			worker = d.Message
+		}
+	}
+	if leader == "" || worker == "" || !strings.Contains(leader, "server processes") || strings.Contains(worker, "server processes") ||
+		!strings.Contains(worker, "worker processes 24.00 GiB") {
+		t.Fatalf("leader %q\nworker %q\ndenials %v", leader, worker, c.Evaluation.Denials)
+	}
+	t.Logf("%s\n%s", leader, worker)
+	if len(c.Evaluation.PodFixes) != 0 {
+		t.Errorf("a group's pod fixes are said in words, not as a patch of the wrong template: %+v", c.Evaluation.PodFixes)
+	}
+	if r := h.Validate(context.Background(), groupRequest(t, groupObject(t, "lws-405b"))); !r.Allowed {
+		t.Errorf("1124Gi denied: %s", r.Result.Message)
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"headroom.dev/headroom/host"
 )
 
 // kindLeaderWorkerSet is the kind of sigs.k8s.io/lws.
@@ -129,6 +131,17 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 		a := h.assess(ctx, namespace, ann, sub, explain)
 		e.Denials = append(e.Denials, a.denials...)
 		e.Warnings = append(e.Warnings, a.warnings...)
+		if a.planned() && g.pods > 1 {
+			env := func(c corev1.Container) map[string]string { return mergeEnv(l.settings.Env, literalEnv(c)) }
+			if g.leaderGPUs > 0 {
+				e.groupHostCheck(h.podPolicy, &leader.Spec, i, c, label, *a.budget, host.Options{GPUs: g.leaderGPUs, Env: env(c)})
+			}
+			for wi, wc := range workers.Spec.Containers {
+				if n := h.readGPU(wann, &workers.Spec, wc, node).count; n > 0 {
+					e.groupHostCheck(h.podPolicy, &workers.Spec, wi, wc, fmt.Sprintf("worker container %q", wc.Name), *a.budget, host.Options{GPUs: n, Worker: true, Env: env(wc)})
+				}
+			}
+		}
 		if g.pods > 1 {
 			if !devShmMounted(&leader.Spec, c) {
 				e.Warnings = append(e.Warnings, sharedMemoryWarning(label))

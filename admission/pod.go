@@ -219,6 +219,33 @@ func sharedMemoryOf(spec *corev1.PodSpec, c corev1.Container) shmState {
 // engine writes there. Each finding proposes its fix. hp is the
 // container's host plan.
 func podChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string, hp host.Plan) (findings []Finding, fixes []PodFix) {
+	findings, fixes = memoryChecks(spec, ci, c, label, hp)
+	if !hp.ShmNeeded {
+		return findings, fixes
+	}
+	st := sharedMemoryOf(spec, c)
+	switch {
+	case !st.present:
+		fix := PodFix{Code: CodeSharedMemory, Container: c.Name,
+			Message: fmt.Sprintf("mount an emptyDir of medium Memory with sizeLimit %s at /dev/shm in container %q", hp.ShmSizeLimit, c.Name),
+			Ops:     shmOps(spec, ci, c, hp.ShmSizeLimit)}
+		findings = append(findings, Finding{Code: CodeSharedMemory, Message: fmt.Sprintf("%s: no /dev/shm volume, so it has the container's own 64 MiB, and vLLM writes %s there (%s): it fails at start-up (\"Insufficient space in /dev/shm\") or NCCL cannot create its segments; to fix: %s",
+			label, memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
+		fixes = append(fixes, fix)
+	case st.volume >= 0 && st.sizeLimit > 0 && st.sizeLimit < hp.ShmBytes:
+		fix := PodFix{Code: CodeSharedMemorySmall, Container: c.Name,
+			Message: fmt.Sprintf("set the sizeLimit of volume %q to %s", spec.Volumes[st.volume].Name, hp.ShmSizeLimit),
+			Ops:     []PatchOp{{Op: "add", Path: pointer("volumes", index(st.volume), "emptyDir", "sizeLimit"), Value: hp.ShmSizeLimit}}}
+		findings = append(findings, Finding{Code: CodeSharedMemorySmall, Message: fmt.Sprintf("%s: /dev/shm is %s with sizeLimit %s, and vLLM writes %s there (%s); to fix: %s",
+			label, st.what, quantity(st.sizeLimit), memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
+		fixes = append(fixes, fix)
+	}
+	return findings, fixes
+}
+
+// memoryChecks is the pod checks' memory limit and request of a
+// container against its host plan.
+func memoryChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string, hp host.Plan) (findings []Finding, fixes []PodFix) {
 	cpath := pointer("containers", index(ci))
 	limit, hasLimit, errL := memoryQuantity(c.Resources.Limits, c.Name, "resources.limits.memory")
 	request, hasRequest, errR := memoryQuantity(c.Resources.Requests, c.Name, "resources.requests.memory")
@@ -249,26 +276,6 @@ func podChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string, h
 			label, quantity(request), memory.GiB(hp.RequiredBytes), terms, memFix.Message)})
 		fixes = append(fixes, memFix)
 	}
-	if !hp.ShmNeeded {
-		return findings, fixes
-	}
-	st := sharedMemoryOf(spec, c)
-	switch {
-	case !st.present:
-		fix := PodFix{Code: CodeSharedMemory, Container: c.Name,
-			Message: fmt.Sprintf("mount an emptyDir of medium Memory with sizeLimit %s at /dev/shm in container %q", hp.ShmSizeLimit, c.Name),
-			Ops:     shmOps(spec, ci, c, hp.ShmSizeLimit)}
-		findings = append(findings, Finding{Code: CodeSharedMemory, Message: fmt.Sprintf("%s: no /dev/shm volume, so it has the container's own 64 MiB, and vLLM writes %s there (%s): it fails at start-up (\"Insufficient space in /dev/shm\") or NCCL cannot create its segments; to fix: %s",
-			label, memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
-		fixes = append(fixes, fix)
-	case st.volume >= 0 && st.sizeLimit > 0 && st.sizeLimit < hp.ShmBytes:
-		fix := PodFix{Code: CodeSharedMemorySmall, Container: c.Name,
-			Message: fmt.Sprintf("set the sizeLimit of volume %q to %s", spec.Volumes[st.volume].Name, hp.ShmSizeLimit),
-			Ops:     []PatchOp{{Op: "add", Path: pointer("volumes", index(st.volume), "emptyDir", "sizeLimit"), Value: hp.ShmSizeLimit}}}
-		findings = append(findings, Finding{Code: CodeSharedMemorySmall, Message: fmt.Sprintf("%s: /dev/shm is %s with sizeLimit %s, and vLLM writes %s there (%s); to fix: %s",
-			label, st.what, quantity(st.sizeLimit), memory.GiB(hp.ShmBytes), hp.ShmList(), fix.Message)})
-		fixes = append(fixes, fix)
-	}
 	return findings, fixes
 }
 
@@ -285,6 +292,25 @@ func (e *Evaluation) hostCheck(p PodPolicy, spec *corev1.PodSpec, ci int, c core
 		e.podFinding(p, f)
 	}
 	e.PodFixes = append(e.PodFixes, fixes...)
+}
+
+// groupHostCheck checks one pod template of a multi-node group against
+// the host plan of one of its pods (opts: its GPUs, and whether it is a
+// worker without the API server and engine core): the memory limit and
+// request only. /dev/shm is the group's own check (Ray's object store and
+// NCCL, sharedMemoryWarning). The fix is said in words and not proposed
+// as a patch: a group's templates each have a path of their own in the
+// object, which a pod fix does not carry.
+func (e *Evaluation) groupHostCheck(p PodPolicy, spec *corev1.PodSpec, ci int, c corev1.Container, label string, b memory.Budget, opts host.Options) {
+	hp, err := host.Build(b, opts)
+	if err != nil {
+		e.warn(CodeNotChecked, "%s: host memory not checked: %v", label, err)
+		return
+	}
+	findings, _ := memoryChecks(spec, ci, c, label, hp)
+	for _, f := range findings {
+		e.podFinding(p, f)
+	}
 }
 
 // tokenCheck adds the Hugging Face token findings of a vLLM container.
