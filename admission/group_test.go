@@ -283,6 +283,21 @@ func TestInferenceServiceMultiNode(t *testing.T) {
 	msg := denialText(t, h.Validate(context.Background(), groupRequest(t, o)))
 	hasAll(t, msg, "meta-llama/Llama-3.1-405B-Instruct on 8 × H100-80GB", "workerSpec.tensorParallelSize: 4 and workerSpec.pipelineParallelSize: 4 (16 × H100-80GB)")
 
+	// Its head holds 8 GPU workers and the server: the fixture's 24Gi
+	// (sized for one A100) is below that pod's host plan.
+	set(t, o, map[string]any{"tensorParallelSize": int64(8), "pipelineParallelSize": int64(2)}, "spec", "predictor", "workerSpec")
+	msg = denialText(t, h.Validate(context.Background(), groupRequest(t, o)))
+	hasAll(t, msg, "predictor: its memory limit 24Gi is below the 28.71 GiB vLLM holds in host memory", "of predictor to 77Gi")
+	set(t, o, "80Gi", "spec", "predictor", "model", "resources", "limits", "memory")
+	// A worker pod holds its GPUs' workers alone: 8Gi is below them.
+	set(t, o, map[string]any{"tensorParallelSize": int64(8), "pipelineParallelSize": int64(2),
+		"containers": []any{map[string]any{"name": "worker-container", "resources": map[string]any{"limits": map[string]any{"memory": "8Gi"}}}}},
+		"spec", "predictor", "workerSpec")
+	msg = denialText(t, h.Validate(context.Background(), groupRequest(t, o)))
+	hasAll(t, msg, `workerSpec container "worker-container": its memory limit 8Gi is below the 26.71 GiB`)
+	if strings.Contains(msg, "predictor: its memory limit") {
+		t.Errorf("80Gi holds the head: %s", msg)
+	}
 	set(t, o, map[string]any{"tensorParallelSize": int64(8), "pipelineParallelSize": int64(2)}, "spec", "predictor", "workerSpec")
 	r := h.Validate(context.Background(), groupRequest(t, o))
 	e, _ := h.EvaluateInferenceService(context.Background(), "llm", o.Object, nil)

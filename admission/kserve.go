@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"headroom.dev/headroom/host"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 )
@@ -288,6 +289,23 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 	a := h.assess(ctx, namespace, ann, sub, explain)
 	e.Denials = append(e.Denials, a.denials...)
 	e.Warnings = append(e.Warnings, a.warnings...)
+	if a.planned() {
+		// The pods' host memory, each against one pod's plan: the head
+		// alone holds all of it; with a workerSpec, the head its
+		// tensorParallelSize GPUs' workers and the server, each worker
+		// its own GPUs' workers.
+		env := func(c corev1.Container) map[string]string { return mergeEnv(l.settings.Env, literalEnv(c)) }
+		head := host.Options{Env: env(m.Container)}
+		if p.WorkerSpec != nil {
+			head.GPUs = g.leaderGPUs
+		}
+		e.groupHostCheck(h.podPolicy, &p.PodSpec, 0, m.Container, label, *a.budget, head)
+		if ws := p.WorkerSpec; ws != nil {
+			for wi, wc := range ws.Containers {
+				e.groupHostCheck(h.podPolicy, &ws.PodSpec, wi, wc, fmt.Sprintf("workerSpec container %q", wc.Name), *a.budget, host.Options{GPUs: g.workerGPUs, Worker: true, Env: env(wc)})
+			}
+		}
+	}
 	l.settings = set
 	e.Engines = append(e.Engines, Engine{Container: m.Name, GPUFrom: ev.from, Input: a.in, Budget: a.budget, path: path, c: m.Container, l: l, a: a})
 	return e

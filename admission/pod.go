@@ -254,7 +254,7 @@ func memoryChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string
 	}
 	terms := topTerms(hp, 3)
 	memFix := PodFix{Code: CodeHostMemory, Container: c.Name,
-		Message: fmt.Sprintf("set resources.limits.memory and resources.requests.memory of container %q to %s", c.Name, hp.MemoryLimit),
+		Message: fmt.Sprintf("set resources.limits.memory and resources.requests.memory of %s to %s", containerName(c, label), hp.MemoryLimit),
 		Ops:     memoryOps(cpath, c, hp.MemoryLimit)}
 	switch {
 	case errL != nil || errR != nil:
@@ -292,6 +292,15 @@ func (e *Evaluation) hostCheck(p PodPolicy, spec *corev1.PodSpec, ci int, c core
 		e.podFinding(p, f)
 	}
 	e.PodFixes = append(e.PodFixes, fixes...)
+}
+
+// containerName names a container in a fix: by its name, or, for one
+// that has none (KServe's model container), by the check's label.
+func containerName(c corev1.Container, label string) string {
+	if c.Name == "" {
+		return label
+	}
+	return fmt.Sprintf("container %q", c.Name)
 }
 
 // groupHostCheck checks one pod template of a multi-node group against

@@ -20,8 +20,13 @@ func addPodChecksFlag(fl *pflag.FlagSet, to *string) {
 // podSpecPath is where the pod spec of a kind's object is, for a JSON
 // patch: a Pod's own spec, a Deployment's or StatefulSet's template.
 func podSpecPath(kind string) string {
-	if kind == "Pod" {
+	switch kind {
+	case "Pod":
 		return "/spec"
+	case "InferenceService":
+		// A custom predictor is a pod spec inline (its containers are
+		// checked as a pod's).
+		return "/spec/predictor"
 	}
 	return "/spec/template/spec"
 }

@@ -119,3 +119,36 @@ func FuzzPodPatchLines(f *testing.F) {
 		}
 	})
 }
+
+// An InferenceService's custom predictor holds its pod spec at
+// /spec/predictor: its pod fixes are patched there (they were written
+// under /spec/template/spec, which it does not have, and the file's
+// lines were left without them), and the written file is admitted.
+func TestCheckInferenceServicePodPatch(t *testing.T) {
+	src := filepath.Join("testdata", "check", "isvc-custom.yaml")
+	code, out, errs := run(t, offline, "check", src, "-o", "json")
+	var rs []CheckResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || code != 1 || len(rs) != 1 {
+		t.Fatalf("exit %d, %v: %s %s", code, err, out, errs)
+	}
+	r := rs[0]
+	if len(r.PodPatch) == 0 || len(r.Patch) == 0 {
+		t.Fatalf("pod patch %+v, lines %+v; denials %q", r.PodPatch, r.Patch, r.Denials)
+	}
+	for _, op := range r.PodPatch {
+		if !strings.HasPrefix(op.Path, "/spec/predictor/") {
+			t.Errorf("pod patch op at %s", op.Path)
+		}
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "isvc.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, offline, "check", path, "--write"); code != 0 || !strings.HasPrefix(out, "ADMITTED") {
+		t.Fatalf("--write: exit %d: %s %s", code, out, errs)
+	}
+}
