@@ -347,3 +347,30 @@ func TestLeaderWorkerSetHostMemory(t *testing.T) {
 		t.Errorf("1124Gi denied: %s", r.Result.Message)
 	}
 }
+
+// A custom predictor is a pod spec at /spec/predictor: with autofix the
+// mutating webhook mounts /dev/shm and sets the memory limit there (Qwen2.5-7B
+// at TP 2 on two L4s, 4Gi against an 8.41 GiB host plan), and the result
+// is admitted.
+func TestInferenceServiceCustomAutofix(t *testing.T) {
+	h := newTestHandler(t)
+	o := groupObject(t, "isvc-70b")
+	unstructured.RemoveNestedField(o.Object, "spec", "predictor", "model")
+	set(t, o, map[string]any{"nvidia.com/gpu.product": "NVIDIA-L4"}, "spec", "predictor", "nodeSelector")
+	set(t, o, []any{map[string]any{"name": "vllm", "image": "vllm/vllm-openai:v0.19.0",
+		"args":      []any{"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--tensor-parallel-size", "2", "--max-model-len", "8192", "--gpu-memory-utilization", "0.85"},
+		"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "2", "memory": "4Gi"}}}}, "spec", "predictor", "containers")
+	if r := h.Validate(context.Background(), groupRequest(t, o)); r.Allowed {
+		t.Fatalf("4Gi and no /dev/shm admitted: %q", r.Warnings)
+	}
+	o.SetAnnotations(map[string]string{AnnotationAutofix: "true"})
+	req := groupRequest(t, o)
+	resp := h.Mutate(context.Background(), req)
+	if len(resp.Patch) == 0 || !contains(resp.Warnings, `autofix: mount an emptyDir of medium Memory`) {
+		t.Fatalf("patch %s, notes %q", resp.Patch, resp.Warnings)
+	}
+	req.Object.Raw = applyPatch(t, req.Object.Raw, resp.Patch)
+	if r := h.Validate(context.Background(), req); !r.Allowed {
+		t.Errorf("the autofixed predictor is denied: %s", r.Result.Message)
+	}
+}

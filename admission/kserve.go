@@ -177,6 +177,11 @@ func (h *Handler) reviewInferenceService(ctx context.Context, namespace string, 
 			plans = append(plans, PlanSummary(*plan))
 		}
 	}
+	if fix {
+		// Only a custom predictor has pod fixes: its pod spec is
+		// /spec/predictor.
+		d.notes = append(d.notes, autofixPod(&d.patch, "/spec/predictor", d.PodFixes)...)
+	}
 	if fix && len(plans) > 0 {
 		d.patch.setAnnotation("/metadata", ann, AnnotationPlan, strings.Join(plans, " | "))
 	}
