@@ -303,13 +303,15 @@ func containerName(c corev1.Container, label string) string {
 	return fmt.Sprintf("container %q", c.Name)
 }
 
-// groupHostCheck checks one pod template of a multi-node group against
-// the host plan of one of its pods (opts: its GPUs, and whether it is a
-// worker without the API server and engine core): the memory limit and
-// request only. /dev/shm is the group's own check (Ray's object store and
-// NCCL, sharedMemoryWarning). The fix is said in words and not proposed
-// as a patch: a group's templates each have a path of their own in the
-// object, which a pod fix does not carry.
+// groupHostCheck checks one pod template of a multi-node group, or a
+// KServe predictor, against the host plan of one of its pods (opts: its
+// GPUs, and whether it is a worker without the API server and engine
+// core): the memory limit and request only. /dev/shm is not checked here:
+// a group has its own check (Ray's object store and NCCL,
+// sharedMemoryWarning), and a KServe predictor's volumes come from its
+// ServingRuntime, which the object does not show. The fix is said in
+// words and not proposed as a patch: these templates each have a path of
+// their own in the object, which a pod fix does not carry.
 func (e *Evaluation) groupHostCheck(p PodPolicy, spec *corev1.PodSpec, ci int, c corev1.Container, label string, b memory.Budget, opts host.Options) {
 	hp, err := host.Build(b, opts)
 	if err != nil {
