@@ -57,15 +57,24 @@ func withPodFixes(t *testing.T, h *Handler, req *admissionv1.AdmissionRequest) C
 // template's) changed by edit, as JSON decoded into maps.
 func editPodSpec(t *testing.T, req *admissionv1.AdmissionRequest, edit func(spec map[string]any)) *admissionv1.AdmissionRequest {
 	t.Helper()
+	return editObject(t, req, func(o map[string]any) {
+		spec, _ := o["spec"].(map[string]any)
+		if tmpl, ok := spec["template"].(map[string]any); ok {
+			spec, _ = tmpl["spec"].(map[string]any)
+		}
+		edit(spec)
+	})
+}
+
+// editObject is req with its object changed by edit, as JSON decoded
+// into maps.
+func editObject(t *testing.T, req *admissionv1.AdmissionRequest, edit func(o map[string]any)) *admissionv1.AdmissionRequest {
+	t.Helper()
 	var o map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &o); err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := o["spec"].(map[string]any)
-	if tmpl, ok := spec["template"].(map[string]any); ok {
-		spec, _ = tmpl["spec"].(map[string]any)
-	}
-	edit(spec)
+	edit(o)
 	raw, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
@@ -284,24 +293,15 @@ func TestSmallPodQuiet(t *testing.T) {
 // withAnnotation is req with one annotation on the object's metadata.
 func withAnnotation(t *testing.T, req *admissionv1.AdmissionRequest, key, value string) *admissionv1.AdmissionRequest {
 	t.Helper()
-	var o map[string]any
-	if err := json.Unmarshal(req.Object.Raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	meta := o["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-	}
-	ann[key] = value
-	meta["annotations"] = ann
-	raw, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := *req
-	out.Object.Raw = raw
-	return &out
+	return editObject(t, req, func(o map[string]any) {
+		meta := o["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+		}
+		ann[key] = value
+		meta["annotations"] = ann
+	})
 }
 
 // With autofix, the mutating webhook applies the pod fixes it can make
