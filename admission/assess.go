@@ -149,7 +149,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 	// b.Settings carries vLLM's defaults: every size is at least 1.
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * b.Settings.DataParallelSize; sub.gpu.count > used {
 		hint := ""
-		if tp := sub.gpu.count / b.Settings.PipelineParallelSize; tp > 0 && spec.Heads%tp == 0 {
+		if tp := sub.gpu.count / b.Settings.PipelineParallelSize; memory.TPShards(spec, tp) {
 			hint = fmt.Sprintf("; set --tensor-parallel-size %d to shard the model over all of them", tp)
 		}
 		warn(CodeUnusedGPUs, "it gets %d GPUs but its flags use %d%s", sub.gpu.count, used, hint)

@@ -185,7 +185,7 @@ func (g group) checks(h *Handler, label string, spec model.Spec, in memory.Input
 		if p := g.podsFor(need); p > 0 && p != g.pods {
 			fixes = append(fixes, g.resizeFix(p))
 		}
-		if ltp, lpp, ok := memory.Layout(have, g.perPod(), spec.Heads); ok && dp == 1 && (ltp != tp || lpp != pp) {
+		if ltp, lpp, ok := memory.Layout(have, g.perPod(), spec); ok && dp == 1 && (ltp != tp || lpp != pp) {
 			alt := in
 			alt.Count, alt.Settings.TensorParallelSize, alt.Settings.PipelineParallelSize = have, ltp, lpp
 			if ab, err := h.plans.plan(planKey(alt), alt); err == nil && ab.Fits {
@@ -203,7 +203,7 @@ func (g group) checks(h *Handler, label string, spec model.Spec, in memory.Input
 	}
 	if per := g.perPod(); g.pods > 1 && per > 0 && tp > per {
 		msg := fmt.Sprintf("%s: --tensor-parallel-size %d spans pods of %d GPUs: its all-reduce of every layer crosses the network; vLLM's multi-node guide keeps tensor parallel inside a node and pipeline parallel across nodes", label, tp, per)
-		if ltp, lpp, ok := memory.Layout(tp*pp, per, spec.Heads); ok {
+		if ltp, lpp, ok := memory.Layout(tp*pp, per, spec); ok {
 			msg += ": " + g.layoutFix(ltp, lpp)
 		}
 		warnings = append(warnings, Finding{Code: CodeTPAcrossNodes, Message: msg})

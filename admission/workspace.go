@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
@@ -239,11 +240,11 @@ func kaitoDefaults(ev gpuEvidence) func(model.Spec, *vllm.Settings) {
 		perNode := max(ev.sel.Count, 1)
 		nodes := max(ev.count/perNode, 1)
 		if !s.Set[vllm.FlagTensorParallelSize] {
-			// The largest power of two that fits the node and divides
-			// the heads: the sizes vLLM deployments use (7 divides
-			// Qwen2.5-7B's 28 heads but not its 4 KV heads).
+			// The largest power of two that fits the node and that vLLM
+			// shards the attention over: the sizes vLLM deployments use
+			// (7 divides Qwen2.5-7B's 28 heads but not its 4 KV heads).
 			tp := 1
-			for tp*2 <= perNode && spec.Heads%(tp*2) == 0 {
+			for tp*2 <= perNode && memory.TPShards(spec, tp*2) {
 				tp *= 2
 			}
 			s.TensorParallelSize = tp

@@ -311,7 +311,7 @@ func (g *diag) weightsRemedies() []Remedy {
 			}
 		}
 		tp := b.Settings.TensorParallelSize
-		if n := tp * 2; b.Model.Heads%n == 0 {
+		if n := tp * 2; memory.TPShards(b.Model, n) {
 			if nb, ok := g.with(func(s *vllm.Settings) { s.TensorParallelSize = n }); ok {
 				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(n)},
 					Why: fmt.Sprintf("shard over %d GPUs: %s of weights per GPU instead of %s; the KV cache grows to %s per GPU (%s tokens)", n, gib(nb.PerGPU.Weights), gib(b.PerGPU.Weights), gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens))})

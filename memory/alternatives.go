@@ -151,7 +151,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		a.Input = c
 		out = append(out, a)
 	}
-	divides := func(n int) bool { return n > 0 && base.Model.Heads%n == 0 }
+	divides := func(n int) bool { return TPShards(base.Model, n) }
 	// shards plans n shards of the model per pipeline stage it has: a
 	// tensor-parallel size n within a node. Past a node (GPUsPerNode), by
 	// the multi-node rule (Layout), the tensor-parallel size is the node's

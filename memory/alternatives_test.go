@@ -7,6 +7,7 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -143,21 +144,50 @@ func TestAlternativesMultiNode(t *testing.T) {
 
 func TestLayout(t *testing.T) {
 	for _, c := range []struct {
-		gpus, perNode, heads int
-		tp, pp               int
-		ok                   bool
+		gpus, perNode, heads, kv int
+		tp, pp                   int
+		ok                       bool
 	}{
-		{8, 8, 128, 8, 1, true},
-		{16, 8, 128, 8, 2, true},  // two nodes: pipeline across them
-		{16, 0, 128, 8, 2, true},  // the default node of eight
-		{32, 4, 64, 4, 8, true},   // g5.12xlarge-like nodes of four
-		{12, 8, 128, 0, 0, false}, // a node and a half
-		{6, 8, 32, 6, 1, false},   // 6 does not divide 32 heads
-		{0, 8, 32, 0, 0, false},
+		{8, 8, 128, 8, 8, 1, true},
+		{16, 8, 128, 8, 8, 2, true},  // two nodes: pipeline across them
+		{16, 0, 128, 8, 8, 2, true},  // the default node of eight
+		{32, 4, 64, 8, 4, 8, true},   // g5.12xlarge-like nodes of four
+		{12, 8, 128, 8, 0, 0, false}, // a node and a half
+		{6, 8, 32, 8, 6, 1, false},   // 6 does not divide 32 heads
+		{4, 8, 40, 10, 4, 1, false},  // phi-4: 4 divides 40 heads, not 10 KV heads
+		{0, 8, 32, 8, 0, 0, false},
 	} {
-		tp, pp, ok := memory.Layout(c.gpus, c.perNode, c.heads)
+		tp, pp, ok := memory.Layout(c.gpus, c.perNode, model.Spec{Heads: c.heads, KVHeads: c.kv})
 		if tp != c.tp || pp != c.pp || ok != c.ok {
-			t.Errorf("Layout(%d, %d, %d) = %d, %d, %v; want %d, %d, %v", c.gpus, c.perNode, c.heads, tp, pp, ok, c.tp, c.pp, c.ok)
+			t.Errorf("Layout(%d, %d, %d/%d heads) = %d, %d, %v; want %d, %d, %v", c.gpus, c.perNode, c.heads, c.kv, tp, pp, ok, c.tp, c.pp, c.ok)
+		}
+	}
+}
+
+// vLLM's two divisibility rules, with the catalog's head counts: the
+// attention heads must divide among the ranks; the KV heads divide among
+// them or are replicated a whole number of times (QKVParallelLinear).
+func TestTPShards(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		heads, kv int
+		tp        int
+		ok        bool
+	}{
+		{"Llama-3.1-8B", 32, 8, 8, true},
+		{"Llama-3.1-8B", 32, 8, 16, true}, // each KV head on two ranks
+		{"Qwen2.5-7B", 28, 4, 4, true},
+		{"Qwen2.5-7B", 28, 4, 7, false}, // 7 divides 28, not 4, and is no multiple of 4
+		{"Qwen2.5-7B", 28, 4, 8, false}, // 8 does not divide 28
+		{"phi-4", 40, 10, 2, true},
+		{"phi-4", 40, 10, 4, false},
+		{"phi-4", 40, 10, 8, false},
+		{"Mixtral-8x22B", 48, 8, 6, false},
+		{"Falcon-40B (MQA)", 128, 1, 8, true},
+		{"", 32, 8, 0, false},
+	} {
+		if got := memory.TPShards(model.Spec{Heads: c.heads, KVHeads: c.kv}, c.tp); got != c.ok {
+			t.Errorf("%s (%d heads, %d KV heads) at tp %d: %v, want %v", c.name, c.heads, c.kv, c.tp, got, c.ok)
 		}
 	}
 }

@@ -58,8 +58,12 @@ func (b *Budget) check(dp int) {
 			problem(CodeShardedSampling, "vLLM refuses --%s: %s (drop the flag)", vllm.FlagEnableBatchShardedSampling, why)
 		}
 	}
-	if s.Heads%tp != 0 {
+	switch {
+	case TPShards(s, tp):
+	case s.Heads%tp != 0:
 		problem(CodeHeadsNotDivisible, "--tensor-parallel-size %d does not divide the model's %d attention heads; vLLM refuses to start (use a TP size that divides %d)", tp, s.Heads, s.Heads)
+	default:
+		problem(CodeHeadsNotDivisible, "--tensor-parallel-size %d neither divides the model's %d key/value heads nor is a multiple of them; vLLM fails loading the weights (use a TP size that divides both %d and %d, or a multiple of %d that divides %d)", tp, s.KVHeads, s.Heads, s.KVHeads, s.KVHeads, s.Heads)
 	}
 	free := p.Total - p.Context
 	switch {

@@ -1,6 +1,10 @@
 package memory
 
-import "fmt"
+import (
+	"fmt"
+
+	"headroom.dev/headroom/model"
+)
 
 // DefaultGPUsPerNode is the node size assumed when nothing names one: the
 // eight-GPU servers multi-node serving runs on (HGX/DGX H100 and A100,
@@ -14,14 +18,14 @@ const DefaultGPUsPerNode = 8
 // where its all-reduce of every layer runs over NVLink, and pipeline
 // parallelism across nodes, which sends one activation per stage over the
 // slower network. Within one node it is tensor parallelism alone. ok is
-// false when the GPUs do not fill whole nodes or the tensor-parallel size
-// does not divide the attention heads (vLLM requires it). perNode <= 0
-// means DefaultGPUsPerNode.
-func Layout(gpus, perNode, heads int) (tp, pp int, ok bool) {
+// false when the GPUs do not fill whole nodes or vLLM cannot shard s's
+// attention over the tensor-parallel size (TPShards). perNode <= 0 means
+// DefaultGPUsPerNode.
+func Layout(gpus, perNode int, s model.Spec) (tp, pp int, ok bool) {
 	if perNode <= 0 {
 		perNode = DefaultGPUsPerNode
 	}
-	if gpus <= 0 || heads <= 0 {
+	if gpus <= 0 || s.Heads <= 0 {
 		return 0, 0, false
 	}
 	tp, pp = gpus, 1
@@ -31,7 +35,23 @@ func Layout(gpus, perNode, heads int) (tp, pp int, ok bool) {
 		}
 		tp, pp = perNode, gpus/perNode
 	}
-	return tp, pp, heads%tp == 0
+	return tp, pp, TPShards(s, tp)
+}
+
+// TPShards reports whether vLLM shards s's attention over tp GPUs: tp
+// divides the attention heads (ModelConfig.verify_with_parallel_config
+// refuses the rest), and the key/value heads either divide among the
+// ranks or are replicated a whole number of times on them
+// (QKVParallelLinear: divide(total_num_kv_heads, tp) below tp,
+// divide(tp, total_num_kv_heads) from it, each asserting divisibility as
+// the weights load). phi-4 (40 heads, 10 KV heads) passes the first at
+// tp 4 and fails the second.
+func TPShards(s model.Spec, tp int) bool {
+	if tp <= 0 || s.Heads <= 0 || s.Heads%tp != 0 {
+		return false
+	}
+	kv := s.KVHeads
+	return kv <= 0 || kv%tp == 0 || tp%kv == 0
 }
 
 // gpusPerNode is in's node size, DefaultGPUsPerNode when it names none.

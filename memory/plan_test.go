@@ -210,6 +210,18 @@ func TestKVHeadReplication(t *testing.T) {
 	if !hasCode(b.Problems, memory.CodeHeadsNotDivisible) {
 		t.Errorf("tp 8 over 28 heads: want %s, got %v", memory.CodeHeadsNotDivisible, b.Problems)
 	}
+	// phi-4: 40 heads and 10 KV heads. TP 4 divides the heads; its KV
+	// heads neither divide by 4 nor does 4 divide by 10, and vLLM fails
+	// loading the weights. TP 2 shards both.
+	phi := memory.Input{Model: spec(t, "microsoft/phi-4"), Device: device(t, "L4"), Count: 4,
+		Settings: vllm.Settings{MaxModelLen: 8192, TensorParallelSize: 4, Version: v019}}
+	if b := plan(t, phi); !hasCode(b.Problems, memory.CodeHeadsNotDivisible) || b.Fits {
+		t.Errorf("phi-4 at tp 4: fits %v, problems %v", b.Fits, b.Problems)
+	}
+	phi.Count, phi.Settings.TensorParallelSize = 2, 2
+	if b := plan(t, phi); hasCode(b.Problems, memory.CodeHeadsNotDivisible) {
+		t.Errorf("phi-4 at tp 2: %v", b.Problems)
+	}
 }
 
 func hasCode(fs []memory.Finding, code string) bool {

@@ -57,7 +57,7 @@ func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
 	if !e.Settings.Set[vllm.FlagTensorParallelSize] {
 		sizes = sizes[:0]
 		for tp := 1; tp <= allGPUsMaxTP; tp++ {
-			if e.Spec.Heads > 0 && e.Spec.Heads%tp == 0 {
+			if memory.TPShards(e.Spec, tp) {
 				sizes = append(sizes, tp)
 			}
 		}

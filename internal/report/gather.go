@@ -379,7 +379,7 @@ func ChooseLayout(in memory.Input) (tp, pp int, why string) {
 		if in.Count%n != 0 {
 			continue
 		}
-		t, p, ok := memory.Layout(n, in.GPUsPerNode, in.Model.Heads)
+		t, p, ok := memory.Layout(n, in.GPUsPerNode, in.Model)
 		if !ok {
 			continue
 		}
@@ -415,7 +415,7 @@ func buildNotes(e Evidence, b memory.Budget) []string {
 	}
 	if used := b.Settings.TensorParallelSize * b.Settings.PipelineParallelSize * max(b.Settings.DataParallelSize, 1); b.Count > used {
 		hint := ""
-		if tp, pp, ok := memory.Layout(b.Count, e.GPUsPerNode, b.Model.Heads); ok {
+		if tp, pp, ok := memory.Layout(b.Count, e.GPUsPerNode, b.Model); ok {
 			hint = "; " + memory.LayoutFlags(tp, pp) + " to shard the model over all of them"
 		}
 		notes = append(notes, fmt.Sprintf("%d GPUs given but the settings use %d%s", b.Count, used, hint))
