@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"headroom.dev/headroom/admission"
 )
@@ -28,29 +25,8 @@ import (
 // propose, applied to the same object, is stored; so is the object as it
 // was with headroom.dev/autofix, the mutating webhook applying the fixes.
 func TestHostE2E(t *testing.T) {
-	ln, _, mut, val := localWebhook(t)
-	env := &envtest.Environment{
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			LocalServingHost: "127.0.0.1", LocalServingPort: ln.Addr().(*net.TCPAddr).Port,
-			MutatingWebhooks: mut, ValidatingWebhooks: val,
-		},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		ln.Close()
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	ctx := serveWebhook(t, ln, env.WebhookInstallOptions.LocalServingCertDir, admission.Deps{})
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: optedIn, Labels: map[string]string{"headroom.dev/webhook": "enabled"}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, cs, _, _ := startWebhook(t)
+	ctx := context.Background()
 
 	body, err := os.ReadFile(filepath.Join("..", "testdata", "reviews", "deployment-host.json"))
 	if err != nil {
