@@ -309,9 +309,17 @@ func TestInferenceServiceMultiNode(t *testing.T) {
 // The pods of a multi-node group are each checked against the host plan
 // of one pod: Llama-3.1-405B at TP 8 × PP 2 over two pods of 8 H100s
 // holds 8 GPU workers in each (3 GiB each by #48436 and #57469), the
-// leader also the API server and engine core. A 16Gi limit is below both:
-// denied for the leader and the worker, each by its own plan (the
-// worker's has no server processes); the fixture's 1124Gi passes.
+// leader also the API server and engine core. By term (docs/host.md):
+//
+//	workers 8 × 3 GiB                                  24.00 GiB
+//	request buffers 8 × 5 B × 1024 seqs × 32768 tokens  1.25 GiB
+//	shm rings 160 + 8 × 100 + 24 MiB                     0.96 GiB
+//	NCCL shm 56 GPU pairs × 9,637,888 B                  0.50 GiB
+//	                                        a worker:   26.71 GiB
+//	server processes 2 × 1 GiB               the leader: 28.71 GiB
+//
+// A 16Gi limit is below both: denied for the leader and the worker, each
+// by its own plan; the fixture's 1124Gi passes.
 func TestLeaderWorkerSetHostMemory(t *testing.T) {
 	h := newTestHandler(t)
 	o := groupObject(t, "lws-405b")
