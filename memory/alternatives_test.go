@@ -216,3 +216,38 @@ func TestAlternativesContext(t *testing.T) {
 		{code: memory.AltBiggerGPU, gpu: "RTX-5090", count: 1, cost: 3},
 	})
 }
+
+// FewestShards tries only sizes vLLM shards the model over: phi-4 (40
+// heads, 10 KV heads) on L4s at its full 16,384 tokens is tried at tp 1,
+// 2 and 5, never at 4 or 8, and the answer is the first that fits; a
+// size the user set is planned alone.
+func TestFewestShards(t *testing.T) {
+	in := memory.Input{Model: spec(t, "microsoft/phi-4"), Device: device(t, "L4"), Settings: vllm.Settings{Version: vllm.Newest()}}
+	b, err := memory.FewestShards(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := b.Settings.TensorParallelSize
+	if !b.Fits || !memory.TPShards(in.Model, tp) || tp == 1 {
+		t.Fatalf("phi-4 on L4s: tp %d, fits %v, problems %v", tp, b.Fits, b.Problems)
+	}
+	for smaller := 1; smaller < tp; smaller++ {
+		if !memory.TPShards(in.Model, smaller) {
+			continue
+		}
+		at := in
+		at.Settings.TensorParallelSize = smaller
+		if nb, err := memory.Plan(at); err != nil || nb.Fits {
+			t.Errorf("tp %d fits too (%v), yet %d was chosen", smaller, err, tp)
+		}
+	}
+	set, err := vllm.ParseFlags([]string{"--tensor-parallel-size", "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = vllm.Newest()
+	in.Settings = set
+	if b, err := memory.FewestShards(in); err != nil || b.Settings.TensorParallelSize != 4 || b.Fits {
+		t.Errorf("the user's tp 4: planned at %d, fits %v (%v)", b.Settings.TensorParallelSize, b.Fits, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
 )
 
 // DefaultGPUsPerNode is the node size assumed when nothing names one: the
@@ -36,6 +37,44 @@ func Layout(gpus, perNode int, s model.Spec) (tp, pp int, ok bool) {
 		tp, pp = perNode, gpus/perNode
 	}
 	return tp, pp, TPShards(s, tp)
+}
+
+// FewestShards plans in at each tensor-parallel size from 1 to one node
+// of GPUs (DefaultGPUsPerNode, where the all-reduce of every layer stays
+// on the node's links) that vLLM shards the model over (TPShards), on the
+// GPUs that size needs, and returns the smallest that serves the
+// context; when none does, the one that starts with the longest context,
+// else the largest tried (the closest to fitting). A
+// --tensor-parallel-size the user set is planned alone.
+func FewestShards(in Input) (Budget, error) {
+	sizes := []int{max(in.Settings.TensorParallelSize, 1)}
+	if !in.Settings.Set[vllm.FlagTensorParallelSize] {
+		sizes = sizes[:0]
+		for tp := 1; tp <= DefaultGPUsPerNode; tp++ {
+			if TPShards(in.Model, tp) {
+				sizes = append(sizes, tp)
+			}
+		}
+		if len(sizes) == 0 {
+			sizes = []int{1}
+		}
+	}
+	var best Budget
+	for i, tp := range sizes {
+		at := in
+		at.Settings.TensorParallelSize = tp
+		b, err := Plan(at)
+		if err != nil {
+			return Budget{}, err
+		}
+		if i == 0 || b.Fits || b.MaxFitLen > best.MaxFitLen || (best.MaxFitLen == 0 && b.MaxFitLen == 0) {
+			best = b
+		}
+		if b.Fits {
+			break
+		}
+	}
+	return best, nil
 }
 
 // TPShards reports whether vLLM shards s's attention over tp GPUs: tp

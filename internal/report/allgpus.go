@@ -5,7 +5,6 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/vllm"
 )
 
 // GPURow is one GPU of `plan --all-gpus`: the fewest of that GPU, with
@@ -42,45 +41,16 @@ const (
 	RowDoesNotStart = "does_not_start"
 )
 
-// allGPUsMaxTP is the largest tensor-parallel size --all-gpus tries: one
-// node of eight GPUs (memory.DefaultGPUsPerNode), where the all-reduce of
-// every layer stays on the node's links.
-const allGPUsMaxTP = memory.DefaultGPUsPerNode
-
-// AllGPUs plans the evidence's model and settings on every catalog GPU.
-// Without a --tensor-parallel-size of yours each GPU is planned at every
-// size from 1 to 8 that divides the attention heads, and the row takes the
-// smallest that serves the context; when none does, the one that starts
-// with the longest context, else the largest tried (closest to fitting).
+// AllGPUs plans the evidence's model and settings on every catalog GPU,
+// each at the fewest shards that serve its context (memory.FewestShards).
 func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
-	sizes := []int{max(e.Settings.TensorParallelSize, 1)}
-	if !e.Settings.Set[vllm.FlagTensorParallelSize] {
-		sizes = sizes[:0]
-		for tp := 1; tp <= allGPUsMaxTP; tp++ {
-			if memory.TPShards(e.Spec, tp) {
-				sizes = append(sizes, tp)
-			}
-		}
-	}
 	var rows []GPURow
 	for _, d := range gpu.Devices() {
-		var best memory.Budget
-		found := false
-		for _, tp := range sizes {
-			set := e.Settings
-			set.TensorParallelSize = tp
-			b, err := memory.Plan(memory.Input{Model: e.Spec, Device: d, Settings: set, Draft: e.Draft})
-			if err != nil {
-				return nil, err
-			}
-			if !found || b.Fits || b.MaxFitLen > best.MaxFitLen || (best.MaxFitLen == 0 && b.MaxFitLen == 0) {
-				best, found = b, true
-			}
-			if b.Fits {
-				break
-			}
+		b, err := memory.FewestShards(memory.Input{Model: e.Spec, Device: d, Settings: e.Settings, Draft: e.Draft})
+		if err != nil {
+			return nil, err
 		}
-		rows = append(rows, gpuRow(d, best, opt))
+		rows = append(rows, gpuRow(d, b, opt))
 	}
 	return rows, nil
 }
