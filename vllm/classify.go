@@ -121,9 +121,9 @@ var flagClasses = map[string]flagClass{
 	"disable-mm-preprocessor-cache":   {effect: EffectHost, why: "the processor cache's old switch (gone by 0.13)"},
 
 	// May move memory, not modelled.
-	"compilation-config":                      {effect: EffectNotModelled, why: "CUDA-graph modes and sizes, compile passes"},
-	"cuda-graph-sizes":                        {effect: EffectNotModelled, why: "CUDA-graph capture sizes beyond the largest"},
-	"cudagraph-capture-sizes":                 {effect: EffectNotModelled, why: "CUDA-graph capture sizes beyond the largest"},
+	"compilation-config":                      {effect: EffectNotModelled, why: "compile passes, and the memory of a CUDA-graph mode other than the release's (its largest capture size is planned; simulate prices the mode)"},
+	"cuda-graph-sizes":                        {effect: EffectNotModelled, why: "CUDA-graph capture sizes below the largest (the largest is planned as the capture size)"},
+	"cudagraph-capture-sizes":                 {effect: EffectNotModelled, why: "CUDA-graph capture sizes below the largest (the largest is planned as the capture size)"},
 	"max-seq-len-to-capture":                  {effect: EffectNotModelled, why: "CUDA graphs of long sequences"},
 	"optimization-level":                      {effect: EffectNotModelled, why: "compilation and CUDA-graph defaults"},
 	"enable-eplb":                             {effect: EffectNotModelled, why: "redundant experts' weights"},

@@ -458,6 +458,9 @@ func ParseFlags(args []string) (Settings, error) {
 		p.s.Extra = append(p.s.Extra, extra...)
 		p.set[o.base] = true
 	}
+	if _, _, err := p.s.graphConfig(); err != nil {
+		return Settings{}, err
+	}
 	return p.finish(), nil
 }
 

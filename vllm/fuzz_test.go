@@ -50,6 +50,7 @@ func FuzzParseCommand(f *testing.F) {
 		"A=1 vllm serve m --max_model_len=32K --kv-cache-memory 20G --cpu-offload-gb 0 --no-enforce-eager -- x",
 		"--model m --max-model-len -1 --swap-space 4 --trust-remote-code",
 		"vllm serve m -qfp8 -O.level=3 --compilation-config.mode 3 --enforce-eager=false",
+		`vllm serve m --compilation-config {"cudagraph_mode":"PIECEWISE","cudagraph_capture_sizes":[1,2,2048]} --cuda-graph-sizes 8 16 --compilation-config.cudagraph_mode=full`,
 		`vllm serve m --enable-lora --max-loras 4 --speculative-config {"method":"ngram","num_speculative_tokens":3} --speculative-config.draft_tensor_parallel_size 1 --limit-mm-per-prompt image=2 --device-memory-utilization 0.9`,
 	} {
 		f.Add(strings.ReplaceAll(line, " ", "\n"))

@@ -140,8 +140,14 @@ func AsyncScheduling(s Settings) bool {
 // eagerly, as every release still does for a step with a longer query (a
 // prefill chunk, drafts to verify). The simulator's step time reads it;
 // --enforce-eager captures nothing.
+// A line's cudagraph_mode (CUDAGraphMode) overrides the release's default:
+// FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE capture decodes whole.
 func FullDecodeGraphs(s Settings) bool {
-	return !s.EnforceEager && orNewest(s.Version).AtLeast(fullDecodeGraphsSince)
+	switch CUDAGraphMode(s) {
+	case GraphModeFull, GraphModeFullDecodeOnly, GraphModeFullAndPiecewise:
+		return true
+	}
+	return false
 }
 
 // CUDAGraphEstimate reports whether the release estimates CUDA-graph memory
@@ -395,6 +401,12 @@ func (s Settings) WithDefaults(v Version, deviceName string, deviceTotalBytes in
 	}
 	if s.BlockSize == 0 {
 		s.BlockSize = DefaultBlockSize(v)
+	}
+	if s.MaxCudagraphCaptureSize == 0 {
+		// --compilation-config's sizes, or --cuda-graph-sizes' largest.
+		if _, largest, err := s.graphConfig(); err == nil && largest > 0 {
+			s.MaxCudagraphCaptureSize = largest
+		}
 	}
 	if s.MaxCudagraphCaptureSize == 0 {
 		s.MaxCudagraphCaptureSize = defaultCaptureSize(v1, v.AtLeast(captureTwiceSeqsSince), s.MaxNumSeqs*s.DecodeQueryLen(), s.MaxNumBatchedTokens)

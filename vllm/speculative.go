@@ -427,7 +427,8 @@ func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
 	}
 	key := strings.ReplaceAll(o.name[len(o.base)+1:], "-", "_")
 	if !configKey.MatchString(key) {
-		return true, fmt.Errorf("%s: %q is not a key of the speculative config; write keys such as num_speculative_tokens", o.spelled, clip(key))
+		// the key is not one: the flag as written may hold anything
+		return true, fmt.Errorf("%s: %q is not a key of the speculative config; write keys such as num_speculative_tokens", clip(o.spelled), clip(key))
 	}
 	raw := o.value
 	if !o.hasValue {
