@@ -264,10 +264,19 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	b.ExpertWeightsTotal = int64(whole.expertBytes(b.DtypeBytes, format))
 	scale := checkpointScale(s, b.DtypeBytes, format, whole)
 
+	// A rank's routed experts: vLLM splits them over every rank of
+	// tensor × data parallel (fused_moe's FusedMoEParallelConfig flattens
+	// TP across DP: a slice of each expert, or with expert parallel whole
+	// experts, per rank), where attention is split over TP alone; and at
+	// the shapes their kernel allocates.
+	expertScale := ExpertShapeFor(s, set, in.Device).Pad / float64(dp)
+
 	first := true
 	for _, st := range stages(s.Layers, pp) {
 		p := Parts{Total: in.Device.TotalBytes, Requested: requested, Context: contextBytes(tp)}
-		p.Weights = int64(splitWeights(s, perLayer, st, tp).bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
+		rank := splitWeights(s, perLayer, st, tp)
+		rank.resizeExperts(expertScale)
+		p.Weights = int64(rank.bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0) + feat.weights(s, st, b.DtypeBytes)
 		as := feat.activationSpec(s)

@@ -144,6 +144,15 @@ func splitWeights(s model.Spec, layers []model.LayerParams, st stage, tp int) we
 	return w
 }
 
+// resizeExperts scales the rank's routed experts (their share among the
+// data-parallel ranks, and the shapes their kernel allocates:
+// ExpertShape.Pad); the model's totals stay the checkpoint's.
+func (w *weightParts) resizeExperts(scale float64) {
+	delta := w.experts * (scale - 1)
+	w.experts += delta
+	w.linear += delta
+}
+
 // bytes turns parameter counts into bytes for the given compute dtype and
 // linear-layer format; whole selects the model total instead of the rank.
 func (w weightParts) bytes(dtypeBytes int, f linearFormat, whole bool) float64 {

@@ -214,7 +214,7 @@ var (
 	// Hopper's is measured (hopperKernels; a GPU with its own table takes
 	// its own), the A100's a cuBLAS figure (weightBandwidthShare).
 	fittedByCapability = map[string]Calibration{
-		"8.0": {FLOPsEfficiency: 0.733, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.259, DequantShare: 0.750,
+		"8.0": {FLOPsEfficiency: 0.733, BandwidthEfficiency: weightBandwidthShare, KVBandwidthEfficiency: 0.259, DequantShare: 0.820,
 			Source: "fitted on 15 vllm bench serve runs (vLLM 0.10.2–0.11.0), the A100-SXM's shares from its 3 (Qwen3-14B, gpt-oss-20b)"},
 		hopper: {FLOPsEfficiency: 0.369, BandwidthEfficiency: hopperKernels.Weights, KVBandwidthEfficiency: 0.487, DequantShare: 0.381,
 			Source: "fitted on 15 vllm bench serve runs (vLLM 0.10.2–0.11.0), the H100-SXM's shares from its 12 (Qwen3-8B/14B/32B, gpt-oss-20b/120b, Qwen3-235B; TP 1, 2, 8); the weights read, GEMM floor and FP8 shares measured on its kernel table"},
@@ -235,7 +235,7 @@ var (
 	groupedGEMM = Calibration{GroupedShare: 0.735, GroupedKHalf: reductionKHalf}
 	// defaultShares are for devices without a fit: the mean of the
 	// fitted devices' shares, stated as a default in every report.
-	defaultShares = Calibration{FLOPsEfficiency: 0.551, BandwidthEfficiency: 0.828, KVBandwidthEfficiency: 0.373, DequantShare: 0.566}
+	defaultShares = Calibration{FLOPsEfficiency: 0.551, BandwidthEfficiency: 0.828, KVBandwidthEfficiency: 0.373, DequantShare: 0.600}
 )
 
 // kernelsMeasured are what the kernel table of each GPU measured there

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
 )
 
 // The kernels a step runs beside the dense GEMMs: the routed experts'
@@ -37,6 +39,10 @@ const (
 	// everywhere): fused_marlin_moe takes the first block of 8, 16, 32,
 	// 48, 64 rows that the tokens per expert fill to less than 0.9.
 	marlinMoE
+	// flashInferMoE is FlashInfer's TRT-LLM MoE, MXFP4 and NVFP4 experts on
+	// Blackwell: vLLM gives it tiles of the next power of two of the tokens
+	// per expert, 8 to 64 (calculate_tile_tokens_dim).
+	flashInferMoE
 )
 
 // tileRows is the rows of one tile when each touched expert gets t
@@ -52,6 +58,8 @@ func (k moeKernel) tileRows(t float64) float64 {
 		return 64
 	case matmulOGS:
 		return min(max(nextPow2(t), 16), 128)
+	case flashInferMoE:
+		return min(max(nextPow2(t), 8), 64)
 	}
 	return min(max(nextPow2(t), 16), 64)
 }
@@ -132,6 +140,35 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 		return quantPath{Name: "marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
 	}
 	return quantPath{Name: m}
+}
+
+// expertPathOf is the path of the routed experts of s under set on d: the
+// format's (quantPathOf), run by the grouped GEMM vLLM picks for the
+// format and the GPU (memory.ExpertShapeFor, which the weights' padding
+// follows too). MXFP4 takes triton_kernels' matmul_ogs on Hopper, Marlin
+// on Ampere and Ada (triton_kernels needs sm_90 to sm_100, mxfp4.py), and
+// FlashInfer's TRT-LLM kernels on Blackwell, which by default widen the
+// weights to BF16 activations' math as the others do (Mxfp4Backend
+// SM100_FI_MXFP4_BF16; MXFP8 activations are opt-in). ROCm keeps the
+// Triton path.
+func expertPathOf(s model.Spec, set vllm.Settings, d gpu.Device) quantPath {
+	q := quantPathOf(expertQuant(s, set.Quantization), d)
+	if d.Vendor == "amd" || s.MoE == nil {
+		return q
+	}
+	switch memory.ExpertShapeFor(s, set, d).Kernel {
+	case "Marlin":
+		if strings.Contains(q.Name, "mxfp4") {
+			q.Name = "mxfp4 marlin (weight-only, dequantized)"
+		}
+		q.Dequant, q.FP8, q.MoE = true, false, marlinMoE
+	case "FlashInfer":
+		if strings.Contains(q.Name, "mxfp4") {
+			q.Name = "mxfp4 flashinfer (upcast in kernel)"
+		}
+		q.MoE = flashInferMoE
+	}
+	return q
 }
 
 // capability is d's CUDA compute capability as numbers; 0, 0 for AMD and

@@ -115,6 +115,9 @@ type Roofline struct {
 	// PiecewisePerLayer.
 	FullDecodeGraphs  bool
 	PiecewisePerLayer float64
+	// NoPiecewise is set when the steps that are not all decodes run eager
+	// (cudagraph_mode FULL_DECODE_ONLY; vllm.PiecewiseGraphs).
+	NoPiecewise bool
 	// SmallKernels is how many kernels of negligible work one step runs
 	// (smallKernels), each at least KernelFloor seconds on the GPU.
 	SmallKernels, KernelFloor float64
@@ -158,10 +161,11 @@ func (m *Roofline) Parts(b Batch) StepParts {
 		p.AllReduce = 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
 	p.GEMMFloors, p.SmallKernels = m.kernelFloors()
+	decodes := m.FullDecodeGraphs && b.PrefillPairs == 0 && b.Drafts == 0
 	switch {
-	case m.GraphTokens == 0 || b.Tokens > m.GraphTokens:
+	case m.GraphTokens == 0 || b.Tokens > m.GraphTokens || (m.NoPiecewise && !decodes):
 		p.Launch = max(0, float64(m.Layers)*m.LaunchPerLayer-p.GPU())
-	case !m.FullDecodeGraphs || b.PrefillPairs > 0 || b.Drafts > 0:
+	case !decodes:
 		p.Launch = max(0, float64(m.Layers)*m.PiecewisePerLayer-p.GPU())
 	}
 	return p
@@ -554,7 +558,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	weights := float64(b.WeightsTotal)
 	expertBytes := float64(b.ExpertWeightsTotal)
 	kvPerToken := float64(b.ModelKVBytesPerToken) * kvShare
-	dense, experts := quantPathOf(denseQuant(s, set.Quantization), b.Device), quantPathOf(expertQuant(s, set.Quantization), b.Device)
+	dense, experts := quantPathOf(denseQuant(s, set.Quantization), b.Device), expertPathOf(s, set, b.Device)
 	peakOf := func(q quantPath) float64 {
 		if q.FP8 && p.FP8 > 0 {
 			return p.FP8
@@ -577,12 +581,17 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		}
 		return 1
 	}
+	// The experts on this rank at the shapes their kernel allocates
+	// (memory.ExpertShapeFor: MXFP4's Marlin and FlashInfer paths pad
+	// gpt-oss's 2,880): the weights plan counts them so, and the kernel
+	// computes and reads every padded row and column.
+	shape := memory.ExpertShapeFor(s, set, b.Device)
 	m := &Roofline{
 		LinearParams:           linear / tp,
-		RoutedParams:           routed / tp,
+		RoutedParams:           routed / tp * shape.Pad,
 		HeadParams:             head / tp,
 		WeightBytes:            (weights - expertBytes) / tp,
-		ExpertBytes:            expertBytes / tp,
+		ExpertBytes:            expertBytes / tp * shape.Pad,
 		MoELayers:              moeLayers,
 		ActBytes:               float64(max(b.DtypeBytes, 1)),
 		GroupedPlateau:         c.groupedPlateau(),
@@ -606,6 +615,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		AMD:                    b.Device.Vendor == "amd",
 		LaunchPerLayer:         eagerLaunchPerLayer,
 		FullDecodeGraphs:       vllm.FullDecodeGraphs(set),
+		NoPiecewise:            !vllm.PiecewiseGraphs(set),
 		PiecewisePerLayer:      piecewiseLaunchPerLayer,
 		SmallKernels:           smallKernels(s, dense, experts),
 		KernelFloor:            graphKernelFloor,
@@ -621,13 +631,13 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	}
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
-		m.MoEHidden, m.MoEInter = float64(s.Hidden), float64(s.MoE.Intermediate)/tp
+		m.MoEHidden, m.MoEInter = float64(shape.Hidden), float64(shape.Intermediate)
 	}
 	m.Windows = windows
 	if m.Link <= 0 {
 		m.Link = 1
 	}
-	if !set.EnforceEager {
+	if vllm.CUDAGraphMode(set) != vllm.GraphModeNone {
 		m.GraphTokens = int64(set.MaxCudagraphCaptureSize)
 	}
 	return m, nil

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"headroom.dev/headroom/gpu"
@@ -414,6 +415,54 @@ func TestQuantPath(t *testing.T) {
 	}
 }
 
+// The routed experts' grouped GEMM follows vLLM's choice for the format
+// and the GPU (memory.ExpertShapeFor), and the clock reads and computes
+// the padded experts: gpt-oss-120b's MXFP4 experts run matmul_ogs on an
+// H100, Marlin on an L40S (triton_kernels needs sm_90) and an A100, and
+// FlashInfer on a B200, where at TP 8 each rank's experts are padded from
+// 360 × 2,880 to 512 × 3,072, 1.5170 times the checkpoint's shard
+// (memory's TestExpertShapeMXFP4Padding works it out); the expert width
+// the down GEMM reduces over is the padded 512. A BF16 MoE keeps fused_moe
+// and its shapes.
+func TestExpertPath(t *testing.T) {
+	for _, c := range []struct {
+		model, gpu string
+		tp         int
+		kernel     moeKernel
+		deq        bool
+		pad, inter float64
+	}{
+		{"openai/gpt-oss-120b", "H100-80GB", 1, matmulOGS, true, 1, 2880},
+		{"openai/gpt-oss-120b", "L40S", 2, marlinMoE, true, 1536.0 * 3072 / (1440 * 2880), 1536},
+		{"openai/gpt-oss-120b", "A100-80GB", 2, marlinMoE, true, 1536.0 * 3072 / (1440 * 2880), 1536},
+		{"openai/gpt-oss-120b", "B200", 8, flashInferMoE, true, 512.0 * 3072 / (360 * 2880), 512},
+		{"Qwen/Qwen3-30B-A3B", "H100-80GB", 2, fusedMoE, false, 1, 384},
+	} {
+		s, ok := catalog.Lookup(c.model)
+		if !ok {
+			t.Fatalf("%s not in the catalog", c.model)
+		}
+		set := vllm.Settings{TensorParallelSize: c.tp}
+		d := device(t, c.gpu)
+		p := expertPathOf(s, set, d)
+		if p.MoE != c.kernel || p.Dequant != c.deq {
+			t.Errorf("%s on %s: %+v, want kernel %d, dequantized %v", c.model, c.gpu, p, c.kernel, c.deq)
+		}
+		b, err := memory.Plan(memory.Input{Model: s, Device: d, Settings: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := RooflineFor(b, DefaultCalibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := float64(b.ExpertWeightsTotal) / float64(c.tp) * c.pad
+		if math.Abs(m.ExpertBytes/want-1) > 1e-9 || m.MoEInter != c.inter {
+			t.Errorf("%s on %s at TP %d: experts %.0f B a rank, width %v; want %.0f B, %v", c.model, c.gpu, c.tp, m.ExpertBytes, m.MoEInter, want, c.inter)
+		}
+	}
+}
+
 // Native FP8 quantizes every GEMM input in a kernel of its own; Marlin's
 // weight-only FP8 on Ampere does not. Llama-3.1-8B in FP8, 32 layers:
 // 6 small kernels a layer, plus 2 (qkv, o) and 2 (gate_up, down) on the
@@ -439,7 +488,7 @@ func TestSmallKernelsQuantizedActivations(t *testing.T) {
 			t.Fatalf("%s not in the catalog", c.model)
 		}
 		d := device(t, c.gpu)
-		got := smallKernels(s, quantPathOf(denseQuant(s, ""), d), quantPathOf(expertQuant(s, ""), d))
+		got := smallKernels(s, quantPathOf(denseQuant(s, ""), d), expertPathOf(s, vllm.Settings{}, d))
 		if got != c.want {
 			t.Errorf("%s on %s: %v small kernels a step, want %v", c.model, c.gpu, got, c.want)
 		}
@@ -579,6 +628,31 @@ func TestPiecewiseGraphs(t *testing.T) {
 		}
 		if r.FullDecodeGraphs != c.full {
 			t.Errorf("%s (eager %v): full decode graphs %v, want %v", c.version, c.eager, r.FullDecodeGraphs, c.full)
+		}
+	}
+	// A line's cudagraph_mode overrides the release: FULL_DECODE_ONLY
+	// runs the chunk eagerly (10 layers × 100 µs = 1 ms), PIECEWISE
+	// replays the decode in pieces (10 × 25 µs), NONE runs both eagerly.
+	for _, c := range []struct {
+		line          string
+		decode, chunk float64
+	}{
+		{`--compilation-config.cudagraph_mode FULL_DECODE_ONLY`, 125e-6, 1e-3},
+		{`--compilation-config {"cudagraph_mode":"PIECEWISE"}`, 250e-6, 250e-6},
+		{`--compilation-config {"cudagraph_mode":"none"}`, 1e-3, 1e-3},
+	} {
+		set, err := vllm.ParseFlags(append([]string{"Qwen/Qwen3-8B"}, strings.SplitN(c.line, " ", 2)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = vllm.MustVersion("0.13.0")
+		r, err := RooflineFor(plan(t, "Qwen/Qwen3-8B", "H100-80GB", 1, set), DefaultCalibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.FullDecodeGraphs, m.NoPiecewise, m.GraphTokens = r.FullDecodeGraphs, r.NoPiecewise, min(r.GraphTokens, 512)
+		if d, k := m.GPUTime(decode), m.GPUTime(chunk); math.Abs(d-c.decode) > 1e-12 || math.Abs(k-c.chunk) > 1e-12 {
+			t.Errorf("%s: decode %v s, chunk %v s; want %v and %v", c.line, d, k, c.decode, c.chunk)
 		}
 	}
 }

@@ -881,11 +881,25 @@ func TestCrossValidateServing(t *testing.T) {
 	}
 	classes := []string{"fitted", "extrapolated", "unseen"}
 	kinds := []string{"throughput", "TTFT", "TPOT"}
+	printed := []errorBand{fittedBand, extrapolatedBand, unseenBand}
+	var below [3]float64 // the band of the class inside, by kind
 	for b, cn := range classes {
 		for k, kn := range kinds {
-			if v, n, mean, worst := band(k, b, -1); n > 0 {
+			v, n, mean, worst := band(k, b, -1)
+			if n > 0 {
 				fmt.Printf("%-13s %-10s n %2d  mean |err| %5.1f%%  band %5.1f%%  worst %5.1f%%\n", cn, kn, n, mean, v, worst)
 			}
+			// A band is at least the band of the class inside it; the
+			// printed one is this, rounded (confidence.go).
+			v = max(v, below[k])
+			below[k] = v
+			got := []float64{printed[b].Throughput, printed[b].TTFT, printed[b].TPOT}[k]
+			if math.Abs(got-v) > 1 {
+				t.Errorf("%s %s: confidence.go prints ±%.0f%%, the folds give ±%.1f%%: set it to the folds'", cn, kn, got, v)
+			}
+		}
+		if e := printed[b]; e.E2E != max(e.TTFT, e.TPOT) {
+			t.Errorf("%s E2E band ±%.0f%%: want the larger of TTFT's and TPOT's", cn, e.E2E)
 		}
 	}
 	// The figures by the kind of condition their fold had not seen (a
