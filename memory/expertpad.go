@@ -18,6 +18,9 @@ type ExpertShape struct {
 	Hidden, Intermediate int
 	Pad                  float64
 	Kernel               string
+	// ShardHidden and ShardIntermediate are the checkpoint's shard, before
+	// the kernel's padding.
+	ShardHidden, ShardIntermediate int
 }
 
 // ExpertShapeFor is the routed experts' shape on one rank of a plan with
@@ -44,7 +47,7 @@ type ExpertShape struct {
 func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape {
 	m := s.MoE
 	if m == nil || m.Experts == 0 {
-		return ExpertShape{Hidden: s.Hidden, Pad: 1}
+		return ExpertShape{Hidden: s.Hidden, Pad: 1, ShardHidden: s.Hidden}
 	}
 	// the ranks an expert's width is split over, as moeScratchFor counts them
 	width := max(set.TensorParallelSize, 1) * max(set.DataParallelSize, 1)
@@ -53,6 +56,7 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	}
 	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability)
 	out := ExpertShape{Hidden: s.Hidden, Intermediate: m.Intermediate / width, Pad: 1, Kernel: kernel.String()}
+	out.ShardHidden, out.ShardIntermediate = out.Hidden, out.Intermediate
 	q := s.Quant
 	if q == nil || !strings.EqualFold(q.Method, "mxfp4") || out.Intermediate == 0 || out.Hidden == 0 {
 		return out

@@ -20,6 +20,7 @@ import (
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
 )
 
 // servingRun is one published `vllm bench serve` run with its setup
@@ -279,92 +280,35 @@ func (s *benchSource) Next() (Request, error) {
 }
 
 // outputShape is the shape of the generated lengths of a ShareGPT row's
-// stand-in: log-normal of spread Sigma, none longer than Longest tokens.
-type outputShape struct{ Sigma, Longest float64 }
+// stand-in (workload.ShareGPTShape).
+type outputShape = workload.ShareGPTShape
 
 // shareGPTOutputs is the shape TestFitServing fits with the clock, one for
-// every ShareGPT row. The rows publish the generated total only, and what
-// is generated is not ShareGPT's replies: bench asks for a reply's length
-// as max_tokens but sets no --ignore-eos, so a model stops at its own end
-// and the long replies' tail is cut (the fit's longest output is 717
-// tokens where bench's filter allows 2,048 less the prompt), while short
-// replies cut a model short (more short outputs than the replies'
-// log-normal of σ 0.8 the stand-in had before, which made the ShareGPT
-// bursts' durations 15% long and their mean TPOT 10–27% short).
-var shareGPTOutputs = outputShape{Sigma: 1.750, Longest: 534}
+// every ShareGPT row, and the product's stand-in for a ShareGPT file not
+// found (workload.ShareGPTOutputs). The rows publish the generated total
+// only, and what is generated is not ShareGPT's replies: bench asks for a
+// reply's length as max_tokens but sets no --ignore-eos, so a model stops
+// at its own end and the long replies' tail is cut (the fit's longest
+// output is 717 tokens where bench's filter allows 2,048 less the prompt),
+// while short replies cut a model short (more short outputs than the
+// replies' log-normal of σ 0.8 the stand-in had before, which made the
+// ShareGPT bursts' durations 15% long and their mean TPOT 10–27% short).
+var shareGPTOutputs = workload.ShareGPTOutputs
 
 // shareGPTStandIn stands in for `vllm bench serve --dataset-name sharegpt`
-// where only the totals are published: n requests whose prompt lengths
-// are log-normal of σ 1.0 (ShareGPT's skew, many short turns and a long
-// tail) and output lengths of shape sh, kept inside bench's filters (a
-// prompt or reply of at least 4 tokens, a prompt of at most 1024, a pair
-// of at most 2048) and scaled so their sums are the published totals.
-// The draws are deterministic (quantiles of the normal at (i + ½)/n,
-// prompts and outputs paired by a fixed permutation), so a fit sees the
-// same requests every time.
+// where only the totals are published: workload.ShareGPTStandIn's n
+// requests scaled to the row's totals, sent at rate (all at once at 0).
 func shareGPTStandIn(n, inTotal, outTotal int, rate float64, sh outputShape) Source {
-	// the quantiles come sorted: scatter both over the requests' order (a
-	// burst admits in that order, so sorted prompts would let the short
-	// ones in first), by fixed strides prime to n
-	prompts := scatter(logNormalLengths(n, 1.0), 6151, 7)
-	outputs := scatter(logNormalLengths(n, sh.Sigma), 7919, 13)
-	fitTotal(prompts, nil, float64(inTotal), 1024, 1024)
-	fitTotal(outputs, prompts, float64(outTotal), 2048, sh.Longest)
+	prompts, outputs := workload.ShareGPTStandIn(n, float64(inTotal), float64(outTotal), sh)
 	reqs := make(sliceSource, n)
 	for i := range n {
 		at := 0.0
 		if rate > 0 {
 			at = float64(i) / rate
 		}
-		reqs[i] = Request{ID: strconv.Itoa(i + 1), Arrival: at, PromptTokens: int(prompts[i]), OutputTokens: int(outputs[i])}
+		reqs[i] = Request{ID: strconv.Itoa(i + 1), Arrival: at, PromptTokens: prompts[i], OutputTokens: outputs[i]}
 	}
 	return &reqs
-}
-
-// scatter is xs in the order i·stride + offset (mod n): a fixed
-// permutation when stride is prime to n.
-func scatter(xs []float64, stride, offset int) []float64 {
-	n := len(xs)
-	out := make([]float64, n)
-	for i := range n {
-		out[i] = xs[(i*stride+offset)%n]
-	}
-	return out
-}
-
-// logNormalLengths are n quantiles of a log-normal of median 1 and
-// spread sigma.
-func logNormalLengths(n int, sigma float64) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		p := (float64(i) + 0.5) / float64(n)
-		out[i] = math.Exp(sigma * math.Sqrt2 * math.Erfinv(2*p-1))
-	}
-	return out
-}
-
-// fitTotal scales xs so they sum to total, each rounded and kept in [4,
-// hi] (hi less the paired prompt when pair is given) and at most longest,
-// repeating the scaling a few times since the bounds take from the sum.
-func fitTotal(xs, pair []float64, total, hi, longest float64) {
-	shape := append([]float64(nil), xs...)
-	scale := total / float64(len(xs))
-	for range 30 {
-		var sum float64
-		for i, v := range shape {
-			top := hi
-			if pair != nil {
-				top = hi - pair[i]
-			}
-			top = min(top, longest)
-			xs[i] = math.Round(min(max(v*scale, 4), top))
-			sum += xs[i]
-		}
-		if math.Abs(sum-total) < 0.5 {
-			return
-		}
-		scale *= total / sum
-	}
 }
 
 func relErr(got, want float64) float64 { return (got - want) / want }

@@ -20,7 +20,7 @@ func TestFeatureFlagsSameBytesAsCLI(t *testing.T) {
 	if code != http.StatusOK || !bytes.Equal(got, want) {
 		t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
 	}
-	for _, s := range []string{`"code": "flags_not_modelled"`, "--compilation-config: CUDA-graph modes", `"--max-loras"`} {
+	for _, s := range []string{`"code": "flags_not_modelled"`, "--compilation-config: compile passes", `"--max-loras"`} {
 		if !strings.Contains(string(got), s) {
 			t.Errorf("the plan lacks %s", s)
 		}

@@ -92,7 +92,7 @@ func (d Dataset) Validate() error {
 		return fmt.Errorf("--dataset-name %q: headroom replays %s (vllm bench serve's sonnet, hf, burstgpt and the others are not read)", d.Name, DatasetNames)
 	}
 	switch {
-	case d.Path == "":
+	case d.Path == "" && d.Name == DatasetCustom:
 		return fmt.Errorf("--dataset-name %s needs --dataset-path FILE (the dataset vllm bench serve samples)", d.Name)
 	case d.OutputLen < 0 || d.OutputLen > maxTokens:
 		return fmt.Errorf("--%s-output-len must be between 1 and %d", d.Name, maxTokens)
@@ -198,7 +198,10 @@ type Sampled struct {
 // datasetStream yields a dataset's sampled requests at the Spec's
 // arrivals.
 type datasetStream struct {
-	d        Dataset
+	d Dataset
+	// standIn: the file was not found and the lengths are the ShareGPT
+	// stand-in's (sharegpt.go).
+	standIn  bool
 	reqs     []pair
 	info     Sampled
 	arrivals *arrivalTimes
@@ -220,6 +223,21 @@ func (s *datasetStream) Next() (Request, error) {
 // estimated.
 func (s *datasetStream) Note() string {
 	var b strings.Builder
+	if s.standIn {
+		file := s.d.Path
+		if file == "" {
+			file = "no --dataset-path given"
+		} else {
+			file += " not found"
+		}
+		fmt.Fprintf(&b, "sharegpt: %s, so %d requests of headroom's ShareGPT stand-in: prompts log-normal (σ %.1f, mean %.0f tokens), outputs what models generated from it (log-normal σ %.2f, at most %.0f, mean %.0f)",
+			file, len(s.reqs), shareGPTPromptSigma, shareGPTPromptMean, ShareGPTOutputs.Sigma, ShareGPTOutputs.Longest, shareGPTOutputMean)
+		if s.d.OutputLen > 0 {
+			fmt.Fprintf(&b, ", here %d each", s.d.OutputLen)
+		}
+		b.WriteString(", fitted on published vllm bench serve runs of that file; give the file for its own lengths")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s: %d requests from the %d entries of %s", s.d.Name, len(s.reqs), s.info.Entries, s.d.Path)
 	if s.d.NoShuffle {
 		b.WriteString(" in file order")

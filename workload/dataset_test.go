@@ -134,7 +134,7 @@ func TestDatasetFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dataset-name", "sharegpt", "--rate", "1"}, "--dataset-name sharegpt needs --dataset-path FILE"},
+		{[]string{"--dataset-name", "custom", "--rate", "1"}, "--dataset-name custom needs --dataset-path FILE"},
 		{[]string{"--dataset-name", "sonnet", "--dataset-path", "x", "--rate", "1"}, `--dataset-name "sonnet": headroom replays random, sharegpt or custom`},
 		{[]string{"--dataset-name", "sharegpt", "--dataset-path", shareGPTFile, "--rate", "1", "--prompt-tokens", "5"}, "--prompt-tokens and --dataset-name sharegpt both give"},
 		{[]string{"--dataset-path", shareGPTFile, "--rate", "1"}, "--dataset-path reads a dataset: give --dataset-name"},
@@ -210,3 +210,35 @@ func TestStringBytes(t *testing.T) {
 }
 
 func bufioOf(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// Without bench's ShareGPT file, its requests come from the stand-in, said
+// in the note: 1,000 requests whose lengths sum to what gpustack's gpt-oss
+// ShareGPT runs published for bench's 1,000-prompt sample (215,312 prompt
+// tokens, 193,979 generated; sim/testdata/serving/train-more.csv), inside
+// bench's filters and the stand-in's longest output. Another missing file
+// is an error.
+func TestShareGPTStandIn(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{"", dir + "/ShareGPT_V3_unfiltered_cleaned_split.json", dir + "/sharegpt_v3_unfiltered_cleaned_split.json.gz"} {
+		s := Spec{Rate: math.Inf(1), NumRequests: 1000, Dataset: Dataset{Name: DatasetShareGPT, Path: path}}
+		got, note := sizes(t, s)
+		var in, out int
+		for _, p := range got {
+			in += p[0]
+			out += p[1]
+			if p[0] < 4 || p[0] > 1024 || p[1] < 4 || p[0]+p[1] > 2048 || p[1] > 534 {
+				t.Fatalf("%q: request %v outside bench's filters or the stand-in's longest output", path, p)
+			}
+		}
+		if len(got) != 1000 || in != 215_312 || out != 193_979 {
+			t.Errorf("%q: %d requests of %d prompt and %d output tokens, want 1000 of 215,312 and 193,979", path, len(got), in, out)
+		}
+		if !strings.Contains(note, "ShareGPT stand-in") {
+			t.Errorf("%q: the note does not say the stand-in: %s", path, note)
+		}
+	}
+	s := Spec{Rate: math.Inf(1), NumRequests: 10, Dataset: Dataset{Name: DatasetShareGPT, Path: dir + "/sharegpt.json"}}
+	if _, _, err := s.Open(osOpen); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a missing file of another name: %v, want no such file", err)
+	}
+}

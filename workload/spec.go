@@ -357,7 +357,14 @@ func (s Spec) datasetCount() int {
 // when it returns (only the sampled lengths are kept).
 func (s Spec) openDataset(open func(name string) (io.ReadCloser, error), arrivals *arrivalTimes) (*datasetStream, error) {
 	d := s.Dataset
-	f, err := open(d.Path)
+	var f io.ReadCloser
+	err := fs.ErrNotExist
+	if d.Path != "" {
+		f, err = open(d.Path)
+	}
+	if errors.Is(err, fs.ErrNotExist) && d.Name == DatasetShareGPT && standsInForShareGPT(d.Path) {
+		return &datasetStream{d: d, standIn: true, reqs: shareGPTStandInPairs(s.datasetCount(), d.OutputLen), arrivals: arrivals}, nil
+	}
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -363,7 +363,7 @@ func TestParseBench(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"vllm bench serve --dataset-name sonnet --dataset-path x.txt": "--dataset-name sonnet: headroom replays the random, sharegpt or custom datasets",
-		"vllm bench serve --dataset-name sharegpt":                    "--dataset-name sharegpt needs --dataset-path FILE",
+		"vllm bench serve --dataset-name custom":                      "--dataset-name custom needs --dataset-path FILE",
 		"vllm bench serve --frobnicate 3 --zap":                       "--frobnicate, --zap not known",
 		"vllm bench serve --use-beam-search":                          "--use-beam-search (beam search): traffic headroom does not send",
 		"vllm bench serve --goodput ttft:2000 itl:5":                  `--goodput "itl:5": the targets are ttft, tpot and e2el`,

@@ -124,7 +124,7 @@ func TestSimulateTokenSuffix(t *testing.T) {
 func TestSimulateDatasetMissing(t *testing.T) {
 	for _, args := range [][]string{
 		{"--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/ShareGPT_V3.json", "--rate", "1"},
-		{"--dataset-name", "sharegpt", "--rate", "1"},
+		{"--dataset-name", "custom", "--rate", "1"},
 		{"--bench", "vllm bench serve --dataset-name hf --dataset-path x"},
 	} {
 		code, out, errs := run(t, offline, append([]string{"simulate", "--model", "Qwen/Qwen3-14B", "--gpu", "A100-80GB"}, args...)...)

@@ -14,7 +14,7 @@ func TestFeatureFlagsAgree(t *testing.T) {
 	path := filepath.Join("testdata", "deployments", "features.yaml")
 	args := []string{"Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64",
 		"--speculative-config", `{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5}`, "--compilation-config", `{"cudagraph_mode":"FULL"}`}
-	const named = "--compilation-config: CUDA-graph modes and sizes"
+	const named = "--compilation-config: compile passes"
 
 	code, out, errs := run(t, offline, append([]string{"plan", "--gpu", "L4", "--vllm-version", "0.27.1", "-o", "json", "--", "vllm", "serve"}, args...)...)
 	var plan struct {

@@ -130,7 +130,7 @@ func TestLoadtestBadInput(t *testing.T) {
 		{[]string{"--url", srv.URL, "--rate", "1e12", "--duration", "1h"}, "at most 10000000"},
 		{[]string{"--url", srv.URL, "--rate", "1", "--prompt-tokens", "4000", "--range-ratio", "-1"}, "--range-ratio"},
 		{[]string{"--url", srv.URL, "--bench", "vllm bench serve --dataset-name sonnet --dataset-path s.txt"}, "headroom replays the random, sharegpt or custom datasets"},
-		{[]string{"--url", srv.URL, "--bench", "vllm bench serve --dataset-name sharegpt"}, "--dataset-name sharegpt needs --dataset-path FILE"},
+		{[]string{"--url", srv.URL, "--bench", "vllm bench serve --dataset-name custom"}, "--dataset-name custom needs --dataset-path FILE"},
 		{[]string{"--url", srv.URL, "--bench", "vllm bench serve --dataset-name sharegpt --dataset-path /nonexistent.json"}, "--dataset-path /nonexistent.json: no such file"},
 		{[]string{"--url", srv.URL, "--rate", "1", "--goodput", "ttft=2s"}, "--goodput"},
 		{[]string{"--url", srv.URL, "--rate", "1", "-o", "csv"}, "table, json, yaml or bench"},

@@ -423,6 +423,10 @@ func buildNotes(e Evidence, b memory.Budget) []string {
 	if e.Sel.Note != "" {
 		notes = append(notes, e.Sel.Note)
 	}
+	if sh := memory.ExpertShapeFor(b.Model, b.Settings, b.Device); sh.Pad > 1 {
+		notes = append(notes, fmt.Sprintf("the MXFP4 experts are held at %d × %d a GPU where the checkpoint's shard is %d × %d (%s takes them padded to its widths): %.1f%% more expert weights",
+			sh.Intermediate, sh.Hidden, sh.ShardIntermediate, sh.ShardHidden, sh.Kernel, 100*(sh.Pad-1)))
+	}
 	if d := e.Sel.Device; d.Estimated {
 		notes = append(notes, fmt.Sprintf("%s's usable memory (%s) is an estimate (%s); if nvidia-smi on your card shows another total, pass --gpu-memory with it", d.Name, memory.GiB(d.TotalBytes), d.Source))
 	}
