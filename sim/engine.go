@@ -126,9 +126,10 @@ type req struct {
 	computed  int
 	generated int
 	blocks    [][]int32 // per group; −1 for a block freed out of the window
-	// freed is group 0's blocks as the last preemption freed them, with
-	// prefix caching: they keep their hashes until evicted.
-	freed []int32
+	// freed is each group's blocks as the last preemption freed them (−1
+	// where a block had left the window), with prefix caching: they keep
+	// their hashes until evicted. Nil until a preemption.
+	freed [][]int32
 	// firstAt is the time of the first token; < 0 before it.
 	firstAt     float64
 	preemptions int
@@ -156,6 +157,10 @@ type Engine struct {
 	cfg     Config
 	pool    pool
 	caching bool
+	// oneGroup: one KV-cache group, where shared prefixes are found
+	// (Request.PrefixID); a model of several groups finds only its own
+	// blocks again after a preemption.
+	oneGroup bool
 	// fullOnly: one group of full-attention (or MLA) layers, the common
 	// case allocate takes a short path for.
 	fullOnly bool
@@ -185,8 +190,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	caching := !cfg.NoPrefixCaching && len(cfg.Groups) == 1 && cfg.Groups[0].Kind != model.Sliding && cfg.Groups[0].Kind != model.Linear
+	caching := !cfg.NoPrefixCaching && cacheable(cfg.Groups)
 	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
+	e.oneGroup = len(cfg.Groups) == 1
 	e.fullOnly = len(cfg.Groups) == 1 && (cfg.Groups[0].Kind == model.Full || cfg.Groups[0].Kind == model.MLA)
 	e.parts, _ = cfg.Timer.(PartsTimer)
 	if cfg.Speculation != nil {
@@ -247,7 +253,11 @@ func (e *Engine) newReq() *req {
 		for i := range blocks {
 			blocks[i] = blocks[i][:0]
 		}
-		*q = req{blocks: blocks, freed: q.freed[:0]}
+		freed := q.freed
+		for i := range freed {
+			freed[i] = freed[i][:0]
+		}
+		*q = req{blocks: blocks, freed: freed}
 	} else {
 		q = &req{blocks: make([][]int32, len(e.cfg.Groups))}
 	}
@@ -381,18 +391,25 @@ func (e *Engine) schedule(res *StepResult) {
 			break
 		}
 		n = min(n, budget)
-		if hits > 0 && cdiv(hits*e.cfg.BlockSize+n, e.cfg.BlockSize)-hits+hitFree > e.pool.free {
+		if hits > 0 && len(e.cfg.Groups)*(cdiv(hits*e.cfg.BlockSize+n, e.cfg.BlockSize)-hits)+hitFree > e.pool.free {
 			break
 		}
 		if hits > 0 {
 			e.gauges.PrefixHits += int64(hits * e.cfg.BlockSize)
-			blocks := r.blocks[0]
-			for i := range hits {
-				b, _ := e.cached(r, i)
-				e.pool.touch(b)
-				blocks = append(blocks, b)
+			for g := range e.cfg.Groups {
+				lo := e.hitStart(g, hits)
+				blocks := r.blocks[g]
+				for i := range hits {
+					if i < lo {
+						blocks = append(blocks, -1) // left the window
+						continue
+					}
+					b, _ := e.cached(r, g, i)
+					e.pool.touch(b)
+					blocks = append(blocks, b)
+				}
+				r.blocks[g] = blocks
 			}
-			r.blocks[0] = blocks
 			r.computed = hits * e.cfg.BlockSize
 		}
 		if !e.allocate(r, n, 0) {
@@ -410,48 +427,105 @@ func (e *Engine) schedule(res *StepResult) {
 	}
 }
 
-// cacheHits counts the leading full blocks of r found in the prefix cache,
-// at most (num_tokens − 1) / block_size (the last token is always
-// computed), and how many of them are free (they leave the free queue when
-// taken).
+// cacheHits is the blocks of r found in the prefix cache, at most
+// (num_tokens − 1) / block_size (the last token is always computed), as
+// vLLM's KV-cache coordinator finds them (find_longest_cache_hit): the
+// leading run of cached blocks in every full-attention group, and in
+// every sliding-window group a run of cdiv(window − 1, block_size)
+// cached blocks ending at the hit (the blocks before it have left the
+// window and need not be there), the hit shortened until every group
+// agrees. free is how many of the blocks it takes are free (they leave
+// the free queue when taken).
 func (e *Engine) cacheHits(r *req) (hits, free int) {
-	limit := (r.numTokens() - 1) / e.cfg.BlockSize
-	for hits < limit {
-		b, ok := e.cached(r, hits)
-		if !ok {
-			break
+	if r.preemptions == 0 && (r.PrefixID == 0 || !e.oneGroup) {
+		return 0, 0 // nothing of its own freed, no shared prefix to find
+	}
+	hits = (r.numTokens() - 1) / e.cfg.BlockSize
+	for changed := true; changed && hits > 0; {
+		changed = false
+		for g, grp := range e.cfg.Groups {
+			h := hits
+			if grp.Kind == model.Sliding {
+				h = e.slidingHit(r, g, hits)
+			} else {
+				for n := 0; n < h; n++ {
+					if _, ok := e.cached(r, g, n); !ok {
+						h = n
+					}
+				}
+			}
+			if h < hits {
+				hits, changed = h, true
+			}
 		}
-		if e.pool.ref[b] == 0 {
-			free++
+	}
+	for g := range e.cfg.Groups {
+		for i := e.hitStart(g, hits); i < hits; i++ {
+			if b, _ := e.cached(r, g, i); e.pool.ref[b] == 0 {
+				free++
+			}
 		}
-		hits++
 	}
 	return hits, free
 }
 
-// cached finds r's block i in the cache: a shared-prefix block in the
-// map, r's own in the blocks its preemption freed, if the block still
-// holds the hash.
-func (e *Engine) cached(r *req, i int) (int32, bool) {
-	k := e.key(r, i)
+// slidingHit is the longest hit of at most most blocks in sliding-window
+// group g (SlidingWindowManager.find_longest_cache_hit): searching down
+// from the last block for contiguous cached blocks enough to cover the
+// window before the hit, else the leading run of cached blocks.
+func (e *Engine) slidingHit(r *req, g, most int) int {
+	need := cdiv(e.cfg.Groups[g].Window-1, e.cfg.BlockSize)
+	run := 0
+	for i := most - 1; i >= 0; i-- {
+		if _, ok := e.cached(r, g, i); !ok {
+			run = 0
+			continue
+		}
+		if run++; run >= need {
+			return i + run
+		}
+	}
+	return run
+}
+
+// hitStart is the first block a hit of hits blocks takes in group g: a
+// sliding-window group takes only the blocks its window still needs.
+func (e *Engine) hitStart(g, hits int) int {
+	if e.cfg.Groups[g].Kind != model.Sliding {
+		return 0
+	}
+	return max(hits-cdiv(e.cfg.Groups[g].Window-1, e.cfg.BlockSize), 0)
+}
+
+// cached finds r's block i of group g in the cache: a shared-prefix block
+// in the map, r's own in the blocks its preemption freed, if the block
+// still holds the hash.
+func (e *Engine) cached(r *req, g, i int) (int32, bool) {
+	k := e.key(r, g, i)
 	if k&sharedKey != 0 {
 		return e.pool.lookup(k)
 	}
-	if i < len(r.freed) {
-		if b := r.freed[i]; e.pool.key[b] == k {
+	if g < len(r.freed) && i < len(r.freed[g]) {
+		if b := r.freed[g][i]; b >= 0 && e.pool.key[b] == k {
 			return b, true
 		}
 	}
 	return 0, false
 }
 
-// key is the hash of r's block i: the shared prefix's chain for blocks
-// wholly inside it, r's own chain after.
-func (e *Engine) key(r *req, i int) uint64 {
-	if r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens {
+// key is the hash of r's block i of group g: the shared prefix's chain
+// for blocks wholly inside it (one group only), r's own chain after, each
+// group's its own (vLLM hashes a block with its group's id).
+func (e *Engine) key(r *req, g, i int) uint64 {
+	if e.oneGroup && r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens {
 		return blockKey(r.PrefixID<<1|1, i) | sharedKey
 	}
-	return blockKey(r.handle<<1, i)
+	k := blockKey(r.handle<<1, i)
+	if g > 0 {
+		// an even salt keeps the low bit (never 0) and leaves sharedKey clear
+		k ^= (uint64(g) * 0x9e3779b97f4a7c15 << 1) &^ sharedKey
+	}
+	return k
 }
 
 // allocate gives r the slots for n more tokens and ahead lookahead
@@ -485,10 +559,12 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 		// preempted costs no hashing: a fifth of a long-prompt fleet's
 		// time went to hashing blocks that were then forgotten.
 		filled := min(total, r.numTokens())
-		if r.PrefixID != 0 {
+		if e.oneGroup && r.PrefixID != 0 {
 			blocks := r.blocks[0]
 			for i := r.computed / bs; i < min(filled/bs, r.PrefixTokens/bs); i++ {
-				e.pool.register(blocks[i], e.key(r, i))
+				if blocks[i] >= 0 {
+					e.pool.register(blocks[i], e.key(r, 0, i))
+				}
 			}
 		}
 		for (r.hashed+1)*bs <= filled {
@@ -587,25 +663,36 @@ func (e *Engine) dropFreed(r *req) {
 	if !e.caching {
 		return
 	}
-	for i, b := range r.freed {
-		if k := e.pool.key[b]; e.pool.ref[b] == 0 && k&sharedKey == 0 && k == e.key(r, i) {
-			e.pool.anonymize(b)
+	for g, freed := range r.freed {
+		for i, b := range freed {
+			if b < 0 {
+				continue
+			}
+			if k := e.pool.key[b]; e.pool.ref[b] == 0 && k&sharedKey == 0 && k == e.key(r, g, i) {
+				e.pool.anonymize(b)
+			}
 		}
+		r.freed[g] = freed[:0]
 	}
-	r.freed = r.freed[:0]
 }
 
 func (e *Engine) preempt(v *req, res *StepResult) {
 	if e.caching {
 		e.dropFreed(v)
 		// The full blocks keep their hashes in the free queue (allocate
-		// left them unhashed while v held them).
-		blocks := v.blocks[0]
-		for i := range min(v.hashed, len(blocks)) {
-			e.pool.register(blocks[i], e.key(v, i))
+		// left them unhashed while v held them), in every group.
+		if v.freed == nil {
+			v.freed = make([][]int32, len(e.cfg.Groups))
+		}
+		for g, blocks := range v.blocks {
+			for i := range min(v.hashed, len(blocks)) {
+				if blocks[i] >= 0 {
+					e.pool.register(blocks[i], e.key(v, g, i))
+				}
+			}
+			v.freed[g] = append(v.freed[g], blocks...)
 		}
 		v.hashed = 0
-		v.freed = append(v.freed, blocks...)
 	}
 	e.freeBlocks(v, false)
 	v.computed = 0
@@ -813,4 +900,17 @@ func (q *ring) popFront() *req {
 	q.head = (q.head + 1) % len(q.buf)
 	q.size--
 	return r
+}
+
+// cacheable reports whether vLLM's prefix cache serves these KV-cache
+// groups as the engine models it: full attention, MLA and sliding windows;
+// not a linear-attention (Mamba) state, nor chunked local attention, whose
+// hits follow other rules.
+func cacheable(groups []Group) bool {
+	for _, g := range groups {
+		if g.Kind == model.Linear || (g.Kind == model.Sliding && g.Chunked) {
+			return false
+		}
+	}
+	return len(groups) > 0
 }

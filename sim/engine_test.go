@@ -117,6 +117,76 @@ func TestPreemptedRequestHitsItsOwnBlocks(t *testing.T) {
 	}
 }
 
+// The same trace on a model of two KV-cache groups, one of full attention
+// and one of a sliding window of 4 tokens (gpt-oss's and Gemma's layout),
+// 8 usable blocks of 4 tokens. Each request holds its blocks in both
+// groups: 4 blocks a request at step 1 (2 + 2), none free. At step 3 each
+// releases its sliding block 0 (the window of position 8 starts at 5): 2
+// free. At step 4 A takes a 3rd block in each group (2); B needs 2, none
+// are free: B is preempted, its full blocks 0-1 and its sliding block 1
+// keep their hashes (3 free). At step 5 B's hit is 2 blocks (tokens 0-7:
+// the full group's leading run, and in the sliding group the
+// cdiv(4 − 1, 4) = 1 block before the hit, found searching down from it,
+// SlidingWindowManager.find_longest_cache_hit); it needs those 3 blocks
+// and 1 new one a group, 5 of 3 free: it waits. A finishes at step 6 (8
+// free); at step 7 B computes 1 token instead of 9, as with one group.
+func TestPreemptedHybridRequestHitsItsOwnBlocks(t *testing.T) {
+	for _, c := range []struct {
+		noCaching bool
+		recompute int64
+		hits      int64
+	}{{false, 1, 8}, {true, 9, 0}} {
+		e := newEngine(t, Config{NumGPUBlocks: 9, BlockSize: 4, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64, NoPrefixCaching: c.noCaching,
+			Groups: []Group{{Kind: model.Full}, {Kind: model.Sliding, Window: 4}}})
+		mustAdd(t, e, Request{ID: "A", PromptTokens: 6, OutputTokens: 6})
+		mustAdd(t, e, Request{ID: "B", PromptTokens: 6, OutputTokens: 6})
+		got, batches := drain(t, e)
+		if got["A"] != (life{1, 6, 0}) || got["B"] != (life{1, 9, 1}) || len(batches) != 9 {
+			t.Fatalf("caching off %v: %+v in %d steps", c.noCaching, got, len(batches))
+		}
+		if b := batches[6]; b.Tokens != c.recompute {
+			t.Errorf("caching off %v: step 7 computes %d tokens, want %d", c.noCaching, b.Tokens, c.recompute)
+		}
+		if g := e.Gauges(); g.PrefixHits != c.hits || g.Preemptions != 1 {
+			t.Errorf("caching off %v: %d prefix hits, %d preemptions; want %d and 1", c.noCaching, g.PrefixHits, g.Preemptions, c.hits)
+		}
+	}
+}
+
+// The sliding-window search of a cache hit, on a window of 9 tokens in
+// blocks of 4: a hit needs the cdiv(9 − 1, 4) = 2 blocks before it cached;
+// blocks 0-5 freed by a preemption, block 2 had left the window (−1).
+// Searching down from block 5: all cached, blocks 4-5 end a run of 2: a hit
+// of 6 blocks. Block 5 evicted: blocks 3-4, a hit of 5. Block 3 evicted
+// too: the runs are 4 alone and then 0-1, a hit of 2. Only block 0
+// cached: no run of 2, so the leading run, 1 block.
+func TestSlidingWindowCacheHit(t *testing.T) {
+	e := newEngine(t, Config{NumGPUBlocks: 20, BlockSize: 4, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64,
+		Groups: []Group{{Kind: model.Sliding, Window: 9}}})
+	r := e.newReq()
+	r.handle, r.preemptions = 7, 1
+	blocks := make([]int32, 6)
+	for i := range blocks {
+		blocks[i] = e.pool.take()
+		e.pool.ref[blocks[i]] = 1
+		e.pool.register(blocks[i], e.key(r, 0, i))
+		e.pool.release(blocks[i])
+	}
+	blocks[2] = -1
+	r.freed = [][]int32{blocks}
+	for _, c := range []struct {
+		evict []int
+		want  int
+	}{{nil, 6}, {[]int{5}, 5}, {[]int{3}, 2}, {[]int{1, 4}, 1}} {
+		for _, i := range c.evict {
+			e.pool.anonymize(blocks[i])
+		}
+		if got := e.slidingHit(r, 0, 6); got != c.want {
+			t.Errorf("evicted %v as well: a hit of %d blocks, want %d", c.evict, got, c.want)
+		}
+	}
+}
+
 // max-num-seqs 2, three requests of 4 prompt + 2 output tokens at t=0:
 // A and B run in steps 1-2 (first token at 1, done at 2); C is admitted
 // at step 3 (t=2), first token at 3, done at 4.
