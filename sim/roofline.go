@@ -585,7 +585,11 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	// (memory.ExpertShapeFor: MXFP4's Marlin and FlashInfer paths pad
 	// gpt-oss's 2,880): the weights plan counts them so, and the kernel
 	// computes and reads every padded row and column.
-	shape := memory.ExpertShapeFor(s, set, b.Device)
+	// The clock runs one engine of a data-parallel group and prices its
+	// experts as tensor parallelism alone shards them (RoutedParams).
+	one := set
+	one.DataParallelSize = 1
+	shape := memory.ExpertShapeFor(s, one, b.Device)
 	m := &Roofline{
 		LinearParams:           linear / tp,
 		RoutedParams:           routed / tp * shape.Pad,
