@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
@@ -14,10 +15,13 @@ import (
 // the checkpoint's share of them (1 when nothing is padded), and Kernel,
 // the grouped GEMM's family as vLLM picks it for the format and the GPU
 // ("Triton", "DeepGEMM", "Marlin", "triton_kernels", "FlashInfer").
+// MXFP8 is set when the kernel multiplies MXFP8 activations on the FP8
+// tensor cores (vllm.MXFP4Backend.MXFP8Activations).
 type ExpertShape struct {
 	Hidden, Intermediate int
 	Pad                  float64
 	Kernel               string
+	MXFP8                bool
 	// ShardHidden and ShardIntermediate are the checkpoint's shard, before
 	// the kernel's padding.
 	ShardHidden, ShardIntermediate int
@@ -28,16 +32,12 @@ type ExpertShape struct {
 //
 // vLLM's MXFP4 method (quantization/mxfp4.py, Mxfp4MoEMethod.create_weights,
 // from 0.10.1 when gpt-oss came) allocates each rank's experts at widths its
-// kernel accepts and loads the checkpoint's shard into the top-left corner:
-//   - Marlin (Ampere, and any GPU without the kernels below): the
-//     intermediate width a multiple of 128 and the hidden size of 256 ("the
-//     moe marlin kernel requires that for each linear n % 256 == 0 and k %
-//     128 == 0");
-//   - FlashInfer's MXFP4 MoE on Blackwell (sm_100; TRT-LLM's kernels, BF16
-//     or MXFP8 activations): both multiples of 256;
-//   - ROCm: both multiples of 256;
-//   - triton_kernels' matmul_ogs (Hopper): the intermediate width a
-//     multiple of 64.
+// backend accepts (vllm.MXFP4Backend.Alignment) and loads the checkpoint's
+// shard into the top-left corner: Marlin (Ampere, Ada) the expert width to
+// a multiple of 128 and the hidden size of 256 ("the moe marlin kernel
+// requires that for each linear n % 256 == 0 and k % 128 == 0"), FlashInfer
+// on Blackwell both to 256 (TRT-LLM's kernels, the default) or 128
+// (CUTLASS's), ROCm both to 256, triton_kernels (Hopper) the width to 64.
 //
 // gpt-oss's 2,880 is a multiple of 64 but not of 128 or 256: on an A100 its
 // experts are 3,072 × 2,944 (9.0% more parameters), on a B200 3,072 × 3,072
@@ -54,20 +54,21 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	if set.ExpertParallel() && width > 1 {
 		width = 1
 	}
-	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability)
+	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability, set.Env)
 	out := ExpertShape{Hidden: s.Hidden, Intermediate: m.Intermediate / width, Pad: 1, Kernel: kernel.String()}
 	out.ShardHidden, out.ShardIntermediate = out.Hidden, out.Intermediate
 	q := s.Quant
 	if q == nil || !strings.EqualFold(q.Method, "mxfp4") || out.Intermediate == 0 || out.Hidden == 0 {
 		return out
 	}
-	interAlign, hiddenAlign := 64, 1
-	switch {
-	case dev.Vendor == "amd", kernel == kernelFlashInfer:
+	var major int
+	fmt.Sscanf(dev.ComputeCapability, "%d", &major)
+	backend := vllm.MXFP4BackendFor(major, set.Env)
+	interAlign, hiddenAlign := backend.Alignment()
+	if dev.Vendor == "amd" {
 		interAlign, hiddenAlign = 256, 256
-	case kernel == kernelMarlin:
-		interAlign, hiddenAlign = 128, 256
 	}
+	out.MXFP8 = backend.MXFP8Activations()
 	inter, hidden := roundUp(out.Intermediate, interAlign), roundUp(out.Hidden, hiddenAlign)
 	out.Pad = float64(inter) * float64(hidden) / (float64(out.Intermediate) * float64(out.Hidden))
 	out.Hidden, out.Intermediate = hidden, inter

@@ -16,22 +16,31 @@ import (
 //     2,880 × 2,880 = 9,043,968 / 8,294,400 = 1.0904;
 //   - B200 (FlashInfer: both to 256) at TP 8: 360 becomes 512, 2,880
 //     becomes 3,072: 1,572,864 / 1,036,800 = 1.5170;
-//   - a BF16 MoE (Mixtral, width 14,336) keeps its shapes: 7,168 at TP 2.
+//   - a BF16 MoE (Mixtral, width 14,336) keeps its shapes: 7,168 at TP 2;
+//   - FlashInfer's CUTLASS kernels take both to 128: on a B200 with
+//     VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS at TP 8, 384 × 2,944,
+//     1,130,496 / 1,036,800 = 1.0904, MXFP8 activations; on an H100 with
+//     VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 at TP 2, 1,536 × 2,944,
+//     4,521,984 / 4,147,200 = 1.0904, BF16 activations.
 func TestExpertShapeMXFP4Padding(t *testing.T) {
 	for _, c := range []struct {
 		model, gpu    string
 		tp            int
+		env           map[string]string
 		hidden, inter int
 		pad           float64
+		mxfp8         bool
 	}{
-		{"openai/gpt-oss-20b", "H100-80GB", 1, 2880, 2880, 1},
-		{"openai/gpt-oss-120b", "H100-80GB", 2, 2880, 1472, 1.0222},
-		{"openai/gpt-oss-20b", "A100-80GB", 1, 3072, 2944, 1.0904},
-		{"openai/gpt-oss-120b", "B200", 8, 3072, 512, 1.5170},
-		{"mistralai/Mixtral-8x7B-Instruct-v0.1", "H100-80GB", 2, 4096, 7168, 1},
+		{"openai/gpt-oss-20b", "H100-80GB", 1, nil, 2880, 2880, 1, false},
+		{"openai/gpt-oss-120b", "H100-80GB", 2, nil, 2880, 1472, 1.0222, false},
+		{"openai/gpt-oss-20b", "A100-80GB", 1, nil, 3072, 2944, 1.0904, false},
+		{"openai/gpt-oss-120b", "B200", 8, nil, 3072, 512, 1.5170, false},
+		{"mistralai/Mixtral-8x7B-Instruct-v0.1", "H100-80GB", 2, nil, 4096, 7168, 1, false},
+		{"openai/gpt-oss-120b", "B200", 8, map[string]string{vllm.EnvFlashInferMXFP4MXFP8Cutlass: "1"}, 2944, 384, 1.0904, true},
+		{"openai/gpt-oss-120b", "H100-80GB", 2, map[string]string{vllm.EnvFlashInferMXFP4BF16: "1"}, 2944, 1536, 1.0904, false},
 	} {
-		got := ExpertShapeFor(catalogSpec(t, c.model), vllm.Settings{TensorParallelSize: c.tp}, catalogDevice(t, c.gpu))
-		if got.Hidden != c.hidden || got.Intermediate != c.inter || math.Abs(got.Pad-c.pad) > 5e-5 {
+		got := ExpertShapeFor(catalogSpec(t, c.model), vllm.Settings{TensorParallelSize: c.tp, Env: c.env}, catalogDevice(t, c.gpu))
+		if got.Hidden != c.hidden || got.Intermediate != c.inter || math.Abs(got.Pad-c.pad) > 5e-5 || got.MXFP8 != c.mxfp8 {
 			t.Errorf("%s on %s at TP %d: %+v, want hidden %d, width %d, pad %.4f", c.model, c.gpu, c.tp, got, c.hidden, c.inter, c.pad)
 		}
 	}

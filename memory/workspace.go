@@ -80,7 +80,7 @@ const deepGEMMBlockRows = 128
 // before 8.9 → Marlin; block FP8 → DeepGEMM from Hopper on); gptq/awq
 // Marlin MoE methods; modelopt NVFP4 (FlashInfer from Blackwell on, else
 // Marlin).
-func moeKernelFor(s model.Spec, quantization string, cc string) moeKernel {
+func moeKernelFor(s model.Spec, quantization string, cc string, env map[string]string) moeKernel {
 	var major, minor int
 	if _, err := fmt.Sscanf(cc, "%d.%d", &major, &minor); err != nil {
 		major, minor = 0, 0
@@ -99,10 +99,10 @@ func moeKernelFor(s model.Spec, quantization string, cc string) moeKernel {
 	}
 	switch {
 	case strings.EqualFold(q.Method, "mxfp4"):
-		switch {
-		case major == 10:
+		switch b := vllm.MXFP4BackendFor(major, env); {
+		case b.FlashInfer():
 			return kernelFlashInfer
-		case major == 9:
+		case b == vllm.MXFP4Triton:
 			return kernelOAITriton
 		}
 		return kernelMarlin
@@ -191,7 +191,7 @@ func moeScratchFor(s model.Spec, set vllm.Settings, dev gpu.Device, env map[stri
 	}
 	k := int64(s.Hidden)
 	topk := int64(m.TopK)
-	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability)
+	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability, env)
 	out := moeScratch{kernel: kernel}
 
 	if !vllm.PersistentMoEWorkspace(set.Version) {

@@ -155,7 +155,7 @@ func TestMoEKernelChoice(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := model.Spec{Quant: c.q}
-		if got := moeKernelFor(s, c.flag, c.cc); got != c.want {
+		if got := moeKernelFor(s, c.flag, c.cc, nil); got != c.want {
 			name := "unquantized"
 			if c.q != nil {
 				name = c.q.Method

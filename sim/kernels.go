@@ -147,26 +147,33 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 // format and the GPU (memory.ExpertShapeFor, which the weights' padding
 // follows too). MXFP4 takes triton_kernels' matmul_ogs on Hopper, Marlin
 // on Ampere and Ada (triton_kernels needs sm_90 to sm_100, mxfp4.py), and
-// FlashInfer's TRT-LLM kernels on Blackwell, which by default widen the
-// weights to BF16 activations' math as the others do (Mxfp4Backend
-// SM100_FI_MXFP4_BF16; MXFP8 activations are opt-in). ROCm keeps the
-// Triton path.
+// FlashInfer on Blackwell, which by default widens the weights to BF16
+// activations' math as the others do, and with
+// VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 (or its _CUTLASS form) multiplies
+// MXFP8 activations on the FP8 tensor cores (vllm.MXFP4BackendFor). ROCm
+// keeps the Triton path.
 func expertPathOf(s model.Spec, set vllm.Settings, d gpu.Device) quantPath {
 	q := quantPathOf(expertQuant(s, set.Quantization), d)
 	if d.Vendor == "amd" || s.MoE == nil {
 		return q
 	}
-	switch memory.ExpertShapeFor(s, set, d).Kernel {
+	shape := memory.ExpertShapeFor(s, set, d)
+	switch shape.Kernel {
 	case "Marlin":
 		if strings.Contains(q.Name, "mxfp4") {
 			q.Name = "mxfp4 marlin (weight-only, dequantized)"
 		}
 		q.Dequant, q.FP8, q.MoE = true, false, marlinMoE
 	case "FlashInfer":
-		if strings.Contains(q.Name, "mxfp4") {
+		q.MoE = flashInferMoE
+		switch {
+		case shape.MXFP8:
+			// MXFP8 activations: the FP8 tensor cores multiply them with
+			// the FP4 weights, nothing is widened
+			q.Name, q.Dequant, q.FP8 = "mxfp4 flashinfer (mxfp8 activations)", false, true
+		case strings.Contains(q.Name, "mxfp4"):
 			q.Name = "mxfp4 flashinfer (upcast in kernel)"
 		}
-		q.MoE = flashInferMoE
 	}
 	return q
 }

@@ -381,6 +381,18 @@ func TestRooflineMLAAndSharedExperts(t *testing.T) {
 	}
 }
 
+// rooflineOf is the plan of a catalog model on a catalog GPU and its clock
+// at the default calibration.
+func rooflineOf(t testing.TB, id, device string, set vllm.Settings) (memory.Budget, *Roofline) {
+	t.Helper()
+	b := plan(t, id, device, 0, set)
+	m, err := RooflineFor(b, DefaultCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, m
+}
+
 // device is the catalog's GPU of that name.
 func device(t *testing.T, name string) gpu.Device {
 	t.Helper()
@@ -448,17 +460,32 @@ func TestExpertPath(t *testing.T) {
 		if p.MoE != c.kernel || p.Dequant != c.deq {
 			t.Errorf("%s on %s: %+v, want kernel %d, dequantized %v", c.model, c.gpu, p, c.kernel, c.deq)
 		}
-		b, err := memory.Plan(memory.Input{Model: s, Device: d, Settings: set})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := RooflineFor(b, DefaultCalibration)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, m := rooflineOf(t, c.model, c.gpu, set)
 		want := float64(b.ExpertWeightsTotal) / float64(c.tp) * c.pad
 		if math.Abs(m.ExpertBytes/want-1) > 1e-9 || m.MoEInter != c.inter {
 			t.Errorf("%s on %s at TP %d: experts %.0f B a rank, width %v; want %.0f B, %v", c.model, c.gpu, c.tp, m.ExpertBytes, m.MoEInter, want, c.inter)
+		}
+	}
+}
+
+// With VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 a B200 multiplies gpt-oss's
+// experts on the FP8 tensor cores (MXFP8 activations): the expert GEMMs
+// run at the FP8 peak, where by default they widen the weights to BF16.
+func TestExpertPathMXFP8(t *testing.T) {
+	s, _ := catalog.Lookup("openai/gpt-oss-120b")
+	d := device(t, "B200")
+	for _, c := range []struct {
+		env map[string]string
+		fp8 bool
+	}{{nil, false}, {map[string]string{vllm.EnvFlashInferMXFP4MXFP8: "1"}, true}} {
+		set := vllm.Settings{Env: c.env}
+		p := expertPathOf(s, set, d)
+		if p.FP8 != c.fp8 || p.Dequant == c.fp8 || p.MoE != flashInferMoE {
+			t.Errorf("env %v: %+v", c.env, p)
+		}
+		_, m := rooflineOf(t, "openai/gpt-oss-120b", "B200", set)
+		if perf, _ := gpu.PerfOf(d); (m.ExpertPeak == perf.FP8) != c.fp8 {
+			t.Errorf("env %v: experts at a peak of %v, FP8's %v", c.env, m.ExpertPeak, perf.FP8)
 		}
 	}
 }
