@@ -108,6 +108,12 @@ func (d Dataset) String() string {
 	if d.OutputLen > 0 && d.Name == DatasetShareGPT {
 		out = strconv.Itoa(d.OutputLen)
 	}
+	if d.Name == DatasetShareGPT && d.Path == "" {
+		return "sharegpt: headroom's ShareGPT stand-in (no --dataset-path)"
+	}
+	if d.Name == DatasetShareGPT && standsInForShareGPT(d.Path) {
+		out += "; headroom's ShareGPT stand-in if the file is absent"
+	}
 	return fmt.Sprintf("%s %s (seed %d, outputs %s)", d.Name, d.Path, d.Seed, out)
 }
 
