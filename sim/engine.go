@@ -157,10 +157,6 @@ type Engine struct {
 	cfg     Config
 	pool    pool
 	caching bool
-	// oneGroup: one KV-cache group, where shared prefixes are found
-	// (Request.PrefixID); a model of several groups finds only its own
-	// blocks again after a preemption.
-	oneGroup bool
 	// fullOnly: one group of full-attention (or MLA) layers, the common
 	// case allocate takes a short path for.
 	fullOnly bool
@@ -192,7 +188,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	caching := !cfg.NoPrefixCaching && cacheable(cfg.Groups)
 	e := &Engine{cfg: cfg, caching: caching, pool: newPool(cfg.NumGPUBlocks-1, caching)}
-	e.oneGroup = len(cfg.Groups) == 1
 	e.fullOnly = len(cfg.Groups) == 1 && (cfg.Groups[0].Kind == model.Full || cfg.Groups[0].Kind == model.MLA)
 	e.parts, _ = cfg.Timer.(PartsTimer)
 	if cfg.Speculation != nil {
@@ -437,7 +432,7 @@ func (e *Engine) schedule(res *StepResult) {
 // agrees. free is how many of the blocks it takes are free (they leave
 // the free queue when taken).
 func (e *Engine) cacheHits(r *req) (hits, free int) {
-	if r.preemptions == 0 && (r.PrefixID == 0 || !e.oneGroup) {
+	if r.preemptions == 0 && r.PrefixID == 0 {
 		return 0, 0 // nothing of its own freed, no shared prefix to find
 	}
 	hits = (r.numTokens() - 1) / e.cfg.BlockSize
@@ -514,16 +509,20 @@ func (e *Engine) cached(r *req, g, i int) (int32, bool) {
 }
 
 // key is the hash of r's block i of group g: the shared prefix's chain
-// for blocks wholly inside it (one group only), r's own chain after, each
-// group's its own (vLLM hashes a block with its group's id).
+// for blocks wholly inside it, r's own chain after, each group's its own
+// (vLLM hashes a block with its group's id).
 func (e *Engine) key(r *req, g, i int) uint64 {
-	if e.oneGroup && r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens {
-		return blockKey(r.PrefixID<<1|1, i) | sharedKey
-	}
+	shared := r.PrefixID != 0 && (i+1)*e.cfg.BlockSize <= r.PrefixTokens
 	k := blockKey(r.handle<<1, i)
+	if shared {
+		k = blockKey(r.PrefixID<<1|1, i)
+	}
 	if g > 0 {
 		// an even salt keeps the low bit (never 0) and leaves sharedKey clear
 		k ^= (uint64(g) * 0x9e3779b97f4a7c15 << 1) &^ sharedKey
+	}
+	if shared {
+		k |= sharedKey
 	}
 	return k
 }
@@ -559,11 +558,12 @@ func (e *Engine) allocate(r *req, n, ahead int) bool {
 		// preempted costs no hashing: a fifth of a long-prompt fleet's
 		// time went to hashing blocks that were then forgotten.
 		filled := min(total, r.numTokens())
-		if e.oneGroup && r.PrefixID != 0 {
-			blocks := r.blocks[0]
-			for i := r.computed / bs; i < min(filled/bs, r.PrefixTokens/bs); i++ {
-				if blocks[i] >= 0 {
-					e.pool.register(blocks[i], e.key(r, 0, i))
+		if r.PrefixID != 0 {
+			for g, blocks := range r.blocks {
+				for i := r.computed / bs; i < min(filled/bs, r.PrefixTokens/bs, len(blocks)); i++ {
+					if blocks[i] >= 0 {
+						e.pool.register(blocks[i], e.key(r, g, i))
+					}
 				}
 			}
 		}

@@ -256,13 +256,20 @@ func TestIdleJumpsToArrival(t *testing.T) {
 // Two requests share a 8-token system prompt (2 blocks of 4). A (10
 // tokens) computes it at step 1; B arrives at 1.5 and at step 3 (t=2)
 // finds both prefix blocks: it computes 10 − 8 = 2 tokens beside A's 1.
+// The same with a second group, a sliding window of 4 tokens: A holds the
+// full group's prefix blocks, and in the sliding group has released
+// block 0 at step 2 and block 1 at step 3 (the window of position 11
+// starts at 8), both still cached; B's hit needs the cdiv(4 − 1, 4) = 1
+// sliding block before it, block 1: the same 2 blocks.
 func TestSharedPrefixHits(t *testing.T) {
-	e := newEngine(t, Config{NumGPUBlocks: 100, BlockSize: 4, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64})
-	mustAdd(t, e, Request{ID: "A", PromptTokens: 10, OutputTokens: 5, PrefixID: 7, PrefixTokens: 8})
-	mustAdd(t, e, Request{ID: "B", Arrival: 1.5, PromptTokens: 10, OutputTokens: 1, PrefixID: 7, PrefixTokens: 8})
-	_, batches := drain(t, e)
-	if b := batches[2]; b.Tokens != 3 || b.Requests != 2 {
-		t.Errorf("step 3: got %+v, want A 1 token + B 2 tokens", b)
+	for _, groups := range [][]Group{nil, {{Kind: model.Full}, {Kind: model.Sliding, Window: 4}}} {
+		e := newEngine(t, Config{NumGPUBlocks: 100, BlockSize: 4, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64, Groups: groups})
+		mustAdd(t, e, Request{ID: "A", PromptTokens: 10, OutputTokens: 5, PrefixID: 7, PrefixTokens: 8})
+		mustAdd(t, e, Request{ID: "B", Arrival: 1.5, PromptTokens: 10, OutputTokens: 1, PrefixID: 7, PrefixTokens: 8})
+		_, batches := drain(t, e)
+		if b := batches[2]; b.Tokens != 3 || b.Requests != 2 {
+			t.Errorf("%d groups, step 3: got %+v, want A 1 token + B 2 tokens", max(len(groups), 1), b)
+		}
 	}
 }
 
