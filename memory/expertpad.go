@@ -67,6 +67,7 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	interAlign, hiddenAlign := backend.Alignment()
 	if dev.Vendor == "amd" {
 		interAlign, hiddenAlign = 256, 256
+		out.Kernel = "ROCm's MoE"
 	}
 	out.MXFP8 = backend.MXFP8Activations()
 	inter, hidden := roundUp(out.Intermediate, interAlign), roundUp(out.Hidden, hiddenAlign)
