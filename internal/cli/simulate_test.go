@@ -107,10 +107,40 @@ func TestSimulateBadInput(t *testing.T) {
 		"step time": {[]string{"--rate", "1", "--step-time", "slow"}, "--step-time"},
 		"slo":       {[]string{"--rate", "1", "--slo", "ttft=2s"}, "--slo"},
 		"output":    {[]string{"--rate", "1", "-o", "xml"}, "unknown output format"},
+		"graphs":    {[]string{"--rate", "1", "--", "vllm", "serve", "--compilation-config", `{"cudagraph_mode":"HALF"}`}, "not a CUDA-graph mode"},
 	} {
 		code, _, errs := run(t, offline, append(simBase, c.args...)...)
 		if code != ExitBadInput || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%s: exit %d, stderr %q, want 2 and one line with %q", name, code, errs, c.want)
+		}
+	}
+}
+
+// The graphs the clock priced are in the settings: a gpt-oss recipe's
+// line (PIECEWISE, captures up to 2,048 tokens) against vLLM 0.13's
+// defaults at --max-num-seqs 4 (FULL_AND_PIECEWISE, min(2 × 4, 512) = 8),
+// and --enforce-eager (none).
+func TestSimulateGraphSettings(t *testing.T) {
+	for _, c := range []struct {
+		flags   []string
+		mode    string
+		capture int
+	}{
+		{[]string{"--compilation-config", `{"cudagraph_mode":"PIECEWISE","max_cudagraph_capture_size":2048}`}, "PIECEWISE", 2048},
+		{nil, "FULL_AND_PIECEWISE", 8},
+		{[]string{"--enforce-eager"}, "NONE", 0},
+	} {
+		args := append([]string{"simulate", "--gpu", "H100-80GB", "--vllm-version", "0.13.0", "--concurrency", "4", "--num-requests", "8", "-o", "json",
+			"--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "4"}, c.flags...)
+		code, out, errs := run(t, offline, args...)
+		var r struct {
+			Settings struct {
+				Mode    string `json:"cudagraph_mode"`
+				Capture int    `json:"max_cudagraph_capture_size"`
+			} `json:"settings"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Settings.Mode != c.mode || r.Settings.Capture != c.capture {
+			t.Errorf("%v: exit %d %s: %+v, want %s up to %d tokens", c.flags, code, errs, r.Settings, c.mode, c.capture)
 		}
 	}
 }

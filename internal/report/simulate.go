@@ -11,6 +11,7 @@ import (
 	"headroom.dev/headroom/sim"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
 
@@ -111,17 +112,26 @@ type SimSettings struct {
 	PrefixCaching        bool    `json:"prefix_caching"`
 	ChunkedPrefill       bool    `json:"chunked_prefill"`
 	AsyncScheduling      bool    `json:"async_scheduling"`
-	VLLMVersion          string  `json:"vllm_version"`
+	// CUDAGraphMode and MaxCudagraphCaptureSize are the graphs the clock
+	// priced: the serve line's, else the release's (0: no graph).
+	CUDAGraphMode           string `json:"cudagraph_mode"`
+	MaxCudagraphCaptureSize int    `json:"max_cudagraph_capture_size"`
+	VLLMVersion             string `json:"vllm_version"`
 }
 
 // Settings are e's settings as the report shows them.
 func (e *Engine) Settings() SimSettings {
 	s, c := e.Budget.Settings, e.Config
 	m, ok := e.Timer.(*sim.Roofline)
-	return SimSettings{GPUMemoryUtilization: s.GPUMemoryUtilization, MaxModelLen: c.MaxModelLen, MaxNumSeqs: c.MaxNumSeqs,
+	out := SimSettings{GPUMemoryUtilization: s.GPUMemoryUtilization, MaxModelLen: c.MaxModelLen, MaxNumSeqs: c.MaxNumSeqs,
 		MaxNumBatchedTokens: c.MaxNumBatchedTokens, BlockSize: c.BlockSize, NumGPUBlocks: c.NumGPUBlocks,
 		KVCacheTokens: int64(c.NumGPUBlocks) / int64(max(len(c.Groups), 1)) * int64(c.BlockSize),
-		PrefixCaching: !c.NoPrefixCaching, ChunkedPrefill: !c.NoChunkedPrefill, AsyncScheduling: ok && m.Overlap, VLLMVersion: s.Version.String()}
+		PrefixCaching: !c.NoPrefixCaching, ChunkedPrefill: !c.NoChunkedPrefill, AsyncScheduling: ok && m.Overlap,
+		CUDAGraphMode: vllm.CUDAGraphMode(s), VLLMVersion: s.Version.String()}
+	if ok {
+		out.MaxCudagraphCaptureSize = int(m.GraphTokens)
+	}
+	return out
 }
 
 // SLOResult is one --slo bound judged (sim's: simulate, --compare and
