@@ -210,8 +210,8 @@ func (b *Budget) evidence(run profileRun, nt nonTorchEstimate, gpusPerNode int) 
 	// CUDA graphs.
 	g := Term{Term: "cudagraph_bytes", Mechanism: "the CUDA-graph pool captured after the KV cache: a base plus a per-layer share that grows with the width each rank holds and the capture size"}
 	switch {
-	case set.EnforceEager:
-		g.Class, g.Mechanism = EvidenceFitted, "--enforce-eager: no CUDA graphs"
+	case vllm.CUDAGraphMode(set) == vllm.GraphModeNone:
+		g.Class, g.Mechanism = EvidenceFitted, "--enforce-eager or cudagraph_mode NONE: no CUDA graphs"
 	case set.Version.Major == 0 && set.Version.Minor == 19 && b.Device.Name == "H100-80GB":
 		g.Class, g.CalibratedOn = EvidenceFitted, "57 vLLM 0.19.0 start-ups on H100-80GB (CUDA graph pool memory, actual), capture size 512"
 		g.UncertaintyBytes = gibs(graphErr)

@@ -237,7 +237,9 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	b.feat = feat
 	run := feat.runner(profileRunFor(s, set, in.Device, in.Env), set).withSampling(set)
 	b.run, b.SamplerPath, b.ModelRunnerV2, b.Install = run, run.sampler, run.runnerV2, set.Install.OrDefault()
-	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !set.EnforceEager
+	// --enforce-eager, or a cudagraph_mode of NONE, captures no graph.
+	noGraphs := vllm.CUDAGraphMode(set) == vllm.GraphModeNone
+	b.CUDAGraphInBudget = vllm.CUDAGraphsInBudget(set.Version, in.Env) && !noGraphs
 	if b.CUDAGraphInBudget && vllm.CUDAGraphEstimateIsZero(set.Version, run.runnerV2) {
 		b.CUDAGraphInBudget, b.CUDAGraphEstimateZero = false, true
 	}
@@ -287,7 +289,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		}
 		p.Activation = feat.activation(s, st, tp, b.DtypeBytes, p.Activation)
 		p.NonTorch = nt.bytes
-		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, set.EnforceEager)
+		p.CUDAGraph = cudaGraphBytes(s, st, tp, set.MaxCudagraphCaptureSize, noGraphs)
 		b.Origins = measure(&p, in.Measured)
 		avail := requested - p.Weights - p.Activation - p.NonTorch
 		if b.CUDAGraphInBudget {

@@ -678,3 +678,25 @@ func TestThinMarginIsTheUtilizationRule(t *testing.T) {
 		t.Errorf("no utilization from 0.80 to 0.95 above %.2f fits: the test checks nothing", safe)
 	}
 }
+
+// A cudagraph_mode of NONE captures no graph, as --enforce-eager does: the
+// plan holds no graph memory, and the KV cache gets it.
+func TestNoGraphsMode(t *testing.T) {
+	plan := func(set vllm.Settings) memory.Budget {
+		t.Helper()
+		set.Version = vllm.MustVersion("0.19.0")
+		b, err := memory.Plan(memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"), Settings: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	none, err := vllm.ParseFlags([]string{"--compilation-config", `{"cudagraph_mode":"NONE"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs, eager, noMode := plan(vllm.Settings{}), plan(vllm.Settings{EnforceEager: true}), plan(none)
+	if graphs.PerGPU.CUDAGraph == 0 || noMode.PerGPU.CUDAGraph != 0 || noMode.PerGPU.CUDAGraph != eager.PerGPU.CUDAGraph {
+		t.Errorf("graph memory: default %d B, enforce-eager %d B, cudagraph_mode NONE %d B; want the last two 0", graphs.PerGPU.CUDAGraph, eager.PerGPU.CUDAGraph, noMode.PerGPU.CUDAGraph)
+	}
+}

@@ -121,7 +121,7 @@ var flagClasses = map[string]flagClass{
 	"disable-mm-preprocessor-cache":   {effect: EffectHost, why: "the processor cache's old switch (gone by 0.13)"},
 
 	// May move memory, not modelled.
-	"compilation-config":                      {effect: EffectNotModelled, why: "compile passes, and the memory of a CUDA-graph mode other than the release's (its largest capture size is planned; simulate prices the mode)"},
+	"compilation-config":                      {effect: EffectNotModelled, why: "compile passes, and the memory of a CUDA-graph mode other than the release's or NONE (its largest capture size is planned; simulate prices the mode)"},
 	"cuda-graph-sizes":                        {effect: EffectNotModelled, why: "CUDA-graph capture sizes below the largest (the largest is planned as the capture size)"},
 	"cudagraph-capture-sizes":                 {effect: EffectNotModelled, why: "CUDA-graph capture sizes below the largest (the largest is planned as the capture size)"},
 	"max-seq-len-to-capture":                  {effect: EffectNotModelled, why: "CUDA graphs of long sequences"},
