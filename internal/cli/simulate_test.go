@@ -500,3 +500,14 @@ func TestSimulateCalibrationBounds(t *testing.T) {
 		}
 	}
 }
+
+// Data parallelism is not simulated, and the report says so: two engines
+// in vLLM, one here.
+func TestSimulateDataParallelSaid(t *testing.T) {
+	code, out, errs := run(t, offline, "simulate", "--gpu", "H100-80GB", "--rate", "2", "--num-requests", "4", "-o", "json",
+		"--", "vllm", "serve", "Qwen/Qwen3-8B", "--data-parallel-size", "2")
+	var r struct{ Notes []string }
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "--data-parallel-size 2: vLLM runs 2 engines") {
+		t.Errorf("exit %d %s: notes %q", code, errs, r.Notes)
+	}
+}

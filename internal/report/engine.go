@@ -152,6 +152,12 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 	if set.NumGPUBlocksOverride > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
 	}
+	if dp := set.DataParallelSize; dp > 1 {
+		// vLLM runs dp engines, each with its own scheduler and KV pool;
+		// the simulator runs one. Said, not hidden: a data-parallel server
+		// is a fleet (capacity's replicas are the way to size one).
+		e.Notes = append(e.Notes, fmt.Sprintf("--data-parallel-size %d: vLLM runs %d engines, each with its own scheduler and KV cache, and balances requests over them; this simulates one engine taking all of the traffic: give it 1/%d of the traffic for one engine's view", dp, dp, dp))
+	}
 	return e, nil
 }
 
