@@ -212,6 +212,13 @@ func (p StepParts) Total() float64 {
 	return p.GPU() + p.CPU - p.Overlapped
 }
 
+// Scale multiplies every part of a run's split by f (a mean over engines).
+func (p *StepParts) Scale(f float64) {
+	for _, v := range []*float64{&p.Dense, &p.Experts, &p.Attention, &p.AllReduce, &p.GEMMFloors, &p.SmallKernels, &p.Launch, &p.Draft, &p.CPU, &p.Overlapped} {
+		*v *= f
+	}
+}
+
 // Add sums q into p, a run's split, keeping what overlapped.
 func (p *StepParts) Add(q StepParts) {
 	if q.overlap {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,9 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	fmt.Fprintf(env.Stderr, "headroom simulate: serving %s on http://%s (%s KV blocks of %d tokens, max-num-seqs %d, step time %s, time scale %g)\n",
 		name, ln.Addr(), humanInt(int64(cfg.NumGPUBlocks)), cfg.BlockSize, cfg.MaxNumSeqs, en.StepTime, f.timeScale)
 	for _, n := range en.Notes {
+		if dp := en.Budget.Settings.DataParallelSize; dp > 1 && strings.HasPrefix(n, report.DataParallelNote) {
+			n = fmt.Sprintf("%s %d: this serves one of the %d engines (its own scheduler and KV cache); run %d behind a balancer for the whole server", report.DataParallelNote, dp, dp, dp)
+		}
 		fmt.Fprintf(env.Stderr, "note: %s\n", n)
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())

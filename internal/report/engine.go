@@ -153,13 +153,15 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
 	}
 	if dp := set.DataParallelSize; dp > 1 {
-		// vLLM runs dp engines, each with its own scheduler and KV pool;
-		// the simulator runs one. Said, not hidden: a data-parallel server
-		// is a fleet (capacity's replicas are the way to size one).
-		e.Notes = append(e.Notes, fmt.Sprintf("--data-parallel-size %d: vLLM runs %d engines, each with its own scheduler and KV cache, and balances requests over them; this simulates one engine taking all of the traffic: give it 1/%d of the traffic for one engine's view", dp, dp, dp))
+		e.Notes = append(e.Notes, fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine with the fewest outstanding; engine time is their mean, steps are all of theirs; a MoE model's ranks stepping in lockstep (vLLM's dummy steps on an idle rank) are not simulated", DataParallelNote, dp, dp))
 	}
 	return e, nil
 }
+
+// DataParallelNote starts the note of a data-parallel engine's
+// simulation (runDataParallel), which the stand-in server, serving one
+// engine, says otherwise.
+const DataParallelNote = "--data-parallel-size"
 
 // NoFitError is a simulation of settings that do not start.
 type NoFitError struct{ Problems []string }
@@ -222,10 +224,14 @@ func (e *Engine) Run(ctx context.Context, files Files, spec workload.Spec, opt s
 	return e.run(ctx, files, spec, opt, nil)
 }
 
-// run is Run on the requests keep accepts (all when nil).
+// run is Run on the requests keep accepts (all when nil). A
+// data-parallel server runs as its engines (runDataParallel).
 func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, keep func(workload.Request) bool) (*sim.Report, string, error) {
 	if e.Config.NumGPUBlocks < 2 {
 		return nil, "", ErrNoKV
+	}
+	if dp := e.Budget.Settings.DataParallelSize; dp > 1 && keep == nil {
+		return e.runDataParallel(ctx, files, spec, opt, dp)
 	}
 	en, err := sim.New(e.Config)
 	if err != nil {
@@ -247,6 +253,38 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 	}
 	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), opt)
 	return rep, workload.LogNote(st), err
+}
+
+// runDataParallel simulates a server of dp data-parallel engines: vLLM
+// runs one engine a rank, each with its own scheduler and KV cache, behind
+// one API server that sends each request to the engine whose queues are
+// shortest (its DP load balancing); here a fleet of dp engines behind the
+// least-outstanding router, each engine's share of the one API server at
+// dp times the cost (one CPU shared by dp even streams). The report's
+// engine time is the engines' mean; its steps are all engines'.
+func (e *Engine) runDataParallel(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, dp int) (*sim.Report, string, error) {
+	st, closer, err := spec.Open(files.within(ctx))
+	if err != nil {
+		return nil, "", err
+	}
+	defer closer.Close()
+	opt.FrontEnd = e.FrontEnd
+	opt.FrontEnd.Request *= float64(dp)
+	opt.FrontEnd.PromptToken *= float64(dp)
+	opt.FrontEnd.OutputToken *= float64(dp)
+	opt.Concurrency = spec.Concurrency
+	if spec.Concurrency > 0 && spec.Duration > 0 {
+		opt.SendUntil = spec.Duration
+	}
+	fr, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), sim.FleetOptions{RunOptions: opt, Replicas: dp, Router: sim.LeastOutstanding, FleetOnly: true})
+	if err != nil {
+		return nil, "", err
+	}
+	rep := fr.Fleet
+	if rep.StepSplit != nil {
+		rep.StepSplit.Scale(1 / float64(dp))
+	}
+	return rep, workload.LogNote(st), nil
 }
 
 // RunFleet simulates spec's traffic on opt.Replicas replicas of the
