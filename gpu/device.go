@@ -8,6 +8,11 @@
 // and returns a count and a Device. Byte counts are int64 throughout.
 package gpu
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Device is one accelerator as an inference engine sees it.
 type Device struct {
 	// Name is the canonical catalog name, e.g. "H100-80GB".
@@ -35,6 +40,27 @@ type Device struct {
 	Estimated bool `json:"estimated,omitempty"`
 	// Parent is the catalog name of the whole GPU a MIG slice is cut from.
 	Parent string `json:"parent,omitempty"`
+}
+
+// ParseCapability reads a CUDA compute capability "major.minor" ("8.9");
+// 0, 0 for an empty or unreadable one.
+func ParseCapability(cc string) (major, minor int) {
+	a, b, _ := strings.Cut(cc, ".")
+	major, errA := strconv.Atoi(a)
+	minor, errB := strconv.Atoi(b)
+	if errA != nil || errB != nil || major < 0 || minor < 0 {
+		return 0, 0
+	}
+	return major, minor
+}
+
+// Capability is d's CUDA compute capability as numbers; 0, 0 for AMD and
+// devices without one.
+func (d Device) Capability() (major, minor int) {
+	if d.Vendor == "amd" {
+		return 0, 0
+	}
+	return ParseCapability(d.ComputeCapability)
 }
 
 // Custom returns a device of the given total memory for GPUs the catalog

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
@@ -61,8 +60,7 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	if q == nil || !strings.EqualFold(q.Method, "mxfp4") || out.Intermediate == 0 || out.Hidden == 0 {
 		return out
 	}
-	var major int
-	fmt.Sscanf(dev.ComputeCapability, "%d", &major)
+	major, _ := dev.Capability()
 	backend := vllm.MXFP4BackendFor(major, set.Env)
 	interAlign, hiddenAlign := backend.Alignment()
 	if dev.Vendor == "amd" {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"fmt"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
@@ -81,10 +80,7 @@ const deepGEMMBlockRows = 128
 // Marlin MoE methods; modelopt NVFP4 (FlashInfer from Blackwell on, else
 // Marlin).
 func moeKernelFor(s model.Spec, quantization string, cc string, env map[string]string) moeKernel {
-	var major, minor int
-	if _, err := fmt.Sscanf(cc, "%d.%d", &major, &minor); err != nil {
-		major, minor = 0, 0
-	}
+	major, minor := gpu.ParseCapability(cc)
 	known := major > 0
 	q := s.Quant
 	if q == nil || q.Bits == 0 {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
@@ -115,7 +114,7 @@ func (q quantPath) quantizesActivations() bool { return q.FP8 || q.Name == "nvfp
 //   - none or another method: BF16 GEMMs.
 func quantPathOf(method string, d gpu.Device) quantPath {
 	m := strings.ToLower(method)
-	major, minor := capability(d)
+	major, minor := d.Capability()
 	ampere := major == 8 && minor < 9
 	switch {
 	case m == "":
@@ -176,18 +175,6 @@ func expertPathOf(s model.Spec, set vllm.Settings, d gpu.Device) quantPath {
 		}
 	}
 	return q
-}
-
-// capability is d's CUDA compute capability as numbers; 0, 0 for AMD and
-// unknown devices.
-func capability(d gpu.Device) (major, minor int) {
-	if d.Vendor == "amd" {
-		return 0, 0
-	}
-	a, b, _ := strings.Cut(d.ComputeCapability, ".")
-	major, _ = strconv.Atoi(a)
-	minor, _ = strconv.Atoi(b)
-	return major, minor
 }
 
 // expertQuant is the method the routed experts are stored in: the
