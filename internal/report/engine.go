@@ -242,41 +242,39 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 		return nil, "", err
 	}
 	defer closer.Close()
-	opt.FrontEnd = e.FrontEnd
-	opt.Concurrency = spec.Concurrency
-	if spec.Concurrency > 0 && spec.Duration > 0 {
-		opt.SendUntil = spec.Duration
-	}
 	src := st
 	if keep != nil {
 		src = filtered{st, keep}
 	}
-	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), opt)
+	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), e.clients(spec, opt, 1))
 	return rep, workload.LogNote(st), err
+}
+
+// clients is opt with the engine's API server and spec's clients (a
+// closed loop's concurrency and how long it sends). engines is how many
+// engines one API server feeds: each one's share of it costs that many
+// times as much (one CPU shared by even streams).
+func (e *Engine) clients(spec workload.Spec, opt sim.RunOptions, engines int) sim.RunOptions {
+	opt.FrontEnd = e.FrontEnd
+	n := float64(engines)
+	opt.FrontEnd.Request *= n
+	opt.FrontEnd.PromptToken *= n
+	opt.FrontEnd.OutputToken *= n
+	opt.Concurrency = spec.Concurrency
+	if spec.Concurrency > 0 && spec.Duration > 0 {
+		opt.SendUntil = spec.Duration
+	}
+	return opt
 }
 
 // runDataParallel simulates a server of dp data-parallel engines: vLLM
 // runs one engine a rank, each with its own scheduler and KV cache, behind
 // one API server that sends each request to the engine whose queues are
 // shortest (its DP load balancing); here a fleet of dp engines behind the
-// least-outstanding router, each engine's share of the one API server at
-// dp times the cost (one CPU shared by dp even streams). The report's
+// least-outstanding router sharing one API server (clients). The report's
 // engine time is the engines' mean; its steps are all engines'.
 func (e *Engine) runDataParallel(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, dp int) (*sim.Report, string, error) {
-	st, closer, err := spec.Open(files.within(ctx))
-	if err != nil {
-		return nil, "", err
-	}
-	defer closer.Close()
-	opt.FrontEnd = e.FrontEnd
-	opt.FrontEnd.Request *= float64(dp)
-	opt.FrontEnd.PromptToken *= float64(dp)
-	opt.FrontEnd.OutputToken *= float64(dp)
-	opt.Concurrency = spec.Concurrency
-	if spec.Concurrency > 0 && spec.Duration > 0 {
-		opt.SendUntil = spec.Duration
-	}
-	fr, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), sim.FleetOptions{RunOptions: opt, Replicas: dp, Router: sim.LeastOutstanding, FleetOnly: true})
+	fr, log, err := e.fleet(ctx, files.within(ctx), spec, sim.FleetOptions{RunOptions: opt, Replicas: dp, Router: sim.LeastOutstanding, FleetOnly: true}, dp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -284,25 +282,26 @@ func (e *Engine) runDataParallel(ctx context.Context, files Files, spec workload
 	if rep.StepSplit != nil {
 		rep.StepSplit.Scale(1 / float64(dp))
 	}
-	return rep, workload.LogNote(st), nil
+	return rep, log, nil
 }
 
 // RunFleet simulates spec's traffic on opt.Replicas replicas of the
-// engine behind opt.Router (sim.RunFleet).
+// engine behind opt.Router (sim.RunFleet), each with its own API server.
 func (e *Engine) RunFleet(ctx context.Context, files Files, spec workload.Spec, opt sim.FleetOptions) (*sim.FleetReport, string, error) {
+	return e.fleet(ctx, files.open, spec, opt, 1)
+}
+
+// fleet is RunFleet with an API server feeding engines engines.
+func (e *Engine) fleet(ctx context.Context, open func(string) (io.ReadCloser, error), spec workload.Spec, opt sim.FleetOptions, engines int) (*sim.FleetReport, string, error) {
 	if e.Config.NumGPUBlocks < 2 {
 		return nil, "", ErrNoKV
 	}
-	st, closer, err := spec.Open(files.open)
+	st, closer, err := spec.Open(open)
 	if err != nil {
 		return nil, "", err
 	}
 	defer closer.Close()
-	opt.FrontEnd = e.FrontEnd
-	opt.Concurrency = spec.Concurrency
-	if spec.Concurrency > 0 && spec.Duration > 0 {
-		opt.SendUntil = spec.Duration
-	}
+	opt.RunOptions = e.clients(spec, opt.RunOptions, engines)
 	rep, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), opt)
 	return rep, workload.LogNote(st), err
 }
