@@ -185,6 +185,12 @@ func shellScript(argv []string) (int, bool) {
 	return 0, false
 }
 
+// envOf is the environment vLLM starts with in container c: the launch
+// command's assignments, then the container's literal values.
+func (l launch) envOf(c corev1.Container) map[string]string {
+	return mergeEnv(l.settings.Env, literalEnv(c))
+}
+
 // literalEnv returns the container's environment variables that have a
 // literal value; values from secrets or fields are unknown here.
 func literalEnv(c corev1.Container) map[string]string {

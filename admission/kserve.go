@@ -180,7 +180,7 @@ func (h *Handler) reviewInferenceService(ctx context.Context, namespace string, 
 	if fix {
 		// Only a custom predictor has pod fixes: its pod spec is
 		// /spec/predictor.
-		d.notes = append(d.notes, autofixPod(&d.patch, "/spec/predictor", d.PodFixes)...)
+		d.notes = append(d.notes, autofixPod(&d.patch, PodSpecPath(kindInferenceService), d.PodFixes)...)
 	}
 	if fix && len(plans) > 0 {
 		d.patch.setAnnotation("/metadata", ann, AnnotationPlan, strings.Join(plans, " | "))
@@ -220,7 +220,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		w.Meta.Annotations = ann
 		e = h.evaluatePods(ctx, w, explain)
 		for i := range e.Engines {
-			e.Engines[i].path = "/spec/predictor" + pointer("containers", index(e.Engines[i].index))
+			e.Engines[i].path = PodSpecPath(kindInferenceService) + pointer("containers", index(e.Engines[i].index))
 		}
 		return e
 	}
@@ -299,15 +299,14 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		// alone holds all of it; with a workerSpec, the head its
 		// tensorParallelSize GPUs' workers and the server, each worker
 		// its own GPUs' workers.
-		env := func(c corev1.Container) map[string]string { return mergeEnv(l.settings.Env, literalEnv(c)) }
-		head := host.Options{Env: env(m.Container)}
+		head := host.Options{Env: l.envOf(m.Container)}
 		if p.WorkerSpec != nil {
 			head.GPUs = g.leaderGPUs
 		}
 		e.groupHostCheck(h.podPolicy, &p.PodSpec, 0, m.Container, label, *a.budget, head)
 		if ws := p.WorkerSpec; ws != nil {
 			for wi, wc := range ws.Containers {
-				e.groupHostCheck(h.podPolicy, &ws.PodSpec, wi, wc, fmt.Sprintf("workerSpec container %q", wc.Name), *a.budget, host.Options{GPUs: g.workerGPUs, Worker: true, Env: env(wc)})
+				e.groupHostCheck(h.podPolicy, &ws.PodSpec, wi, wc, fmt.Sprintf("workerSpec container %q", wc.Name), *a.budget, host.Options{GPUs: g.workerGPUs, Worker: true, Env: l.envOf(wc)})
 			}
 		}
 	}

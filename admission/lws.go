@@ -132,13 +132,12 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 		e.Denials = append(e.Denials, a.denials...)
 		e.Warnings = append(e.Warnings, a.warnings...)
 		if a.planned() && g.pods > 1 {
-			env := func(c corev1.Container) map[string]string { return mergeEnv(l.settings.Env, literalEnv(c)) }
 			if g.leaderGPUs > 0 {
-				e.groupHostCheck(h.podPolicy, &leader.Spec, i, c, label, *a.budget, host.Options{GPUs: g.leaderGPUs, Env: env(c)})
+				e.groupHostCheck(h.podPolicy, &leader.Spec, i, c, label, *a.budget, host.Options{GPUs: g.leaderGPUs, Env: l.envOf(c)})
 			}
 			for wi, wc := range workers.Spec.Containers {
 				if n := h.readGPU(wann, &workers.Spec, wc, node).count; n > 0 {
-					e.groupHostCheck(h.podPolicy, &workers.Spec, wi, wc, fmt.Sprintf("worker container %q", wc.Name), *a.budget, host.Options{GPUs: n, Worker: true, Env: env(wc)})
+					e.groupHostCheck(h.podPolicy, &workers.Spec, wi, wc, fmt.Sprintf("worker container %q", wc.Name), *a.budget, host.Options{GPUs: n, Worker: true, Env: l.envOf(wc)})
 				}
 			}
 		}

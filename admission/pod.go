@@ -112,8 +112,21 @@ type PodFix struct {
 	Ops       []PatchOp `json:"ops"`
 }
 
+// PodSpecPath is where the pod spec of an object of kind is, for a JSON
+// patch: a Pod's own spec, a KServe InferenceService's custom predictor
+// (a pod spec inline), a Deployment's or StatefulSet's template.
+func PodSpecPath(kind string) string {
+	switch kind {
+	case "Pod":
+		return "/spec"
+	case kindInferenceService:
+		return "/spec/predictor"
+	}
+	return "/spec/template/spec"
+}
+
 // Patch is the fixes as one JSON patch on the object whose pod spec is at
-// podPath ("/spec/template/spec" for a Deployment, "/spec" for a Pod).
+// podPath (PodSpecPath).
 func Patch(fixes []PodFix, podPath string) []PatchOp {
 	var out []PatchOp
 	for _, f := range fixes {

@@ -165,7 +165,7 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		if oldObject(req, &old) {
 			w.Old = &old.Spec.Template.Spec
 		}
-		return h.reviewPods(ctx, w, "/spec/template/spec", mutate), nil
+		return h.reviewPods(ctx, w, PodSpecPath(k.Kind), mutate), nil
 	case k.Group == "apps" && k.Version == "v1" && k.Kind == "StatefulSet":
 		var o appsv1.StatefulSet
 		if err := decodeObject(raw, &o); err != nil {
@@ -179,7 +179,7 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 		if oldObject(req, &old) {
 			w.Old = &old.Spec.Template.Spec
 		}
-		return h.reviewPods(ctx, w, "/spec/template/spec", mutate), nil
+		return h.reviewPods(ctx, w, PodSpecPath(k.Kind), mutate), nil
 	case k.Group == "" && k.Version == "v1" && k.Kind == "Pod":
 		var o corev1.Pod
 		if err := decodeObject(raw, &o); err != nil {
@@ -199,7 +199,7 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest,
 			// the container on the new release).
 			w.Old = &old.Spec
 		}
-		return h.reviewPods(ctx, w, "/spec", mutate), nil
+		return h.reviewPods(ctx, w, PodSpecPath(k.Kind), mutate), nil
 	case k.Group == "kaito.sh" && k.Kind == "Workspace":
 		return h.reviewWorkspace(ctx, req.Namespace, raw, mutate)
 	case k.Group == lwsGroup && k.Version == "v1" && k.Kind == kindLeaderWorkerSet:
@@ -359,7 +359,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			if msg := probeWarning(c, memory.StartupOf(*a.budget, st)); msg != "" {
 				e.warn(CodeProbe, "%s", msg)
 			}
-			e.hostCheck(h.podPolicy, w.Spec, i, c, label, *a.budget, mergeEnv(l.settings.Env, literalEnv(c)))
+			e.hostCheck(h.podPolicy, w.Spec, i, c, label, *a.budget, l.envOf(c))
 		}
 		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a})
 	}

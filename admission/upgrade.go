@@ -52,7 +52,7 @@ func upgradeWarning(old *corev1.PodSpec, name string, l launch, a assessment) st
 		to = vllm.Newest()
 	}
 	if from.Compare(to) == 0 || !slices.Equal(pl.settings.Args(), l.settings.Args()) ||
-		!maps.Equal(mergeEnv(pl.settings.Env, literalEnv(*prev)), a.in.Env) {
+		!maps.Equal(pl.envOf(*prev), a.in.Env) {
 		return ""
 	}
 	in := a.in

@@ -208,7 +208,7 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 		}
 		r.readChecked(c)
 		if fixes := c.Evaluation.PodFixes; len(fixes) > 0 {
-			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, podSpecPath(head.Kind))
+			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, admission.PodSpecPath(head.Kind))
 		}
 		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
 			for _, e := range c.Evaluation.Engines {

@@ -17,20 +17,6 @@ func addPodChecksFlag(fl *pflag.FlagSet, to *string) {
 	fl.StringVar(to, "pod-checks", string(admission.PodPolicyDefault), "what the pod checks deny: default (a memory limit below the host plan, no /dev/shm where vLLM writes there), strict (also probes shorter than the load and Hugging Face tokens in plain env values), warn (none)")
 }
 
-// podSpecPath is where the pod spec of a kind's object is, for a JSON
-// patch: a Pod's own spec, a Deployment's or StatefulSet's template.
-func podSpecPath(kind string) string {
-	switch kind {
-	case "Pod":
-		return "/spec"
-	case "InferenceService":
-		// A custom predictor is a pod spec inline (its containers are
-		// checked as a pod's).
-		return "/spec/predictor"
-	}
-	return "/spec/template/spec"
-}
-
 // writePodFixes prints the pod checks' fixes of one object, and the JSON
 // patch that applies them all.
 func writePodFixes(w io.Writer, r CheckResult) {

@@ -29,7 +29,7 @@ func podPatchLines(d manifestDoc, kind string, fixes []admission.PodFix) []Patch
 	if err := yamlv3.Unmarshal([]byte(text), &doc); err != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	spec := lookupPath(doc.Content[0], strings.Split(strings.TrimPrefix(podSpecPath(kind), "/"), "/"))
+	spec := lookupPath(doc.Content[0], strings.Split(strings.TrimPrefix(admission.PodSpecPath(kind), "/"), "/"))
 	if spec == nil || spec.Kind != yamlv3.MappingNode || spec.Style&yamlv3.FlowStyle != 0 {
 		return nil
 	}
@@ -285,7 +285,7 @@ func sameObject(d manifestDoc, edits []PatchLine, kind string, ops []admission.P
 	if err != nil {
 		return false
 	}
-	raw, err := json.Marshal(admission.Patch([]admission.PodFix{{Ops: ops}}, podSpecPath(kind)))
+	raw, err := json.Marshal(admission.Patch([]admission.PodFix{{Ops: ops}}, admission.PodSpecPath(kind)))
 	if err != nil {
 		return false
 	}
