@@ -206,8 +206,9 @@ type Sampled struct {
 type datasetStream struct {
 	d Dataset
 	// standIn: the file was not found and the lengths are the ShareGPT
-	// stand-in's (sharegpt.go).
+	// stand-in's (sharegpt.go), n requests cycling over reqs.
 	standIn  bool
+	n        int
 	reqs     []pair
 	info     Sampled
 	arrivals *arrivalTimes
@@ -216,13 +217,21 @@ type datasetStream struct {
 }
 
 func (s *datasetStream) Next() (Request, error) {
-	if s.i >= len(s.reqs) {
+	if s.i >= s.count() {
 		return Request{}, io.EOF
 	}
-	p := s.reqs[s.i]
+	p := s.reqs[s.i%len(s.reqs)]
 	s.i++
 	s.buf = strconv.AppendInt(append(s.buf[:0], s.d.Name+"-"...), int64(s.i-1), 10)
 	return Request{ID: string(s.buf), At: s.arrivals.next(), Prompt: max(int(p.prompt), 1), Output: max(int(p.output), 1)}, nil
+}
+
+// count is how many requests the stream yields.
+func (s *datasetStream) count() int {
+	if s.standIn {
+		return s.n
+	}
+	return len(s.reqs)
 }
 
 // Note says how the dataset was sampled and that its lengths are
@@ -237,7 +246,7 @@ func (s *datasetStream) Note() string {
 			file += " not found"
 		}
 		fmt.Fprintf(&b, "sharegpt: %s, so %d requests of headroom's ShareGPT stand-in: prompts log-normal (σ %.1f, mean %.0f tokens), outputs what models generated from it (log-normal σ %.2f, at most %.0f, mean %.0f)",
-			file, len(s.reqs), shareGPTPromptSigma, shareGPTPromptMean, ShareGPTOutputs.Sigma, ShareGPTOutputs.Longest, shareGPTOutputMean)
+			file, s.count(), shareGPTPromptSigma, shareGPTPromptMean, ShareGPTOutputs.Sigma, ShareGPTOutputs.Longest, shareGPTOutputMean)
 		if s.d.OutputLen > 0 {
 			fmt.Fprintf(&b, ", here %d each", s.d.OutputLen)
 		}

@@ -242,3 +242,35 @@ func TestShareGPTStandIn(t *testing.T) {
 		t.Errorf("a missing file of another name: %v, want no such file", err)
 	}
 }
+
+// The stand-in holds at most the file's 94,145 conversations whatever the
+// count, and repeats them past it, as bench repeats the file's entries:
+// ten million requests keep 94,145 pairs (0.75 MB), the 94,146th request
+// is the first again.
+func TestShareGPTStandInBounded(t *testing.T) {
+	s := Spec{Rate: math.Inf(1), NumRequests: 10_000_000, Dataset: Dataset{Name: DatasetShareGPT}}
+	st, _, err := s.Open(osOpen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := st.(*bounded); ok {
+		st = b.src
+	}
+	ds, ok := st.(*datasetStream)
+	if !ok {
+		t.Fatalf("a %T", st)
+	}
+	if len(ds.reqs) != shareGPTConversations || ds.count() != 10_000_000 {
+		t.Fatalf("%d pairs held for %d requests", len(ds.reqs), ds.count())
+	}
+	first, _ := ds.Next()
+	for range shareGPTConversations - 1 {
+		if _, err := ds.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, _ := ds.Next()
+	if again.Prompt != first.Prompt || again.Output != first.Output {
+		t.Errorf("request 94,146: %d/%d tokens, the first %d/%d", again.Prompt, again.Output, first.Prompt, first.Output)
+	}
+}

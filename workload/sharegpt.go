@@ -66,10 +66,19 @@ func ShareGPTStandIn(n int, promptTotal, outputTotal float64, sh ShareGPTShape) 
 	return prompts, outputs
 }
 
+// shareGPTConversations bounds the stand-in's distinct requests: the
+// conversations of bench's file (94,145), more than its filter lets
+// through. Past them the stand-in repeats itself, as bench repeats the
+// file's entries to reach a larger --num-prompts, and its memory stays
+// that of the file's sample (a few MiB) whatever the count.
+const shareGPTConversations = 94_145
+
 // shareGPTStandInPairs is the stand-in for num requests at the published
-// means, as dataset pairs; outputLen > 0 fixes every output
+// means, as dataset pairs, at most shareGPTConversations of them (the
+// stream repeats them); outputLen > 0 fixes every output
 // (--sharegpt-output-len).
 func shareGPTStandInPairs(num, outputLen int) []pair {
+	num = min(num, shareGPTConversations)
 	prompts, outputs := ShareGPTStandIn(num, shareGPTPromptMean*float64(num), shareGPTOutputMean*float64(num), ShareGPTOutputs)
 	out := make([]pair, num)
 	for i := range out {

@@ -363,7 +363,7 @@ func (s Spec) openDataset(open func(name string) (io.ReadCloser, error), arrival
 		f, err = open(d.Path)
 	}
 	if errors.Is(err, fs.ErrNotExist) && d.Name == DatasetShareGPT && standsInForShareGPT(d.Path) {
-		return &datasetStream{d: d, standIn: true, reqs: shareGPTStandInPairs(s.datasetCount(), d.OutputLen), arrivals: arrivals}, nil
+		return &datasetStream{d: d, standIn: true, n: s.datasetCount(), reqs: shareGPTStandInPairs(s.datasetCount(), d.OutputLen), arrivals: arrivals}, nil
 	}
 	if err != nil {
 		var pe *fs.PathError
