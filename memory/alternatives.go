@@ -151,7 +151,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		a.Input = c
 		out = append(out, a)
 	}
-	divides := func(n int) bool { return TPShards(base.Model, n) }
+	shardable := func(n int) bool { return TPShards(base.Model, n) }
 	// shards plans n shards of the model per pipeline stage it has: a
 	// tensor-parallel size n within a node. Past a node (GPUsPerNode), by
 	// the multi-node rule (Layout), the tensor-parallel size is the node's
@@ -161,7 +161,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 	shards := func(n int) {
 		ntp, npp := n, pp
 		if n > perNode {
-			if n%perNode != 0 || !divides(perNode) {
+			if n%perNode != 0 || !shardable(perNode) {
 				return
 			}
 			ntp, npp = perNode, pp*n/perNode
@@ -208,7 +208,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		// Fewer shards on the GPUs given: the largest size that divides
 		// the heads.
 		for n := tp - 1; n >= 1; n-- {
-			if divides(n) && n*pp*dp <= given {
+			if shardable(n) && n*pp*dp <= given {
 				shards(n)
 				break
 			}
@@ -216,13 +216,13 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 	}
 	if headsOff {
 		for n := tp - 1; n >= 1; n-- {
-			if divides(n) {
+			if shardable(n) {
 				shards(n)
 				break
 			}
 		}
 		for n := tp + 1; n <= 2*tp; n++ {
-			if divides(n) {
+			if shardable(n) {
 				shards(n)
 				break
 			}
@@ -231,7 +231,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 	if memoryShort {
 		// The smallest power-of-two size above tp that fits.
 		for _, n := range []int{2, 4, 8, 16} {
-			if n <= tp || !divides(n) {
+			if n <= tp || !shardable(n) {
 				continue
 			}
 			before := len(out)

@@ -105,10 +105,8 @@ func (q quantPath) quantizesActivations() bool { return q.FP8 || q.Name == "nvfp
 //     (cutlass_scaled_mm) on sm_89 and later; on Ampere, which has no FP8
 //     tensor cores, fp8.py falls back to the weight-only FP8 Marlin kernel
 //     (dequantized to BF16 in the kernel, activations stay BF16);
-//   - MXFP4 (gpt-oss's experts): on Hopper the triton_kernels matmul_ogs
-//     path (mxfp4.py, weights upcast in the kernel, BF16 math; native FP4
-//     math needs Blackwell); on Ampere the MXFP4 Marlin path (mxfp4.py's
-//     Marlin backend);
+//   - MXFP4 (gpt-oss's experts only): weights upcast in the kernel, BF16
+//     math; which kernel, per GPU and environment, is expertPathOf's;
 //   - INT4/INT8 weight-only (GPTQ, AWQ, compressed-tensors pack-quantized):
 //     Marlin on every NVIDIA architecture vLLM runs it on;
 //   - none or another method: BF16 GEMMs.
@@ -120,9 +118,6 @@ func quantPathOf(method string, d gpu.Device) quantPath {
 	case m == "":
 		return quantPath{Name: "bf16"}
 	case strings.Contains(m, "mxfp4"):
-		if ampere {
-			return quantPath{Name: "mxfp4 marlin (weight-only, dequantized)", Dequant: true, MoE: marlinMoE}
-		}
 		return quantPath{Name: "mxfp4 (upcast in kernel)", Dequant: true, MoE: matmulOGS}
 	case strings.Contains(m, "fp4"):
 		// FP4 math needs Blackwell; before it, Marlin widens NVFP4 too
