@@ -106,6 +106,30 @@ type FleetReport struct {
 	PeakReplicas   int     `json:"peak_replicas"`
 }
 
+// RunDataParallel simulates one vLLM server of dp data-parallel engines:
+// vLLM runs an engine a rank, each with its own scheduler and KV cache,
+// behind one API server that sends each request to the engine whose
+// queues are shortest (its DP load balancing). Here: a fleet of dp
+// engines behind the least-outstanding router, each engine's share of the
+// one API server at dp times its cost (one CPU shared by dp even
+// streams). The report's engine time (StepSplit) is the engines' mean;
+// its steps are all engines'.
+func RunDataParallel(ctx context.Context, cfg Config, src Source, opt RunOptions, dp int) (*Report, error) {
+	n := float64(max(dp, 1))
+	opt.FrontEnd.Request *= n
+	opt.FrontEnd.PromptToken *= n
+	opt.FrontEnd.OutputToken *= n
+	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	rep := fr.Fleet
+	if rep.StepSplit != nil {
+		rep.StepSplit.Scale(1 / n)
+	}
+	return rep, nil
+}
+
 // ErrNoReplicas is a fleet of fewer than one replica.
 var ErrNoReplicas = errors.New("a fleet needs at least 1 replica")
 

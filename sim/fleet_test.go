@@ -314,3 +314,29 @@ func TestHPA(t *testing.T) {
 		}
 	}
 }
+
+// A data-parallel server's engines share one API server: 1,000 requests
+// of 128 tokens sent at once to two Llama-3.1-8B engines on H100s cannot
+// all pass it before 1,000 × its 12.15 ms a request (12.15 s), as with one
+// engine, where two replicas with an API server each pass them in half.
+func TestRunDataParallelSharesTheAPIServer(t *testing.T) {
+	cfg, fe := llama8B(t, "H100-80GB")
+	burst := workload.Spec{Rate: 1e6, NumRequests: 1000, Prompt: workload.Fixed(128), Output: workload.Fixed(4), Seed: 1}
+	floor := 1000 * fe.Request
+	for _, dp := range []int{1, 2} {
+		rep, err := RunDataParallel(context.Background(), cfg, source(t, burst), RunOptions{FrontEnd: fe}, dp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Requests != 1000 || rep.DurationS < floor {
+			t.Errorf("%d engines: %d requests in %.2f s, under the API server's %.2f s", dp, rep.Requests, rep.DurationS, floor)
+		}
+	}
+	own, err := RunFleet(context.Background(), cfg, source(t, burst), FleetOptions{RunOptions: RunOptions{FrontEnd: fe}, Replicas: 2, Router: LeastOutstanding, FleetOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Fleet.DurationS >= floor {
+		t.Errorf("two replicas with an API server each: %.2f s, want under %.2f", own.Fleet.DurationS, floor)
+	}
+}

@@ -225,41 +225,37 @@ func (e *Engine) Run(ctx context.Context, files Files, spec workload.Spec, opt s
 }
 
 // run is Run on the requests keep accepts (all when nil). A
-// data-parallel server runs as its engines (runDataParallel).
+// data-parallel server runs as its engines (sim.RunDataParallel).
 func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, keep func(workload.Request) bool) (*sim.Report, string, error) {
 	if e.Config.NumGPUBlocks < 2 {
 		return nil, "", ErrNoKV
-	}
-	if dp := e.Budget.Settings.DataParallelSize; dp > 1 && keep == nil {
-		return e.runDataParallel(ctx, files, spec, opt, dp)
-	}
-	en, err := sim.New(e.Config)
-	if err != nil {
-		return nil, "", err
 	}
 	st, closer, err := spec.Open(files.within(ctx))
 	if err != nil {
 		return nil, "", err
 	}
 	defer closer.Close()
+	opt = e.clients(spec, opt)
+	if dp := e.Budget.Settings.DataParallelSize; dp > 1 && keep == nil {
+		rep, err := sim.RunDataParallel(ctx, e.Config, sim.FromWorkload(st), opt, dp)
+		return rep, workload.LogNote(st), err
+	}
+	en, err := sim.New(e.Config)
+	if err != nil {
+		return nil, "", err
+	}
 	src := st
 	if keep != nil {
 		src = filtered{st, keep}
 	}
-	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), e.clients(spec, opt, 1))
+	rep, err := sim.Run(ctx, en, sim.FromWorkload(src), opt)
 	return rep, workload.LogNote(st), err
 }
 
 // clients is opt with the engine's API server and spec's clients (a
-// closed loop's concurrency and how long it sends). engines is how many
-// engines one API server feeds: each one's share of it costs that many
-// times as much (one CPU shared by even streams).
-func (e *Engine) clients(spec workload.Spec, opt sim.RunOptions, engines int) sim.RunOptions {
+// closed loop's concurrency and how long it sends).
+func (e *Engine) clients(spec workload.Spec, opt sim.RunOptions) sim.RunOptions {
 	opt.FrontEnd = e.FrontEnd
-	n := float64(engines)
-	opt.FrontEnd.Request *= n
-	opt.FrontEnd.PromptToken *= n
-	opt.FrontEnd.OutputToken *= n
 	opt.Concurrency = spec.Concurrency
 	if spec.Concurrency > 0 && spec.Duration > 0 {
 		opt.SendUntil = spec.Duration
@@ -267,41 +263,18 @@ func (e *Engine) clients(spec workload.Spec, opt sim.RunOptions, engines int) si
 	return opt
 }
 
-// runDataParallel simulates a server of dp data-parallel engines: vLLM
-// runs one engine a rank, each with its own scheduler and KV cache, behind
-// one API server that sends each request to the engine whose queues are
-// shortest (its DP load balancing); here a fleet of dp engines behind the
-// least-outstanding router sharing one API server (clients). The report's
-// engine time is the engines' mean; its steps are all engines'.
-func (e *Engine) runDataParallel(ctx context.Context, files Files, spec workload.Spec, opt sim.RunOptions, dp int) (*sim.Report, string, error) {
-	fr, log, err := e.fleet(ctx, files.within(ctx), spec, sim.FleetOptions{RunOptions: opt, Replicas: dp, Router: sim.LeastOutstanding, FleetOnly: true}, dp)
-	if err != nil {
-		return nil, "", err
-	}
-	rep := fr.Fleet
-	if rep.StepSplit != nil {
-		rep.StepSplit.Scale(1 / float64(dp))
-	}
-	return rep, log, nil
-}
-
 // RunFleet simulates spec's traffic on opt.Replicas replicas of the
 // engine behind opt.Router (sim.RunFleet), each with its own API server.
 func (e *Engine) RunFleet(ctx context.Context, files Files, spec workload.Spec, opt sim.FleetOptions) (*sim.FleetReport, string, error) {
-	return e.fleet(ctx, files.open, spec, opt, 1)
-}
-
-// fleet is RunFleet with an API server feeding engines engines.
-func (e *Engine) fleet(ctx context.Context, open func(string) (io.ReadCloser, error), spec workload.Spec, opt sim.FleetOptions, engines int) (*sim.FleetReport, string, error) {
 	if e.Config.NumGPUBlocks < 2 {
 		return nil, "", ErrNoKV
 	}
-	st, closer, err := spec.Open(open)
+	st, closer, err := spec.Open(files.open)
 	if err != nil {
 		return nil, "", err
 	}
 	defer closer.Close()
-	opt.RunOptions = e.clients(spec, opt.RunOptions, engines)
+	opt.RunOptions = e.clients(spec, opt.RunOptions)
 	rep, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), opt)
 	return rep, workload.LogNote(st), err
 }
