@@ -48,11 +48,7 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	if m == nil || m.Experts == 0 {
 		return ExpertShape{Hidden: s.Hidden, Pad: 1, ShardHidden: s.Hidden}
 	}
-	// the ranks an expert's width is split over, as moeScratchFor counts them
-	width := max(set.TensorParallelSize, 1) * max(set.DataParallelSize, 1)
-	if set.ExpertParallel() && width > 1 {
-		width = 1
-	}
+	width, _ := expertWidth(set)
 	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability, set.Env)
 	out := ExpertShape{Hidden: s.Hidden, Intermediate: m.Intermediate / width, Pad: 1, Kernel: kernel.String()}
 	out.ShardHidden, out.ShardIntermediate = out.Hidden, out.Intermediate

@@ -124,6 +124,18 @@ func moeKernelFor(s model.Spec, quantization string, cc string, env map[string]s
 	return kernelTriton
 }
 
+// expertWidth is how many ranks an expert's width is split over: every
+// rank of tensor × data parallel (vLLM's fused MoE flattens TP across
+// DP), or, with --enable-expert-parallel over more than one rank (ep),
+// none: each rank holds whole experts.
+func expertWidth(set vllm.Settings) (width int, ep bool) {
+	width = max(set.TensorParallelSize, 1) * max(set.DataParallelSize, 1)
+	if set.ExpertParallel() && width > 1 {
+		return 1, true
+	}
+	return width, false
+}
+
 // moeScratch is what a worker's fused-MoE layers hold beyond their weights
 // during vLLM's profile run.
 type moeScratch struct {
@@ -173,11 +185,9 @@ func moeScratchFor(s model.Spec, set vllm.Settings, dev gpu.Device, env map[stri
 		return moeScratch{}
 	}
 	tp, dp := max(set.TensorParallelSize, 1), max(set.DataParallelSize, 1)
-	ep := set.ExpertParallel() && tp*dp > 1
-	width := tp * dp // ranks an expert's width is split over
+	width, ep := expertWidth(set)
 	localExperts := m.Experts
 	if ep {
-		width = 1
 		localExperts = max(m.Experts/(tp*dp), 1)
 	}
 	inter := int64(m.Intermediate / width)
