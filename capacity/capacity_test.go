@@ -37,7 +37,7 @@ func option(t testing.TB, modelID, device string) Option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Option{GPU: device, GPUsPerReplica: 1, Replica: Replica{Config: sim.ConfigFor(plan, timer), FrontEnd: cal.FrontEndFor(plan)},
+	return Option{GPU: device, GPUsPerReplica: 1, Replica: Replica{Config: sim.ConfigFor(plan, timer), FrontEnd: cal.FrontEndFor(plan, workload.EndpointCompletions)},
 		StartupS: 106, StartupSource: "test", Version: plan.Settings.Version, USDPerGPUHour: 2}
 }
 

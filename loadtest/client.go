@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
 )
 
-// Endpoints of the OpenAI API.
+// Endpoints of the OpenAI API: the workload's (one spelling for the
+// traffic simulate prices and loadtest sends).
 const (
-	EndpointCompletions = "completions"
-	EndpointChat        = "chat"
+	EndpointCompletions = workload.EndpointCompletions
+	EndpointChat        = workload.EndpointChat
 )
 
 // Error kinds of a failed request, as reported in Result.Errors; an HTTP

@@ -7,6 +7,7 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/workload"
 )
 
 // Calibration corrects the roofline for one GPU: the shares of the
@@ -56,10 +57,15 @@ type Calibration struct {
 	FP8ReadShare float64 `json:"fp8_read_share,omitempty"`
 	// FrontEnd is the API server's CPU time, its Request for a chat
 	// rendered by the model's Jinja chat template; HarmonyRequest replaces
-	// it for models whose chat vLLM renders with openai_harmony
-	// (FrontEndFor).
+	// it for models whose chat vLLM renders with openai_harmony, and
+	// CompletionRequest for a request to /v1/completions, which renders
+	// no chat (FrontEndFor).
 	FrontEnd
 	HarmonyRequest float64 `json:"frontend_harmony_request_s,omitempty"`
+	// CompletionRequest is 0 for HarmonyRequest: no training row calls
+	// /v1/completions, and harmony's chat is the fitted request that no
+	// Jinja template renders (harmony renders in Rust, in microseconds).
+	CompletionRequest float64 `json:"frontend_completion_request_s,omitempty"`
 	// NodeHostShare is what the API server's CPU times take on a server
 	// of a whole multi-GPU node, as a share of the times above, which are
 	// those of a server of one or two GPUs (hostShare); 0 reads as 1. The
@@ -117,8 +123,8 @@ func (c Calibration) check() error {
 		return errors.New("attention_efficiency and kv_bandwidth_efficiency must be 0 (the default) or in [0.001, 1]")
 	case !(c.Overhead >= 0 && c.Overhead <= 10) || !(c.SeqOverhead >= 0 && c.SeqOverhead <= 1):
 		return errors.New("overhead_s must be in [0, 10] and seq_overhead_s in [0, 1]")
-	case !(c.HarmonyRequest >= 0 && c.HarmonyRequest <= 60):
-		return errors.New("frontend_harmony_request_s must be in [0, 60]")
+	case !(c.HarmonyRequest >= 0 && c.HarmonyRequest <= 60) || !(c.CompletionRequest >= 0 && c.CompletionRequest <= 60):
+		return errors.New("frontend_harmony_request_s and frontend_completion_request_s must be in [0, 60]")
 	case !share(c.NodeHostShare, 10):
 		return errors.New("node_host_share must be 0 (the default) or in [0.001, 10]")
 	case !share(c.GroupedShare, 1) || !share(c.DequantShare, 1):
@@ -138,20 +144,27 @@ const minShare = 1e-3
 
 // String is the calibration in one line, for reports.
 func (c Calibration) String() string {
-	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of peak on full tiles (half at a reduction of %.0f), dequantizing kernels x%.2f, FP8 GEMMs x%.2f (weights read x%.2f); +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/request (%.1f with harmony), %.0f µs/token, %.0f ms latency",
+	return fmt.Sprintf("%s: GEMMs x%.2f, attention x%.2f of peak; weights x%.2f, cache x%.2f of bandwidth; MoE grouped GEMMs x%.2f of peak on full tiles (half at a reduction of %.0f), dequantizing kernels x%.2f, FP8 GEMMs x%.2f (weights read x%.2f); +%.1f µs/GEMM; +%.2f ms/step, +%.0f µs/sequence; API server %.1f ms/chat request (%.1f with harmony, %.1f a completion), %.0f µs/token, %.0f ms latency",
 		c.Source, c.FLOPsEfficiency, c.attention(), c.BandwidthEfficiency, c.kvBandwidth(), c.groupedPlateau(), c.GroupedKHalf, c.DequantShare, c.fp8GEMM(), c.fp8Read(), c.GEMMFloor*1e6,
-		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.OutputToken*1e6, c.Latency*1e3)
+		c.Overhead*1e3, c.SeqOverhead*1e6, c.Request*1e3, c.HarmonyRequest*1e3, c.completionRequest()*1e3, c.OutputToken*1e6, c.Latency*1e3)
 }
 
-// FrontEndFor is the API server's cost for the server of plan b: vLLM's
-// chat endpoint renders gpt-oss (model_type gpt_oss) with openai_harmony,
-// which turns the conversation into token ids in Rust (serving_chat.py's
-// use_harmony, since 0.10.1), instead of rendering the Jinja chat template
-// and then tokenizing its text, as for every other model; and the API
-// server takes its host class's share of the times (hostShare).
-func (c Calibration) FrontEndFor(b memory.Budget) FrontEnd {
+// FrontEndFor is the API server's cost for the server of plan b and
+// requests to endpoint (workload.EndpointChat or EndpointCompletions):
+// vLLM's chat endpoint renders gpt-oss (model_type gpt_oss) with
+// openai_harmony, which turns the conversation into token ids in Rust
+// (serving_chat.py's use_harmony, since 0.10.1), instead of rendering the
+// Jinja chat template and then tokenizing its text, as for every other
+// model; the completions endpoint renders no chat and tokenizes the
+// prompt (serving_completion.py), the request harmony's chat costs too
+// (completionRequest); and the API server takes its host class's share
+// of the times (hostShare).
+func (c Calibration) FrontEndFor(b memory.Budget, endpoint string) FrontEnd {
 	f := c.FrontEnd
-	if c.HarmonyRequest > 0 && rendersWithHarmony(b.Model) {
+	switch {
+	case endpoint != workload.EndpointChat:
+		f.Request = c.completionRequest()
+	case c.HarmonyRequest > 0 && rendersWithHarmony(b.Model):
 		f.Request = c.HarmonyRequest
 	}
 	h := c.hostShare(b)
@@ -186,6 +199,25 @@ func (c Calibration) hostShare(b memory.Budget) float64 {
 	}
 	return 1
 }
+
+// completionRequest is the API server's CPU time of a request to
+// /v1/completions: CompletionRequest, else HarmonyRequest (the fitted
+// request no Jinja template renders), else Request.
+func (c Calibration) completionRequest() float64 {
+	switch {
+	case c.CompletionRequest > 0:
+		return c.CompletionRequest
+	case c.HarmonyRequest > 0:
+		return c.HarmonyRequest
+	}
+	return c.Request
+}
+
+// RendersChatTemplate reports whether a chat request to the server of
+// plan b is rendered by the model's Jinja chat template (every model but
+// those vLLM renders with openai_harmony): what makes a chat request cost
+// more than a completion.
+func RendersChatTemplate(b memory.Budget) bool { return !rendersWithHarmony(b.Model) }
 
 func rendersWithHarmony(s model.Spec) bool {
 	return s.ModelType == "gpt_oss" || s.TextModelType == "gpt_oss"

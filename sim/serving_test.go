@@ -45,6 +45,11 @@ type servingRun struct {
 	itlMedian float64
 }
 
+// servingEndpoint is what every row's client calls: vllm bench serve
+// --backend openai-chat --endpoint /v1/chat/completions (the lab's command,
+// testdata/serving/README.md).
+const servingEndpoint = workload.EndpointChat
+
 // servingGPU maps the rows' GPU names to the catalog's.
 var servingGPU = map[string]string{"A100 SXM": "A100-80GB", "A100 SXM 80GB": "A100-80GB", "H100 SXM": "H100-80GB"}
 
@@ -224,7 +229,7 @@ func simulateServing(t testing.TB, r servingRun, c Calibration, sh outputShape) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), e, servingSource(r, sh), RunOptions{FrontEnd: c.FrontEndFor(b), Concurrency: r.concurrency})
+	rep, err := Run(context.Background(), e, servingSource(r, sh), RunOptions{FrontEnd: c.FrontEndFor(b, servingEndpoint), Concurrency: r.concurrency})
 	if err != nil {
 		t.Fatal(err)
 	}

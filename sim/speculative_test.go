@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
 )
 
 // One request of 8 prompt and 10 output tokens, blocks of 4, every
@@ -251,7 +252,8 @@ func TestSpecRowsRead(t *testing.T) {
 // --max-num-seqs 128, vLLM 0.27.1, ShareGPT (the stand-in of a published
 // ShareGPT run on a Qwen tokenizer: 212,894 prompt and 193,865 output
 // tokens for 1,000 prompts, gs-q235-h100-tp8-sharegpt in
-// testdata/serving) at concurrency c, with sp (nil: no speculation; a
+// testdata/serving) at concurrency c, sent by vllm bench serve's default
+// backend (/v1/completions), with sp (nil: no speculation; a
 // draft_model's drafter is the 0.5B draft). It returns the median TPOT in
 // ms and the output tokens per second.
 func l4Speculation(t *testing.T, c int, sp *Speculation) (float64, float64) {
@@ -279,7 +281,7 @@ func l4Speculation(t *testing.T, c int, sp *Speculation) (float64, float64) {
 	}
 	n := 40 * c
 	src := shareGPTStandIn(n, 212894*n/1000, 193865*n/1000, 0, shareGPTOutputs)
-	rep, err := Run(context.Background(), e, src, RunOptions{Concurrency: c, FrontEnd: cal.FrontEndFor(b)})
+	rep, err := Run(context.Background(), e, src, RunOptions{Concurrency: c, FrontEnd: cal.FrontEndFor(b, workload.EndpointCompletions)})
 	if err != nil {
 		t.Fatal(err)
 	}

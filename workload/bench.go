@@ -168,6 +168,17 @@ func ParseBench(cmd string) (Bench, error) {
 	}
 	b.Model, b.Backend, b.Endpoint = vals["model"], vals["backend"], vals["endpoint"]
 	_, b.IgnoreEOS = vals["ignore-eos"]
+	// bench's default backend (vllm, openai) calls /v1/completions;
+	// openai-chat calls the chat endpoint, which --endpoint names too.
+	endpoint := EndpointCompletions
+	if strings.HasSuffix(b.Backend, "-chat") {
+		endpoint = EndpointChat
+	}
+	if b.Endpoint != "" {
+		if endpoint, err = ParseEndpoint(b.Endpoint); err != nil {
+			return Bench{}, fmt.Errorf("--bench: %v", err)
+		}
+	}
 	num := func(name string, def float64) (float64, error) {
 		v, ok := vals[name]
 		if !ok {
@@ -285,6 +296,7 @@ func ParseBench(cmd string) (Bench, error) {
 			return Bench{}, fmt.Errorf("--bench: %v", err)
 		}
 	}
+	s.Endpoint = endpoint
 	b.Spec = s
 	return b, nil
 }

@@ -26,6 +26,7 @@ type Flags struct {
 	bursts                                []string
 	seed                                  uint64
 	bench                                 string
+	endpoint                              string
 	// a dataset file, as vllm bench serve samples it
 	datasetName, datasetPath       string
 	shareGPTOutput, customOutput   string
@@ -70,6 +71,7 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.percentiles, "metric-percentiles", "99", "-o bench: the percentiles printed of each, e.g. 50,90,99")
 	fs.StringSliceVar(&f.bursts, "burst", nil, "add COUNT prompts of TOKENS at TIME, e.g. 50x30000@60s (repeatable, or comma-separated)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the arrival times and lengths (a dataset's shuffle takes vllm bench serve's default, 0, unless given)")
+	fs.StringVar(&f.endpoint, "endpoint", EndpointCompletions, "the API the requests call: completions (/v1/completions, vllm bench serve's default) or chat (/v1/chat/completions: the server renders the model's chat template, which costs its API server CPU a request); with --bench, the command's own unless given")
 	fs.StringVar(&f.bench, "bench", "", "the traffic of a 'vllm bench serve ...' command (random, sharegpt or custom dataset), quoted")
 	fs.StringVar(&f.inputTokens, "input-tokens", "", "old spelling of --prompt-tokens")
 	_ = fs.MarkHidden("input-tokens")
@@ -128,6 +130,9 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		}
 		s.Period = f.period.Seconds()
 	}
+	if s.Endpoint, err = ParseEndpoint(f.endpoint); err != nil {
+		return Spec{}, rd, err
+	}
 	var ok bool
 	if s.PrefixTokens, ok = ParseTokens(f.prefix); !ok {
 		return Spec{}, rd, fmt.Errorf("--prefix-tokens %q: want a number of tokens (%s)", f.prefix, vllm.HumanIntHelp)
@@ -144,6 +149,9 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 			return Spec{}, rd, err
 		}
 		b.Spec.Duration, b.Spec.Seed = s.Duration, s.Seed
+		if changed("endpoint") {
+			b.Spec.Endpoint = s.Endpoint
+		}
 		if changed("seed") || b.Seed == nil {
 			b.Spec.Seed = f.seed
 		}

@@ -87,7 +87,34 @@ type Spec struct {
 	Bursts []Burst
 	// Seed fixes the arrival times and lengths.
 	Seed uint64
+	// Endpoint is the API the requests call: EndpointCompletions (also
+	// ""), vllm bench serve's default, or EndpointChat. A chat request is
+	// rendered by the model's chat template in vLLM's API server, which
+	// costs it CPU a completion does not (sim.Calibration.FrontEndFor).
+	Endpoint string
 }
+
+// The OpenAI API's endpoints a workload calls.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+)
+
+// ParseEndpoint reads an endpoint as headroom's flags and vllm bench
+// serve's --endpoint spell it: completions or chat, /v1/completions or
+// /v1/chat/completions.
+func ParseEndpoint(s string) (string, error) {
+	switch strings.TrimRight(strings.TrimSpace(s), "/") {
+	case EndpointCompletions, "/v1/completions", "v1/completions":
+		return EndpointCompletions, nil
+	case EndpointChat, "/v1/chat/completions", "v1/chat/completions":
+		return EndpointChat, nil
+	}
+	return "", fmt.Errorf("--endpoint %q: use completions or chat (/v1/completions or /v1/chat/completions)", s)
+}
+
+// Chat reports whether the requests call the chat endpoint.
+func (s Spec) Chat() bool { return s.Endpoint == EndpointChat }
 
 // DefaultNumRequests is vllm bench serve's --num-prompts default.
 const DefaultNumRequests = 1000
@@ -160,6 +187,8 @@ func (s Spec) Validate() error {
 		return errors.New("--period must be positive, e.g. 24h")
 	case s.PrefixTokens < 0 || s.PrefixTokens > maxTokens:
 		return fmt.Errorf("--prefix-tokens must be between 0 and %d", maxTokens)
+	case s.Endpoint != "" && s.Endpoint != EndpointCompletions && s.Endpoint != EndpointChat:
+		return fmt.Errorf("--endpoint %q: use completions or chat", s.Endpoint)
 	case s.Dataset.Name != "" && s.Log != "":
 		return errors.New("--dataset-name and --requests both give the requests' sizes: give one")
 	case s.Log == "" && s.Rate == 0 && s.Concurrency == 0 && len(s.Bursts) == 0:
@@ -265,6 +294,9 @@ func (s Spec) Describe() string {
 	}
 	for _, b := range s.Bursts {
 		parts = append(parts, "burst "+b.String())
+	}
+	if s.Chat() {
+		parts = append(parts, "to /v1/chat/completions")
 	}
 	return strings.Join(parts, ", ")
 }

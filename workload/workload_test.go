@@ -518,3 +518,41 @@ func TestBenchOutputFlags(t *testing.T) {
 		t.Errorf("extra %v", e)
 	}
 }
+
+// The endpoint a traffic calls: bench's default backend posts to
+// /v1/completions, openai-chat to /v1/chat/completions; --endpoint names
+// it as bench does or as loadtest always did, and beside --bench wins.
+func TestEndpoint(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"vllm bench serve --model m":                                                         EndpointCompletions,
+		"vllm bench serve --backend vllm --endpoint /v1/completions":                         EndpointCompletions,
+		"vllm bench serve --backend openai-chat --endpoint /v1/chat/completions":             EndpointChat,
+		"vllm bench serve --backend openai --endpoint /v1/chat/completions --num-prompts 10": EndpointChat,
+	} {
+		b, err := ParseBench(cmd)
+		if err != nil || b.Spec.Endpoint != want || b.Spec.Chat() != (want == EndpointChat) {
+			t.Errorf("%s: %q %v, want %q", cmd, b.Spec.Endpoint, err, want)
+		}
+	}
+	if _, err := ParseBench("vllm bench serve --endpoint /v1/embeddings"); err == nil || !strings.Contains(err.Error(), `--endpoint "/v1/embeddings": use completions or chat`) {
+		t.Errorf("embeddings: %v", err)
+	}
+	s, _, err := flags(t, "--rate", "1")
+	if err != nil || s.Endpoint != EndpointCompletions || strings.Contains(s.Describe(), "chat") {
+		t.Errorf("default: %q %v", s.Endpoint, err)
+	}
+	s, _, err = flags(t, "--rate", "1", "--endpoint", "chat")
+	if err != nil || !s.Chat() || !strings.HasSuffix(s.Describe(), "to /v1/chat/completions") {
+		t.Errorf("chat: %q %q %v", s.Endpoint, s.Describe(), err)
+	}
+	s, _, err = flags(t, "--bench", "--backend openai-chat --endpoint /v1/chat/completions", "--endpoint", "/v1/completions")
+	if err != nil || s.Chat() {
+		t.Errorf("--endpoint beside --bench: %q %v", s.Endpoint, err)
+	}
+	if _, _, err = flags(t, "--rate", "1", "--endpoint", "embeddings"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("bad endpoint: %v", err)
+	}
+	if err := (Spec{Rate: 1, Prompt: Fixed(1), Output: Fixed(1), Endpoint: "x"}).Validate(); err == nil {
+		t.Error("a Spec of endpoint x validated")
+	}
+}

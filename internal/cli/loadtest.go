@@ -20,18 +20,18 @@ import (
 )
 
 type loadtestFlags struct {
-	url, model, apiKey, endpoint string
-	traffic                      workload.Flags
-	ignoreEOS                    bool
-	timeout, stallTimeout        time.Duration
-	slo                          string
-	metricsURL                   string
-	interval                     time.Duration
-	snapshot                     bool
-	nvidiaSMI                    string
-	output                       string
-	plot, trace                  string
-	noWarmup                     bool
+	url, model, apiKey    string
+	traffic               workload.Flags
+	ignoreEOS             bool
+	timeout, stallTimeout time.Duration
+	slo                   string
+	metricsURL            string
+	interval              time.Duration
+	snapshot              bool
+	nvidiaSMI             string
+	output                string
+	plot, trace           string
+	noWarmup              bool
 	// the prediction: the plan's GPU and settings, simulate's step time
 	plan                planFlags
 	stepTime            string
@@ -94,7 +94,6 @@ not (or no request succeeded), 2 bad input or a server that does not answer.`,
 	fl.StringVar(&f.url, "url", "", "the server, e.g. http://localhost:8000 (or its metrics URL, as watch takes it)")
 	fl.StringVar(&f.model, "model", "", "the served model name (default: the first of /v1/models)")
 	fl.StringVar(&f.apiKey, "api-key", "", "bearer token (default: $OPENAI_API_KEY)")
-	fl.StringVar(&f.endpoint, "endpoint", loadtest.EndpointCompletions, "completions or chat")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "ask the server to generate exactly max_tokens (vLLM's ignore_eos; false for servers that refuse it; with --bench, the command's own --ignore-eos)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on one request, from send to the end of its stream")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", time.Minute, "bound on the wait for the next chunk once a stream has begun")
@@ -126,8 +125,6 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	switch {
 	case f.output != "table" && f.output != "json" && f.output != "yaml" && f.output != "bench":
 		return badInput("unknown output format %q: use table, json, yaml or bench", f.output)
-	case f.endpoint != loadtest.EndpointCompletions && f.endpoint != loadtest.EndpointChat:
-		return badInput("--endpoint %q: use completions or chat", f.endpoint)
 	case f.timeout <= 0 || f.stallTimeout <= 0 || f.interval <= 0:
 		return badInput("--timeout, --stall-timeout and --interval must be positive")
 	}
@@ -137,9 +134,6 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	}
 	if err := loadtestBounds(spec); err != nil {
 		return err
-	}
-	if rd.Bench != nil && rd.Bench.Backend == "openai-chat" && !cmd.Flags().Changed("endpoint") {
-		f.endpoint = loadtest.EndpointChat
 	}
 	if rd.Bench != nil && !cmd.Flags().Changed("output") {
 		f.output = "bench"
@@ -202,7 +196,7 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 	if hc == nil {
 		hc = loadtest.NewHTTPClient()
 	}
-	target := loadtest.Target{BaseURL: base, APIKey: apiKey, User: user, Endpoint: f.endpoint, IgnoreEOS: f.ignoreEOS,
+	target := loadtest.Target{BaseURL: base, APIKey: apiKey, User: user, Endpoint: spec.Endpoint, IgnoreEOS: f.ignoreEOS,
 		Timeout: f.timeout, StallTimeout: f.stallTimeout}
 	served, err := loadtest.ServedModel(ctx, hc, target)
 	model := f.model

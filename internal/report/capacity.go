@@ -373,7 +373,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	if startup <= 0 {
 		startup, source = StartupEstimate(e, req.Storage)
 	}
-	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd},
+	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd(req.Workload.Endpoint)},
 		StartupS: startup, StartupSource: source, Version: e.Budget.Settings.Version, USDPerGPUHour: o.USDPerGPUHour}
 	engines := map[int]*Engine{e.Config.MaxNumSeqs: e}
 	if rec, err := memory.Recommend(e.Input, memory.Options{}); err == nil {
@@ -386,7 +386,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 				return capacity.Replica{}, false, err
 			}
 			engines[n] = e2
-			return capacity.Replica{Config: e2.Config, FrontEnd: e2.FrontEnd}, e2.Budget.Fits, nil
+			return capacity.Replica{Config: e2.Config, FrontEnd: e2.FrontEnd(req.Workload.Endpoint)}, e2.Budget.Fits, nil
 		}
 	}
 	sz, err := capacity.Size(ctx, creq, copt)

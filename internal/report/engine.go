@@ -56,8 +56,10 @@ type Engine struct {
 	StepTime    string
 	Timer       sim.StepTimer
 	Config      sim.Config
-	// FrontEnd is the API server's time (zero with a fixed step time).
-	FrontEnd sim.FrontEnd
+	// NoAPIServer is set when the engine is served without vLLM's API
+	// server (headroom's own stand-in, whose HTTP front end is Go's):
+	// FrontEnd is zero then, as with a fixed step time.
+	NoAPIServer bool
 	// Spec is how speculative decoding is simulated (nil without).
 	Spec  *SpecSim
 	Notes []string
@@ -185,7 +187,6 @@ func (e *Engine) plan(set vllm.Settings, stepTime string) error {
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
 		e.Calibration = fitted
-		e.FrontEnd = e.Calibration.FrontEndFor(e.Budget)
 	}
 	e.Config = sim.ConfigFor(b, e.Timer)
 	s := b.Settings
@@ -252,10 +253,32 @@ func (e *Engine) run(ctx context.Context, files Files, spec workload.Spec, opt s
 	return rep, workload.LogNote(st), err
 }
 
+// FrontEnd is the API server's time for requests to endpoint
+// (workload.EndpointChat or EndpointCompletions): zero with a fixed step
+// time, which is a hand-made engine, or without vLLM's API server.
+func (e *Engine) FrontEnd(endpoint string) sim.FrontEnd {
+	if _, ok := e.Timer.(*sim.Roofline); !ok || e.NoAPIServer {
+		return sim.FrontEnd{}
+	}
+	return e.Calibration.FrontEndFor(e.Budget, endpoint)
+}
+
+// EndpointNote says, for a model whose chat vLLM renders with a Jinja
+// template, that requests to /v1/completions are priced without it, and
+// on what; "" when the endpoint changes nothing (harmony's models, no API
+// server) or the traffic is a chat, which the fitted rows are.
+func (e *Engine) EndpointNote(endpoint string) string {
+	chat, comp := e.FrontEnd(workload.EndpointChat).Request, e.FrontEnd(endpoint).Request
+	if endpoint == workload.EndpointChat || chat == comp || !sim.RendersChatTemplate(e.Budget) {
+		return ""
+	}
+	return fmt.Sprintf("requests to /v1/completions (vllm bench serve's default; --endpoint chat for a chat): the API server's %.1f ms of CPU a request is that of a request no Jinja chat template renders (gpt-oss's harmony chat, fitted; no serving run fitted calls /v1/completions); a chat request would cost %.1f ms", comp*1e3, chat*1e3)
+}
+
 // clients is opt with the engine's API server and spec's clients (a
 // closed loop's concurrency and how long it sends).
 func (e *Engine) clients(spec workload.Spec, opt sim.RunOptions) sim.RunOptions {
-	opt.FrontEnd = e.FrontEnd
+	opt.FrontEnd = e.FrontEnd(spec.Endpoint)
 	opt.Concurrency = spec.Concurrency
 	if spec.Concurrency > 0 && spec.Duration > 0 {
 		opt.SendUntil = spec.Duration

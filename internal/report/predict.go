@@ -31,7 +31,7 @@ type Prediction struct {
 func (p *Prediction) Run(ctx context.Context, spec workload.Spec, res *loadtest.Result) error {
 	if p.StandIn {
 		// The stand-in's API server is Go's HTTP server, not vLLM's.
-		p.Engine.FrontEnd = sim.FrontEnd{}
+		p.Engine.NoAPIServer = true
 		res.Notes = append(res.Notes, "the prediction has no API-server time: the server is headroom's simulated engine (its /v1/models says so), whose HTTP front end is not vLLM's")
 	}
 	if err := p.measuredAcceptance(res); err != nil {

@@ -218,6 +218,9 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if log != "" {
 		e.Notes = append(e.Notes, log)
 	}
+	if n := e.EndpointNote(req.Workload.Endpoint); n != "" {
+		e.Notes = append(e.Notes, n)
+	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes, Speculative: e.Spec}
 	if fr != nil {
@@ -370,7 +373,7 @@ func tuneMaxNumSeqs(ctx context.Context, files Files, req SimRequest, given *Eng
 			}
 			return sim.FromWorkload(st), func() { closer.Close() }, nil
 		},
-		Run:       sim.RunOptions{Window: req.Window, FrontEnd: given.FrontEnd, Concurrency: req.Workload.Concurrency},
+		Run:       sim.RunOptions{Window: req.Window, FrontEnd: given.FrontEnd(req.Workload.Endpoint), Concurrency: req.Workload.Concurrency},
 		Done:      map[int]*sim.Report{top: givenRep},
 		Reference: recommended,
 	}

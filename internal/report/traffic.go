@@ -116,7 +116,7 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 		Reference:  rec.MaxNumSeqs,
 		Open:       t.open,
 		Parallel:   runtime.GOMAXPROCS(0),
-		Run:        sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget), Concurrency: t.Spec.Concurrency},
+		Run:        sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget, t.Spec.Endpoint), Concurrency: t.Spec.Concurrency},
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n

@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"context"
+	"testing"
+
+	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
+)
+
+// A request to /v1/completions renders no chat: it costs the API server
+// what harmony's chat costs (the fitted request no Jinja template
+// renders), where a chat request of a Jinja model costs the template's
+// Request. The 8-GPU host takes its share of either.
+func TestFrontEndByEndpoint(t *testing.T) {
+	set := vllm.Settings{Version: vllm.Version{Minor: 11}}
+	qwen := plan(t, "Qwen/Qwen3-14B", "H100-80GB", 1, set)
+	oss := plan(t, "openai/gpt-oss-20b", "H100-80GB", 1, set)
+	tp8 := set
+	tp8.TensorParallelSize = 8
+	big := plan(t, "Qwen/Qwen3-235B-A22B", "H100-80GB", 8, tp8)
+	c, _ := CalibrationFor(qwen.Device)
+	if !(c.Request > 2*c.HarmonyRequest && c.HarmonyRequest > 0 && c.NodeHostShare > 0 && c.NodeHostShare < 1) {
+		t.Fatalf("the H100's API server: %+v", c.FrontEnd)
+	}
+	chat, comp := workload.EndpointChat, workload.EndpointCompletions
+	for _, tc := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"Qwen3-14B chat", c.FrontEndFor(qwen, chat).Request, c.Request},
+		{"Qwen3-14B completion", c.FrontEndFor(qwen, comp).Request, c.HarmonyRequest},
+		{"Qwen3-14B, no endpoint named", c.FrontEndFor(qwen, "").Request, c.HarmonyRequest},
+		{"gpt-oss chat", c.FrontEndFor(oss, chat).Request, c.HarmonyRequest},
+		{"gpt-oss completion", c.FrontEndFor(oss, comp).Request, c.HarmonyRequest},
+		{"Qwen3-235B TP 8 chat", c.FrontEndFor(big, chat).Request, c.Request * c.NodeHostShare},
+		{"Qwen3-235B TP 8 completion", c.FrontEndFor(big, comp).Request, c.HarmonyRequest * c.NodeHostShare},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %.6f s a request, want %.6f", tc.name, tc.got, tc.want)
+		}
+	}
+	if !RendersChatTemplate(qwen) || RendersChatTemplate(oss) {
+		t.Error("RendersChatTemplate: Qwen3 renders Jinja, gpt-oss harmony")
+	}
+	own := c
+	own.CompletionRequest = 1e-3
+	if own.FrontEndFor(qwen, comp).Request != 1e-3 || own.FrontEndFor(qwen, chat).Request != c.Request {
+		t.Error("a calibration's frontend_completion_request_s prices completions only")
+	}
+
+	// gpustack's 1,000 x 128/4 burst on Qwen3-14B (gs-q14-h100-rand128):
+	// through the chat endpoint the last request reaches the engine after
+	// 1,000 x Request of the API server's CPU (12.2 s at the fit), and the
+	// run lasts at least that; as completions the server's work is 1,000 x
+	// HarmonyRequest (2.45 s) and the engine, busy about 10 s on the same
+	// prefills, sets the end: an earlier end and earlier first tokens.
+	run := func(endpoint string) *Report {
+		m, err := RooflineFor(qwen, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(ConfigFor(qwen, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), e, &benchSource{n: 1000, prompt: 128, output: 4}, RunOptions{FrontEnd: c.FrontEndFor(qwen, endpoint)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	ch, co := run(chat), run(comp)
+	if ch.DurationS < 1000*c.Request || co.DurationS < 1000*c.HarmonyRequest || co.DurationS > 0.9*ch.DurationS || co.TTFT.Mean >= ch.TTFT.Mean {
+		t.Errorf("chat: %.2f s, mean TTFT %.0f ms; completions: %.2f s, %.0f ms", ch.DurationS, ch.TTFT.Mean, co.DurationS, co.TTFT.Mean)
+	}
+	t.Logf("chat: %.2f s, mean TTFT %.0f ms; completions: %.2f s, %.0f ms", ch.DurationS, ch.TTFT.Mean, co.DurationS, co.TTFT.Mean)
+}
