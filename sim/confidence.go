@@ -79,8 +79,11 @@ type conditions struct {
 	// Families: "dense", "MoE", "MLA", "hybrid" (linear-state layers).
 	Families []string
 	// Quant are the kernel paths the weights take, "arch/path".
-	Quant   []string
-	TP      int
+	Quant []string
+	TP    int
+	// DP is the data-parallel size: engines behind one API server, a MoE
+	// model's in lockstep (RunDataParallel).
+	DP      int
 	Version vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
@@ -120,7 +123,7 @@ func archOf(d gpu.Device) string {
 func conditionsOf(b memory.Budget) conditions {
 	s := b.Model
 	set := b.Settings
-	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), Version: set.Version,
+	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), Version: set.Version,
 		Host: hostClass(max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1))}
 	fam := map[string]bool{}
 	for i := range s.Layers {
@@ -154,7 +157,7 @@ func conditionsOf(b memory.Budget) conditions {
 // coverage is what a set of training rows covers.
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
-	TPs                           []int
+	TPs, DPs                      []int
 	Lo, Hi                        vllm.Version
 	// SmallBatch are the families and TP sizes the rows decode small
 	// batches of (key).
@@ -180,6 +183,10 @@ func (cv *coverage) add(c conditions) {
 		cv.TPs = append(cv.TPs, c.TP)
 		sort.Ints(cv.TPs)
 	}
+	if !slices.Contains(cv.DPs, c.DP) {
+		cv.DPs = append(cv.DPs, c.DP)
+		sort.Ints(cv.DPs)
+	}
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
 		cv.Lo = c.Version
 	}
@@ -201,6 +208,7 @@ const (
 	kindFamily     = "model family"
 	kindWeights    = "weights path"
 	kindTP         = "tensor parallel"
+	kindDP         = "data parallel"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -233,6 +241,9 @@ func (cv coverage) gaps(c conditions) []gap {
 			tps[i] = strconv.Itoa(t)
 		}
 		add(kindTP, fmt.Sprintf("tensor parallel %d: the rows run %s", c.TP, strings.Join(tps, ", ")))
+	}
+	if c.DP > 0 && !slices.Contains(cv.DPs, c.DP) {
+		add(kindDP, fmt.Sprintf("data parallel %d: the rows run one engine a server (engines sharing an API server; a MoE model's ranks in lockstep, exchanging tokens in every MoE layer)", c.DP))
 	}
 	if c.Host != "" && !slices.Contains(cv.Hosts, c.Host) {
 		add(kindHost, fmt.Sprintf("a %s host's API server: the rows' servers run on %s hosts only", c.Host, strings.Join(cv.Hosts, ", ")))
@@ -298,6 +309,7 @@ var trainingCoverage = coverage{
 	Quant:      []string{"sm_80/bf16", "sm_80/mxfp4 marlin (weight-only, dequantized)", "sm_90/bf16", "sm_90/mxfp4 (upcast in kernel)"},
 	Hosts:      []string{"node", "slice"},
 	TPs:        []int{1, 2, 8},
+	DPs:        []int{1},
 	Lo:         vllm.MustVersion("0.10.2"),
 	Hi:         vllm.MustVersion("0.11.0"),
 	SmallBatch: []string{"dense at TP 1"},

@@ -125,3 +125,19 @@ func TestConfidenceHostClass(t *testing.T) {
 		}
 	}
 }
+
+// No row runs data parallelism: engines sharing an API server, and a MoE
+// model's ranks in lockstep, are extrapolated, at the extrapolated band
+// (the kernels are the rows'; the exchange and the wait are not fitted).
+func TestConfidenceDataParallel(t *testing.T) {
+	v := vllm.MustVersion("0.11.0")
+	one := plan(t, "Qwen/Qwen3-30B-A3B", "H100-80GB", 1, vllm.Settings{Version: v})
+	two := plan(t, "Qwen/Qwen3-30B-A3B", "H100-80GB", 2, vllm.Settings{Version: v, DataParallelSize: 2})
+	if c := ConfidenceOfRun(one, &Report{MaxRunning: 100}); !c.Fitted() {
+		t.Errorf("DP 1: %+v", c)
+	}
+	c := ConfidenceOfRun(two, &Report{MaxRunning: 100})
+	if c.Fitted() || len(c.Outside) != 1 || !strings.HasPrefix(c.Outside[0], "data parallel 2: the rows run one engine a server") || c.TPOTPct != extrapolatedBand.TPOT {
+		t.Errorf("DP 2: %+v", c)
+	}
+}

@@ -305,23 +305,51 @@ func (e *Engine) Step() StepResult {
 		}
 		e.now = max(e.now, e.pending.front().Arrival)
 	}
+	b := e.begin()
+	return e.end(e.price(b))
+}
+
+// begin schedules a step at the engine's time: the requests that have
+// arrived join the queue, the scheduler picks the batch.
+func (e *Engine) begin() Batch {
+	res := &e.res
 	for e.pending.len() > 0 && e.pending.front().Arrival <= e.now {
 		e.waiting.pushBack(e.pending.popFront())
 	}
 	res.Start = e.now
 	e.schedule(res)
-	b := e.batch()
-	res.Batch = b
+	res.Batch = e.batch()
+	return res.Batch
+}
+
+// price is what the step of batch b takes, in seconds, and where it went
+// when the timer says.
+func (e *Engine) price(b Batch) float64 {
+	res := &e.res
 	if e.parts != nil {
 		res.Parts, res.HasParts = e.parts.Parts(b), true
 		res.Parts.Draft = e.draftTime(b)
-		e.now += res.Parts.Total()
-	} else {
-		e.now += e.cfg.Timer.StepTime(b) + e.draftTime(b)
+		return res.Parts.Total()
 	}
+	return e.cfg.Timer.StepTime(b) + e.draftTime(b)
+}
+
+// end runs the step begun for seconds and applies its batch.
+func (e *Engine) end(seconds float64) StepResult {
+	res := &e.res
+	e.now += seconds
 	res.End = e.now
 	e.finishStep(res)
 	return *res
+}
+
+// beginAt begins a step of a data-parallel group at t (the group's
+// engines step together: dataparallel.go). An engine with nothing to run
+// schedules an empty batch, vLLM's dummy step.
+func (e *Engine) beginAt(t float64) Batch {
+	e.res = StepResult{Events: e.res.Events[:0]}
+	e.now = max(e.now, t)
+	return e.begin()
 }
 
 // schedule is one call of vLLM's Scheduler.schedule (docs/vllm-scheduler.md).

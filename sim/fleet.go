@@ -66,6 +66,9 @@ type FleetOptions struct {
 	// is nil) and the per-step statistics kept for it: a caller that
 	// judges the fleet alone (capacity's replays) saves a tenth of a step.
 	FleetOnly bool
+	// lockstep steps the replicas together, as the engines of a MoE
+	// model's data-parallel group (RunDataParallel, stepGroup).
+	lockstep bool
 }
 
 // Scaler is an autoscaler: at each scrape it sees the fleet's metrics and
@@ -113,13 +116,17 @@ type FleetReport struct {
 // engines behind the least-outstanding router, each engine's share of the
 // one API server at dp times its cost (one CPU shared by dp even
 // streams). The report's engine time (StepSplit) is the engines' mean;
-// its steps are all engines'.
+// its steps are all engines'. A MoE model's engines step in lockstep
+// (stepGroup) when the clock prices their experts as a group (Roofline.
+// DataParallel); a dense model's are independent.
 func RunDataParallel(ctx context.Context, cfg Config, src Source, opt RunOptions, dp int) (*Report, error) {
 	n := float64(max(dp, 1))
 	opt.FrontEnd.Request *= n
 	opt.FrontEnd.PromptToken *= n
 	opt.FrontEnd.OutputToken *= n
-	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true})
+	r, ok := cfg.Timer.(*Roofline)
+	lockstep := ok && r.DataParallel > 1 && r.RoutedParams > 0
+	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true, lockstep: lockstep})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +164,9 @@ type replica struct {
 	kv          float64
 	// kept sums the counters of the engines this slot has run.
 	kept Gauges
+	// took is what the replica's own part of a group step takes
+	// (stepGroup).
+	took float64
 	// next is the time and kind of the replica's next event.
 	next     float64
 	nextKind int
@@ -469,15 +479,27 @@ func (f *fleet) loop(ctx context.Context) error {
 			p.fe.push(&p.res, p.res.Sampled, p.res.First)
 			g := p.e.Gauges()
 			p.kv = g.KVUsage
-			if !f.opt.FleetOnly {
-				p.st.step(&p.res, g)
+			// A group's dummy step (no batch) is no step of the run.
+			if p.res.Batch.Tokens > 0 || !f.opt.lockstep {
+				if !f.opt.FleetOnly {
+					p.st.step(&p.res, g)
+				}
+				f.st.step(&p.res, g)
 			}
-			f.st.step(&p.res, g)
 			f.mark(now)
 			if p.state == repDraining && p.outstanding == 0 && !p.e.Busy() {
 				f.stop(p, now)
 			}
 		case evStepStart:
+			if f.opt.lockstep {
+				f.stepGroup(now)
+				if steps++; steps%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				break
+			}
 			p.fe.advance(now)
 			p.res = p.e.Step()
 			if p.res.Idle {
@@ -498,6 +520,42 @@ func (f *fleet) loop(ctx context.Context) error {
 		}
 		if p.state != repStopped {
 			f.plan(p)
+		}
+	}
+}
+
+// stepGroup starts a step of every engine of a data-parallel group at
+// now, as vLLM steps a MoE model's ranks (its DP coordinator's waves): an
+// engine with nothing to run takes a dummy batch of one token, every rank
+// computes the experts of all the ranks' tokens (Batch.GroupTokens), and
+// the collectives hold each rank until the slowest is done, so the step
+// lasts as long as the slowest rank's; the others' wait is in their
+// all-reduce time, the collectives they wait in.
+func (f *fleet) stepGroup(now float64) {
+	var group int64
+	for _, q := range f.reps {
+		if q.state == repReady || q.state == repDraining {
+			q.fe.advance(now)
+			group += max(q.e.beginAt(now).Tokens, 1)
+		}
+	}
+	longest := 0.0
+	for _, q := range f.reps {
+		if q.state == repReady || q.state == repDraining {
+			b := q.e.res.Batch
+			b.GroupTokens, b.Tokens = group, max(b.Tokens, 1)
+			q.took = q.e.price(b)
+			longest = max(longest, q.took)
+		}
+	}
+	for _, q := range f.reps {
+		if q.state == repReady || q.state == repDraining {
+			if q.e.res.HasParts {
+				q.e.res.Parts.AllReduce += longest - q.took
+			}
+			q.res = q.e.end(longest)
+			q.busy = true
+			f.plan(q)
 		}
 	}
 }

@@ -227,6 +227,23 @@ const (
 	allReduceLinkShare = 0.8
 )
 
+// dispatchCombineTime is a MoE layer's exchange across a data-parallel
+// group of n ranks (vLLM's all2all backends without expert-parallel
+// kernels, naive and allgather_reducescatter): an all-gather of every
+// rank's tokens before the experts and a reduce-scatter of their outputs
+// after, bytes the gathered tokens' activations, each a NCCL collective
+// over the node's link (PCIe: its latency).
+func dispatchCombineTime(bytes float64, n int, link float64, nvlink bool) float64 {
+	if n <= 1 {
+		return 0
+	}
+	lat := ncclAllReduceLatency
+	if !nvlink {
+		lat = pcieAllReduceLatency
+	}
+	return 2 * (lat + bytes*float64(n-1)/float64(n)/(link*allReduceLinkShare))
+}
+
 // allReduceTime is one all-reduce of bytes across tp ranks over a link of
 // the given bandwidth each way.
 func allReduceTime(bytes float64, tp int, link float64, nvlink, amd bool) float64 {

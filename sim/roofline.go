@@ -134,6 +134,14 @@ type Roofline struct {
 	// Overlap is async scheduling: the CPU work of a step runs while the
 	// GPU computes the previous one.
 	Overlap bool
+	// DataParallel is the size of the data-parallel group a MoE model's
+	// engines form (--data-parallel-size; 0 or 1: none). vLLM steps them in
+	// lockstep; each MoE layer gathers every rank's tokens (Batch.
+	// GroupTokens), computes them on this rank's 1/(TP × DP) of each
+	// expert (RoutedParams and ExpertBytes are that share) and hands each
+	// rank back its own: an all-gather and a reduce-scatter across the
+	// group (dispatchCombineTime), in AllReduce.
+	DataParallel int
 }
 
 // StepTime is the model's estimate.
@@ -151,14 +159,23 @@ func (m *Roofline) Parts(b Batch) StepParts {
 	tokens := float64(b.Tokens)
 	flops := 2 * (m.LinearParams*tokens + m.HeadParams*float64(int64(b.Requests)+b.Drafts))
 	p.Dense = max(flops/(m.PeakFLOPs*m.GEMMEfficiency*m.denseDequant()), m.WeightBytes/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.DenseRead)))
-	p.Experts = m.expertTime(tokens)
+	experts := tokens
+	if dp := m.DataParallel; dp > 1 && m.RoutedParams > 0 {
+		// A rank priced alone (no group given) has peers as busy as it.
+		experts = float64(b.GroupTokens)
+		if b.GroupTokens == 0 {
+			experts = tokens * float64(dp)
+		}
+		p.AllReduce = float64(m.MoELayers) * dispatchCombineTime(experts*m.AllReduceBytesPerToken, dp, m.Link, m.NVLink)
+	}
+	p.Experts = m.expertTime(experts)
 	pairFLOPs, cacheBytes := m.attention(b)
 	p.Attention = pairFLOPs/(m.PeakFLOPs*m.AttentionEfficiency) + cacheBytes/(m.Bandwidth*m.KVBandwidthEfficiency)
 	if m.MLADecodeFLOPsPerToken > 0 {
 		p.Attention += m.MLADecodeFLOPsPerToken * float64(m.decodeContext(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
 	}
 	if m.TP > 1 {
-		p.AllReduce = 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
+		p.AllReduce += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
 	}
 	p.GEMMFloors, p.SmallKernels = m.kernelFloors()
 	decodes := m.FullDecodeGraphs && b.PrefillPairs == 0 && b.Drafts == 0
@@ -592,17 +609,23 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	// (memory.ExpertShapeFor: MXFP4's Marlin and FlashInfer paths pad
 	// gpt-oss's 2,880): the weights plan counts them so, and the kernel
 	// computes and reads every padded row and column.
-	// The clock runs one engine of a data-parallel group and prices its
-	// experts as tensor parallelism alone shards them (RoutedParams).
+	// A MoE model's data-parallel engines split its experts over TP × DP
+	// ranks and compute the group's tokens together (DataParallel); a
+	// dense model's are independent engines, each priced alone.
+	dp := 1
+	if s.MoE != nil && s.MoE.Experts > 0 {
+		dp = max(set.DataParallelSize, 1)
+	}
 	one := set
-	one.DataParallelSize = 1
+	one.DataParallelSize = dp
 	shape := memory.ExpertShapeFor(s, one, b.Device)
+	ranks := tp * float64(dp)
 	m := &Roofline{
 		LinearParams:           linear / tp,
-		RoutedParams:           routed / tp * shape.Pad,
+		RoutedParams:           routed / ranks * shape.Pad,
 		HeadParams:             head / tp,
 		WeightBytes:            (weights - expertBytes) / tp,
-		ExpertBytes:            expertBytes / tp * shape.Pad,
+		ExpertBytes:            expertBytes / ranks * shape.Pad,
 		MoELayers:              moeLayers,
 		ActBytes:               float64(max(b.DtypeBytes, 1)),
 		GroupedPlateau:         c.groupedPlateau(),
@@ -639,6 +662,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		StepOverhead:           c.Overhead,
 		SeqOverhead:            c.SeqOverhead,
 		Overlap:                vllm.AsyncScheduling(set),
+		DataParallel:           dp,
 	}
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK

@@ -25,6 +25,11 @@ type Batch struct {
 	// Drafts are the speculative tokens the decodes verify: each is one
 	// more query of its request's decode and one more row of the LM head.
 	Drafts int64
+	// GroupTokens are the tokens of every engine of a data-parallel group
+	// that steps in lockstep with this one (a MoE model's: its MoE layers
+	// compute them together, Roofline.DataParallel); 0 when the engine
+	// steps alone.
+	GroupTokens int64
 	// Chunks are the scheduled requests one by one, for what the totals
 	// cannot give (the keys a sliding window leaves a query). They are the
 	// engine's scratch, valid while the step is priced; a measured step

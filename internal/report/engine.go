@@ -155,7 +155,11 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
 	}
 	if dp := set.DataParallelSize; dp > 1 {
-		e.Notes = append(e.Notes, fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine with the fewest outstanding; engine time is their mean, steps are all of theirs; a MoE model's ranks stepping in lockstep (vLLM's dummy steps on an idle rank) are not simulated", DataParallelNote, dp, dp))
+		n := fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine with the fewest outstanding; engine time is their mean, steps are all of theirs", DataParallelNote, dp, dp)
+		if r, ok := e.Timer.(*sim.Roofline); ok && r.DataParallel > 1 {
+			n += fmt.Sprintf("; as a MoE model's ranks, they step in lockstep (an idle rank runs a dummy step) and each computes every rank's tokens on its 1/%d of each expert, gathering and scattering them across the ranks in every MoE layer", dp*max(set.TensorParallelSize, 1))
+		}
+		e.Notes = append(e.Notes, n)
 	}
 	return e, nil
 }
