@@ -256,6 +256,14 @@ func TestSimulateSameBytesAsCLI(t *testing.T) {
 	if r.Requests < 100 || r.Requests > 180 || len(r.Series) < 50 {
 		t.Errorf("%d requests, %d windows", r.Requests, len(r.Series))
 	}
+	// The chat endpoint, as --endpoint chat says it.
+	_, want = runCLI(t, "simulate", "-o", "json", "--gpu", "L4", "--offline", "--rate", "2", "--duration", "20s", "--window", "1s",
+		"--prompt-tokens", "fixed:1024", "--output-tokens", "fixed:128", "--endpoint", "chat", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct")
+	code, got = post(t, srv.URL+"/api/simulate", `{"plan": {"gpu": "L4", "command": "vllm serve Qwen/Qwen2.5-7B-Instruct"},
+		"rate": 2, "duration_s": 20, "prompt_tokens": 1024, "output_tokens": 128, "endpoint": "chat"}`)
+	if code != http.StatusOK || !bytes.Equal(got, want) || !bytes.Contains(got, []byte("to /v1/chat/completions")) {
+		t.Fatalf("chat: status %d; API and CLI differ or say no chat:\nAPI: %.600s\nCLI: %.600s", code, got, want)
+	}
 }
 
 // The capacity form's answer is `headroom capacity -o json` for the same
@@ -315,6 +323,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{"no traffic", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no traffic"},
 		{"too many requests", `{` + plan + `, "rate": 1000, "duration_s": 3600, "prompt_tokens": 10, "output_tokens": 10}`, "at most"},
 		{"bad burst", `{` + plan + `, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10, "bursts": ["lots"]}`, "COUNTxTOKENS"},
+		{"bad endpoint", `{` + plan + `, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10, "endpoint": "embeddings"}`, "use completions or chat"},
 		{"no tokens", `{` + plan + `, "rate": 1, "duration_s": 10}`, "prompt_tokens"},
 		{"uploaded config", `{"plan": {"gpu": "L4", "config": "{}"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "config.json"},
 		{"unknown model", `{"plan": {"gpu": "L4", "model": "no/such-model"}, "rate": 1, "duration_s": 10, "prompt_tokens": 10, "output_tokens": 10}`, "no/such-model"},

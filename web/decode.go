@@ -69,6 +69,8 @@ type simulateBody struct {
 	PromptTokens int        `json:"prompt_tokens"`
 	OutputTokens int        `json:"output_tokens"`
 	Bursts       []string   `json:"bursts"`
+	// Endpoint is --endpoint: completions (also "") or chat.
+	Endpoint string `json:"endpoint"`
 	// AcceptanceRate is --acceptance-rate (0: the method's default).
 	AcceptanceRate float64 `json:"acceptance_rate"`
 }
@@ -95,6 +97,8 @@ type capacityBody struct {
 	// Storage is where a new replica reads its checkpoint from, for the
 	// start-up estimate without startup_s (capacity --storage).
 	Storage string `json:"storage"`
+	// Endpoint is --endpoint: completions (also "") or chat.
+	Endpoint string `json:"endpoint"`
 	// AcceptanceRate is --acceptance-rate (0: the method's default).
 	AcceptanceRate float64 `json:"acceptance_rate"`
 }
@@ -243,8 +247,12 @@ func decodeSimulate(body io.Reader) (report.SimRequest, error) {
 	case b.Rate == 0 && len(b.Bursts) == 0:
 		return report.SimRequest{}, errors.New("no traffic: give a rate or a burst")
 	}
+	endpoint, err := bodyEndpoint(b.Endpoint)
+	if err != nil {
+		return report.SimRequest{}, err
+	}
 	spec := workload.Spec{Rate: b.Rate, Duration: b.DurationS, Prompt: workload.Fixed(b.PromptTokens), Output: workload.Fixed(b.OutputTokens),
-		Seed: 1, Arrival: workload.Poisson, Burstiness: 1}
+		Seed: 1, Arrival: workload.Poisson, Burstiness: 1, Endpoint: endpoint}
 	for _, s := range b.Bursts {
 		burst, err := workload.ParseBurst(s)
 		if err != nil {
@@ -318,13 +326,26 @@ func decodeCapacity(body io.Reader) (report.CapacityRequest, error) {
 			return report.CapacityRequest{}, fmt.Errorf("gpus: %v", err)
 		}
 	}
+	endpoint, err := bodyEndpoint(b.Endpoint)
+	if err != nil {
+		return report.CapacityRequest{}, err
+	}
 	spec := workload.Spec{Rate: b.Rate, PeakRate: b.PeakRate, Period: b.PeriodS, Duration: b.DurationS, Prompt: workload.Fixed(b.PromptTokens),
-		Output: workload.Fixed(b.OutputTokens), Seed: 1, Arrival: workload.Poisson, Burstiness: 1}
+		Output: workload.Fixed(b.OutputTokens), Seed: 1, Arrival: workload.Poisson, Burstiness: 1, Endpoint: endpoint}
 	if err := spec.Validate(); err != nil {
 		return report.CapacityRequest{}, err
 	}
 	return report.CapacityRequest{Engine: report.EngineRequest{Plan: req, AcceptanceRate: b.AcceptanceRate}, GPUs: b.GPUs, Workload: spec, SLO: bounds, WindowS: b.WindowS,
 		Router: router, Prices: prices, StartupS: b.StartupS, Storage: storage, CoolDownS: b.CoolDownS, MaxReplicas: maxCapacityReplicas}, nil
+}
+
+// bodyEndpoint reads a body's endpoint as --endpoint reads it; absent is
+// completions.
+func bodyEndpoint(s string) (string, error) {
+	if s == "" {
+		return workload.EndpointCompletions, nil
+	}
+	return workload.ParseEndpoint(s)
 }
 
 // decodeStrict reads exactly one JSON object with known fields only, so a

@@ -176,7 +176,7 @@ func ParseBench(cmd string) (Bench, error) {
 	}
 	if b.Endpoint != "" {
 		if endpoint, err = ParseEndpoint(b.Endpoint); err != nil {
-			return Bench{}, fmt.Errorf("--bench: %v", err)
+			return Bench{}, fmt.Errorf("--bench: --%v", err)
 		}
 	}
 	num := func(name string, def float64) (float64, error) {

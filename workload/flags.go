@@ -131,7 +131,7 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 		s.Period = f.period.Seconds()
 	}
 	if s.Endpoint, err = ParseEndpoint(f.endpoint); err != nil {
-		return Spec{}, rd, err
+		return Spec{}, rd, fmt.Errorf("--%v", err)
 	}
 	var ok bool
 	if s.PrefixTokens, ok = ParseTokens(f.prefix); !ok {

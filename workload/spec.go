@@ -110,7 +110,7 @@ func ParseEndpoint(s string) (string, error) {
 	case EndpointChat, "/v1/chat/completions", "v1/chat/completions":
 		return EndpointChat, nil
 	}
-	return "", fmt.Errorf("--endpoint %q: use completions or chat (/v1/completions or /v1/chat/completions)", s)
+	return "", fmt.Errorf("endpoint %q: use completions or chat (/v1/completions or /v1/chat/completions)", s)
 }
 
 // Chat reports whether the requests call the chat endpoint.
