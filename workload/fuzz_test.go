@@ -58,7 +58,8 @@ func FuzzParse(f *testing.F) {
 		"--request-rate inf --max-concurrency 3 --random-range-ratio 0.5", "vllm bench serve --dataset-name sonnet", "--seed=5 --model 'a b'",
 		"--dataset-name sharegpt --dataset-path f.json --sharegpt-output-len 2k --disable-shuffle --no-oversample",
 		"--goodput ttft:2000 tpot:50 e2el:1e4 --percentile-metrics ttft,e2el --metric-percentiles 25,99.9 --metadata a=1 b=2",
-		"--dataset-name custom --dataset-path x.jsonl --custom-output-len 7 --ramp-up-strategy linear"} {
+		"--dataset-name custom --dataset-path x.jsonl --custom-output-len 7 --ramp-up-strategy linear",
+		"--backend openai-chat --endpoint /v1/chat/completions", "--endpoint v1/completions/", "--backend tgi-chat --endpoint /v1/embeddings"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -72,6 +73,11 @@ func FuzzParse(f *testing.F) {
 			if err := b.Spec.Validate(); err != nil {
 				t.Fatalf("%q: a parsed bench command does not validate: %v", s, err)
 			}
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%q: a two-line error: %v", s, err)
+		}
+		if e, err := ParseEndpoint(s); (err == nil) != (e == EndpointChat || e == EndpointCompletions) || (err != nil && strings.Contains(err.Error(), "\n") && !strings.Contains(s, "\n")) {
+			t.Fatalf("%q: endpoint %q, %v", s, e, err)
 		}
 	})
 }
