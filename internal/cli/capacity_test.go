@@ -43,6 +43,9 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--prometheus", "http://user:pw@prom:9090"}, 2, "credentials"},
 		// Traffic capacity cannot size.
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--prompt-tokens", "0", "--output-tokens", "0"}, 2, "at least one prompt token"},
+		// A replica is one engine: a data-parallel server would be sized as
+		// one of its engines.
+		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--data-parallel-size", "2"}, 2, "capacity sizes replicas of one engine"},
 		{[]string{"--gpu", "L4", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 1, "the model does not fit on any of them (L4: "},
 	} {
 		code, _, errs := run(t, offline, append(capBase, c.args...)...)

@@ -227,7 +227,7 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, capacity.ErrNoRequests) || errors.Is(err, capacity.ErrTooLight) {
+		if errors.Is(err, capacity.ErrNoRequests) || errors.Is(err, capacity.ErrTooLight) || errors.Is(err, ErrCapacityDataParallel) {
 			return nil, err
 		}
 		if err != nil {
@@ -325,6 +325,12 @@ func sizable(spec workload.Spec) error {
 	return nil
 }
 
+// ErrCapacityDataParallel is a capacity question about a server of more
+// than one data-parallel engine: capacity's replica is one engine (its
+// fleets, routers and autoscaler scale engines), so a server of N would
+// be sized as one, at half or less of its throughput.
+var ErrCapacityDataParallel = errors.New("capacity sizes replicas of one engine, and --data-parallel-size N serves N engines behind one API server: drop --data-parallel-size (each replica is then one engine of TP × PP GPUs, and a server of N holds about N of them; a MoE model's lockstep ranks are not sized), or run `headroom simulate --data-parallel-size N` for the server itself")
+
 // sizeOption plans the option's replica (the recommended settings when
 // the given ones do not fit) and sizes it.
 func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, creq capacity.Request, name string, prices map[string]gpu.Price) (CapacityOption, string, error) {
@@ -354,6 +360,9 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	}
 	if err != nil {
 		return CapacityOption{}, "", err
+	}
+	if e.Budget.Settings.DataParallelSize > 1 {
+		return CapacityOption{}, "", ErrCapacityDataParallel
 	}
 	if e.Config.NumGPUBlocks < 2 {
 		return CapacityOption{}, "", ErrNoKV
