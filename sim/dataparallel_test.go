@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/vllm"
+	"headroom.dev/headroom/workload"
 )
 
 // qwen3MoEDP is Qwen3-30B-A3B (128 experts, 8 a token, hidden 2,048, 48
@@ -89,4 +90,30 @@ func TestDataParallelLockstep(t *testing.T) {
 		t.Errorf("%d steps counted", lock.Steps)
 	}
 	t.Logf("lockstep: ITL p50 %.1f ms, max %.1f ms, %d steps; independent engines: p50 %.1f ms, max %.1f ms", l.P50, l.Max, lock.Steps, f.P50, f.Max)
+}
+
+// A max-num-seqs search of a data-parallel server runs every candidate as
+// the server (max-num-seqs is each engine's): a burst of 400 requests of
+// 1,024/128 tokens on Llama-3.1-8B takes two H100 engines at most three
+// quarters of one's time, and the trial is the server's run.
+func TestSeqsSearchDataParallel(t *testing.T) {
+	cfg, fe := llama8B(t, "H100-80GB")
+	burst := workload.Spec{Rate: 1e6, NumRequests: 400, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
+	open := func() (Source, func(), error) { return source(t, burst), func() {}, nil }
+	conf := func(n int) (Config, bool, error) { c := cfg; c.MaxNumSeqs = n; return c, true, nil }
+	var took [3]float64
+	for _, dp := range []int{1, 2} {
+		c, err := ChooseMaxNumSeqs(context.Background(), SeqsSearch{Candidates: []int{256}, Config: conf, Open: open, Run: RunOptions{FrontEnd: fe}, DataParallel: dp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took[dp] = c.Trials[0].Report.DurationS
+	}
+	server, err := RunDataParallel(context.Background(), cfg, source(t, burst), RunOptions{FrontEnd: fe}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took[2] > 0.75*took[1] || math.Abs(took[2]-server.DurationS) > 1e-9 {
+		t.Errorf("one engine %.2f s, two %.2f s, the server alone %.2f s", took[1], took[2], server.DurationS)
+	}
 }

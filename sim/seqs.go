@@ -26,6 +26,9 @@ type SeqsSearch struct {
 	Open func() (Source, func(), error)
 	// Run steers each run.
 	Run RunOptions
+	// DataParallel, above 1, runs each candidate as a server of that many
+	// engines (RunDataParallel): max-num-seqs is each engine's.
+	DataParallel int
 	// Done holds runs already made, by max-num-seqs, which are reused
 	// instead of run again (simulate's run of the given settings).
 	Done map[int]*Report
@@ -175,6 +178,10 @@ func ChooseMaxNumSeqs(ctx context.Context, s SeqsSearch) (SeqsChoice, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if s.DataParallel > 1 {
+				out.Trials[i].Report, errs[i] = RunDataParallel(ctx, out.Trials[i].Config, jobs[i].src, s.Run, s.DataParallel)
+				return
+			}
 			e, err := New(out.Trials[i].Config)
 			if err == nil {
 				out.Trials[i].Report, err = Run(ctx, e, jobs[i].src, s.Run)

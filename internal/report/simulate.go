@@ -349,7 +349,8 @@ func tuneMaxNumSeqs(ctx context.Context, files Files, req SimRequest, given *Eng
 	engines := map[int]*Engine{top: given}
 	override := given.Budget.Settings.NumGPUBlocksOverride > 0
 	search := sim.SeqsSearch{
-		Candidates: cands,
+		Candidates:   cands,
+		DataParallel: given.Budget.Settings.DataParallelSize,
 		Config: func(n int) (sim.Config, bool, error) {
 			e, ok := engines[n]
 			if !ok {

@@ -112,11 +112,12 @@ func ChooseSeqs(ctx context.Context, in memory.Input, rec *memory.Recommendation
 	cal, _ := sim.CalibrationFor(rec.Budget.Device)
 	stepTime := "roofline (" + cal.String() + ")"
 	search := sim.SeqsSearch{
-		Candidates: sim.SeqsCandidates(orig.Settings.MaxNumSeqs, rec.MaxNumSeqs),
-		Reference:  rec.MaxNumSeqs,
-		Open:       t.open,
-		Parallel:   runtime.GOMAXPROCS(0),
-		Run:        sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget, t.Spec.Endpoint), Concurrency: t.Spec.Concurrency},
+		Candidates:   sim.SeqsCandidates(orig.Settings.MaxNumSeqs, rec.MaxNumSeqs),
+		Reference:    rec.MaxNumSeqs,
+		Open:         t.open,
+		Parallel:     runtime.GOMAXPROCS(0),
+		DataParallel: rec.Budget.Settings.DataParallelSize,
+		Run:          sim.RunOptions{FrontEnd: cal.FrontEndFor(rec.Budget, t.Spec.Endpoint), Concurrency: t.Spec.Concurrency},
 		Config: func(n int) (sim.Config, bool, error) {
 			at := base
 			at.Settings.MaxNumSeqs = n
