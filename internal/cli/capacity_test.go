@@ -59,6 +59,10 @@ func TestCapacityBadInput(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "at least 1 replica") {
 		t.Errorf("--replicas 0: exit %d, %q", code, errs)
 	}
+	code, _, errs = run(t, offline, append(simBase, "--rate", "5", "--replicas", "2", "--data-parallel-size", "2")...)
+	if code != 2 || !strings.Contains(errs, "--replicas runs replicas of one engine") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("--replicas with --data-parallel-size: exit %d, %q", code, errs)
+	}
 }
 
 // Two windows of Poisson traffic at 10 req/s on one GPU, the GPU named

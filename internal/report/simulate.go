@@ -201,6 +201,9 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if fleet && req.Compare {
 		return nil, errors.New("--compare compares settings of one replica: drop --replicas or --compare")
 	}
+	if fleet && e.Budget.Settings.DataParallelSize > 1 {
+		return nil, errors.New("--replicas runs replicas of one engine, and --data-parallel-size N is N engines behind one API server: give one (--replicas N without --data-parallel-size for N pods, or --data-parallel-size N for one server)")
+	}
 	var rep *sim.Report
 	var log string
 	var fr *sim.FleetReport
