@@ -581,6 +581,12 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	// format (memory's count).
 	weights := float64(b.WeightsTotal)
 	expertBytes := float64(b.ExpertWeightsTotal)
+	// A step does not read a vision tower, which runs on images only (in
+	// the model's dtype, as memory counts it). The input embedding, which
+	// vLLM only gathers the step's rows of, is still counted as read: left
+	// out, the fit moved its time into the engine's CPU per step and the
+	// cross-validation got worse (sim/README.md, "tried and not adopted").
+	unread := float64(s.VisionParams()) * float64(max(b.DtypeBytes, 1))
 	kvPerToken := float64(b.ModelKVBytesPerToken) * kvShare
 	dense, experts := quantPathOf(denseQuant(s, set.Quantization), b.Device), expertPathOf(s, set, b.Device)
 	peakOf := func(q quantPath) float64 {
@@ -624,7 +630,7 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		LinearParams:           linear / tp,
 		RoutedParams:           routed / ranks * shape.Pad,
 		HeadParams:             head / tp,
-		WeightBytes:            (weights - expertBytes) / tp,
+		WeightBytes:            (weights - expertBytes - unread) / tp,
 		ExpertBytes:            expertBytes / ranks * shape.Pad,
 		MoELayers:              moeLayers,
 		ActBytes:               float64(max(b.DtypeBytes, 1)),

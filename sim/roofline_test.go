@@ -683,3 +683,25 @@ func TestPiecewiseGraphs(t *testing.T) {
 		}
 	}
 }
+
+// A step reads the weights it multiplies: a vision tower runs on images
+// only, so a text step of Qwen2.5-VL-7B reads its weights less the
+// tower's parameters in BF16, and a text-only model's reads them all.
+func TestRooflineSkipsTheVisionTower(t *testing.T) {
+	set := vllm.Settings{Version: vllm.Version{Minor: 11}}
+	for _, id := range []string{"Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"} {
+		b := plan(t, id, "H100-80GB", 1, set)
+		cal, _ := CalibrationFor(b.Device)
+		m, err := RooflineFor(b, cal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vision := float64(b.Model.VisionParams()) * 2
+		if got, want := m.WeightBytes, float64(b.WeightsTotal-b.ExpertWeightsTotal)-vision; got != want {
+			t.Errorf("%s: reads %.0f B a step, want %.0f (%.0f B of vision tower left out)", id, got, want, vision)
+		}
+		if id == "Qwen/Qwen2.5-VL-7B-Instruct" && vision < 1e9 {
+			t.Errorf("%s: a vision tower of %.0f B", id, vision)
+		}
+	}
+}
