@@ -344,7 +344,7 @@ func (e *Engine) end(seconds float64) StepResult {
 }
 
 // beginAt begins a step of a data-parallel group at t (the group's
-// engines step together: dataparallel.go). An engine with nothing to run
+// engines step together: fleet.stepGroup). An engine with nothing to run
 // schedules an empty batch, vLLM's dummy step.
 func (e *Engine) beginAt(t float64) Batch {
 	e.res = StepResult{Events: e.res.Events[:0]}

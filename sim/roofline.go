@@ -196,7 +196,9 @@ type StepParts struct {
 	// Dense is the dense GEMMs (the longer of their math and their read
 	// of the weights); Experts the routed experts' grouped GEMMs and the
 	// activations they move; Attention prefill's pairs and decode's cache
-	// read; AllReduce tensor parallelism's; GEMMFloors and SmallKernels
+	// read; AllReduce tensor parallelism's, and a MoE model's exchange
+	// across data-parallel ranks with the wait for the slowest of them
+	// (fleet.stepGroup); GEMMFloors and SmallKernels
 	// what every GEMM and every kernel of negligible work takes whatever
 	// its work; Launch what an eager step's launches take beyond all that.
 	Dense        float64 `json:"dense_gemms_s"`
