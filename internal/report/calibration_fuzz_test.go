@@ -25,6 +25,7 @@ func FuzzCalibrationFile(f *testing.F) {
 	f.Add(`{"flops_efficiency":-1}`)
 	f.Add(`{"batch":{"Requests":1,"Tokens":1,"Decodes":1},"seconds":1e308}`)
 	f.Add("{\"gpu\":\"H100-80GB\",\"overhead_s\":1e308}\nnot json")
+	f.Add(`{"gpu":"H100-80GB","frontend_completion_request_s":61,"frontend_harmony_request_s":0.002}`)
 	f.Fuzz(func(t *testing.T, data string) {
 		files := func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader([]byte(data))), nil }
 		const n = 20
