@@ -277,6 +277,19 @@ func TestPageInBrowser(t *testing.T) {
 	if points != len(sim.Series) || points < 50 {
 		t.Errorf("the chart has %d points, the API's series %d windows", points, len(sim.Series))
 	}
+	// The endpoint chosen on the panel is the one the API is asked to
+	// price: the page's request body says chat.
+	run(t, ctx, chromedp.Evaluate[bool](`window.sentBodies = []; { const f = window.fetch; window.fetch = (u, o) => { window.sentBodies.push(o && o.body); return f(u, o); }; } true`))
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("sim-endpoint"), "chat"),
+		chromedp.Click(chromedp.CSS("#sim-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#sim-result svg")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if sent := run(t, ctx, chromedp.Evaluate[string](`JSON.parse(window.sentBodies[window.sentBodies.length - 1]).endpoint`)); sent != "chat" {
+		t.Errorf("the simulation panel asked for endpoint %q, want chat", sent)
+	}
 	// The capacity panel draws `headroom capacity -o json`'s windows: two
 	// points a window (a step), for the model above on its default options.
 	if err := chromedp.Do(ctx,

@@ -11,7 +11,7 @@ const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_vers
 // TERM_NAMES names the plan's parts as the bar does.
 const TERM_NAMES = { weights_bytes: "weights", activation_bytes: "activation", non_torch_bytes: "non-torch", cudagraph_bytes: "CUDA graphs" };
 const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
-const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at"];
+const SIM_IDS = ["sim-rate", "sim-seconds", "sim-prompt", "sim-output", "sim-burst-count", "sim-burst-tokens", "sim-burst-at", "sim-endpoint"];
 // UPGRADE_FIELDS ask /api/plan for the upgrade preflight (`headroom plan
 // --upgrade-to`); they are not part of the plan the other panels use.
 const UPGRADE_FIELDS = { "upgrade-to": "upgrade_to", "max-kv-loss": "max_kv_loss" };
@@ -473,7 +473,7 @@ async function simulate() {
   delete plan.config;
   const body = {
     plan: plan, rate: num("sim-rate"), duration_s: num("sim-seconds"),
-    prompt_tokens: num("sim-prompt"), output_tokens: num("sim-output"),
+    prompt_tokens: num("sim-prompt"), output_tokens: num("sim-output"), endpoint: $("sim-endpoint").value,
   };
   if (num("sim-burst-count") > 0) body.bursts = [num("sim-burst-count") + "x" + num("sim-burst-tokens") + "@" + num("sim-burst-at") + "s"];
   try {
@@ -527,6 +527,7 @@ async function capacity() {
     plan: plan, gpus: $("cap-gpus").value.split(",").map((g) => g.trim()).filter((g) => g),
     rate: num("cap-rate"), peak_rate: num("cap-peak"), period_s: seconds, duration_s: seconds, window_s: num("cap-window") * 60,
     prompt_tokens: num("cap-prompt"), output_tokens: num("cap-output"), slo: $("cap-slo").value.trim(),
+    endpoint: $("cap-endpoint").value,
   };
   try {
     drawCapacity(out, await api("/api/capacity", body));
