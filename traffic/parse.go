@@ -27,7 +27,17 @@ type Record struct {
 	// OutputIsLimit marks Output as the request's max_tokens, the most it
 	// may generate: vLLM's request log shows the limit, not the outcome.
 	OutputIsLimit bool
+	// Endpoint is the API the request called, where the line says
+	// (EndpointChat or EndpointCompletions, from vLLM's request ids:
+	// chatcmpl-… for a chat, cmpl-… for a completion); "" otherwise.
+	Endpoint string
 }
+
+// The OpenAI API's endpoints, as every package spells them.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+)
 
 // maxDigits bounds a token count at 12 digits (< 10^12 < 2^40): a larger
 // number is not a token count, and the bound keeps sums far from overflow.
@@ -38,6 +48,8 @@ const noYearBase = 2000
 
 var (
 	receivedRequest = []byte("Received request")
+	chatRequestID   = []byte("Received request chatcmpl-")
+	cmplRequestID   = []byte("Received request cmpl-")
 	promptTokenIDs  = []byte("prompt_token_ids: [")
 	maxTokensKey    = []byte("max_tokens=")
 	createdKey      = []byte(`"created"`)
@@ -371,6 +383,12 @@ func endsNumber(line []byte, q int) bool {
 // number of ids when no count was found; --max-log-len truncates that list,
 // so it is a lower bound there. The output is max_tokens, marked as a limit.
 func vllmRequest(s []byte, r *Record, haveIn, haveOut bool) (bool, bool) {
+	switch {
+	case bytes.HasPrefix(s, chatRequestID):
+		r.Endpoint = EndpointChat
+	case bytes.HasPrefix(s, cmplRequestID):
+		r.Endpoint = EndpointCompletions
+	}
 	if !haveIn {
 		if k := bytes.Index(s, promptTokenIDs); k >= 0 {
 			ids := s[k+len(promptTokenIDs):]

@@ -60,10 +60,11 @@ func TestParseLine(t *testing.T) {
 		{name: "vLLM request log, ids listed",
 			line: "INFO 06-20 12:34:56 [logger.py:39] Received request chatcmpl-9: prompt: 'hi there', params: SamplingParams(n=1, temperature=0.7, max_tokens=256, min_tokens=0), prompt_token_ids: [128000, 6151, 1070], lora_request: None.",
 			// 06-20 of the year 2000 (no year in vLLM's format).
-			ok: true, want: Record{Input: 3, Output: 256, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), HasTime: true, NoYear: true}},
+			// A chat's request id (serving_chat.py's chatcmpl-).
+			ok: true, want: Record{Input: 3, Output: 256, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), HasTime: true, NoYear: true, Endpoint: EndpointChat}},
 		{name: "vLLM V1 prefix and num_prompt_tokens",
 			line: "(APIServer pid=1) INFO 06-20 12:34:56 [logger.py:41] Received request cmpl-3: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 4821, lora_request: None.",
-			ok:   true, want: Record{Input: 4821, Output: 64, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), HasTime: true, NoYear: true}},
+			ok:   true, want: Record{Input: 4821, Output: 64, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), HasTime: true, NoYear: true, Endpoint: EndpointCompletions}},
 		{name: "microseconds, offset",
 			line: "2025-06-20T14:34:56.000250+02:00 input_tokens=1 output_tokens=2",
 			ok:   true, want: Record{Input: 1, Output: 2, Unix: unix("2025-06-20T12:34:56Z"), Nano: 250_000, HasTime: true}},
@@ -81,7 +82,7 @@ func TestParseLine(t *testing.T) {
 			ok:   true, want: Record{Input: 9, Unix: 1718886896, Nano: 42, HasTime: true}},
 		{name: "vLLM format with a millisecond handler",
 			line: "INFO 06-20 12:34:56.500 [logger.py:41] Received request cmpl-3: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 48, lora_request: None.",
-			ok:   true, want: Record{Input: 48, Output: 64, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), Nano: 500_000_000, HasTime: true, NoYear: true}},
+			ok:   true, want: Record{Input: 48, Output: 64, OutputIsLimit: true, Unix: unix("2000-06-20T12:34:56Z"), Nano: 500_000_000, HasTime: true, NoYear: true, Endpoint: EndpointCompletions}},
 		{name: "side by side, output first",
 			line: "level=info output_tokens=3 input_tokens=5 status=200",
 			ok:   true, want: Record{Input: 5, Output: 3}},

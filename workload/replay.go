@@ -70,6 +70,11 @@ type replay struct {
 	// OutOfOrder counts lines sent with the line before them; Skipped
 	// counts lines that are no request.
 	OutOfOrder, Skipped int64
+	// chats counts the requests whose line says they called the chat
+	// endpoint (vLLM's chatcmpl- ids); endpoint is the one the Spec
+	// prices them at.
+	chats    int64
+	endpoint string
 	// lines counts the non-blank lines read.
 	lines int64
 	// name is the log's, for errors past the first request.
@@ -183,6 +188,9 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 	}
 	if rec.Input > maxTokens || rec.Output > maxTokens {
 		return line{}, false, fmt.Errorf("line %d: %d prompt and %d output tokens: more than the %d tokens a request may have", p.lineNo, rec.Input, rec.Output, maxTokens)
+	}
+	if rec.Endpoint == traffic.EndpointChat {
+		p.chats++
 	}
 	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0}
 	if rec.HasTime {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -94,10 +95,11 @@ type Spec struct {
 	Endpoint string
 }
 
-// The OpenAI API's endpoints a workload calls.
+// The OpenAI API's endpoints a workload calls (package traffic's
+// spelling, which a request log's lines carry).
 const (
-	EndpointCompletions = "completions"
-	EndpointChat        = "chat"
+	EndpointCompletions = traffic.EndpointCompletions
+	EndpointChat        = traffic.EndpointChat
 )
 
 // ParseEndpoint reads an endpoint as headroom's flags and vllm bench
@@ -343,7 +345,7 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 		f.Close()
 		return nil, nil, fmt.Errorf("--requests %s: %w", s.Log, err)
 	}
-	rp.name = s.Log
+	rp.name, rp.endpoint = s.Log, s.Endpoint
 	if s.Rate > 0 || s.Concurrency > 0 {
 		// The log's sizes, at the Spec's arrivals.
 		rp.untimed = arrivals
@@ -568,11 +570,16 @@ func LogNote(st Stream) string {
 	if !ok {
 		return ""
 	}
-	skipped, late := c.LogCounts()
-	if skipped == 0 && late == 0 {
-		return ""
+	var notes []string
+	if skipped, late := c.LogCounts(); skipped != 0 || late != 0 {
+		notes = append(notes, fmt.Sprintf("request log: %d lines that are no request skipped, %d without a time or out of order sent with the line before", skipped, late))
 	}
-	return fmt.Sprintf("request log: %d lines that are no request skipped, %d without a time or out of order sent with the line before", skipped, late)
+	if b, ok := st.(*bounded); ok {
+		if r, ok := b.src.(*replay); ok && r.chats > 0 && r.endpoint != EndpointChat {
+			notes = append(notes, fmt.Sprintf("request log: %d of its requests called /v1/chat/completions (vLLM's chatcmpl- ids), priced here as completions: give --endpoint chat to price their chat template", r.chats))
+		}
+	}
+	return strings.Join(notes, "; ")
 }
 
 func (b *bounded) LogCounts() (int64, int64) {

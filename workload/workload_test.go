@@ -556,3 +556,27 @@ func TestEndpoint(t *testing.T) {
 		t.Error("a Spec of endpoint x validated")
 	}
 }
+
+// A vLLM log says which endpoint each request called (its request ids):
+// replayed as completions, its chats are named in the log's note; with
+// --endpoint chat they are priced as what they were, and nothing is said.
+func TestLogNoteNamesChats(t *testing.T) {
+	log := writeTemp(t, "vllm.log", `INFO 06-20 12:34:56 [logger.py:41] Received request chatcmpl-1: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 100, lora_request: None.
+INFO 06-20 12:34:57 [logger.py:41] Received request chatcmpl-2: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 200, lora_request: None.
+INFO 06-20 12:34:58 [logger.py:41] Received request cmpl-3-0: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 300, lora_request: None.
+`)
+	for _, c := range []struct {
+		endpoint, note string
+	}{
+		{"", "request log: 2 of its requests called /v1/chat/completions (vLLM's chatcmpl- ids), priced here as completions: give --endpoint chat"},
+		{EndpointChat, ""},
+	} {
+		st := open(t, Spec{Log: log, Speedup: 1, Endpoint: c.endpoint})
+		if got := take(t, st, 10); len(got) != 3 {
+			t.Fatalf("%d requests", len(got))
+		}
+		if n := LogNote(st); (c.note == "") != (n == "") || !strings.HasPrefix(n, c.note) {
+			t.Errorf("endpoint %q: note %q, want %q", c.endpoint, n, c.note)
+		}
+	}
+}
