@@ -395,7 +395,8 @@ func (p *parser) finish() Settings {
 // unknown flag followed by a token that is not a flag is taken to have that
 // value unless it is one of vLLM's known boolean flags (a heuristic: an
 // unknown boolean flag written just before the model would swallow the
-// model). Flags in a --config YAML file are not read.
+// model). Flags in a --config YAML file are not read (ParseFlagsWith reads
+// them); the flag goes to Extra.
 func ParseFlags(args []string) (Settings, error) {
 	p := parser{set: map[string]bool{}}
 	prevBool := ""
@@ -477,6 +478,35 @@ func ParseFlags(args []string) (Settings, error) {
 // starts with a flag is read as flags alone (ParseFlags). The flags are read
 // as ParseFlags does.
 func ParseCommand(args []string) (Settings, error) {
+	return ParseCommandWith(args, nil)
+}
+
+// ParseFlagsWith is ParseFlags that also reads a --config file with read:
+// the file's flags take its place, before the line's own flags, which win
+// (vLLM's FlexibleArgumentParser._pull_args_from_config). With a nil read
+// it is ParseFlags.
+func ParseFlagsWith(args []string, read ConfigReader) (Settings, error) {
+	if read == nil {
+		return ParseFlags(args)
+	}
+	args, cf, err := withConfigFile(args, read)
+	if err != nil {
+		return Settings{}, err
+	}
+	s, err := ParseFlags(args)
+	if err != nil {
+		if cf != nil {
+			err = fmt.Errorf("%w (the flags of --config %s included)", err, clip(cf.Path))
+		}
+		return Settings{}, err
+	}
+	s.ConfigFile = cf
+	return s, nil
+}
+
+// ParseCommandWith is ParseCommand that reads a --config file as
+// ParseFlagsWith does.
+func ParseCommandWith(args []string, read ConfigReader) (Settings, error) {
 	var env map[string]string
 	i := 0
 prefix:
@@ -510,7 +540,7 @@ prefix:
 	if err != nil {
 		return Settings{}, err
 	}
-	s, err := ParseFlags(rest)
+	s, err := ParseFlagsWith(rest, read)
 	if err != nil {
 		return Settings{}, err
 	}

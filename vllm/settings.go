@@ -75,6 +75,11 @@ type Settings struct {
 	// decides whether FlashInfer's kernels are there (DummySampler).
 	Install Install `json:"vllm_install,omitempty"`
 
+	// ConfigFile is the --config file whose flags were read into these
+	// settings (ParseFlagsWith); nil when none was, and then a --config is
+	// in Extra.
+	ConfigFile *ConfigFile `json:"config_file,omitempty"`
+
 	// Extra holds flags headroom does not reason about, kept verbatim so a
 	// rendered command line loses nothing.
 	Extra []string `json:"extra,omitempty"`

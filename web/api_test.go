@@ -524,3 +524,25 @@ func TestUpgradeSameBytesAsCLI(t *testing.T) {
 		})
 	}
 }
+
+// The page never reads the server's disk: a pasted --config stays a flag
+// it does not model, where the command line reads the same file
+// (TestPlanReadsConfigFile in internal/cli).
+func TestPlanDoesNotReadConfigFile(t *testing.T) {
+	srv := newServer(t)
+	path := t.TempDir() + "/config.yaml"
+	if err := os.WriteFile(path, []byte("max-model-len: 4096\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, got := post(t, srv.URL+"/api/plan", `{"gpu": "H100-80GB", "vllm_version": "0.19.0", "command": "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --config `+path+`"}`)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, got)
+	}
+	var r report.Report
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Settings.MaxModelLen != 8192 || bytes.Contains(got, []byte("config.yaml read")) || !bytes.Contains(got, []byte("--config: flags of a YAML file")) {
+		t.Errorf("max-model-len %d: the server read the file, or did not say it left it: %s", r.Settings.MaxModelLen, got)
+	}
+}

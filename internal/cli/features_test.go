@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"headroom.dev/headroom/internal/report"
 )
 
 // The same deployment with LoRA slots, a draft model and a flag the
@@ -61,5 +64,34 @@ func TestFeatureFlagsAgree(t *testing.T) {
 	}
 	if got := a.Workloads[0].Engines[0].KVTokens; got != plan.KVTokens {
 		t.Errorf("audit plans %d KV tokens, plan %d", got, plan.KVTokens)
+	}
+}
+
+// A pasted --config is read where headroom runs, as vLLM reads it: its
+// flags before the line's, which win; the plan says which flags it read and
+// which of its keys vLLM drops.
+func TestPlanReadsConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("max-model-len: 4096\ntensor-parallel-size: 2\nenable-chunked-prefill: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, offline, "plan", "--gpu", "H100-80GB", "--vllm-version", "0.19.0", "-o", "json",
+		"--", "vllm", "serve", "Qwen/Qwen3-8B", "--config", path, "--max-model-len", "8192")
+	if code != ExitFits {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Settings.MaxModelLen != 8192 || r.Settings.TensorParallelSize != 2 || r.GPU.Count != 2 {
+		t.Errorf("max-model-len %d (the line's 8192 wins), TP %d on %d GPUs (the file's 2)", r.Settings.MaxModelLen, r.Settings.TensorParallelSize, r.GPU.Count)
+	}
+	if !strings.Contains(out, "--config "+path+" read: --max-model-len 4096 --tensor-parallel-size 2") || !strings.Contains(out, "sets enable-chunked-prefill to false") {
+		t.Errorf("the notes do not say what the file gave: %s", out)
+	}
+	code, _, errs = run(t, offline, "plan", "--gpu", "H100-80GB", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--config", path+".missing.yaml")
+	if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "missing.yaml") {
+		t.Errorf("a missing file: exit %d, %q", code, errs)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -129,7 +131,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 // and so win over them.
 func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount, GPUsPerNode: f.gpusPerNode,
-		Version: f.version, Install: f.install, Image: f.image, Command: pasted, Offline: f.offline, AllGPUs: f.allGPUs}
+		Version: f.version, Install: f.install, Image: f.image, Command: pasted, ReadConfig: readConfigFile, Offline: f.offline, AllGPUs: f.allGPUs}
 	for _, v := range append(vllmStringFlags, schedulerFlags...) {
 		if cmd.Flags().Changed(v.name) {
 			req.Flags = append(req.Flags, "--"+v.name, *f.vllm[v.name])
@@ -144,6 +146,19 @@ func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 		req.Flags = append(req.Flags, fmt.Sprintf("--enforce-eager=%t", f.enforceEager))
 	}
 	return req
+}
+
+// readConfigFile reads the file a pasted `--config` names, from the
+// directory headroom runs in as vLLM reads it from its own, at most
+// vllm.MaxConfigFileBytes (and one byte more, so that a longer file is
+// told apart).
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, vllm.MaxConfigFileBytes+1))
 }
 
 func reportEnv(env Env) report.Env {

@@ -46,6 +46,24 @@ func featureNotes(s vllm.Settings) []string {
 	return notes
 }
 
+// configFileNotes say which flags a --config file gave, and which of its
+// keys vLLM drops.
+func configFileNotes(cf *vllm.ConfigFile) []string {
+	if cf == nil {
+		return nil
+	}
+	var notes []string
+	if len(cf.Flags) == 0 {
+		notes = append(notes, fmt.Sprintf("--config %s read: it sets no flag", cf.Path))
+	} else {
+		notes = append(notes, fmt.Sprintf("--config %s read: %s, before the line's own flags, which win as in vLLM", cf.Path, vllm.ShellJoin(cf.Flags)))
+	}
+	for _, k := range cf.Dropped {
+		notes = append(notes, fmt.Sprintf("--config %s sets %s to false, which vLLM's loader drops (it adds only a true flag): %s keeps its default; write no-%s: true to turn it off", cf.Path, k, k, k))
+	}
+	return notes
+}
+
 // FeaturesLine is the table's line of what the features add, "" without
 // any: LoRA slots, the drafter, the multimodal limits' encoder pass.
 func FeaturesLine(f memory.Features) string {

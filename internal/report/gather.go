@@ -60,6 +60,10 @@ type Request struct {
 	Install, Image string
 	// Command is the pasted `vllm serve ...`, split into words.
 	Command []string
+	// ReadConfig reads the file a --config of Command names; nil leaves
+	// the flag not modelled (a server must not read its disk for a
+	// request).
+	ReadConfig vllm.ConfigReader
 	// Flags are vLLM flags that override the same flags of Command
 	// ("--max-model-len", "8192", ...).
 	Flags []string
@@ -111,7 +115,7 @@ func Settings(req Request) (vllm.Settings, error) {
 		}
 	}
 	args = append(args, req.Flags...)
-	s, err := vllm.ParseCommand(args)
+	s, err := vllm.ParseCommandWith(args, req.ReadConfig)
 	if err != nil {
 		return vllm.Settings{}, err
 	}
@@ -169,6 +173,7 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 	if e.Settings, err = Settings(req); err != nil {
 		return e, err
 	}
+	e.Notes = append(e.Notes, configFileNotes(e.Settings.ConfigFile)...)
 	switch {
 	case len(req.Config) > 0:
 		if e.Spec, err = model.ParseConfig(req.Config); err != nil {
