@@ -147,7 +147,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer inflight.Done()
 		o := Outcome{Due: it.Due, PromptWords: nwords, Prompt: it.Prompt, Sent: sent}
 		stats.Sent(&o)
-		r := cfg.Client.Do(ctx, p, it.Output)
+		c := cfg.Client
+		if it.Endpoint != "" && it.Endpoint != c.Target.Endpoint {
+			// A logged request calls the endpoint it called, as the
+			// prediction prices it.
+			own := *c
+			own.Target.Endpoint = it.Endpoint
+			c = &own
+		}
+		r := c.Do(ctx, p, it.Output)
 		r.Due, r.Sent, r.PromptWords, r.Prompt = o.Due, o.Sent, o.PromptWords, o.Prompt
 		if r.Usage != nil && r.Err == "" {
 			cal.Observe(nwords, r.Usage.PromptTokens)
@@ -245,6 +253,10 @@ type Item struct {
 	ID             string
 	Due            time.Duration
 	Prompt, Output int64
+	// Endpoint is the API the request calls where its line says (a
+	// logged request's own, workload.Request.Endpoint); "" calls the
+	// Target's.
+	Endpoint string
 }
 
 // next reads the stream's next request as an item; ok is false at its end.
@@ -257,7 +269,7 @@ func next(st workload.Stream) (Item, bool, error) {
 		return Item{}, false, err
 	}
 	due := time.Duration(min(r.At, maxDue) * float64(time.Second))
-	return Item{ID: r.ID, Due: due, Prompt: int64(r.Prompt), Output: int64(r.Output)}, true, nil
+	return Item{ID: r.ID, Due: due, Prompt: int64(r.Prompt), Output: int64(r.Output), Endpoint: r.Endpoint}, true, nil
 }
 
 // maxDue bounds a due time (in seconds) so it fits a Duration: 100 years.

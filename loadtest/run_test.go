@@ -2,7 +2,7 @@ package loadtest
 
 import (
 	"context"
-	"headroom.dev/headroom/workload"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +10,7 @@ import (
 	"headroom.dev/headroom/internal/fakeopenai"
 	"headroom.dev/headroom/slo"
 	"headroom.dev/headroom/telemetry"
+	"headroom.dev/headroom/workload"
 )
 
 // client returns a client of srv with bounded requests: no test waits on
@@ -224,5 +225,34 @@ func TestWarmupFails(t *testing.T) {
 		Stream: stream(t, workload.Spec{Concurrency: 1, NumRequests: 1, Prompt: workload.Fixed(10), Output: workload.Fixed(2)})})
 	if err == nil {
 		t.Fatal("no error from a closed server")
+	}
+}
+
+// items is a stream of fixed requests.
+type items []workload.Request
+
+func (s *items) Next() (workload.Request, error) {
+	if len(*s) == 0 {
+		return workload.Request{}, io.EOF
+	}
+	r := (*s)[0]
+	*s = (*s)[1:]
+	return r, nil
+}
+
+// A logged request calls the endpoint it called (its line says), the
+// others the target's: the server sees as many chats as the log has.
+func TestRequestsCallTheirOwnEndpoint(t *testing.T) {
+	srv := fakeopenai.Start(fakeopenai.Options{ITL: time.Millisecond})
+	defer srv.Close()
+	st := items{
+		{At: 0, Prompt: 20, Output: 2, Endpoint: workload.EndpointChat},
+		{At: 0, Prompt: 20, Output: 2},
+		{At: 0, Prompt: 20, Output: 2, Endpoint: workload.EndpointCompletions},
+		{At: 0, Prompt: 20, Output: 2, Endpoint: workload.EndpointChat},
+	}
+	r := run(t, Config{Client: client(srv, EndpointCompletions), Concurrency: 2, Stream: &st})
+	if r.Completed != 4 || srv.Chats() != 2 {
+		t.Errorf("completed %d, %d chats at the server; want 4 and 2", r.Completed, srv.Chats())
 	}
 }

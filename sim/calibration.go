@@ -161,15 +161,18 @@ func (c Calibration) String() string {
 // of the times (hostShare).
 func (c Calibration) FrontEndFor(b memory.Budget, endpoint string) FrontEnd {
 	f := c.FrontEnd
-	switch {
-	case endpoint != workload.EndpointChat:
-		f.Request = c.completionRequest()
-	case c.HarmonyRequest > 0 && rendersWithHarmony(b.Model):
-		f.Request = c.HarmonyRequest
+	chat := c.Request
+	if c.HarmonyRequest > 0 && rendersWithHarmony(b.Model) {
+		chat = c.HarmonyRequest
+	}
+	f.ByEndpoint = EndpointCosts{Chat: chat, Completions: c.completionRequest()}
+	f.Request = f.ByEndpoint.Completions
+	if endpoint == workload.EndpointChat {
+		f.Request = chat
 	}
 	h := c.hostShare(b)
-	f.Latency, f.Request, f.PromptToken, f.OutputToken = h*f.Latency, h*f.Request, h*f.PromptToken, h*f.OutputToken
-	return f
+	f.Latency *= h
+	return f.cpuTimes(h)
 }
 
 // nodeGPUs is the least number of GPUs a server takes for its host to be

@@ -24,6 +24,10 @@ type Request struct {
 	// Sent is when the client sent the request, before the API server
 	// processed it (Run sets it; the engine carries it to the Event).
 	Sent float64
+	// Endpoint is the API the request called, where it says
+	// (workload.EndpointChat or EndpointCompletions; a logged request's
+	// own); "" is the traffic's, FrontEnd.Request.
+	Endpoint string
 }
 
 // Rejection reasons, counted per request as vLLM rejects them.

@@ -121,9 +121,7 @@ type FleetReport struct {
 // DataParallel); a dense model's are independent.
 func RunDataParallel(ctx context.Context, cfg Config, src Source, opt RunOptions, dp int) (*Report, error) {
 	n := float64(max(dp, 1))
-	opt.FrontEnd.Request *= n
-	opt.FrontEnd.PromptToken *= n
-	opt.FrontEnd.OutputToken *= n
+	opt.FrontEnd = opt.FrontEnd.cpuTimes(n)
 	r, ok := cfg.Timer.(*Roofline)
 	lockstep := ok && r.DataParallel > 1 && r.RoutedParams > 0
 	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true, lockstep: lockstep})

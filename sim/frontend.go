@@ -1,6 +1,10 @@
 package sim
 
-import "errors"
+import (
+	"errors"
+
+	"headroom.dev/headroom/workload"
+)
 
 // FrontEnd is the CPU time of vLLM's API server, the process between the
 // client and the engine core: per request (HTTP, validation, the chat
@@ -39,6 +43,36 @@ type FrontEnd struct {
 	Request     float64 `json:"frontend_request_s,omitempty"`
 	PromptToken float64 `json:"frontend_prompt_token_s,omitempty"`
 	OutputToken float64 `json:"frontend_output_token_s,omitempty"`
+	// ByEndpoint is the per-request cost of a request that names the
+	// endpoint it calls (Request.Endpoint: a logged request's own), where
+	// it differs from the traffic's (Calibration.FrontEndFor); Request is
+	// the cost of a request that names none.
+	ByEndpoint EndpointCosts `json:"-"`
+}
+
+// EndpointCosts are the API server's CPU seconds for one request to each
+// endpoint; 0 takes FrontEnd.Request.
+type EndpointCosts struct {
+	Chat, Completions float64
+}
+
+// requestCost is the API server's CPU for request r.
+func (f FrontEnd) requestCost(r Request) float64 {
+	switch {
+	case r.Endpoint == workload.EndpointChat && f.ByEndpoint.Chat > 0:
+		return f.ByEndpoint.Chat
+	case r.Endpoint == workload.EndpointCompletions && f.ByEndpoint.Completions > 0:
+		return f.ByEndpoint.Completions
+	}
+	return f.Request
+}
+
+// cpuTimes is f with every CPU time k times as long, the latency as it
+// is: an API server whose CPU is shared k ways (data-parallel engines).
+func (f FrontEnd) cpuTimes(k float64) FrontEnd {
+	f.Request, f.PromptToken, f.OutputToken = k*f.Request, k*f.PromptToken, k*f.OutputToken
+	f.ByEndpoint.Chat, f.ByEndpoint.Completions = k*f.ByEndpoint.Chat, k*f.ByEndpoint.Completions
+	return f
 }
 
 func (f FrontEnd) check() error {
@@ -173,7 +207,7 @@ func (f *frontEnd) submit(r Request) {
 
 // enter puts a request on the shared CPU now.
 func (f *frontEnd) enter(r Request) {
-	w := f.cost.Request
+	w := f.cost.requestCost(r)
 	f.seq++
 	f.jobs = append(f.jobs, psJob{finish: f.v + w, seq: f.seq, req: r})
 	f.up(len(f.jobs) - 1)

@@ -72,8 +72,39 @@ func TestFrontEndByEndpoint(t *testing.T) {
 		return rep
 	}
 	ch, co := run(chat), run(comp)
+	// A log's requests say which endpoint they called: half of the burst
+	// as chats in a completions run puts 500 x Request + 500 x
+	// HarmonyRequest (7.3 s) of work on the API server, so the run lasts
+	// at least that and ends between the two.
+	m, err := RooflineFor(qwen, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ConfigFor(qwen, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := Run(context.Background(), e, &halfChats{benchSource{n: 1000, prompt: 128, output: 4}}, RunOptions{FrontEnd: c.FrontEndFor(qwen, comp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if work := 500 * (c.Request + c.HarmonyRequest); mixed.DurationS < work || !(co.DurationS < mixed.DurationS && mixed.DurationS < ch.DurationS) {
+		t.Errorf("half chats: %.2f s (the API server's work %.2f s), between %.2f and %.2f", mixed.DurationS, work, co.DurationS, ch.DurationS)
+	}
+	t.Logf("half chats: %.2f s, mean TTFT %.0f ms", mixed.DurationS, mixed.TTFT.Mean)
 	if ch.DurationS < 1000*c.Request || co.DurationS < 1000*c.HarmonyRequest || co.DurationS > 0.9*ch.DurationS || co.TTFT.Mean >= ch.TTFT.Mean {
 		t.Errorf("chat: %.2f s, mean TTFT %.0f ms; completions: %.2f s, %.0f ms", ch.DurationS, ch.TTFT.Mean, co.DurationS, co.TTFT.Mean)
 	}
 	t.Logf("chat: %.2f s, mean TTFT %.0f ms; completions: %.2f s, %.0f ms", ch.DurationS, ch.TTFT.Mean, co.DurationS, co.TTFT.Mean)
+}
+
+// halfChats marks every other request of a burst as a chat.
+type halfChats struct{ benchSource }
+
+func (h *halfChats) Next() (Request, error) {
+	r, err := h.benchSource.Next()
+	if h.i%2 == 0 {
+		r.Endpoint = workload.EndpointChat
+	}
+	return r, err
 }

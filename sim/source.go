@@ -13,5 +13,5 @@ func (f fromWorkload) Next() (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	return Request{ID: r.ID, Arrival: r.At, PromptTokens: r.Prompt, OutputTokens: r.Output, PrefixID: r.PrefixID, PrefixTokens: r.PrefixTokens}, nil
+	return Request{ID: r.ID, Arrival: r.At, PromptTokens: r.Prompt, OutputTokens: r.Output, PrefixID: r.PrefixID, PrefixTokens: r.PrefixTokens, Endpoint: r.Endpoint}, nil
 }

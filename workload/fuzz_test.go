@@ -23,6 +23,9 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte(`{"arrival_s":0,"prompt_tokens":"x","output_tokens":[2]}` + "\n"))
 	f.Add([]byte{0xff, 0, 0x13, 0x37, '\n'})
 	f.Add([]byte("\n\n\n"))
+	// Lines that name their endpoint, and one that names none known.
+	f.Add([]byte(`{"arrival_s":0,"prompt_tokens":5,"output_tokens":2,"endpoint":"/v1/chat/completions"}` + "\n" + `{"arrival_s":1,"prompt_tokens":5,"output_tokens":2,"endpoint":7}` + "\n"))
+	f.Add([]byte("INFO 06-20 12:34:56 [logger.py:41] Received request cmpl-3-0: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 300, lora_request: None.\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rp, err := newReplay(bytes.NewReader(b), 3, Fixed(1), Fixed(1), newRand(1, 3))
 		if err != nil {
@@ -42,6 +45,9 @@ func FuzzReplay(f *testing.F) {
 			}
 			if i > len(b) {
 				t.Fatalf("%d requests from %d bytes", i, len(b))
+			}
+			if r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions {
+				t.Fatalf("request %d calls endpoint %q", i, r.Endpoint)
 			}
 			if r.At < prev || r.Prompt <= 0 || r.Output <= 0 || math.IsNaN(r.At) || r.PrefixTokens > r.Prompt {
 				t.Fatalf("request %d %+v after due %v", i, r, prev)

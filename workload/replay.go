@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"headroom.dev/headroom/traffic"
 )
@@ -39,10 +40,12 @@ type line struct {
 	whole        bool
 	prefixID     uint64
 	prefixTokens int
+	endpoint     string
 }
 
 // replay reads a request log: JSON lines {"id", "arrival_s",
-// "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens"} and every
+// "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens",
+// "endpoint"} and every
 // format package traffic reads (traffic.ParseLine: key=value, OpenAI usage
 // JSON lines, vLLM's request log; gzip recognised by its magic bytes), in
 // any mix, with their own token sizes.
@@ -70,11 +73,11 @@ type replay struct {
 	// OutOfOrder counts lines sent with the line before them; Skipped
 	// counts lines that are no request.
 	OutOfOrder, Skipped int64
-	// chats counts the requests whose line says they called the chat
-	// endpoint (vLLM's chatcmpl- ids); endpoint is the one the Spec
-	// prices them at.
-	chats    int64
-	endpoint string
+	// byEndpoint counts the requests whose line says which endpoint they
+	// called (vLLM's chatcmpl- and cmpl- ids, a JSON line's "endpoint"):
+	// each calls its own, the rest the Spec's endpoint.
+	byEndpoint map[string]int64
+	endpoint   string
 	// lines counts the non-blank lines read.
 	lines int64
 	// name is the log's, for errors past the first request.
@@ -120,6 +123,7 @@ type jsonRequest struct {
 	Output       json.RawMessage `json:"output_tokens"`
 	PrefixID     uint64          `json:"prefix_id"`
 	PrefixTokens json.RawMessage `json:"prefix_tokens"`
+	Endpoint     *string         `json:"endpoint"`
 }
 
 var arrivalKey = []byte(`"arrival_s"`)
@@ -157,7 +161,7 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 		if err := json.Unmarshal(b, &j); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return line{}, false, fmt.Errorf("line %d: %s must be a %s, not a JSON %s", p.lineNo, te.Field, map[bool]string{true: "string", false: "number"}[te.Field == "id"], te.Value)
+				return line{}, false, fmt.Errorf("line %d: %s must be a %s, not a JSON %s", p.lineNo, te.Field, map[bool]string{true: "string", false: "number"}[te.Field == "id" || te.Field == "endpoint"], te.Value)
 			}
 			return line{}, false, fmt.Errorf("line %d: not a JSON request: %v", p.lineNo, err)
 		}
@@ -180,6 +184,12 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 		if j.ID != nil {
 			l.id = *j.ID
 		}
+		if j.Endpoint != nil {
+			if l.endpoint, err = ParseEndpoint(*j.Endpoint); err != nil {
+				return line{}, false, fmt.Errorf("line %d: %v", p.lineNo, err)
+			}
+			p.count(l.endpoint)
+		}
 		return l, true, nil
 	}
 	rec, ok := traffic.ParseLine(b)
@@ -189,10 +199,8 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 	if rec.Input > maxTokens || rec.Output > maxTokens {
 		return line{}, false, fmt.Errorf("line %d: %d prompt and %d output tokens: more than the %d tokens a request may have", p.lineNo, rec.Input, rec.Output, maxTokens)
 	}
-	if rec.Endpoint == traffic.EndpointChat {
-		p.chats++
-	}
-	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0}
+	p.count(rec.Endpoint)
+	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0, endpoint: rec.Endpoint}
 	if rec.HasTime {
 		l.t = float64(rec.Unix) + float64(rec.Nano)/1e9
 	}
@@ -259,8 +267,46 @@ func (p *replay) next() (line, bool, error) {
 	return p.record()
 }
 
+// endpointNote says which requests called another endpoint than the
+// Spec's, as their lines say; "" when none did.
+func (p *replay) endpointNote() string {
+	own := p.endpoint
+	if own == "" {
+		own = EndpointCompletions
+	}
+	var other []string
+	for _, e := range []string{EndpointChat, EndpointCompletions} {
+		if n := p.byEndpoint[e]; n > 0 && e != own {
+			other = append(other, fmt.Sprintf("%d called %s", n, endpointPath(e)))
+		}
+	}
+	if len(other) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("request log: %s (their lines say so: vLLM's chatcmpl- and cmpl- ids, a JSON line's \"endpoint\"), each priced at its own; the lines that do not say call %s (--endpoint)", strings.Join(other, ", "), endpointPath(own))
+}
+
+// endpointPath is the URL path of an endpoint.
+func endpointPath(e string) string {
+	if e == EndpointChat {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// count counts a line that names its endpoint.
+func (p *replay) count(endpoint string) {
+	if endpoint == "" {
+		return
+	}
+	if p.byEndpoint == nil {
+		p.byEndpoint = map[string]int64{}
+	}
+	p.byEndpoint[endpoint]++
+}
+
 func (p *replay) request(l line, at float64) Request {
-	r := Request{ID: l.id, At: at, Prompt: int(l.prompt), Output: int(l.output), PrefixID: l.prefixID, PrefixTokens: l.prefixTokens}
+	r := Request{ID: l.id, At: at, Prompt: int(l.prompt), Output: int(l.output), PrefixID: l.prefixID, PrefixTokens: l.prefixTokens, Endpoint: l.endpoint}
 	if r.Prompt <= 0 && p.prompt != nil {
 		r.Prompt = max(p.prompt.Sample(p.rng), 1)
 	}

@@ -29,6 +29,10 @@ type Request struct {
 	// that every request with the same id shares.
 	PrefixID     uint64
 	PrefixTokens int
+	// Endpoint is the API the request called where its line says
+	// (EndpointChat or EndpointCompletions: a vLLM log's request id, a JSON
+	// line's "endpoint"); "" calls the Spec's.
+	Endpoint string
 }
 
 // Stream yields a workload's requests in order of At; io.EOF ends it.
@@ -575,8 +579,10 @@ func LogNote(st Stream) string {
 		notes = append(notes, fmt.Sprintf("request log: %d lines that are no request skipped, %d without a time or out of order sent with the line before", skipped, late))
 	}
 	if b, ok := st.(*bounded); ok {
-		if r, ok := b.src.(*replay); ok && r.chats > 0 && r.endpoint != EndpointChat {
-			notes = append(notes, fmt.Sprintf("request log: %d of its requests called /v1/chat/completions (vLLM's chatcmpl- ids), priced here as completions: give --endpoint chat to price their chat template", r.chats))
+		if r, ok := b.src.(*replay); ok {
+			if n := r.endpointNote(); n != "" {
+				notes = append(notes, n)
+			}
 		}
 	}
 	return strings.Join(notes, "; ")

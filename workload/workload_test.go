@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -557,26 +558,37 @@ func TestEndpoint(t *testing.T) {
 	}
 }
 
-// A vLLM log says which endpoint each request called (its request ids):
-// replayed as completions, its chats are named in the log's note; with
-// --endpoint chat they are priced as what they were, and nothing is said.
-func TestLogNoteNamesChats(t *testing.T) {
+// A vLLM log says which endpoint each request called (its request ids),
+// a JSON line in its "endpoint": each request calls its own, the others
+// the Spec's, and the note counts those that call another than the Spec's.
+func TestLogRequestsCallTheirOwnEndpoint(t *testing.T) {
 	log := writeTemp(t, "vllm.log", `INFO 06-20 12:34:56 [logger.py:41] Received request chatcmpl-1: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 100, lora_request: None.
 INFO 06-20 12:34:57 [logger.py:41] Received request chatcmpl-2: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 200, lora_request: None.
 INFO 06-20 12:34:58 [logger.py:41] Received request cmpl-3-0: params: SamplingParams(n=1, max_tokens=64), num_prompt_tokens: 300, lora_request: None.
+{"arrival_s": 3, "prompt_tokens": 10, "output_tokens": 5}
+{"arrival_s": 4, "prompt_tokens": 10, "output_tokens": 5, "endpoint": "/v1/chat/completions"}
 `)
 	for _, c := range []struct {
 		endpoint, note string
 	}{
-		{"", "request log: 2 of its requests called /v1/chat/completions (vLLM's chatcmpl- ids), priced here as completions: give --endpoint chat"},
-		{EndpointChat, ""},
+		{"", "request log: 3 called /v1/chat/completions (their lines say so"},
+		{EndpointChat, "request log: 1 called /v1/completions (their lines say so"},
 	} {
 		st := open(t, Spec{Log: log, Speedup: 1, Endpoint: c.endpoint})
-		if got := take(t, st, 10); len(got) != 3 {
-			t.Fatalf("%d requests", len(got))
+		got := take(t, st, 10)
+		var ends []string
+		for _, r := range got {
+			ends = append(ends, r.Endpoint)
 		}
-		if n := LogNote(st); (c.note == "") != (n == "") || !strings.HasPrefix(n, c.note) {
+		if want := []string{EndpointChat, EndpointChat, EndpointCompletions, "", EndpointChat}; !slices.Equal(ends, want) {
+			t.Fatalf("endpoints %q, want %q", ends, want)
+		}
+		if n := LogNote(st); !strings.HasPrefix(n, c.note) {
 			t.Errorf("endpoint %q: note %q, want %q", c.endpoint, n, c.note)
 		}
+	}
+	bad := writeTemp(t, "bad.jsonl", `{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1, "endpoint": "embeddings"}`+"\n")
+	if _, _, err := (Spec{Log: bad, Speedup: 1}).Open(osOpen); err == nil || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "use completions or chat") {
+		t.Errorf("a bad endpoint: %v", err)
 	}
 }

@@ -65,6 +65,7 @@ type Server struct {
 	n        atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64
+	chats    atomic.Int64
 	mu       sync.Mutex
 	arrivals []time.Time
 }
@@ -97,6 +98,9 @@ func (s *Server) Arrivals() []time.Time {
 	return append([]time.Time(nil), s.arrivals...)
 }
 
+// Chats is how many requests came to /v1/chat/completions.
+func (s *Server) Chats() int64 { return s.chats.Load() }
+
 // MaxInFlight is the most requests the server held at once.
 func (s *Server) MaxInFlight() int64 { return s.maxIn.Load() }
 
@@ -111,6 +115,9 @@ type request struct {
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	arrived := time.Now()
 	n := s.n.Add(1)
+	if chat {
+		s.chats.Add(1)
+	}
 	s.mu.Lock()
 	s.arrivals = append(s.arrivals, arrived)
 	s.mu.Unlock()
