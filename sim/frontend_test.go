@@ -56,7 +56,7 @@ func TestFrontEndByEndpoint(t *testing.T) {
 	// run lasts at least that; as completions the server's work is 1,000 x
 	// HarmonyRequest (2.45 s) and the engine, busy about 10 s on the same
 	// prefills, sets the end: an earlier end and earlier first tokens.
-	run := func(endpoint string) *Report {
+	run := func(endpoint string, src Source) *Report {
 		m, err := RooflineFor(qwen, c)
 		if err != nil {
 			t.Fatal(err)
@@ -65,29 +65,19 @@ func TestFrontEndByEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Run(context.Background(), e, &benchSource{n: 1000, prompt: 128, output: 4}, RunOptions{FrontEnd: c.FrontEndFor(qwen, endpoint)})
+		rep, err := Run(context.Background(), e, src, RunOptions{FrontEnd: c.FrontEndFor(qwen, endpoint)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rep
 	}
-	ch, co := run(chat), run(comp)
+	burst := func() *benchSource { return &benchSource{n: 1000, prompt: 128, output: 4} }
+	ch, co := run(chat, burst()), run(comp, burst())
 	// A log's requests say which endpoint they called: half of the burst
 	// as chats in a completions run puts 500 x Request + 500 x
 	// HarmonyRequest (7.3 s) of work on the API server, so the run lasts
 	// at least that and ends between the two.
-	m, err := RooflineFor(qwen, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(ConfigFor(qwen, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mixed, err := Run(context.Background(), e, &halfChats{benchSource{n: 1000, prompt: 128, output: 4}}, RunOptions{FrontEnd: c.FrontEndFor(qwen, comp)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mixed := run(comp, &halfChats{*burst()})
 	if work := 500 * (c.Request + c.HarmonyRequest); mixed.DurationS < work || !(co.DurationS < mixed.DurationS && mixed.DurationS < ch.DurationS) {
 		t.Errorf("half chats: %.2f s (the API server's work %.2f s), between %.2f and %.2f", mixed.DurationS, work, co.DurationS, ch.DurationS)
 	}
