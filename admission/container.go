@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"path"
 	"regexp"
 	"slices"
@@ -29,6 +30,9 @@ type launch struct {
 	// versionFrom says where settings.Version came from (ReleaseFrom...);
 	// "" when nothing named it.
 	versionFrom string
+	// configUnread says why a --config file could not be read (its
+	// flags are then not checked); "" when it was, or there is none.
+	configUnread string
 }
 
 // scriptSpot is where, in a container's `sh -c SCRIPT`, the vLLM command
@@ -116,8 +120,20 @@ func runsVLLM(argv []string) bool {
 
 // readLaunch reads a container's vLLM launch. ok is false when the
 // container does not run vLLM; err when it does but its flags cannot be
-// read (then the caller warns and does not check it).
-func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
+// read (then the caller warns and does not check it). A --config file is
+// read with read (nil: not read); one read cannot reach leaves the line
+// alone to be checked, and configUnread says why.
+func readLaunch(c corev1.Container, read vllm.ConfigReader) (l launch, ok bool, err error) {
+	l, ok, err = readLaunchWith(c, read)
+	var unread *vllm.ConfigReadError
+	if read != nil && errors.As(err, &unread) {
+		l, ok, err = readLaunchWith(c, nil)
+		l.configUnread = unread.Error()
+	}
+	return l, ok, err
+}
+
+func readLaunchWith(c corev1.Container, read vllm.ConfigReader) (l launch, ok bool, err error) {
 	argv := append(slices.Clone(c.Command), c.Args...)
 	switch {
 	case len(c.Command) > 0 && shells[path.Base(c.Command[0])]:
@@ -132,7 +148,7 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 		}
 		words, end, serr := vllm.SplitScriptCommand(script[loc[2]:])
 		if err = serr; err == nil {
-			l.settings, err = vllm.ParseCommand(words)
+			l.settings, err = vllm.ParseCommandWith(words, read)
 		}
 		l.shell = true
 		// Flags after a bare "--" would be positional arguments.
@@ -144,10 +160,10 @@ func readLaunch(c corev1.Container) (l launch, ok bool, err error) {
 			l.script = &spot
 		}
 	case runsVLLM(argv):
-		l.settings, err = vllm.ParseCommand(argv)
+		l.settings, err = vllm.ParseCommandWith(argv, read)
 		l.appendable = !slices.Contains(argv, "--")
 	case len(c.Command) == 0 && isVLLMImage(c.Image):
-		l.settings, err = vllm.ParseFlags(c.Args)
+		l.settings, err = vllm.ParseFlagsWith(c.Args, read)
 		l.appendable = !slices.Contains(c.Args, "--")
 	default:
 		return launch{}, false, nil

@@ -56,7 +56,7 @@ func TestReadLaunch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l, ok, err := readLaunch(tc.c)
+			l, ok, err := readLaunch(tc.c, nil)
 			if ok != tc.vllm {
 				t.Fatalf("vLLM = %v, want %v", ok, tc.vllm)
 			}

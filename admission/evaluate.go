@@ -35,7 +35,8 @@ const (
 	CodeUnusedGPUs = "unused_gpus"
 	// CodeAutoLen: --max-model-len auto, with the length vLLM will pick.
 	CodeAutoLen = "max_model_len_auto"
-	// CodeConfigFile: flags in a --config file are not read.
+	// CodeConfigFile: the flags of a --config file are not read: it is
+	// not on a ConfigMap volume, or the ConfigMap cannot be read.
 	CodeConfigFile = "config_file_not_read"
 	// CodeInferenceConfig: a KAITO Workspace's inference ConfigMap cannot
 	// be read; KAITO's defaults are planned.

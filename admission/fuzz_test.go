@@ -105,7 +105,7 @@ func FuzzReadLaunch(f *testing.F) {
 			return strings.Split(s, "\x00")
 		}
 		c := corev1.Container{Image: image, Command: split(command), Args: split(args)}
-		l, ok, err := readLaunch(c)
+		l, ok, err := readLaunch(c, nil)
 		if !ok || err != nil {
 			return
 		}
@@ -124,7 +124,7 @@ func FuzzReadLaunch(f *testing.F) {
 			list = &patched.Args
 		}
 		(*list)[l.script.index] = l.script.withFlags([]string{"--max-model-len=4096"})
-		again, ok, err := readLaunch(patched)
+		again, ok, err := readLaunch(patched, nil)
 		if !ok || err != nil || again.settings.MaxModelLen != 4096 {
 			t.Errorf("script %q with the flag written in reads as %+v, %v, %v", (*list)[l.script.index], again.settings, ok, err)
 		}

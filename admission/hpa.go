@@ -81,7 +81,7 @@ func (h *Handler) reviewHPA(ctx context.Context, version, namespace string, raw 
 		return d, nil
 	}
 	for _, c := range t.Spec.Containers {
-		if l, ok, _ := readLaunch(c); ok {
+		if l, ok, _ := readLaunch(c, nil); ok {
 			d.warn(CodeCPUOnlyHPA, "%s", hpaWarning(s, fmt.Sprintf("%s %q", s.TargetKind, s.TargetName), l.settings.Version))
 			break
 		}

@@ -95,7 +95,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 	}
 	g.workerGPUs = workerGPU.count
 	for i, c := range leader.Spec.Containers {
-		l, ok, err := readLaunch(c)
+		l, ok, err := readLaunch(c, h.configReader(ctx, namespace, &leader.Spec, c))
 		if !ok {
 			continue
 		}
@@ -112,8 +112,8 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 			e.warn(CodeNotChecked, "%s: memory not checked: leaderWorkerTemplate.size %d is not a pod count from 1 to %d", label, g.pods, maxGroupPods)
 			break
 		}
-		if l.settings.Set["config"] {
-			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
+		if l.configUnread != "" {
+			e.warn(CodeConfigFile, "%s: the flags of its --config file are not read (%s); the check uses the command line alone", label, l.configUnread)
 		}
 		ev := h.readGPU(ann, &leader.Spec, c, node)
 		g.leaderGPUs = ev.count

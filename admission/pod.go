@@ -166,7 +166,7 @@ func CheckPodQuantities(spec *corev1.PodSpec) error {
 		if i == maxContainers {
 			break
 		}
-		if _, ok, _ := readLaunch(c); !ok {
+		if _, ok, _ := readLaunch(c, nil); !ok {
 			continue
 		}
 		if _, _, err := memoryQuantity(c.Resources.Limits, c.Name, "resources.limits.memory"); err != nil {

@@ -311,12 +311,12 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		if examined == maxContainers {
 			// Past the bound a container is only counted: what the webhook
 			// holds and answers stays the size of maxContainers' reviews.
-			if _, ok, _ := readLaunch(c); ok {
+			if _, ok, _ := readLaunch(c, nil); ok {
 				skipped++
 			}
 			continue
 		}
-		l, ok, err := readLaunch(c)
+		l, ok, err := readLaunch(c, h.configReader(ctx, w.Namespace, w.Spec, c))
 		if !ok {
 			continue
 		}
@@ -339,8 +339,8 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		if l.versionNote != "" {
 			e.warn(CodeVersionUnknown, "%s: %s", label, l.versionNote)
 		}
-		if l.settings.Set["config"] {
-			e.warn(CodeConfigFile, "%s: flags in its --config file are not read; the check uses the command line alone", label)
+		if l.configUnread != "" {
+			e.warn(CodeConfigFile, "%s: the flags of its --config file are not read (%s); the check uses the command line alone", label, l.configUnread)
 		}
 		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: h.readGPU(ann, w.Spec, c, w.Node)}
 		a := h.assess(ctx, w.Namespace, ann, sub, checks)

@@ -66,6 +66,7 @@ func fakeCluster(t testing.TB) Cluster {
 	target.Spec.Template.Spec.Containers = []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai:v0.19.0", Args: []string{"--model", "Qwen/Qwen2.5-7B-Instruct"}}}
 	return Cluster{Client: fake.NewSimpleDynamicClient(testScheme(t),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-moe-config", Namespace: "llm"}, Data: map[string]string{keyConfig: string(mixtral)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "vllm-flags", Namespace: "llm"}, Data: map[string]string{"flags.yaml": "max-model-len: 8192\n"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "phi4-inference", Namespace: "llm"}, Data: map[string]string{
 			kaitoConfigKey: "max_probe_steps: 6\nvllm:\n  max-model-len: 16384\n  cpu-offload-gb: 0\n"}},
 		&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "llm-cpu", Namespace: "llm"},
@@ -122,6 +123,13 @@ func TestValidateFixtures(t *testing.T) {
 		// 131072 tokens × 128 KiB per token (32 layers × 8 KV heads × 128 ×
 		// K and V × 2 bytes = 131072 B) = 16 GiB.
 		{fixture: "deployment-kv", denial: []string{"one request of 131072 tokens needs 16.00 GiB of KV cache", "largest context that fits is"}},
+		// The same server with --config /etc/vllm/serve.yaml, the file
+		// item serve.yaml of ConfigMap vllm-flags (key flags.yaml):
+		// max-model-len 8192 from the file, 1 GiB of KV, fits. On an
+		// emptyDir the file cannot be read: the line alone is checked (the
+		// model's 131072 tokens) and a warning says why.
+		{fixture: "deployment-config-file", allowed: true},
+		{fixture: "deployment-config-file-unread", denial: []string{"16.00 GiB"}, warnings: []string{`the flags of its --config file are not read (--config /etc/vllm/serve.yaml: volume "flags" is not a ConfigMap`}},
 		{fixture: "deployment-tp", denial: []string{"--tensor-parallel-size 3 does not divide the model's 32 attention heads"}},
 		{fixture: "deployment-bypass-true", allowed: true, warnings: []string{"bypassed by annotation, would be denied: container \"vllm\"", "16.00 GiB"}},
 		{fixture: "deployment-bypass-false", denial: []string{"16.00 GiB"}},
@@ -481,7 +489,7 @@ func TestMutateChoices(t *testing.T) {
 	if u, err := strconv.ParseFloat(util, 64); !ok || !ok2 || err != nil || u <= 0 || u >= 1 {
 		t.Errorf("script patched to %q; ops %+v", script, ops)
 	}
-	l, _, err := readLaunch(corev1.Container{Command: []string{"/bin/sh", "-c"}, Args: []string{script}})
+	l, _, err := readLaunch(corev1.Container{Command: []string{"/bin/sh", "-c"}, Args: []string{script}}, nil)
 	if err != nil || !l.settings.Set[vllm.FlagGPUMemoryUtilization] || l.settings.MaxModelLen != 131072 {
 		t.Errorf("patched script reads back as %+v, %v", l.settings, err)
 	}

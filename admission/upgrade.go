@@ -40,7 +40,7 @@ func upgradeWarning(old *corev1.PodSpec, name string, l launch, a assessment) st
 	if prev == nil {
 		return ""
 	}
-	pl, ok, err := readLaunch(*prev)
+	pl, ok, err := readLaunch(*prev, nil)
 	if !ok || err != nil {
 		return ""
 	}

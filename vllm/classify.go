@@ -236,7 +236,7 @@ var flagClasses = map[string]flagClass{
 	"h11-max-incomplete-event-size": {effect: EffectNone, why: whyNone}, "h11-max-header-count": {effect: EffectNone, why: whyNone},
 	"log-error-stack": {effect: EffectNone, why: whyNone}, "served-model-name": {effect: EffectNone, why: whyNone},
 	"disable-log-requests": {effect: EffectNone, why: whyNone}, "enable-log-requests": {effect: EffectNone, why: whyNone},
-	"disable-log-stats": {effect: EffectNone, why: whyNone}, "config": {effect: EffectNotModelled, why: "flags of a YAML file, read only where headroom runs beside it (plan -- vllm serve ... --config FILE), not in a pod"},
+	"disable-log-stats": {effect: EffectNone, why: whyNone}, "config": {effect: EffectNotModelled, why: "flags of a YAML file, read where headroom reaches it (the command line's working directory; a pod's ConfigMap volume in check, the webhook and audit), never by the page"},
 	"headless": {effect: EffectNone, why: whyNone}, "data-parallel-start-rank": {effect: EffectNone, why: whyNone},
 	"data-parallel-address": {effect: EffectNone, why: whyNone}, "data-parallel-rpc-port": {effect: EffectNone, why: whyNone},
 	"data-parallel-backend": {effect: EffectNone, why: whyNone}, "data-parallel-hybrid-lb": {effect: EffectNone, why: whyNone},

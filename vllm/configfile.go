@@ -18,6 +18,34 @@ const MaxConfigFileBytes = 1 << 20
 // maxConfigFileKeys bounds the flags one file may give.
 const maxConfigFileKeys = 1000
 
+// ConfigReadError is a --config file that could not be read: where the
+// reader looked and why. A front end that cannot read it may go on with
+// the line alone (the webhook, whose ConfigMap may be missing), where a
+// file that reads but is not flags is the line's error.
+type ConfigReadError struct {
+	Path string
+	Err  error
+}
+
+func (e *ConfigReadError) Error() string {
+	return "--config " + clipPath(e.Path) + ": " + e.Err.Error()
+}
+
+// clipPath shortens a file's path in a message from its start, keeping
+// the name: a path is longer than other quoted text and its end says
+// most.
+func clipPath(p string) string {
+	if i := strings.IndexByte(p, '\n'); i >= 0 {
+		p = p[:i]
+	}
+	if len(p) > 120 {
+		p = "..." + p[len(p)-120:]
+	}
+	return p
+}
+
+func (e *ConfigReadError) Unwrap() error { return e.Err }
+
 // ConfigReader reads the file a --config names. Only a front end that may
 // read the user's disk passes one (the command line); a server or the
 // admission webhook does not, and there the flag stays not modelled.
@@ -183,7 +211,7 @@ func withConfigFile(args []string, read ConfigReader) ([]string, *ConfigFile, er
 			v = args[i]
 		}
 		if path != "" && v != path {
-			return nil, nil, fmt.Errorf("--config is given twice (%q and %q): vLLM reads one file", clip(path), clip(v))
+			return nil, nil, fmt.Errorf("--config is given twice (%q and %q): vLLM reads one file", clipPath(path), clip(v))
 		}
 		path = v
 	}
@@ -191,15 +219,15 @@ func withConfigFile(args []string, read ConfigReader) ([]string, *ConfigFile, er
 		return args, nil, nil
 	}
 	if ext := path[strings.LastIndexByte(path, '.')+1:]; ext != "yaml" && ext != "yml" {
-		return nil, nil, fmt.Errorf("--config %s: vLLM reads only a .yaml or .yml file of flags", clip(path))
+		return nil, nil, fmt.Errorf("--config %s: vLLM reads only a .yaml or .yml file of flags", clipPath(path))
 	}
 	data, err := read(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config %s: %v: run headroom where the file is, or give its flags on the line", clip(path), err)
+		return nil, nil, &ConfigReadError{Path: path, Err: err}
 	}
 	cf, err := ConfigFileArgs(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config %s: %w", clip(path), err)
+		return nil, nil, fmt.Errorf("--config %s: %w", clipPath(path), err)
 	}
 	at := len(rest)
 	for i, tok := range rest {

@@ -128,7 +128,7 @@ func TestParseCommandWithConfigFile(t *testing.T) {
 		args []string
 		says string
 	}{
-		{"missing file", []string{"vllm", "serve", "m", "--config", filepath.Join(dir, "none.yaml")}, "run headroom where the file is"},
+		{"missing file", []string{"vllm", "serve", "m", "--config", filepath.Join(dir, "none.yaml")}, "none.yaml: no such file"},
 		{"not YAML by name", []string{"vllm", "serve", "m", "--config", "flags.json"}, ".yaml or .yml"},
 		{"no value", []string{"vllm", "serve", "m", "--config"}, "needs a value"},
 		{"twice", []string{"vllm", "serve", "m", "--config", "a.yaml", "--config", "b.yaml"}, "given twice"},
@@ -141,6 +141,11 @@ func TestParseCommandWithConfigFile(t *testing.T) {
 		})
 		if err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.says)
+		}
+		// A file the reader cannot reach is told from one that is not flags.
+		var unread *ConfigReadError
+		if errors.As(err, &unread) != (c.name == "missing file") {
+			t.Errorf("%s: %v is a ConfigReadError: %v", c.name, err, errors.As(err, &unread))
 		}
 	}
 

@@ -496,7 +496,7 @@ func ParseFlagsWith(args []string, read ConfigReader) (Settings, error) {
 	s, err := ParseFlags(args)
 	if err != nil {
 		if cf != nil {
-			err = fmt.Errorf("%w (the flags of --config %s included)", err, clip(cf.Path))
+			err = fmt.Errorf("%w (the flags of --config %s included)", err, clipPath(cf.Path))
 		}
 		return Settings{}, err
 	}

@@ -542,7 +542,7 @@ func TestPlanDoesNotReadConfigFile(t *testing.T) {
 	if err := json.Unmarshal(got, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Settings.MaxModelLen != 8192 || bytes.Contains(got, []byte("config.yaml read")) || !bytes.Contains(got, []byte("--config: flags of a YAML file")) {
+	if r.Settings.MaxModelLen != 8192 || bytes.Contains(got, []byte("config.yaml read")) || !bytes.Contains(got, []byte("--config: flags of a YAML file, read where")) {
 		t.Errorf("max-model-len %d: the server read the file, or did not say it left it: %s", r.Settings.MaxModelLen, got)
 	}
 }

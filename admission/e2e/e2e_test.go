@@ -186,6 +186,7 @@ func TestWebhookE2E(t *testing.T) {
 	for _, cm := range []*corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Name: "acme-moe-config"}, Data: map[string]string{"config.json": string(mixtral)}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "phi4-inference"}, Data: map[string]string{"inference_config.yaml": "vllm:\n  max-model-len: 16384\n"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "vllm-flags"}, Data: map[string]string{"flags.yaml": "max-model-len: 8192\n"}},
 	} {
 		if _, err := cs.CoreV1().ConfigMaps(optedIn).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -334,6 +335,28 @@ func TestWebhookE2E(t *testing.T) {
 		d := vllmDeployment("acme-moe", []string{"--model", "/models/acme-moe"}, l4, map[string]string{admission.AnnotationModelConfig: "acme-moe-config"}, 1)
 		_, err := deployments.Create(ctx, d, metav1.CreateOptions{})
 		denied(t, err, "/models/acme-moe on 1 × L4", "weights take 87.")
+	})
+
+	t.Run("flags from a --config file in a ConfigMap", func(t *testing.T) {
+		// Llama-3.1-8B on an L4: its 131072-token context needs 16 GiB of
+		// KV and is denied; the ConfigMap's flags.yaml, mounted as
+		// /etc/vllm/serve.yaml and read through the API server, sets 8192
+		// tokens (1 GiB), which fits.
+		withFile := func(name, configMap string) *appsv1.Deployment {
+			d := vllmDeployment(name, []string{"--model", llama8, "--config", "/etc/vllm/serve.yaml"}, l4, nil, 1)
+			spec := &d.Spec.Template.Spec
+			spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "flags", MountPath: "/etc/vllm"}}
+			spec.Volumes = []corev1.Volume{{Name: "flags", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Items: []corev1.KeyToPath{{Key: "flags.yaml", Path: "serve.yaml"}}}}}}
+			return d
+		}
+		if _, err := deployments.Create(ctx, withFile("llama-config-file", "vllm-flags"), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the file's max-model-len was not read: %v", err)
+		}
+		seen.take()
+		_, err := deployments.Create(ctx, withFile("llama-config-missing", "no-such-flags"), metav1.CreateOptions{})
+		denied(t, err, "16.00 GiB")
+		hasWarning(t, seen.take(), "the flags of its --config file are not read (--config /etc/vllm/serve.yaml: ConfigMap llm/no-such-flags: not found)")
 	})
 
 	t.Run("bypass and fail-open", func(t *testing.T) {

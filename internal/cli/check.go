@@ -118,8 +118,9 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 	if err != nil {
 		return badInput("--pod-checks: %v", err)
 	}
-	h := admission.NewHandler(admission.Deps{PodChecks: policy, Storage: storage})
-	return checkFiles(cmd, f, h, files)
+	cms := manifestConfigMaps{}
+	h := admission.NewHandler(admission.Deps{PodChecks: policy, Storage: storage, ConfigMaps: cms})
+	return checkFiles(cmd, f, h, cms, files)
 }
 
 func readManifest(name string) ([]byte, error) {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/admission"
 )
@@ -266,9 +270,9 @@ func writeFixed(rs []CheckResult, texts map[string]manifestText) (map[string][]b
 // yaml, or -o patch, every fix as one unified diff. The exit is 2 when
 // anything could not be checked (a gate passes nothing it did not read),
 // else 1 when an object is denied.
-func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, files []string) error {
+func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms manifestConfigMaps, files []string) error {
 	texts := map[string]manifestText{}
-	out, err := checkAll(cmd.Context(), h, files, f.namespace, texts)
+	out, err := checkAll(cmd.Context(), h, cms, files, f.namespace, texts)
 	if err != nil {
 		return err
 	}
@@ -285,7 +289,7 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, files []
 				fmt.Fprintf(cmd.ErrOrStderr(), "headroom: wrote the fixes into %s (%d bytes); checked again below\n", name, len(data))
 			}
 		}
-		if out, err = checkAll(cmd.Context(), h, files, f.namespace, texts); err != nil {
+		if out, err = checkAll(cmd.Context(), h, cms, files, f.namespace, texts); err != nil {
 			return err
 		}
 	}
@@ -317,22 +321,64 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, files []
 	return nil
 }
 
-// checkAll reads and checks every file; texts receives each file as read.
-func checkAll(ctx context.Context, h *admission.Handler, files []string, namespace string, texts map[string]manifestText) ([]CheckResult, error) {
+// checkAll reads every file, takes their ConfigMaps into cms (which h
+// reads), then checks every object; texts receives each file as read.
+func checkAll(ctx context.Context, h *admission.Handler, cms manifestConfigMaps, files []string, namespace string, texts map[string]manifestText) ([]CheckResult, error) {
 	out := []CheckResult{}
-	for _, name := range files {
-		data, err := readManifest(name)
-		if err != nil {
+	clear(cms)
+	data := make([][]byte, len(files))
+	for i, name := range files {
+		var err error
+		if data[i], err = readManifest(name); err != nil {
 			return nil, usageError{err}
 		}
-		texts[name] = readText(name, data)
-		rs, err := CheckManifest(ctx, h, name, data, namespace)
+		texts[name] = readText(name, data[i])
+		cms.collect(data[i], namespace)
+	}
+	for i, name := range files {
+		rs, err := CheckManifest(ctx, h, name, data[i], namespace)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// manifestConfigMaps are the ConfigMaps of the files check reads, by
+// namespace/name: an object's model config (headroom.dev/model-config) or
+// vLLM --config file in a ConfigMap of the same files is read from them,
+// as the webhook reads them from the API server.
+type manifestConfigMaps map[string]*corev1.ConfigMap
+
+// collect takes the ConfigMaps of one manifest; a document that does not
+// read as one is left to CheckManifest to report.
+func (m manifestConfigMaps) collect(data []byte, namespace string) {
+	for _, d := range splitManifest(string(data)) {
+		raw, err := yaml.YAMLToJSON([]byte(strings.Join(d.lines, "\n")))
+		if err != nil {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if json.Unmarshal(raw, &cm) != nil || cm.Kind != "ConfigMap" || cm.APIVersion != "v1" || cm.Name == "" {
+			continue
+		}
+		if cm.Namespace == "" {
+			cm.Namespace = namespace
+		}
+		m[cm.Namespace+"/"+cm.Name] = &cm
+	}
+}
+
+// errNotInFiles is a ConfigMap the files checked do not hold.
+var errNotInFiles = errors.New("not among the files checked: give the file that holds it too")
+
+// GetConfigMap implements admission.ConfigMapGetter.
+func (m manifestConfigMaps) GetConfigMap(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	if cm, ok := m[namespace+"/"+name]; ok {
+		return cm, nil
+	}
+	return nil, errNotInFiles
 }
 
 // readChecked takes from the webhook's answer what it did not check and

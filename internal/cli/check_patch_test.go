@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"headroom.dev/headroom/admission"
 )
 
 // argsDoc has --gpu-memory-utilization before --max-model-len and no
@@ -236,4 +239,57 @@ func FuzzUnifiedDiff(f *testing.F) {
 
 func fmtSscanf(head string, o1, o2, n1, n2 *int) (int, error) {
 	return fmt.Sscanf(head, "-%d,%d +%d,%d @@", o1, o2, n1, n2)
+}
+
+// check reads a vLLM --config file (and a model config) from a ConfigMap
+// of the files it checks, as the webhook reads it from the API server:
+// Llama-3.1-8B on an L4 at the file's 8192 tokens fits (1 GiB of KV);
+// without the ConfigMap the line alone is checked, the model's 131072
+// tokens need 16 GiB of KV, and the warning says the file was not found.
+func TestCheckReadsConfigFileFromManifests(t *testing.T) {
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama, namespace: llm}
+spec:
+  selector: {matchLabels: {app: llama}}
+  template:
+    metadata: {labels: {app: llama}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.19.0
+        command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]
+        args: [--config, /etc/vllm/serve.yaml]
+        resources: {limits: {nvidia.com/gpu: "1"}}
+        volumeMounts: [{name: flags, mountPath: /etc/vllm}]
+      volumes:
+      - name: flags
+        configMap: {name: vllm-flags, items: [{key: flags.yaml, path: serve.yaml}]}
+`
+	const configMap = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: vllm-flags, namespace: llm}
+data:
+  flags.yaml: |
+    max-model-len: 8192
+`
+	dir := t.TempDir()
+	both, alone := filepath.Join(dir, "both.yaml"), filepath.Join(dir, "alone.yaml")
+	if err := os.WriteFile(both, []byte(deployment+"---\n"+configMap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, []byte(deployment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rs []CheckResult
+	code, out, errs := run(t, offline, "check", both, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &rs); code != 0 || err != nil || len(rs) != 2 || rs[0].Kind != "Deployment" || rs[0].Verdict == admission.VerdictDenied {
+		t.Fatalf("with the ConfigMap: exit %d %v %s %s", code, err, out, errs)
+	}
+	code, out, _ = run(t, offline, "check", alone, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &rs); code != 1 || err != nil || len(rs) != 1 || rs[0].Verdict != admission.VerdictDenied ||
+		!strings.Contains(strings.Join(rs[0].Warnings, "\n"), "ConfigMap llm/vllm-flags: cannot read it: not among the files checked") {
+		t.Fatalf("without the ConfigMap: exit %d %v %s", code, err, out)
+	}
 }
