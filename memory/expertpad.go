@@ -24,6 +24,10 @@ type ExpertShape struct {
 	// ShardHidden and ShardIntermediate are the checkpoint's shard, before
 	// the kernel's padding.
 	ShardHidden, ShardIntermediate int
+	// ExpertParallel is set when each rank holds whole experts, a share of
+	// them (--enable-expert-parallel over more than one rank), instead of
+	// a slice of every expert.
+	ExpertParallel bool
 }
 
 // ExpertShapeFor is the routed experts' shape on one rank of a plan with
@@ -48,9 +52,9 @@ func ExpertShapeFor(s model.Spec, set vllm.Settings, dev gpu.Device) ExpertShape
 	if m == nil || m.Experts == 0 {
 		return ExpertShape{Hidden: s.Hidden, Pad: 1, ShardHidden: s.Hidden}
 	}
-	width, _ := expertWidth(set)
+	width, ep := expertWidth(set)
 	kernel := moeKernelFor(s, set.Quantization, dev.ComputeCapability, set.Env)
-	out := ExpertShape{Hidden: s.Hidden, Intermediate: m.Intermediate / width, Pad: 1, Kernel: kernel.String()}
+	out := ExpertShape{Hidden: s.Hidden, Intermediate: m.Intermediate / width, Pad: 1, Kernel: kernel.String(), ExpertParallel: ep}
 	out.ShardHidden, out.ShardIntermediate = out.Hidden, out.Intermediate
 	q := s.Quant
 	if q == nil || !strings.EqualFold(q.Method, "mxfp4") || out.Intermediate == 0 || out.Hidden == 0 {

@@ -83,7 +83,10 @@ type conditions struct {
 	TP    int
 	// DP is the data-parallel size: engines behind one API server, a MoE
 	// model's in lockstep (RunDataParallel).
-	DP      int
+	DP int
+	// EP is set when a MoE model's ranks hold whole experts
+	// (--enable-expert-parallel; Roofline.ExpertParallel).
+	EP      bool
 	Version vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
@@ -140,6 +143,7 @@ func conditionsOf(b memory.Budget) conditions {
 	if len(fam) == 0 {
 		fam["dense"] = true
 	}
+	c.EP = fam["MoE"] && memory.ExpertShapeFor(s, set, b.Device).ExpertParallel
 	for f := range fam {
 		c.Families = append(c.Families, f)
 	}
@@ -158,7 +162,9 @@ func conditionsOf(b memory.Budget) conditions {
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
 	TPs, DPs                      []int
-	Lo, Hi                        vllm.Version
+	// EP is set when a row runs whole experts a rank.
+	EP     bool
+	Lo, Hi vllm.Version
 	// SmallBatch are the families and TP sizes the rows decode small
 	// batches of (key).
 	SmallBatch []string
@@ -187,6 +193,7 @@ func (cv *coverage) add(c conditions) {
 		cv.DPs = append(cv.DPs, c.DP)
 		sort.Ints(cv.DPs)
 	}
+	cv.EP = cv.EP || c.EP
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
 		cv.Lo = c.Version
 	}
@@ -209,6 +216,7 @@ const (
 	kindWeights    = "weights path"
 	kindTP         = "tensor parallel"
 	kindDP         = "data parallel"
+	kindEP         = "expert parallel"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -244,6 +252,9 @@ func (cv coverage) gaps(c conditions) []gap {
 	}
 	if c.DP > 0 && !slices.Contains(cv.DPs, c.DP) {
 		add(kindDP, fmt.Sprintf("data parallel %d: the rows run one engine a server (engines sharing an API server; a MoE model's ranks in lockstep, exchanging tokens in every MoE layer)", c.DP))
+	}
+	if c.EP && !cv.EP {
+		add(kindEP, "expert parallel: the rows split every expert over the ranks (with --enable-expert-parallel a rank holds whole experts, and a step waits for the busiest)")
 	}
 	if c.Host != "" && !slices.Contains(cv.Hosts, c.Host) {
 		add(kindHost, fmt.Sprintf("a %s host's API server: the rows' servers run on %s hosts only", c.Host, strings.Join(cv.Hosts, ", ")))

@@ -141,3 +141,19 @@ func TestConfidenceDataParallel(t *testing.T) {
 		t.Errorf("DP 2: %+v", c)
 	}
 }
+
+// No row runs expert parallelism: whole experts a rank, the step waiting
+// for the busiest, is extrapolated; the same flag on a dense model changes
+// nothing.
+func TestConfidenceExpertParallel(t *testing.T) {
+	v := vllm.MustVersion("0.11.0")
+	set := vllm.Settings{Version: v, TensorParallelSize: 2, Extra: []string{"--enable-expert-parallel"}}
+	c := ConfidenceOfRun(plan(t, "openai/gpt-oss-120b", "H100-80GB", 2, set), &Report{MaxRunning: 100})
+	if c.Fitted() || len(c.Outside) != 1 || !strings.HasPrefix(c.Outside[0], "expert parallel: the rows split every expert") || c.TPOTPct != extrapolatedBand.TPOT {
+		t.Errorf("gpt-oss-120b at TP 2 with expert parallel: %+v", c)
+	}
+	set.TensorParallelSize = 1
+	if c := ConfidenceOfRun(plan(t, "Qwen/Qwen3-14B", "H100-80GB", 1, set), &Report{MaxRunning: 100}); !c.Fitted() {
+		t.Errorf("a dense model with the flag: %+v", c)
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
@@ -142,6 +143,12 @@ type Roofline struct {
 	// rank back its own: an all-gather and a reduce-scatter across the
 	// group (dispatchCombineTime), in AllReduce.
 	DataParallel int
+	// ExpertParallel is the ranks that hold whole experts, 1/ExpertParallel
+	// of them each (--enable-expert-parallel over TP × DP ranks; 0 or 1:
+	// every rank holds a slice of every expert). RoutedParams and
+	// ExpertBytes are then a rank's mean share, and a step waits for the
+	// busiest rank (busiestRank).
+	ExpertParallel int
 }
 
 // StepTime is the model's estimate.
@@ -278,6 +285,17 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 		return 0
 	}
 	touched := m.expertsTouched(tokens)
+	// The activations a token-expert pair moves (the permuted input, the
+	// gate-up output, the activation, the down output written and summed).
+	readShare, work, perPair := touched, 1.0, 3*m.MoEHidden+5*m.MoEInter
+	if n := m.ExpertParallel; n > 1 {
+		readShare, work = m.busiestRank(tokens, touched)
+		// A rank computes its own experts' pairs only, at their whole
+		// width; under an expert map fused_experts zeroes the down output
+		// of every pair, which the top-k sum reads back, so that the pairs
+		// of other ranks' experts add nothing (fused_moe.py).
+		perPair = 2*m.MoEHidden + (m.MoEHidden+5*m.MoEInter)*work/float64(n)
+	}
 	// Each touched expert's tokens are computed in tiles of rows: an
 	// expert with few tokens computes a whole tile, its weights' loads
 	// amortised over the few rows it has.
@@ -293,7 +311,7 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 		plateau = m.GEMMEfficiency
 	}
 	share := plateau * deq
-	flops := 2 * m.RoutedParams * tokens * pad
+	flops := 2 * m.RoutedParams * tokens * pad * work
 	if k := m.ExpertKHalf; k > 0 && m.MoEInter > 0 && m.MoEHidden > 0 {
 		// A tile's main loop walks the reduction dimension K a block at a
 		// time behind a pipeline a few blocks deep, whose filling and
@@ -304,10 +322,80 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 		// parallelism narrows (Qwen3-235B's 1,536 is 192 at TP 8).
 		flops *= 2.0/3*(m.MoEHidden+k)/m.MoEHidden + 1.0/3*(m.MoEInter+k)/m.MoEInter
 	}
-	read := m.ExpertBytes * touched
-	act := float64(m.MoELayers) * tokens * float64(m.TopK) * (3*m.MoEHidden + 5*m.MoEInter) * m.ActBytes
+	read := m.ExpertBytes * readShare
+	act := float64(m.MoELayers) * tokens * float64(m.TopK) * perPair * m.ActBytes
 	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.ExpertRead))) + act/(m.Bandwidth*m.BandwidthEfficiency)
 }
+
+// busiestRank is what the busiest of ExpertParallel ranks holding whole
+// experts does in a step of tokens whose mean share of experts touched
+// is touched: the share of its own experts it reads, and its token-expert
+// pairs against a rank's mean. With routing spread at random, a rank's
+// count of its E/n experts touched is binomial (E/n, touched) and its
+// pairs binomial (tokens × TopK, 1/n); the busiest of n lies about the
+// expected maximum of n standard normals (expectedMaxNormal) standard
+// deviations above the mean. Tensor-parallel ranks, which each hold a
+// slice of every expert, do equal work; whole experts spread over ranks
+// leave a decode of a few tokens with a rank reading far more than the
+// mean (DeepSeek-V3 at TP 8 with expert parallelism, 4 tokens: 6.4 of a
+// rank's 32 experts against 3.8 on average), a large prefill with all
+// ranks alike.
+func (m *Roofline) busiestRank(tokens, touched float64) (readShare, work float64) {
+	n := float64(m.ExpertParallel)
+	z := expectedMaxNormal(m.ExpertParallel)
+	local := float64(m.Experts) / n
+	readShare = min(1, touched+z*math.Sqrt(local*touched*(1-touched))/local)
+	pairs := tokens * float64(m.TopK) / n
+	if pairs <= 0 {
+		return readShare, 1
+	}
+	return readShare, min(n, 1+z*math.Sqrt(pairs*(1-1/n))/pairs)
+}
+
+// expectedMaxNormal is the expected largest of n independent standard
+// normal variables: 0 for one, 0.564 for two, 1.424 for eight (the
+// integral of x · n φ(x) Φ(x)^(n−1), by the trapezoid rule over ±8
+// standard deviations; tabulated up to maxNormalTable, Blom's
+// Φ⁻¹((n − 0.375)/(n + 0.25)) past it, scaled to meet the table).
+func expectedMaxNormal(n int) float64 {
+	switch {
+	case n <= 1:
+		return 0
+	case n <= maxNormalTable:
+		return normalMaxTable()[n]
+	}
+	// Blom's, scaled to meet the table where it ends.
+	return blom(n) * normalMaxTable()[maxNormalTable] / blom(maxNormalTable)
+}
+
+// blom is Blom's approximation of the expected largest of n standard
+// normals.
+func blom(n int) float64 {
+	return math.Sqrt2 * math.Erfinv(2*(float64(n)-0.375)/(float64(n)+0.25)-1)
+}
+
+const maxNormalTable = 256
+
+var normalMaxTable = sync.OnceValue(func() []float64 {
+	t := make([]float64, maxNormalTable+1)
+	const lo, hi, steps = -8.0, 8.0, 1600
+	h := (hi - lo) / steps
+	for n := 2; n <= maxNormalTable; n++ {
+		sum := 0.0
+		for i := 0; i <= steps; i++ {
+			x := lo + float64(i)*h
+			phi := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
+			cdf := 0.5 * math.Erfc(-x/math.Sqrt2)
+			f := x * float64(n) * phi * math.Pow(cdf, float64(n-1))
+			if i == 0 || i == steps {
+				f /= 2
+			}
+			sum += f
+		}
+		t[n] = sum * h
+	}
+	return t
+})
 
 // attention is b's attention work: the FLOPs of its prefill chunks' query
 // × key pairs and the cache bytes its decodes read, the full and the
@@ -671,6 +759,9 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		SeqOverhead:            c.SeqOverhead,
 		Overlap:                vllm.AsyncScheduling(set),
 		DataParallel:           dp,
+	}
+	if shape.ExpertParallel {
+		m.ExpertParallel = int(ranks)
 	}
 	if s.MoE != nil {
 		m.Experts, m.TopK = s.MoE.Experts, s.MoE.TopK
