@@ -62,18 +62,20 @@ func TestExpertParallelBusiestRank(t *testing.T) {
 		t.Errorf("8,192 tokens: share %.5f (want 1), work %.6f (want 1.014713)", share, work)
 	}
 	// The step: a 4-token decode's experts are read-bound, the busiest
-	// rank's read 1.68 times a TP rank's; a large prefill's are alike.
+	// rank's read 1.68 times a TP rank's.
 	if r := mEP.expertTime(4) / mTP.expertTime(4); r < 1.6 || r > 1.75 {
 		t.Errorf("4-token decode: experts %.3f times TP's, want about 1.68", r)
 	}
-	// A prefill's experts take less: the down GEMM reduces over the whole
-	// width, 2,048, not 256 a rank (r(K) = ⅔ × 7,450/7,168 + ⅓ × (K +
-	// 282)/K: 1.072 against 1.393), so the math is 1.072 / 1.393 × 1.0147
-	// = 0.781 of TP's; and a rank moves a pair's hidden-wide activations
-	// only for its own pairs, but for the zeroed output and its sum (2 ×
-	// 7,168 + (7,168 + 5 × 2,048) × 1.0147 / 8 = 16,540 values a pair
-	// against 3 × 7,168 + 5 × 256 = 22,784: 0.726).
-	if r := mEP.expertTime(8192) / mTP.expertTime(8192); r < 0.72 || r > 0.79 {
-		t.Errorf("8,192-token prefill: experts %.3f times TP's, want between 0.726 and 0.781", r)
+	// A prefill: the down GEMM reduces over the whole width, 2,048, not
+	// 256 a rank (r(K) = ⅔ × 7,450/7,168 + ⅓ × (K + 282)/K: 1.072 against
+	// 1.393), so the math is 1.072 / 1.393 × 1.0147 = 0.781 of TP's; but a
+	// rank moves every pair's intermediates at the whole width (fused_moe
+	// writes zeros for other ranks' experts, the activation and the sum
+	// run over all pairs): 2 × 7,168 + 5 × 2,048 + 7,168 × 1.0147 / 8 =
+	// 25,485 values a pair against 3 × 7,168 + 5 × 256 = 22,784 (1.119).
+	// The step lies between the two.
+	if r := mEP.expertTime(8192) / mTP.expertTime(8192); r < 0.781 || r > 1.119 {
+		t.Errorf("8,192-token prefill: experts %.3f times TP's, want between 0.781 and 1.119", r)
 	}
+	t.Logf("8,192-token prefill: experts %.3f times TP's", mEP.expertTime(8192)/mTP.expertTime(8192))
 }

@@ -290,11 +290,14 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	readShare, work, perPair := touched, 1.0, 3*m.MoEHidden+5*m.MoEInter
 	if n := m.ExpertParallel; n > 1 {
 		readShare, work = m.busiestRank(tokens, touched)
-		// A rank computes its own experts' pairs only, at their whole
-		// width; under an expert map fused_experts zeroes the down output
-		// of every pair, which the top-k sum reads back, so that the pairs
-		// of other ranks' experts add nothing (fused_moe.py).
-		perPair = 2*m.MoEHidden + (m.MoEHidden+5*m.MoEInter)*work/float64(n)
+		// A rank reads the input of its own experts' pairs only; but
+		// fused_moe's kernel writes zeros for the blocks of the experts
+		// an expert map marks as another rank's (write_zeros_to_output),
+		// in the gate-up output and the down output, the activation runs
+		// over the whole gate-up output, and the top-k sum reads every
+		// pair's: every pair moves the whole expert width's intermediates
+		// and two hidden-wide rows.
+		perPair = 2*m.MoEHidden + 5*m.MoEInter + m.MoEHidden*work/float64(n)
 	}
 	// Each touched expert's tokens are computed in tiles of rows: an
 	// expert with few tokens computes a whole tile, its weights' loads
