@@ -158,7 +158,7 @@ func (c Calibration) String() string {
 // model; the completions endpoint renders no chat and tokenizes the
 // prompt (serving_completion.py), the request harmony's chat costs too
 // (completionRequest); and the API server takes its host class's share
-// of the times (hostShare).
+// of the times (hostShare), shared by --api-server-count processes.
 func (c Calibration) FrontEndFor(b memory.Budget, endpoint string) FrontEnd {
 	f := c.FrontEnd
 	chat := c.Request
@@ -172,7 +172,11 @@ func (c Calibration) FrontEndFor(b memory.Budget, endpoint string) FrontEnd {
 	}
 	h := c.hostShare(b)
 	f.Latency *= h
-	return f.cpuTimes(h)
+	// --api-server-count N runs N API-server processes, each its own
+	// event loop and tokenizer, the requests spread over them: N
+	// processor-sharing servers, priced as one N times as fast (the same
+	// throughput; a request's own time differs by how evenly they split).
+	return f.cpuTimes(h / float64(b.Settings.APIServers()))
 }
 
 // nodeGPUs is the least number of GPUs a server takes for its host to be

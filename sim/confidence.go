@@ -86,8 +86,10 @@ type conditions struct {
 	DP int
 	// EP is set when a MoE model's ranks hold whole experts
 	// (--enable-expert-parallel; Roofline.ExpertParallel).
-	EP      bool
-	Version vllm.Version
+	EP bool
+	// APIServers is --api-server-count: the API-server processes.
+	APIServers int
+	Version    vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
 	Host string
@@ -126,7 +128,7 @@ func archOf(d gpu.Device) string {
 func conditionsOf(b memory.Budget) conditions {
 	s := b.Model
 	set := b.Settings
-	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), Version: set.Version,
+	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
 		Host: hostClass(max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1))}
 	fam := map[string]bool{}
 	for i := range s.Layers {
@@ -161,7 +163,7 @@ func conditionsOf(b memory.Budget) conditions {
 // coverage is what a set of training rows covers.
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
-	TPs, DPs                      []int
+	TPs, DPs, APIServers          []int
 	// EP is set when a row runs whole experts a rank.
 	EP     bool
 	Lo, Hi vllm.Version
@@ -194,6 +196,10 @@ func (cv *coverage) add(c conditions) {
 		sort.Ints(cv.DPs)
 	}
 	cv.EP = cv.EP || c.EP
+	if !slices.Contains(cv.APIServers, c.APIServers) {
+		cv.APIServers = append(cv.APIServers, c.APIServers)
+		sort.Ints(cv.APIServers)
+	}
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
 		cv.Lo = c.Version
 	}
@@ -217,6 +223,7 @@ const (
 	kindTP         = "tensor parallel"
 	kindDP         = "data parallel"
 	kindEP         = "expert parallel"
+	kindAPIServers = "API servers"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -255,6 +262,9 @@ func (cv coverage) gaps(c conditions) []gap {
 	}
 	if c.EP && !cv.EP {
 		add(kindEP, "expert parallel: the rows split every expert over the ranks (with --enable-expert-parallel a rank holds whole experts, and a step waits for the busiest)")
+	}
+	if c.APIServers > 0 && !slices.Contains(cv.APIServers, c.APIServers) {
+		add(kindAPIServers, fmt.Sprintf("%d API-server processes: the rows run one (several are priced as one as many times as fast)", c.APIServers))
 	}
 	if c.Host != "" && !slices.Contains(cv.Hosts, c.Host) {
 		add(kindHost, fmt.Sprintf("a %s host's API server: the rows' servers run on %s hosts only", c.Host, strings.Join(cv.Hosts, ", ")))
@@ -321,6 +331,7 @@ var trainingCoverage = coverage{
 	Hosts:      []string{"node", "slice"},
 	TPs:        []int{1, 2, 8},
 	DPs:        []int{1},
+	APIServers: []int{1},
 	Lo:         vllm.MustVersion("0.10.2"),
 	Hi:         vllm.MustVersion("0.11.0"),
 	SmallBatch: []string{"dense at TP 1"},

@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -97,4 +99,44 @@ func (h *halfChats) Next() (Request, error) {
 		r.Endpoint = workload.EndpointChat
 	}
 	return r, err
+}
+
+// --api-server-count 4 runs four API-server processes: each request's
+// CPU is priced at a quarter (the four as one four times as fast), the
+// latency on the way in as it is. The Qwen3-14B burst of 1,000 128-token
+// chats, whose first tokens wait 12.2 s for one server's 1,000 x 12.2 ms,
+// then reaches the engine within 3.05 s and ends when the engine does.
+func TestAPIServerCount(t *testing.T) {
+	set := vllm.Settings{Version: vllm.Version{Minor: 11}}
+	one := plan(t, "Qwen/Qwen3-14B", "H100-80GB", 1, set)
+	set.APIServerCount = 4
+	four := plan(t, "Qwen/Qwen3-14B", "H100-80GB", 1, set)
+	c, _ := CalibrationFor(one.Device)
+	f1, f4 := c.FrontEndFor(one, workload.EndpointChat), c.FrontEndFor(four, workload.EndpointChat)
+	if f4.Request != f1.Request/4 || f4.OutputToken != f1.OutputToken/4 || f4.ByEndpoint.Completions != f1.ByEndpoint.Completions/4 || f4.Latency != f1.Latency {
+		t.Errorf("one API server %+v, four %+v", f1, f4)
+	}
+	run := func(b memory.Budget, f FrontEnd) *Report {
+		m, err := RooflineFor(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(ConfigFor(b, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), e, &benchSource{n: 1000, prompt: 128, output: 4}, RunOptions{FrontEnd: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	r1, r4 := run(one, f1), run(four, f4)
+	if r1.DurationS < 1000*f1.Request || r4.DurationS > 0.7*r1.DurationS || r4.TTFT.Mean > 0.7*r1.TTFT.Mean {
+		t.Errorf("one API server: %.2f s, mean TTFT %.0f ms; four: %.2f s, %.0f ms", r1.DurationS, r1.TTFT.Mean, r4.DurationS, r4.TTFT.Mean)
+	}
+	t.Logf("one API server: %.2f s, mean TTFT %.0f ms; four: %.2f s, %.0f ms", r1.DurationS, r1.TTFT.Mean, r4.DurationS, r4.TTFT.Mean)
+	if c := ConfidenceOfRun(four, r4); c.Fitted() || !strings.HasPrefix(strings.Join(c.Outside, ";"), "4 API-server processes") {
+		t.Errorf("four API servers: %+v", c)
+	}
 }
