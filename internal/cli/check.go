@@ -86,8 +86,10 @@ answer, and the vLLM release each object was planned for (its image tag, the
 annotation headroom.dev/vllm-version, or the newest release headroom knows, said so).
 A denied object gets the webhook's first alternative as a fix to its args: -o patch
 prints every fix as a unified diff (patch -p0 < fix.patch applies it), --write writes
-the fixed files and checks them again. Objects that need the cluster to be read (a
-ConfigMap named by an annotation, an HPA) are checked without it and say so.
+the fixed files and checks them again. A ConfigMap an object reads (its model config
+named by headroom.dev/model-config, a vLLM --config file mounted from one) is read from
+the ConfigMaps of the files given, as the webhook reads it from the cluster; one they
+do not hold, and an HPA, are checked without and say so.
 
 Exit codes: 0 every object admitted, 1 one is denied, 2 bad input or an object (or a
 vLLM server in it) that could not be checked, said on the first line.`,
