@@ -546,3 +546,36 @@ func TestPlanDoesNotReadConfigFile(t *testing.T) {
 		t.Errorf("max-model-len %d: the server read the file, or did not say it left it: %s", r.Settings.MaxModelLen, got)
 	}
 }
+
+// The page takes a --config file's YAML as text, and plans what the CLI
+// plans reading the same file: the same bytes. Without a --config in the
+// command the text is refused (400), in one line.
+func TestPlanConfigTextSameBytesAsCLI(t *testing.T) {
+	srv := newServer(t)
+	t.Chdir(t.TempDir())
+	const yaml = "max-model-len: 4096\nmax-num-seqs: 64\n"
+	if err := os.WriteFile("serve.yaml", []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	command := "vllm serve Qwen/Qwen3-8B --config serve.yaml --max-num-seqs 32"
+	_, want := runCLI(t, append([]string{"plan", "--gpu", "L4", "--vllm-version", "0.19.0", "-o", "json", "--"}, strings.Fields(command)...)...)
+	body, err := json.Marshal(map[string]string{"gpu": "L4", "vllm_version": "0.19.0", "command": command, "vllm_config": yaml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, got := post(t, srv.URL+"/api/plan", string(body))
+	if code != http.StatusOK || !bytes.Equal(got, want) {
+		t.Fatalf("status %d; API and CLI differ:\nAPI: %s\nCLI: %s", code, got, want)
+	}
+	var r report.Report
+	if err := json.Unmarshal(got, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Settings.MaxModelLen != 4096 || r.Settings.MaxNumSeqs != 32 {
+		t.Errorf("max-model-len %d (the file's 4096), max-num-seqs %d (the line's 32)", r.Settings.MaxModelLen, r.Settings.MaxNumSeqs)
+	}
+	code, got = post(t, srv.URL+"/api/plan", `{"gpu": "L4", "command": "vllm serve Qwen/Qwen3-8B", "vllm_config": "max-model-len: 4096"}`)
+	if code != http.StatusBadRequest || !bytes.Contains(got, []byte("add --config FILE to the command")) {
+		t.Errorf("vllm_config without --config: status %d, %s", code, got)
+	}
+}

@@ -27,17 +27,20 @@ import (
 // name without dashes ({"max-model-len": "8192"}); they win over the same
 // flags in Command, as headroom's flags do over a pasted command.
 type fields struct {
-	Model       string            `json:"model"`
-	GPU         string            `json:"gpu"`
-	GPUCount    int               `json:"gpu_count"`
-	GPUsPerNode int               `json:"gpus_per_node"`
-	GPUMemory   string            `json:"gpu_memory"`
-	VLLMVersion string            `json:"vllm_version"`
-	VLLMInstall string            `json:"vllm_install"`
-	VLLMImage   string            `json:"vllm_image"`
-	Command     string            `json:"command"`
-	Flags       map[string]string `json:"flags"`
-	Policy      string            `json:"policy"`
+	Model       string `json:"model"`
+	GPU         string `json:"gpu"`
+	GPUCount    int    `json:"gpu_count"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	GPUMemory   string `json:"gpu_memory"`
+	VLLMVersion string `json:"vllm_version"`
+	VLLMInstall string `json:"vllm_install"`
+	VLLMImage   string `json:"vllm_image"`
+	Command     string `json:"command"`
+	// VLLMConfig is the YAML of the file a --config of Command names: the
+	// page reads no file, so the user gives its text.
+	VLLMConfig string            `json:"vllm_config"`
+	Flags      map[string]string `json:"flags"`
+	Policy     string            `json:"policy"`
 }
 
 // planBody is the JSON of POST /api/plan.
@@ -405,6 +408,13 @@ func requestFrom(f fields) (report.Request, error) {
 			return req, fmt.Errorf("command: %v", err)
 		}
 		req.Command = words
+	}
+	if f.VLLMConfig != "" {
+		if !slices.ContainsFunc(req.Command, func(w string) bool { return w == "--config" || strings.HasPrefix(w, "--config=") }) {
+			return req, errors.New("vllm_config is the YAML of the file a --config in the command names: add --config FILE to the command, or leave vllm_config empty")
+		}
+		text := []byte(f.VLLMConfig)
+		req.ReadConfig = func(string) ([]byte, error) { return text, nil }
 	}
 	if len(flags) > maxFlags {
 		return req, fmt.Errorf("%d flags: at most %d", len(flags), maxFlags)

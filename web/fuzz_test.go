@@ -28,6 +28,8 @@ var fuzzSeeds = []string{
 	`{"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-80GB", "vllm_version": "0.20.0", "upgrade_to": "0.21.0", "max_kv_loss": "20%"}`,
 	`{"model": "x", "gpu": "L4", "upgrade_to": "v0.33", "max_kv_loss": "1e400%", "all_gpus": true}`,
 	`{"max_kv_loss": "0.2"}`,
+	`{"gpu": "L4", "command": "vllm serve Qwen/Qwen3-8B --config c.yaml", "vllm_config": "max-model-len: 4096\ncompilation-config: {cudagraph_mode: PIECEWISE}\nenable-chunked-prefill: off"}`,
+	`{"gpu": "L4", "command": "vllm serve m --config=c.json", "vllm_config": "- [", "flags": {"max-model-len": "1"}}`,
 	`[1, 2]`, `null`, `{} {}`, `{"gpu_count": 1e99}`, "",
 }
 

@@ -7,7 +7,7 @@
 // The plan's inputs: element id -> field of the /api/plan body. Flags are
 // vLLM flags by name; the URL keeps every one of them (config.json uploads
 // excepted: they do not fit in a link).
-const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "vllm-install": "vllm_install", "command": "command" };
+const TEXT_FIELDS = { "model": "model", "gpu": "gpu", "vllm-version": "vllm_version", "vllm-install": "vllm_install", "command": "command", "vllm-config": "vllm_config" };
 // TERM_NAMES names the plan's parts as the bar does.
 const TERM_NAMES = { weights_bytes: "weights", activation_bytes: "activation", non_torch_bytes: "non-torch", cudagraph_bytes: "CUDA graphs" };
 const FLAG_FIELDS = ["max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "max-num-seqs", "kv-cache-dtype"];
@@ -434,7 +434,7 @@ async function loadCatalogs() {
 function doctorBody() {
   const p = planBody();
   const body = { text: $("doctor-text").value };
-  for (const k of ["model", "gpu", "gpu_count", "vllm_version", "command", "flags"]) if (p[k] !== undefined) body[k] = p[k];
+  for (const k of ["model", "gpu", "gpu_count", "vllm_version", "command", "vllm_config", "flags"]) if (p[k] !== undefined) body[k] = p[k];
   return body;
 }
 
