@@ -31,6 +31,8 @@ func (e *ConfigReadError) Error() string {
 	return "--config " + clipPath(e.Path) + ": " + e.Err.Error()
 }
 
+func (e *ConfigReadError) Unwrap() error { return e.Err }
+
 // clipPath shortens a file's path in a message from its start, keeping
 // the name: a path is longer than other quoted text and its end says
 // most.
@@ -44,11 +46,10 @@ func clipPath(p string) string {
 	return p
 }
 
-func (e *ConfigReadError) Unwrap() error { return e.Err }
-
-// ConfigReader reads the file a --config names. Only a front end that may
-// read the user's disk passes one (the command line); a server or the
-// admission webhook does not, and there the flag stays not modelled.
+// ConfigReader reads the file a --config names: the command line from its
+// working directory, the webhook from the ConfigMap mounted at its path,
+// the page from the text its user gives (never the server's disk). A
+// parse without one leaves the flag not modelled.
 type ConfigReader func(path string) ([]byte, error)
 
 // ConfigFile is a --config file whose flags were read into Settings.
