@@ -89,7 +89,9 @@ type conditions struct {
 	EP bool
 	// APIServers is --api-server-count: the API-server processes.
 	APIServers int
-	Version    vllm.Version
+	// PP is the pipeline-parallel size: batches in flight (pipeline.go).
+	PP      int
+	Version vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
 	Host string
@@ -128,7 +130,7 @@ func archOf(d gpu.Device) string {
 func conditionsOf(b memory.Budget) conditions {
 	s := b.Model
 	set := b.Settings
-	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
+	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), PP: max(set.PipelineParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
 		Host: hostClass(max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1))}
 	fam := map[string]bool{}
 	for i := range s.Layers {
@@ -163,7 +165,7 @@ func conditionsOf(b memory.Budget) conditions {
 // coverage is what a set of training rows covers.
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
-	TPs, DPs, APIServers          []int
+	TPs, DPs, APIServers, PPs     []int
 	// EP is set when a row runs whole experts a rank.
 	EP     bool
 	Lo, Hi vllm.Version
@@ -196,6 +198,10 @@ func (cv *coverage) add(c conditions) {
 		sort.Ints(cv.DPs)
 	}
 	cv.EP = cv.EP || c.EP
+	if !slices.Contains(cv.PPs, c.PP) {
+		cv.PPs = append(cv.PPs, c.PP)
+		sort.Ints(cv.PPs)
+	}
 	if !slices.Contains(cv.APIServers, c.APIServers) {
 		cv.APIServers = append(cv.APIServers, c.APIServers)
 		sort.Ints(cv.APIServers)
@@ -224,6 +230,7 @@ const (
 	kindDP         = "data parallel"
 	kindEP         = "expert parallel"
 	kindAPIServers = "API servers"
+	kindPP         = "pipeline parallel"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -259,6 +266,9 @@ func (cv coverage) gaps(c conditions) []gap {
 	}
 	if c.DP > 0 && !slices.Contains(cv.DPs, c.DP) {
 		add(kindDP, fmt.Sprintf("data parallel %d: the rows run one engine a server (engines sharing an API server; a MoE model's ranks in lockstep, exchanging tokens in every MoE layer)", c.DP))
+	}
+	if c.PP > 0 && !slices.Contains(cv.PPs, c.PP) {
+		add(kindPP, fmt.Sprintf("pipeline parallel %d: the rows run one stage (batches in flight, each stage's share of a pass and the sends between them are not fitted)", c.PP))
 	}
 	if c.EP && !cv.EP {
 		add(kindEP, "expert parallel: the rows split every expert over the ranks (with --enable-expert-parallel a rank holds whole experts, and a step waits for the busiest)")
@@ -332,6 +342,7 @@ var trainingCoverage = coverage{
 	TPs:        []int{1, 2, 8},
 	DPs:        []int{1},
 	APIServers: []int{1},
+	PPs:        []int{1},
 	Lo:         vllm.MustVersion("0.10.2"),
 	Hi:         vllm.MustVersion("0.11.0"),
 	SmallBatch: []string{"dense at TP 1"},

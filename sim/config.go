@@ -51,6 +51,9 @@ type Config struct {
 	// Speculation is speculative decoding; nil without
 	// (speculative.go).
 	Speculation *Speculation
+	// PipelineStages is --pipeline-parallel-size: with more than one, up
+	// to that many batches are in flight at once (pipeline.go).
+	PipelineStages int
 }
 
 func (c *Config) validate() error {
@@ -81,6 +84,12 @@ func (c *Config) validate() error {
 	}
 	if c.Timer == nil {
 		c.Timer = Fixed(0.010)
+	}
+	if c.PipelineStages < 0 || c.PipelineStages > maxPipelineStages {
+		return fmt.Errorf("pipeline-parallel size %d: 1 to %d stages", c.PipelineStages, maxPipelineStages)
+	}
+	if c.PipelineStages > 1 && c.Speculation != nil {
+		return errors.New("speculative decoding with pipeline parallelism is not simulated: drop one of --speculative-config and --pipeline-parallel-size")
 	}
 	if c.Speculation != nil {
 		return c.Speculation.validate()
@@ -146,6 +155,7 @@ func ConfigFor(b memory.Budget, timer StepTimer) Config {
 	return Config{
 		NumGPUBlocks: int(b.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: RunningCap(set),
 		MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: b.MaxModelLen, Groups: groups, Timer: timer,
+		PipelineStages: set.PipelineParallelSize,
 	}
 }
 

@@ -98,6 +98,10 @@ type StepResult struct {
 	// (HasParts: a PartsTimer, the roofline).
 	Parts    StepParts
 	HasParts bool
+	// NoBatch marks a pipelined engine's wait for a batch in flight
+	// (Config.PipelineStages): it ran no batch of its own, and a run does
+	// not count it as a step.
+	NoBatch bool
 }
 
 // Gauges are the engine's state, as vLLM's /metrics shows it.
@@ -146,6 +150,10 @@ type req struct {
 	// finds any for it (speculative.go).
 	spec, verify int
 	drafts       bool
+	// epoch changes whenever the request's state is reset (preempted,
+	// dropped, recycled): a pipelined batch in flight that holds an older
+	// epoch's tokens of it is stale (pipeline.go).
+	epoch uint32
 	// hashed is how many of the request's leading blocks are full and
 	// hold its own tokens' hash in vLLM (allocate_slots caches them as
 	// they fill). Here a block of its own is hashed only when a
@@ -183,6 +191,8 @@ type Engine struct {
 	// running request holds beyond its scheduled tokens.
 	spec      *specState
 	lookahead int
+	// pipe is pipeline parallelism's batches in flight (pipeline.go).
+	pipe pipeline
 }
 
 // New returns an idle engine at time 0.
@@ -256,7 +266,7 @@ func (e *Engine) newReq() *req {
 		for i := range freed {
 			freed[i] = freed[i][:0]
 		}
-		*q = req{blocks: blocks, freed: freed}
+		*q = req{blocks: blocks, freed: freed, epoch: q.epoch + 1}
 	} else {
 		q = &req{blocks: make([][]int32, len(e.cfg.Groups))}
 	}
@@ -300,6 +310,9 @@ func (e *Engine) NextEventTime() (float64, bool) {
 // Step runs one scheduler step and its batch. An idle engine jumps to the
 // next arrival first; with nothing queued it returns Idle.
 func (e *Engine) Step() StepResult {
+	if e.cfg.PipelineStages > 1 {
+		return e.stepPipelined()
+	}
 	res := &e.res
 	*res = StepResult{Events: res.Events[:0]}
 	if !e.Busy() {
@@ -729,6 +742,7 @@ func (e *Engine) preempt(v *req, res *StepResult) {
 	e.freeBlocks(v, false)
 	v.computed = 0
 	v.spec, v.verify = 0, 0
+	v.epoch++
 	v.preemptions++
 	e.gauges.Preemptions++
 	res.Preempted++
@@ -788,51 +802,65 @@ func (e *Engine) finishStep(res *StepResult) {
 		if r.computed < r.numTokens() {
 			continue
 		}
-		emit := 1
-		if v := r.verify; v > 0 {
-			a := e.spec.accept(v)
-			// The rejected drafts' KV is no longer the request's.
-			r.computed -= v - a
-			emit += a
-			e.gauges.SpecDrafts++
-			e.gauges.SpecDraftTokens += int64(v)
-			e.gauges.SpecAccepted += int64(a)
-			r.verify = 0
-		}
-		emit = min(emit, r.OutputTokens-r.generated)
-		r.generated += emit
-		e.gauges.GenerationTokens += int64(emit)
-		res.Sampled += emit
-		res.Outputs++
-		if r.drafts {
-			// The proposer drafts up to K tokens, no further than the
-			// request's last (vLLM caps the scheduled tokens at prompt +
-			// max_tokens and max-model-len).
-			r.spec = max(min(e.spec.K, r.PromptTokens+r.OutputTokens-1-r.numTokens()), 0)
-		}
-		first := r.firstAt < 0
-		if first {
-			r.firstAt = e.now
-			e.gauges.PromptTokens += int64(r.PromptTokens)
-			res.First++
-		}
-		finished := r.generated >= r.OutputTokens
-		if !finished && !e.cfg.TokenEvents && !(first && e.cfg.FirstEvents) {
-			continue
-		}
-		ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated, First: first}
-		if finished {
-			ev.Done = true
-			ev.Arrival, ev.FirstToken, ev.Finish, ev.Sent = r.Arrival, r.firstAt, e.now, r.Sent
-			ev.Prompt, ev.Output, ev.Preemptions = r.PromptTokens, r.OutputTokens, r.preemptions
+		if e.sample(r, res) {
 			done = true
 		}
-		res.Events = append(res.Events, ev)
 	}
 	e.sched = e.sched[:0]
-	if !done {
-		return
+	if done {
+		e.removeFinished()
 	}
+}
+
+// sample gives a request that caught up its next token (and the drafts
+// the target accepted), with the events a run reads; it reports whether
+// the request finished.
+func (e *Engine) sample(r *req, res *StepResult) bool {
+	emit := 1
+	if v := r.verify; v > 0 {
+		a := e.spec.accept(v)
+		// The rejected drafts' KV is no longer the request's.
+		r.computed -= v - a
+		emit += a
+		e.gauges.SpecDrafts++
+		e.gauges.SpecDraftTokens += int64(v)
+		e.gauges.SpecAccepted += int64(a)
+		r.verify = 0
+	}
+	emit = min(emit, r.OutputTokens-r.generated)
+	r.generated += emit
+	e.gauges.GenerationTokens += int64(emit)
+	res.Sampled += emit
+	res.Outputs++
+	if r.drafts {
+		// The proposer drafts up to K tokens, no further than the
+		// request's last (vLLM caps the scheduled tokens at prompt +
+		// max_tokens and max-model-len).
+		r.spec = max(min(e.spec.K, r.PromptTokens+r.OutputTokens-1-r.numTokens()), 0)
+	}
+	first := r.firstAt < 0
+	if first {
+		r.firstAt = e.now
+		e.gauges.PromptTokens += int64(r.PromptTokens)
+		res.First++
+	}
+	finished := r.generated >= r.OutputTokens
+	if !finished && !e.cfg.TokenEvents && !(first && e.cfg.FirstEvents) {
+		return false
+	}
+	ev := Event{Handle: r.handle, ID: r.ID, Generated: r.generated, First: first}
+	if finished {
+		ev.Done = true
+		ev.Arrival, ev.FirstToken, ev.Finish, ev.Sent = r.Arrival, r.firstAt, e.now, r.Sent
+		ev.Prompt, ev.Output, ev.Preemptions = r.PromptTokens, r.OutputTokens, r.preemptions
+	}
+	res.Events = append(res.Events, ev)
+	return finished
+}
+
+// removeFinished takes the finished requests out of the running list and
+// frees their blocks.
+func (e *Engine) removeFinished() {
 	kept := e.running[:0]
 	for _, r := range e.running {
 		if r.generated >= r.OutputTokens {
@@ -869,6 +897,7 @@ func (e *Engine) Abort(handle uint64) bool {
 }
 
 func (e *Engine) drop(r *req) {
+	r.epoch++
 	e.freeBlocks(r, true)
 	e.gauges.Aborted++
 	e.free = append(e.free, r)

@@ -124,6 +124,9 @@ func RunDataParallel(ctx context.Context, cfg Config, src Source, opt RunOptions
 	opt.FrontEnd = opt.FrontEnd.cpuTimes(n)
 	r, ok := cfg.Timer.(*Roofline)
 	lockstep := ok && r.DataParallel > 1 && r.RoutedParams > 0
+	if lockstep && cfg.PipelineStages > 1 {
+		return nil, errors.New("a data-parallel MoE server with pipeline parallelism is not simulated: its ranks step in lockstep, a stage at a time; drop one of --data-parallel-size and --pipeline-parallel-size")
+	}
 	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true, lockstep: lockstep})
 	if err != nil {
 		return nil, err

@@ -244,6 +244,17 @@ func dispatchCombineTime(bytes float64, n int, link float64, nvlink bool) float6
 	return 2 * (lat + bytes*float64(n-1)/float64(n)/(link*allReduceLinkShare))
 }
 
+// sendTime is one NCCL send of bytes from a pipeline stage to the next
+// over a link of the given bandwidth (its latency and share as the
+// all-reduce's).
+func sendTime(bytes, link float64, nvlink bool) float64 {
+	lat := ncclAllReduceLatency
+	if !nvlink {
+		lat = pcieAllReduceLatency
+	}
+	return lat + bytes/(link*allReduceLinkShare)
+}
+
 // allReduceTime is one all-reduce of bytes across tp ranks over a link of
 // the given bandwidth each way.
 func allReduceTime(bytes float64, tp int, link float64, nvlink, amd bool) float64 {

@@ -330,6 +330,14 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 	return max(flops/(peak*share), read/(m.Bandwidth*m.BandwidthEfficiency*orOne(m.ExpertRead))) + act/(m.Bandwidth*m.BandwidthEfficiency)
 }
 
+// PipelineSend is what a pipeline stage takes to hand batch b's
+// activations (a token's hidden state, and its residual with it) to the
+// next stage: one NCCL send over the node's link (a pipeline across nodes
+// crosses a network this does not know, so it is priced low there).
+func (m *Roofline) PipelineSend(b Batch) float64 {
+	return sendTime(2*float64(b.Tokens)*m.AllReduceBytesPerToken, m.Link, m.NVLink)
+}
+
 // busiestRank is what the busiest of ExpertParallel ranks holding whole
 // experts does in a step of tokens whose mean share of experts touched
 // is touched: the share of its own experts it reads, and its token-expert
@@ -607,10 +615,9 @@ func gemmKernels(s model.Spec) float64 {
 
 // RooflineFor builds the step-time model of a plan: the model's
 // parameters, weights and KV per token split over the tensor-parallel
-// ranks, on the device's datasheet figures, corrected by c. A
-// pipeline-parallel step runs its stages one after the other, so pipeline
-// parallelism does not shorten a step here (vLLM's micro-batching across
-// stages is not modelled).
+// ranks, on the device's datasheet figures, corrected by c. A step is
+// the whole pass through every pipeline stage; the engine splits it over
+// the stages and keeps batches in flight (pipeline.go).
 func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	p, ok := gpu.PerfOf(b.Device)
 	if !ok {

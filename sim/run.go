@@ -334,7 +334,9 @@ func (s *stats) merge() {
 }
 
 func (s *stats) step(res *StepResult, g Gauges) {
-	s.rep.Steps++
+	if !res.NoBatch {
+		s.rep.Steps++
+	}
 	if res.HasParts {
 		if s.rep.StepSplit == nil {
 			s.rep.StepSplit = &StepParts{}
