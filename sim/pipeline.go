@@ -87,6 +87,8 @@ func (e *Engine) stepPipelined() StepResult {
 // issue hands the scheduled batch b to the first stage: each request's
 // tokens count as computed now, the batch's results come out when the
 // last stage has run it, and the step lasts the engine core's CPU for it.
+// Async scheduling adds nothing here: the batch queue already runs the
+// core beside the stages.
 func (e *Engine) issue(b Batch) {
 	res := &e.res
 	p := &e.pipe
