@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
@@ -192,7 +194,16 @@ type Evidence struct {
 	TrafficSources []string         `json:"-"`
 	// Commands are pasted `vllm serve` command lines found in text.
 	Commands []CommandFacts `json:"commands,omitempty"`
+
+	// configMaps are the ConfigMaps read, by name, and configFiles the
+	// containers whose --config file waits for one (k8s.go).
+	configMaps  map[string]corev1.ConfigMap
+	configFiles []configFile
 }
+
+// maxConfigMaps bounds the ConfigMaps doctor keeps to pair with a
+// container's --config file: inputs are bounded, and so is this.
+const maxConfigMaps = 1000
 
 // CommandFacts is a vLLM command line found in the evidence.
 type CommandFacts struct {

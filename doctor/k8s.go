@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
+	"errors"
 	"path"
 	"strconv"
 	"strings"
@@ -365,6 +366,10 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 				Line: d.find(from, p.kind+"Probe")})
 		}
 		e.K8s.Containers = append(e.K8s.Containers, cf)
+		if cf.HasSettings && cf.Settings.Set[vllm.FlagConfig] {
+			e.configFiles = append(e.configFiles, configFile{container: len(e.K8s.Containers) - 1, volumes: spec.Volumes, c: c})
+			e.readConfigFiles()
+		}
 	}
 }
 
@@ -373,34 +378,105 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 // the args of vLLM's official image, whose entrypoint is `vllm serve`
 // (the model may come first, as a positional argument).
 func commandSettings(command, args []string, image string) (vllm.Settings, bool) {
+	set, err := commandSettingsWith(command, args, image, nil)
+	return set, err == nil
+}
+
+// errNoCommand is a container that starts no vLLM command headroom reads.
+var errNoCommand = errors.New("no vLLM command")
+
+// commandSettingsWith is commandSettings reading a --config file with read
+// (vllm.ParseFlagsWith); the error is the last parse's, errNoCommand when
+// nothing reads as a vLLM command.
+func commandSettingsWith(command, args []string, image string, read vllm.ConfigReader) (vllm.Settings, error) {
+	var last error = errNoCommand
 	if len(command) == 0 && len(args) > 0 && vllm.ReadImage(image).Official {
-		if set, err := vllm.ParseFlags(args); err == nil {
-			return set, true
+		set, err := vllm.ParseFlagsWith(args, read)
+		if err == nil {
+			return set, nil
 		}
+		last = err
 	}
 	words := append(append([]string{}, command...), args...)
 	if len(words) >= 3 && (path.Base(words[0]) == "sh" || path.Base(words[0]) == "bash") && strings.HasPrefix(words[1], "-") && strings.Contains(words[1], "c") {
 		split, err := vllm.SplitCommandLine(strings.Join(words[2:], " "))
 		if err != nil {
-			return vllm.Settings{}, false
+			return vllm.Settings{}, err
 		}
 		words = split
 	}
 	if len(words) == 0 {
-		return vllm.Settings{}, false
+		return vllm.Settings{}, last
 	}
 	joined := strings.Join(words, " ")
 	if strings.Contains(joined, "vllm") || strings.HasPrefix(words[0], "-") {
-		if set, err := vllm.ParseCommand(words); err == nil {
-			return set, true
+		set, err := vllm.ParseCommandWith(words, read)
+		if err == nil {
+			return set, nil
 		}
+		last = err
 	}
 	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		if set, err := vllm.ParseFlags(args); err == nil {
-			return set, true
+		set, err := vllm.ParseFlagsWith(args, read)
+		if err == nil {
+			return set, nil
 		}
+		last = err
 	}
-	return vllm.Settings{}, false
+	return vllm.Settings{}, last
+}
+
+// configFile is a container whose vLLM command names a --config file,
+// until the ConfigMap mounted at its path is read (in any input, before or
+// after the workload).
+type configFile struct {
+	container int // in K8s.Containers
+	volumes   []corev1.Volume
+	c         corev1.Container
+}
+
+// errConfigMapNotRead is a --config file whose ConfigMap no input holds
+// yet.
+var errConfigMapNotRead = errors.New("its ConfigMap is not among the inputs")
+
+// readConfigFiles reads, for every container still waiting, its --config
+// file from the ConfigMaps read so far: the file's flags join the
+// container's settings (the line's own win), as the webhook reads them
+// from the cluster.
+func (e *Evidence) readConfigFiles() {
+	kept := e.configFiles[:0]
+	for _, p := range e.configFiles {
+		spec := &corev1.PodSpec{Volumes: p.volumes}
+		read := func(file string) ([]byte, error) {
+			keys, err := kube.ConfigMapFile(spec, p.c, file)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
+				if cm, ok := e.configMaps[k.Name]; ok {
+					if v, ok := cm.Data[k.Key]; ok {
+						return []byte(v), nil
+					}
+					if v, ok := cm.BinaryData[k.Key]; ok {
+						return v, nil
+					}
+				}
+			}
+			return nil, errConfigMapNotRead
+		}
+		set, err := commandSettingsWith(p.c.Command, p.c.Args, p.c.Image, read)
+		if errors.Is(err, errConfigMapNotRead) {
+			kept = append(kept, p)
+			continue
+		}
+		if err != nil {
+			continue // another volume, or a file vLLM would refuse: the line alone stays
+		}
+		cf := &e.K8s.Containers[p.container]
+		set.Env = cf.Settings.Env
+		cf.Settings = set
+	}
+	e.configFiles = kept
 }
 
 // imageVersion reads a vLLM release from a vLLM image's tag
@@ -450,6 +526,13 @@ func (e *Evidence) hpa(d doc, name string, at Line, apiVersion string, js []byte
 // configMap reads the NVIDIA device plugin's time-slicing config and a
 // KAITO inference config (a vllm: section of flags).
 func (e *Evidence) configMap(d doc, cm corev1.ConfigMap) bool {
+	if len(e.configMaps) < maxConfigMaps {
+		if e.configMaps == nil {
+			e.configMaps = map[string]corev1.ConfigMap{}
+		}
+		e.configMaps[cm.Name] = cm
+		e.readConfigFiles()
+	}
 	read := false
 	for key, v := range cm.Data {
 		if strings.Contains(v, "timeSlicing") {

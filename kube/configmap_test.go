@@ -1,4 +1,4 @@
-package admission
+package kube
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 
 // Where a --config file of a pod comes from, by the ways Kubernetes puts a
 // ConfigMap's key at a path.
-func TestConfigSources(t *testing.T) {
+func TestConfigMapFile(t *testing.T) {
 	cm := func(name string, items ...corev1.KeyToPath) corev1.VolumeSource {
 		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items}}
 	}
@@ -33,23 +33,23 @@ func TestConfigSources(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		file string
-		want []configSource
+		want []ConfigMapKey
 		says string
 	}{
-		{file: "/etc/vllm/config.yaml", want: []configSource{{"flags", "config.yaml"}}},
+		{file: "/etc/vllm/config.yaml", want: []ConfigMapKey{{"flags", "config.yaml"}}},
 		// The longest mount wins, and its items map the path to a key.
-		{file: "/etc/vllm/more/conf/serve.yaml", want: []configSource{{"flags", "flags.yaml"}}},
+		{file: "/etc/vllm/more/conf/serve.yaml", want: []ConfigMapKey{{"flags", "flags.yaml"}}},
 		{file: "/etc/vllm/more/other.yaml", says: `maps no item to other.yaml`},
-		{file: "/config.yaml", want: []configSource{{"flags", "serve.yaml"}}},
+		{file: "/config.yaml", want: []ConfigMapKey{{"flags", "serve.yaml"}}},
 		// Relative to the container's working directory; a projected
 		// volume's ConfigMaps are tried in order.
-		{file: "p/x.yaml", want: []configSource{{"a", "x.yaml"}, {"b", "x.yaml"}}},
+		{file: "p/x.yaml", want: []ConfigMapKey{{"a", "x.yaml"}, {"b", "x.yaml"}}},
 		{file: "/etc/vllm/sub/x.yaml", says: "maps no item"},
 		{file: "/data/config.yaml", says: `volume "data" is not a ConfigMap`},
 		{file: "/opt/config.yaml", says: "in the image"},
 		{file: "/etc/vllm", says: "mount point"},
 	} {
-		got, err := configSources(spec, c, tc.file)
+		got, err := ConfigMapFile(spec, c, tc.file)
 		if tc.says != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("%s: %v %v, want an error saying %q", tc.file, got, err, tc.says)
@@ -61,7 +61,7 @@ func TestConfigSources(t *testing.T) {
 		}
 	}
 	c.WorkingDir = ""
-	if _, err := configSources(spec, c, "config.yaml"); err == nil || !strings.Contains(err.Error(), "absolute path") {
+	if _, err := ConfigMapFile(spec, c, "config.yaml"); err == nil || !strings.Contains(err.Error(), "absolute path") {
 		t.Errorf("a relative path without a working directory: %v", err)
 	}
 }
