@@ -46,6 +46,20 @@ func clipPath(p string) string {
 	return p
 }
 
+// clipError is a YAML decoder's error on one line of at most 120
+// characters: longer than other quoted text, since it says where the file
+// goes wrong.
+func clipError(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
+
 // ConfigReader reads the file a --config names: the command line from its
 // working directory, the webhook from the ConfigMap mounted at its path,
 // the page from the text its user gives (never the server's disk). A
@@ -89,7 +103,7 @@ func configFileArgs(data []byte) ([]string, []string, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("not YAML (%s): vLLM reads a mapping of flag names to values, e.g. `max-model-len: 8192`", clip(err.Error()))
+		return nil, nil, fmt.Errorf("not YAML (%s): vLLM reads a mapping of flag names to values, e.g. `max-model-len: 8192`", clipError(err))
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil, nil
@@ -176,11 +190,11 @@ func configValue(name string, v *yaml.Node) (string, error) {
 	}
 	var x any
 	if err := v.Decode(&x); err != nil {
-		return "", fmt.Errorf("%s: %s", name, clip(err.Error()))
+		return "", fmt.Errorf("%s: %s", name, clipError(err))
 	}
 	b, err := json.Marshal(x)
 	if err != nil {
-		return "", fmt.Errorf("%s: a mapping whose keys are not all names (%s)", name, clip(err.Error()))
+		return "", fmt.Errorf("%s: a mapping whose keys are not all names (%s)", name, clipError(err))
 	}
 	return string(b), nil
 }
