@@ -62,6 +62,24 @@ func FuzzParseCommand(f *testing.F) {
 		if words, err := SplitCommandLine(line); err == nil {
 			roundTrip(t, words)
 		}
+		// The same line with a --config file of flags spliced in: the
+		// file's flags before the line's, and what comes back still
+		// renders to the same settings.
+		words := append(strings.Split(line, "\n"), "--config", "c.yaml")
+		s, err := ParseCommandWith(words, func(string) ([]byte, error) {
+			return []byte("max-model-len: 4096\nenforce-eager: true\ncuda-graph-sizes: [1, 2]\nserved-model-name: x\nenable-chunked-prefill: false"), nil
+		})
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		sane(t, s)
+		if s.ConfigFile == nil || slices.Contains(s.Extra, "--config") {
+			t.Fatalf("the --config of %q: file %+v, extra %q", words, s.ConfigFile, s.Extra)
+		}
+		roundTrip(t, append([]string{"vllm", "serve"}, s.Args()...))
 	})
 }
 
