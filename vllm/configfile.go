@@ -76,6 +76,10 @@ type ConfigFile struct {
 	// them, so the flag keeps its default (a boolean flag is turned off by
 	// its no- spelling set to true).
 	Dropped []string `json:"dropped,omitempty"`
+	// Unread says why the file could not be read (it is not where the
+	// reader looked): its flags are then not in the settings, and the
+	// flag stays among the unmodelled ones; "" when it was read.
+	Unread string `json:"unread,omitempty"`
 }
 
 // ConfigFileArgs turns a --config file into the flags vLLM reads from it,

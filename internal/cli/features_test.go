@@ -90,8 +90,18 @@ func TestPlanReadsConfigFile(t *testing.T) {
 	if !strings.Contains(out, "--config "+path+" read: --max-model-len 4096 --tensor-parallel-size 2") || !strings.Contains(out, "sets enable-chunked-prefill to false") {
 		t.Errorf("the notes do not say what the file gave: %s", out)
 	}
-	code, _, errs = run(t, offline, "plan", "--gpu", "H100-80GB", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--config", path+".missing.yaml")
-	if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "missing.yaml") {
-		t.Errorf("a missing file: exit %d, %q", code, errs)
+	// A file that is not here (a line pasted from a server) leaves the line
+	// alone, and a note says so; one that is not flags stops in one line.
+	code, out, errs = run(t, offline, "plan", "--gpu", "H100-80GB", "-o", "json", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--config", path+".missing.yaml", "--max-model-len", "8192")
+	if code != ExitFits || !strings.Contains(out, "missing.yaml is not read (no such file or directory): planned on the line alone") {
+		t.Errorf("a missing file: exit %d, %s %s", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("- max-model-len\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = run(t, offline, "plan", "--gpu", "H100-80GB", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--config", bad)
+	if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "not a mapping of flag names") {
+		t.Errorf("a file that is not flags: exit %d, %q", code, errs)
 	}
 }

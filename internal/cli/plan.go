@@ -155,7 +155,7 @@ func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 func readConfigFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%v: run headroom where the file is, or give its flags on the line", unwrapPathError(err))
+		return nil, unwrapPathError(err)
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, vllm.MaxConfigFileBytes+1))

@@ -52,6 +52,9 @@ func configFileNotes(cf *vllm.ConfigFile) []string {
 	if cf == nil {
 		return nil
 	}
+	if cf.Unread != "" {
+		return []string{fmt.Sprintf("--config %s is not read (%s): planned on the line alone; run headroom where the file is, or give its flags on the line", cf.Path, cf.Unread)}
+	}
 	var notes []string
 	if len(cf.Flags) == 0 {
 		notes = append(notes, fmt.Sprintf("--config %s read: it sets no flag", cf.Path))

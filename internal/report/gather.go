@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -116,6 +117,15 @@ func Settings(req Request) (vllm.Settings, error) {
 	}
 	args = append(args, req.Flags...)
 	s, err := vllm.ParseCommandWith(args, req.ReadConfig)
+	var unread *vllm.ConfigReadError
+	if errors.As(err, &unread) {
+		// A file that is not here (a line pasted from a server) leaves
+		// the line alone to be planned, and a note says so; a file that
+		// reads but is not flags is the line's error, as it is vLLM's.
+		if s, err = vllm.ParseCommand(args); err == nil {
+			s.ConfigFile = &vllm.ConfigFile{Path: unread.Path, Unread: unread.Err.Error()}
+		}
+	}
 	if err != nil {
 		return vllm.Settings{}, err
 	}
