@@ -154,6 +154,9 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 	if set.NumGPUBlocksOverride > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV pool from --num-gpu-blocks-override %d (the plan has %d blocks)", set.NumGPUBlocksOverride, e.Budget.NumBlocks))
 	}
+	if pp := set.PipelineParallelSize; pp > 1 {
+		e.Notes = append(e.Notes, fmt.Sprintf("--pipeline-parallel-size %d: up to %d batches in flight, each stage running 1/%d of a pass (vLLM's batch queue); steps count batches, and the engine's busy time is one stage's GPU with the engine core's CPU beside it", pp, pp, pp))
+	}
 	if dp := set.DataParallelSize; dp > 1 {
 		n := fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine with the fewest outstanding; engine time is their mean, steps are all of theirs", DataParallelNote, dp, dp)
 		if r, ok := e.Timer.(*sim.Roofline); ok && r.DataParallel > 1 {
