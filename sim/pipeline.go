@@ -9,7 +9,8 @@ const maxPipelineStages = 64
 // keeps up to P batches in flight. It schedules a batch and hands it to
 // the first stage without waiting, then schedules the next at once, until
 // P are in flight or nothing more can be scheduled; only then does it
-// block on the oldest batch's results. The scheduler advances a request's
+// block on the oldest batch's results. The slowest stage (the most layers,
+// or the last with the LM head: Roofline.PipelineShare) sets the pace. The scheduler advances a request's
 // computed tokens when it schedules them (_update_after_schedule), so a
 // decode whose token is still in flight has nothing to schedule and waits
 // for its batch, while a long prompt's next chunk may go in the next
@@ -40,9 +41,12 @@ type flightEntry struct {
 	sample bool
 }
 
-// PipelineSender is a timer that knows what handing a batch from one
-// pipeline stage to the next takes (the roofline).
-type PipelineSender interface {
+// PipelineTimer is a timer that knows how a pass divides over pipeline
+// stages: the slowest stage's share of it, and what handing a batch from
+// one stage to the next takes (the roofline). Without one the stages are
+// even and the sends free.
+type PipelineTimer interface {
+	PipelineShare(stages int) float64
 	PipelineSend(b Batch) float64
 }
 
@@ -104,13 +108,16 @@ func (e *Engine) issue(b Batch) {
 		parts.CPU, parts.Overlapped, parts.overlap = cpuPart, 0, true
 		res.Parts, res.HasParts = parts, true
 	}
-	stage := gpu / n
-	if s, ok := e.cfg.Timer.(PipelineSender); ok {
-		stage += s.PipelineSend(b)
+	// The slowest stage sets the pace; a batch's results are out after
+	// every stage has run it and handed it on.
+	slowest, send := gpu/n, 0.0
+	if t, ok := e.cfg.Timer.(PipelineTimer); ok {
+		slowest, send = gpu*t.PipelineShare(e.cfg.PipelineStages), t.PipelineSend(b)
 	}
+	stage := slowest + send
 	start := max(e.now, p.stageFree)
 	p.stageFree = start + stage
-	done := max(start+n*stage, p.lastDone+stage)
+	done := max(start+gpu+n*send, p.lastDone+stage)
 	p.lastDone = done
 	fb := flightBatch{doneAt: done}
 	if k := len(p.flight); k < cap(p.flight) {

@@ -108,3 +108,26 @@ func TestPipelineThroughput(t *testing.T) {
 		t.Errorf("decode-bound: two stages in flight give %.2f times the throughput, want about 1", r)
 	}
 }
+
+// The slowest stage's share of a pass, as vLLM splits the layers
+// (get_pp_indices) and puts the LM head on the last stage. Qwen3-14B: 40
+// layers of 13.21 B parameters and a 151,936 × 5,120 = 0.778 B head (h =
+// 0.778 / 13.99 = 0.0556); at 3 stages 13, 14 and 13 layers, the last
+// 13/40 × 0.9444 + 0.0556 = 0.3625 of a pass (the middle 0.3306). At 2
+// stages 20 and 20: the last 0.4722 + 0.0556 = 0.5278.
+func TestPipelineShare(t *testing.T) {
+	b := plan(t, "Qwen/Qwen3-14B", "H100-80GB", 1, vllm.Settings{Version: vllm.Version{Minor: 11}})
+	c, _ := CalibrationFor(b.Device)
+	m, err := RooflineFor(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := m.HeadParams / (m.LinearParams + m.HeadParams); math.Abs(h-0.0556) > 0.0005 {
+		t.Fatalf("the head is %.4f of the parameters a token passes, want 0.0556", h)
+	}
+	for stages, want := range map[int]float64{1: 1, 2: 0.5278, 3: 0.3625} {
+		if got := m.PipelineShare(stages); math.Abs(got-want) > 0.0005 {
+			t.Errorf("%d stages: the slowest runs %.4f of a pass, want %.4f", stages, got, want)
+		}
+	}
+}

@@ -338,6 +338,48 @@ func (m *Roofline) PipelineSend(b Batch) float64 {
 	return sendTime(2*float64(b.Tokens)*m.AllReduceBytesPerToken, m.Link, m.NVLink)
 }
 
+// PipelineShare is the share of a pass the slowest of stages pipeline
+// stages runs: vLLM splits the layers as get_pp_indices does (layers /
+// stages each, the remainder one a stage from the second-to-last back,
+// since the last holds the LM head), and the last stage also runs the LM
+// head, weighed here by its parameters against the layers' (a pass is
+// mostly its weights' read or its GEMMs' math, both in proportion).
+// Llama-3.1-70B at 2 stages: 40 layers each, the head 1.5% of the
+// parameters, the last stage 0.5075 of a pass; Qwen3-14B at 3: 13, 14 and
+// 13 layers and a 5.6% head, the last stage 0.3625 against an even 0.333
+// (TestPipelineShare).
+func (m *Roofline) PipelineShare(stages int) float64 {
+	if stages <= 1 || m.Layers <= 0 {
+		return 1
+	}
+	layers := m.Layers
+	if stages > layers {
+		stages = layers
+	}
+	total := m.LinearParams + m.RoutedParams + m.HeadParams
+	h := 0.0
+	if total > 0 {
+		h = m.HeadParams / total
+	}
+	per := layers / stages
+	rest := layers % stages
+	most := 0.0
+	for i := range stages {
+		n := per
+		// The remainder's layers go to the stages before the last:
+		// stages-2, stages-3, ... (vllm/distributed/utils.py).
+		if i < stages-1 && i >= stages-1-rest {
+			n++
+		}
+		share := float64(n) / float64(layers) * (1 - h)
+		if i == stages-1 {
+			share += h
+		}
+		most = max(most, share)
+	}
+	return most
+}
+
 // busiestRank is what the busiest of ExpertParallel ranks holding whole
 // experts does in a step of tokens whose mean share of experts touched
 // is touched: the share of its own experts it reads, and its token-expert
