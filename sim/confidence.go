@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -174,38 +175,28 @@ type coverage struct {
 	SmallBatch []string
 }
 
+// put adds the values s lacks, keeping it sorted.
+func put[T cmp.Ordered](s []T, v ...T) []T {
+	for _, x := range v {
+		if !slices.Contains(s, x) {
+			s = append(s, x)
+		}
+	}
+	slices.Sort(s)
+	return s
+}
+
 // add widens the coverage by one row's conditions.
 func (cv *coverage) add(c conditions) {
-	put := func(s []string, v ...string) []string {
-		for _, x := range v {
-			if !slices.Contains(s, x) {
-				s = append(s, x)
-			}
-		}
-		sort.Strings(s)
-		return s
-	}
 	cv.Archs = put(cv.Archs, c.Arch)
 	cv.Families = put(cv.Families, c.Families...)
 	cv.Quant = put(cv.Quant, c.Quant...)
 	cv.Hosts = put(cv.Hosts, c.Host)
-	if !slices.Contains(cv.TPs, c.TP) {
-		cv.TPs = append(cv.TPs, c.TP)
-		sort.Ints(cv.TPs)
-	}
-	if !slices.Contains(cv.DPs, c.DP) {
-		cv.DPs = append(cv.DPs, c.DP)
-		sort.Ints(cv.DPs)
-	}
+	cv.TPs = put(cv.TPs, c.TP)
+	cv.DPs = put(cv.DPs, c.DP)
+	cv.PPs = put(cv.PPs, c.PP)
+	cv.APIServers = put(cv.APIServers, c.APIServers)
 	cv.EP = cv.EP || c.EP
-	if !slices.Contains(cv.PPs, c.PP) {
-		cv.PPs = append(cv.PPs, c.PP)
-		sort.Ints(cv.PPs)
-	}
-	if !slices.Contains(cv.APIServers, c.APIServers) {
-		cv.APIServers = append(cv.APIServers, c.APIServers)
-		sort.Ints(cv.APIServers)
-	}
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
 		cv.Lo = c.Version
 	}

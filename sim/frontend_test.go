@@ -59,19 +59,7 @@ func TestFrontEndByEndpoint(t *testing.T) {
 	// HarmonyRequest (2.45 s) and the engine, busy about 10 s on the same
 	// prefills, sets the end: an earlier end and earlier first tokens.
 	run := func(endpoint string, src Source) *Report {
-		m, err := RooflineFor(qwen, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := New(ConfigFor(qwen, m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(context.Background(), e, src, RunOptions{FrontEnd: c.FrontEndFor(qwen, endpoint)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
+		return runPlan(t, qwen, c, src, RunOptions{FrontEnd: c.FrontEndFor(qwen, endpoint)})
 	}
 	burst := func() *benchSource { return &benchSource{n: 1000, prompt: 128, output: 4} }
 	ch, co := run(chat, burst()), run(comp, burst())
@@ -117,19 +105,7 @@ func TestAPIServerCount(t *testing.T) {
 		t.Errorf("one API server %+v, four %+v", f1, f4)
 	}
 	run := func(b memory.Budget, f FrontEnd) *Report {
-		m, err := RooflineFor(b, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := New(ConfigFor(b, m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(context.Background(), e, &benchSource{n: 1000, prompt: 128, output: 4}, RunOptions{FrontEnd: f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
+		return runPlan(t, b, c, &benchSource{n: 1000, prompt: 128, output: 4}, RunOptions{FrontEnd: f})
 	}
 	r1, r4 := run(one, f1), run(four, f4)
 	if r1.DurationS < 1000*f1.Request || r4.DurationS > 0.7*r1.DurationS || r4.TTFT.Mean > 0.7*r1.TTFT.Mean {
@@ -139,4 +115,22 @@ func TestAPIServerCount(t *testing.T) {
 	if c := ConfidenceOfRun(four, r4); c.Fitted() || !strings.HasPrefix(strings.Join(c.Outside, ";"), "4 API-server processes") {
 		t.Errorf("four API servers: %+v", c)
 	}
+}
+
+// runPlan runs src through the engine of plan b on the roofline of c.
+func runPlan(t testing.TB, b memory.Budget, c Calibration, src Source, opt RunOptions) *Report {
+	t.Helper()
+	m, err := RooflineFor(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ConfigFor(b, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), e, src, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

@@ -221,19 +221,7 @@ func servingInstall(v vllm.Version) vllm.Install {
 func simulateServing(t testing.TB, r servingRun, c Calibration, sh outputShape) *Report {
 	t.Helper()
 	b := servingPlan(t, r)
-	m, err := RooflineFor(b, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(ConfigFor(b, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), e, servingSource(r, sh), RunOptions{FrontEnd: c.FrontEndFor(b, servingEndpoint), Concurrency: r.concurrency})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return runPlan(t, b, c, servingSource(r, sh), RunOptions{FrontEnd: c.FrontEndFor(b, servingEndpoint), Concurrency: r.concurrency})
 }
 
 // servingSource is a row's requests: the random dataset at its fixed
