@@ -48,6 +48,12 @@ type Autoscaler struct {
 	// the cool-down of one removed, or removed within it of one added.
 	Flaps  int      `json:"flaps"`
 	Replay FleetRun `json:"replay"`
+	// EnginesPerReplica is a data-parallel replica's engines (absent for
+	// one). vLLM labels each engine's gauges with its index, so a sum
+	// over a replica's series holds that many engines' KV usage: the
+	// manifests divide by it (KEDA's query) or multiply the target (the
+	// HPA's), where TargetKV is the engines' mean.
+	EnginesPerReplica int `json:"engines_per_replica,omitempty"`
 }
 
 // FleetRun is a fleet over the whole traffic: replayed (the autoscaler),
@@ -146,6 +152,9 @@ func (c *sizer) autoscale(ctx context.Context, o *Sizing) error {
 	a := &Autoscaler{TargetWaiting: math.Max(1, kneeWaiting), TargetKV: round3(targetKV),
 		TargetRatePerS: round3(target), StartupS: startup, StartupSource: c.opt.StartupSource, CoolDownS: c.req.CoolDownS, IntervalS: c.req.IntervalS,
 		MinReplicas: minR, MaxReplicas: o.PeakReplicas, Policy: PolicyCapped}
+	if c.rep.Engines > 1 {
+		a.EnginesPerReplica = c.rep.Engines
+	}
 	a.RateAsks = int(math.Ceil(peakRate/a.TargetRatePerS - 1e-9))
 	v := c.opt.Version
 	a.WaitingMetric, _ = vllm.MetricNameAt(vllm.MetricRequestsWaiting, v)
@@ -247,7 +256,7 @@ func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.H
 	end := float64(len(o.Windows)) * c.req.WindowS
 	rec := &flapRecorder{HPA: hpa, within: 2 * a.CoolDownS}
 	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd, Window: c.req.WindowS / 10},
-		Replicas: o.Windows[0].Replicas, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
+		Replicas: o.Windows[0].Replicas, Engines: c.rep.Engines, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
 		Scaler: rec, ScaleInterval: a.IntervalS, StartupS: a.StartupS, FleetOnly: true,
 		OnWindow: func(start float64, r *sim.Report) {
 			mu.Lock()

@@ -32,10 +32,12 @@ const (
 )
 
 // Replica is one vLLM replica as the simulator runs it: its engine's
-// configuration and its API server's CPU time.
+// configuration, its API server's CPU time and its data-parallel engines
+// (--data-parallel-size; 0 is 1), which share that API server.
 type Replica struct {
 	Config   sim.Config
 	FrontEnd sim.FrontEnd
+	Engines  int
 }
 
 // Option is one GPU option to size.

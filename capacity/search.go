@@ -40,10 +40,6 @@ func (c *sizer) oneReplica(ctx context.Context, rep Replica, rate float64, early
 		return false, 0, nil, err
 	}
 	defer closer()
-	e, err := sim.New(rep.Config)
-	if err != nil {
-		return false, 0, nil, err
-	}
 	runCtx, w := watched(ctx, c.req.SLO, int64(spec.NumRequests), 0)
 	opt := sim.RunOptions{FrontEnd: rep.FrontEnd}
 	if early {
@@ -55,7 +51,7 @@ func (c *sizer) oneReplica(ctx context.Context, rep Replica, rate float64, early
 			w.reject()
 		}
 	}
-	r, err := sim.Run(runCtx, e, src, opt)
+	r, err := rep.run(runCtx, src, opt)
 	c.runs.oneReplica.Add(1)
 	c.progress.run()
 	if missed, err := w.ended(ctx, err); err != nil {
@@ -65,6 +61,19 @@ func (c *sizer) oneReplica(ctx context.Context, rep Replica, rate float64, early
 	}
 	ok, worst := Judge(c.req.SLO, r)
 	return ok, worst, r, nil
+}
+
+// run simulates src on one replica: its engine, or its data-parallel
+// engines behind their one API server.
+func (r Replica) run(ctx context.Context, src sim.Source, opt sim.RunOptions) (*sim.Report, error) {
+	if r.Engines > 1 {
+		return sim.RunDataParallel(ctx, r.Config, src, opt, r.Engines)
+	}
+	e, err := sim.New(r.Config)
+	if err != nil {
+		return nil, err
+	}
+	return sim.Run(ctx, e, src, opt)
 }
 
 // refusal notes a request the replica refuses.
@@ -207,10 +216,11 @@ func (c *sizer) chooseSeqs(ctx context.Context, out *Sizing, capacity float64) e
 			}
 			return r.Config, true, nil
 		},
-		Open:      func() (sim.Source, func(), error) { return c.open(probe) },
-		Run:       sim.RunOptions{FrontEnd: c.rep.FrontEnd},
-		Reference: top,
-		Parallel:  workers(),
+		Open:         func() (sim.Source, func(), error) { return c.open(probe) },
+		Run:          sim.RunOptions{FrontEnd: c.rep.FrontEnd},
+		DataParallel: c.rep.Engines,
+		Reference:    top,
+		Parallel:     workers(),
 	})
 	if err != nil {
 		return err
@@ -259,7 +269,7 @@ func (c *sizer) knee(ctx context.Context, rate float64) (waitingP95, kv float64,
 	defer closer()
 	s := &scrapes{}
 	if _, err := sim.RunFleet(ctx, c.rep.Config, src, sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd},
-		Replicas: 1, Scaler: s, ScaleInterval: 5}); err != nil {
+		Replicas: 1, Engines: c.rep.Engines, Scaler: s, ScaleInterval: 5}); err != nil {
 		return 0, 0, err
 	}
 	c.runs.oneReplica.Add(1)

@@ -349,7 +349,7 @@ func (c *sizer) fleet(ctx context.Context, warm, reqs []workload.Request, start 
 	src := &sliceSource{reqs: [][]workload.Request{warm, reqs}, origin: origin}
 	runCtx, w := watched(ctx, c.req.SLO, int64(len(reqs)), start-origin)
 	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd, Window: 60},
-		Replicas: n, Router: c.req.Router, JudgeFrom: start - origin, FleetOnly: true}
+		Replicas: n, Engines: c.rep.Engines, Router: c.req.Router, JudgeFrom: start - origin, FleetOnly: true}
 	if early {
 		opt.OnFinish = w.finish
 		opt.OnReject = func(*sim.Rejection) { w.reject() }

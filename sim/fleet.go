@@ -39,6 +39,14 @@ type FleetOptions struct {
 	RunOptions
 	// Replicas is how many replicas serve from the start (at least 1).
 	Replicas int
+	// Engines is how many data-parallel engines each replica runs (vLLM's
+	// --data-parallel-size; 0 is 1): one API server, whose CPU they share,
+	// sends each request to the engine with the fewest outstanding (vLLM's
+	// DP load balancing). The router, the autoscaler and the replica
+	// counts see replicas; a MoE model's engines of one replica step in
+	// lockstep (stepGroup) when the clock prices their experts as a group
+	// (Roofline.DataParallel).
+	Engines int
 	// Router is one of Routers ("" is RoundRobin).
 	Router string
 	// JudgeFrom, when > 0, leaves the requests sent before it out of the
@@ -62,13 +70,10 @@ type FleetOptions struct {
 	StartupS      float64
 	// MaxReplicas bounds what a Scaler can ask for (default 1000).
 	MaxReplicas int
-	// FleetOnly leaves out each replica's own report (FleetReport.Replicas
+	// FleetOnly leaves out each engine's own report (FleetReport.Replicas
 	// is nil) and the per-step statistics kept for it: a caller that
 	// judges the fleet alone (capacity's replays) saves a tenth of a step.
 	FleetOnly bool
-	// lockstep steps the replicas together, as the engines of a MoE
-	// model's data-parallel group (RunDataParallel, stepGroup).
-	lockstep bool
 }
 
 // Scaler is an autoscaler: at each scrape it sees the fleet's metrics and
@@ -85,8 +90,9 @@ type FleetMetrics struct {
 	// Ready those that serve.
 	Replicas, Ready int
 	// Waiting and Running are vllm:num_requests_waiting and
-	// vllm:num_requests_running summed over the ready replicas; KVUsage is
-	// vllm:kv_cache_usage_perc averaged over them (0..1).
+	// vllm:num_requests_running summed over the ready replicas' engines;
+	// KVUsage is vllm:kv_cache_usage_perc averaged over those engines
+	// (0..1).
 	Waiting, Running int
 	KVUsage          float64
 	// RequestsPerS is the fleet's answered requests per second over the
@@ -96,8 +102,9 @@ type FleetMetrics struct {
 }
 
 // FleetReport is a fleet's run: the whole fleet as the clients see it, and
-// each replica. Fleet.Series holds, per window, the busiest replica's
-// peaks, the arrivals and the most replicas that held GPUs.
+// each engine (a replica's, or each of a data-parallel replica's in turn).
+// Fleet.Series holds, per window, the busiest engine's peaks, the arrivals
+// and the most replicas that held GPUs.
 type FleetReport struct {
 	Router   string    `json:"router"`
 	Fleet    *Report   `json:"fleet"`
@@ -112,28 +119,17 @@ type FleetReport struct {
 // RunDataParallel simulates one vLLM server of dp data-parallel engines:
 // vLLM runs an engine a rank, each with its own scheduler and KV cache,
 // behind one API server that sends each request to the engine whose
-// queues are shortest (its DP load balancing). Here: a fleet of dp
-// engines behind the least-outstanding router, each engine's share of the
-// one API server at dp times its cost (one CPU shared by dp even
-// streams). The report's engine time (StepSplit) is the engines' mean;
-// its steps are all engines'. A MoE model's engines step in lockstep
-// (stepGroup) when the clock prices their experts as a group (Roofline.
-// DataParallel); a dense model's are independent.
+// queues are shortest (its DP load balancing): a fleet of one replica of
+// dp engines (FleetOptions.Engines). The report's engine time
+// (StepSplit) is the engines' mean; its steps are all engines'.
 func RunDataParallel(ctx context.Context, cfg Config, src Source, opt RunOptions, dp int) (*Report, error) {
-	n := float64(max(dp, 1))
-	opt.FrontEnd = opt.FrontEnd.cpuTimes(n)
-	r, ok := cfg.Timer.(*Roofline)
-	lockstep := ok && r.DataParallel > 1 && r.RoutedParams > 0
-	if lockstep && cfg.PipelineStages > 1 {
-		return nil, errors.New("a data-parallel MoE server with pipeline parallelism is not simulated: its ranks step in lockstep, a stage at a time; drop one of --data-parallel-size and --pipeline-parallel-size")
-	}
-	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: max(dp, 1), Router: LeastOutstanding, FleetOnly: true, lockstep: lockstep})
+	fr, err := RunFleet(ctx, cfg, src, FleetOptions{RunOptions: opt, Replicas: 1, Engines: dp, FleetOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	rep := fr.Fleet
 	if rep.StepSplit != nil {
-		rep.StepSplit.Scale(1 / n)
+		rep.StepSplit.Scale(1 / float64(max(dp, 1)))
 	}
 	return rep, nil
 }
@@ -148,7 +144,9 @@ const (
 	repDraining
 )
 
-// replica is one engine with its own API server, as one vLLM pod.
+// replica is one engine with its API server's share, as one vLLM pod or
+// one data-parallel engine of a pod (fleet.engines of them, in adjacent
+// slots, make a replica).
 type replica struct {
 	e     *Engine
 	fe    *frontEnd
@@ -171,7 +169,7 @@ type replica struct {
 	// next is the time and kind of the replica's next event.
 	next     float64
 	nextKind int
-	// slot is the replica's place in fleet.reps, at its place in the
+	// slot is the engine's place in fleet.reps, at its place in the
 	// fleet's event queue.
 	slot, at int
 }
@@ -218,6 +216,13 @@ type fleet struct {
 	src  Source
 	opt  FleetOptions
 	reps []*replica
+	// engines is each replica's engine count: replica k is reps[k*engines
+	// : (k+1)*engines]; inner is each replica's turn among its engines.
+	// lockstep steps a replica's engines together, as the ranks of a MoE
+	// model's data-parallel group (stepGroup).
+	engines  int
+	inner    []int
+	lockstep bool
 	// queue orders the replicas by their next event (events, below).
 	queue events
 	st    *stats
@@ -252,7 +257,8 @@ type scrapeMark struct {
 
 // RunFleet serves src's requests with opt.Replicas replicas of cfg behind
 // opt.Router, in one discrete-event run: each replica is an Engine with
-// its own API server (FrontEnd), as one vLLM pod, and the clients are
+// its own API server (FrontEnd), as one vLLM pod, or opt.Engines of them
+// sharing one, and the clients are
 // Run's (open or closed loop). It stops as Run does, with the bound on
 // requests in flight over the whole fleet, and judges a fleet that falls
 // behind as Run judges one engine (the requests in flight grow while the
@@ -288,15 +294,24 @@ func RunFleet(ctx context.Context, cfg Config, src Source, opt FleetOptions) (*F
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if opt.MaxBacklog <= 0 {
-		opt.MaxBacklog = DefaultMaxBacklog(cfg.MaxNumSeqs * opt.Replicas)
+	engines := max(opt.Engines, 1)
+	r, ok := cfg.Timer.(*Roofline)
+	lockstep := engines > 1 && ok && r.DataParallel > 1 && r.RoutedParams > 0
+	if lockstep && cfg.PipelineStages > 1 {
+		return nil, errors.New("a data-parallel MoE server with pipeline parallelism is not simulated: its ranks step in lockstep, a stage at a time; drop one of --data-parallel-size and --pipeline-parallel-size")
 	}
-	f := &fleet{cfg: cfg, src: src, opt: opt, st: newStats(opt.RunOptions), nextScrape: math.Inf(1)}
+	// One CPU shared by the engines' even streams: each engine's share of
+	// the API server at engines times its cost.
+	opt.FrontEnd = opt.FrontEnd.cpuTimes(float64(engines))
+	if opt.MaxBacklog <= 0 {
+		opt.MaxBacklog = DefaultMaxBacklog(cfg.MaxNumSeqs * opt.Replicas * engines)
+	}
+	f := &fleet{cfg: cfg, src: src, opt: opt, st: newStats(opt.RunOptions), nextScrape: math.Inf(1), engines: engines, lockstep: lockstep}
 	if opt.OnWindow != nil && opt.SLOWindow > 0 {
 		f.win = &sloWindows{w: opt.SLOWindow, on: opt.OnWindow, open: map[int]*windowAcc{}}
 	}
 	for range opt.Replicas {
-		if _, err := f.add(0, repReady); err != nil {
+		if err := f.add(0, repReady); err != nil {
 			return nil, err
 		}
 	}
@@ -329,39 +344,60 @@ func RunFleet(ctx context.Context, cfg Config, src Source, opt FleetOptions) (*F
 	return f.report(), nil
 }
 
-// add starts a replica at time t (in state), reusing a stopped one's slot.
-func (f *fleet) add(t float64, state int) (*replica, error) {
+// add starts a replica at time t (in state), its engines in a stopped
+// replica's slots or in new ones.
+func (f *fleet) add(t float64, state int) error {
 	f.account(t)
-	var p *replica
-	for _, q := range f.reps {
-		if q.state == repStopped {
-			p = q
+	k := -1
+	for j := range len(f.reps) / f.engines {
+		if f.stopped(j) {
+			k = j
 			break
 		}
 	}
-	e, err := New(f.cfg)
-	if err != nil {
-		return nil, err
+	if k < 0 {
+		k = len(f.reps) / f.engines
+		for range f.engines {
+			p := &replica{st: newStats(f.opt.RunOptions), slot: len(f.reps)}
+			f.reps = append(f.reps, p)
+			f.queue.push(p)
+		}
+		f.inner = append(f.inner, 0)
 	}
-	if p == nil {
-		p = &replica{st: newStats(f.opt.RunOptions), slot: len(f.reps)}
-		f.reps = append(f.reps, p)
-		f.queue.push(p)
+	f.inner[k] = 0
+	for _, p := range f.group(k) {
+		e, err := New(f.cfg)
+		if err != nil {
+			return err
+		}
+		p.e, p.fe, p.busy, p.outstanding, p.kv = e, &frontEnd{cost: f.opt.FrontEnd}, false, 0, 0
+		// A restarted slot's engine starts at t: its clock and the
+		// engine's order of arrivals begin there.
+		e.now, e.last = t, t
+		p.state, p.since, p.readyAt = state, t, t
+		if state == repStarting {
+			p.readyAt = t + f.opt.StartupS
+		}
+		p.fe.now = t
+		f.plan(p)
 	}
-	p.e, p.fe, p.busy, p.outstanding, p.kv = e, &frontEnd{cost: f.opt.FrontEnd}, false, 0, 0
-	// A restarted slot's engine starts at t: its clock and the engine's
-	// order of arrivals begin there.
-	e.now, e.last = t, t
-	p.state, p.since, p.readyAt = state, t, t
-	if state == repStarting {
-		p.readyAt = t + f.opt.StartupS
-	}
-	p.fe.now = t
 	f.held++
 	f.peak = max(f.peak, f.held)
 	f.mark(t)
-	f.plan(p)
-	return p, nil
+	return nil
+}
+
+// group is replica k's engines.
+func (f *fleet) group(k int) []*replica { return f.reps[k*f.engines : (k+1)*f.engines] }
+
+// stopped says whether every engine of replica k has stopped.
+func (f *fleet) stopped(k int) bool {
+	for _, p := range f.group(k) {
+		if p.state != repStopped {
+			return false
+		}
+	}
+	return true
 }
 
 // mark records the replicas held at t in t's window.
@@ -379,10 +415,13 @@ func (f *fleet) account(t float64) {
 	}
 }
 
+// stop stops engine p; its replica gives its GPUs back with its last.
 func (f *fleet) stop(p *replica, t float64) {
 	f.account(t)
 	p.state = repStopped
-	f.held--
+	if f.stopped(p.slot / f.engines) {
+		f.held--
+	}
 	// Its engine's counters stay in its report.
 	p.keep()
 	p.e, p.fe = nil, nil
@@ -481,7 +520,7 @@ func (f *fleet) loop(ctx context.Context) error {
 			g := p.e.Gauges()
 			p.kv = g.KVUsage
 			// A group's dummy step (no batch) is no step of the run.
-			if p.res.Batch.Tokens > 0 || !f.opt.lockstep {
+			if p.res.Batch.Tokens > 0 || !f.lockstep {
 				if !f.opt.FleetOnly {
 					p.st.step(&p.res, g)
 				}
@@ -492,8 +531,8 @@ func (f *fleet) loop(ctx context.Context) error {
 				f.stop(p, now)
 			}
 		case evStepStart:
-			if f.opt.lockstep {
-				f.stepGroup(now)
+			if f.lockstep {
+				f.stepGroup(p.slot/f.engines, now)
 				if steps++; steps%1024 == 0 {
 					if err := ctx.Err(); err != nil {
 						return err
@@ -525,23 +564,24 @@ func (f *fleet) loop(ctx context.Context) error {
 	}
 }
 
-// stepGroup starts a step of every engine of a data-parallel group at
-// now, as vLLM steps a MoE model's ranks (its DP coordinator's waves): an
+// stepGroup starts a step of every engine of replica k, a data-parallel
+// group, at now, as vLLM steps a MoE model's ranks (its DP coordinator's waves): an
 // engine with nothing to run takes a dummy batch of one token, every rank
 // computes the experts of all the ranks' tokens (Batch.GroupTokens), and
 // the collectives hold each rank until the slowest is done, so the step
 // lasts as long as the slowest rank's; the others' wait is in their
 // all-reduce time, the collectives they wait in.
-func (f *fleet) stepGroup(now float64) {
+func (f *fleet) stepGroup(k int, now float64) {
+	reps := f.group(k)
 	var group int64
-	for _, q := range f.reps {
+	for _, q := range reps {
 		if q.state == repReady || q.state == repDraining {
 			q.fe.advance(now)
 			group += max(q.e.beginAt(now).Tokens, 1)
 		}
 	}
 	longest := 0.0
-	for _, q := range f.reps {
+	for _, q := range reps {
 		if q.state == repReady || q.state == repDraining {
 			b := q.e.res.Batch
 			b.GroupTokens, b.Tokens = group, max(b.Tokens, 1)
@@ -549,7 +589,7 @@ func (f *fleet) stepGroup(now float64) {
 			longest = max(longest, q.took)
 		}
 	}
-	for _, q := range f.reps {
+	for _, q := range reps {
 		if q.state == repReady || q.state == repDraining {
 			if q.e.res.HasParts {
 				q.e.res.Parts.AllReduce += longest - q.took
@@ -646,36 +686,56 @@ func (h events) down(i0 int) bool {
 	return i > i0
 }
 
-// route picks the ready replica of the next request.
+// route picks the engine of the next request: the ready replica by the
+// router, then its engine with the fewest outstanding.
 func (f *fleet) route() *replica {
-	n := len(f.reps)
-	var best *replica
-	for k := range n {
-		i := (f.rr + k) % n
-		q := f.reps[i]
-		if q.state != repReady {
+	n := len(f.reps) / f.engines
+	best, bestOut, bestKV := -1, 0, 0.0
+	for j := range n {
+		k := (f.rr + j) % n
+		out, kv, ready := 0, 0.0, true
+		for _, q := range f.group(k) {
+			ready = ready && q.state == repReady
+			out += q.outstanding
+			kv += q.kv
+		}
+		if !ready {
 			continue
 		}
+		kv /= float64(f.engines)
 		switch {
-		case best == nil:
-			best = q
-		case f.opt.Router == LeastOutstanding && q.outstanding < best.outstanding:
-			best = q
-		case f.opt.Router == LeastKV && (q.kv < best.kv || (q.kv == best.kv && q.outstanding < best.outstanding)):
-			best = q
+		case best < 0:
+		case f.opt.Router == LeastOutstanding && out < bestOut:
+		case f.opt.Router == LeastKV && (kv < bestKV || (kv == bestKV && out < bestOut)):
+		default:
+			continue
 		}
+		best, bestOut, bestKV = k, out, kv
 		if f.opt.Router == RoundRobin {
 			break
 		}
 	}
+	if best < 0 {
+		return nil
+	}
 	// The next search starts past this one: round-robin's turn, and the
-	// others' ties spread in turn.
-	for i, q := range f.reps {
-		if q == best {
-			f.rr = (i + 1) % n
+	// others' ties spread in turn; the same inside the replica.
+	f.rr = (best + 1) % n
+	return pick(f.group(best), &f.inner[best])
+}
+
+// pick is the engine of reps with the fewest outstanding requests, ties
+// in turn from *turn, which moves past it.
+func pick(reps []*replica, turn *int) *replica {
+	n := len(reps)
+	bi := *turn % n
+	for j := 1; j < n; j++ {
+		if i := (*turn + j) % n; reps[i].outstanding < reps[bi].outstanding {
+			bi = i
 		}
 	}
-	return best
+	*turn = (bi + 1) % n
+	return reps[bi]
 }
 
 func (f *fleet) send(at float64) error {
@@ -792,21 +852,25 @@ func (f *fleet) done(p *replica, ev Event) {
 // surplus ones are cancelled while starting or drained, newest first.
 func (f *fleet) scale(now float64) error {
 	m := FleetMetrics{Now: now}
-	for _, p := range f.reps {
-		switch p.state {
+	var engines int
+	for k := range len(f.reps) / f.engines {
+		switch f.reps[k*f.engines].state {
 		case repStarting:
 			m.Replicas++
 		case repReady:
 			m.Replicas++
 			m.Ready++
-			g := p.e.Gauges()
-			m.Waiting += g.Waiting
-			m.Running += g.Running
-			m.KVUsage += p.kv
+			for _, p := range f.group(k) {
+				g := p.e.Gauges()
+				m.Waiting += g.Waiting
+				m.Running += g.Running
+				m.KVUsage += p.kv
+				engines++
+			}
 		}
 	}
-	if m.Ready > 0 {
-		m.KVUsage /= float64(m.Ready)
+	if engines > 0 {
+		m.KVUsage /= float64(engines)
 	}
 	// The answered requests over the last minute, as Prometheus's rate()
 	// over the scrapes it holds.
@@ -819,34 +883,40 @@ func (f *fleet) scale(now float64) error {
 	}
 	want := min(max(f.opt.Scaler.Desired(m), 1), f.opt.MaxReplicas)
 	for n := m.Replicas; n < want; n++ {
-		if _, err := f.add(now, repStarting); err != nil {
+		if err := f.add(now, repStarting); err != nil {
 			return err
 		}
 	}
 	for n := m.Replicas; n > want; n-- {
-		var victim *replica
-		for _, p := range f.reps {
-			if p.state == repStarting && (victim == nil || p.since >= victim.since) {
-				victim = p
+		// The newest replica starting, else the newest ready: its engines
+		// stop, or drain and stop each when it is empty.
+		victim := f.newest(repStarting)
+		if victim < 0 {
+			victim = f.newest(repReady)
+		}
+		for _, p := range f.group(victim) {
+			if p.state == repStarting || (p.outstanding == 0 && !p.e.Busy() && !p.busy) {
+				f.stop(p, now)
+				continue
 			}
-		}
-		if victim != nil {
-			f.stop(victim, now)
-			continue
-		}
-		for _, p := range f.reps {
-			if p.state == repReady && (victim == nil || p.since >= victim.since) {
-				victim = p
-			}
-		}
-		victim.state = repDraining
-		if victim.outstanding == 0 && !victim.e.Busy() && !victim.busy {
-			f.stop(victim, now)
-		} else {
-			f.plan(victim)
+			p.state = repDraining
+			f.plan(p)
 		}
 	}
 	return nil
+}
+
+// newest is the replica in state that started last (ties: the last in
+// slot order), -1 when none is.
+func (f *fleet) newest(state int) int {
+	best := -1
+	for k := range len(f.reps) / f.engines {
+		p := f.reps[k*f.engines]
+		if p.state == state && (best < 0 || p.since >= f.reps[best*f.engines].since) {
+			best = k
+		}
+	}
+	return best
 }
 
 // keep folds the engine's counters into the replica's before the engine

@@ -340,3 +340,60 @@ func TestRunDataParallelSharesTheAPIServer(t *testing.T) {
 		t.Errorf("two replicas with an API server each: %.2f s, want under %.2f", own.Fleet.DurationS, floor)
 	}
 }
+
+// A fleet of data-parallel replicas, two engines each, on the fixed 10 ms
+// step of TestFleetScaler and its traffic (a request every 0.5 s for
+// 200 s, 1 prompt + 1 output token, each answered in two steps): the
+// scaler asks for 2 replicas from t=15 s to t=120 s, so the second, whose
+// two engines start together, serves from 15 + 60 = 75 s. The scaler, the
+// peak and the replica-seconds count replicas, never engines: 1 × 200 s +
+// (120 − 15) s = 305 s (±1 s: the last request's answer), a peak of 2.
+// Round-robin over the replicas gives the second about half the 90 sends
+// of 75–119.5 s (the scrape at 120 s comes before that send), and each
+// replica's API server sends alternately to its two idle engines.
+func TestFleetOfDataParallelReplicas(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 256, MaxModelLen: 512, Timer: Fixed(0.01)}
+	spec := workload.Spec{Rate: 2, Arrival: workload.Constant, Duration: 200, Prompt: workload.Fixed(1), Output: workload.Fixed(1), Seed: 1}
+	seen := map[float64]FleetMetrics{}
+	got, err := RunFleet(context.Background(), cfg, source(t, spec), FleetOptions{Replicas: 1, Engines: 2, Scaler: scalerFunc(func(m FleetMetrics) int {
+		seen[m.Now] = m
+		if m.Now >= 15 && m.Now < 120 {
+			return 2
+		}
+		return 1
+	}), StartupS: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at             float64
+		replicas, read int
+	}{{15, 1, 1}, {30, 2, 1}, {90, 2, 2}, {135, 1, 1}} {
+		if m := seen[c.at]; m.Replicas != c.replicas || m.Ready != c.read || m.KVUsage > 1 {
+			t.Errorf("scrape at %g s: %+v; want %d replicas, %d ready", c.at, m, c.replicas, c.read)
+		}
+	}
+	if got.PeakReplicas != 2 || math.Abs(got.ReplicaSeconds-305) > 1 {
+		t.Errorf("peak %d, %.2f replica-seconds; want 2, 305", got.PeakReplicas, got.ReplicaSeconds)
+	}
+	var served []int64
+	for _, r := range got.Replicas {
+		served = append(served, r.Requests)
+	}
+	if len(served) != 4 || served[0]+served[1]+served[2]+served[3] != 400 || abs64(served[2]+served[3]-45) > 1 ||
+		abs64(served[0]-served[1]) > 1 || abs64(served[2]-served[3]) > 1 {
+		t.Errorf("served per engine %v: want replica 1's two engines 45 ± 1 together, each replica's engines even", served)
+	}
+}
+
+// scalerFunc is a Scaler of the metrics it sees.
+type scalerFunc func(m FleetMetrics) int
+
+func (s scalerFunc) Desired(m FleetMetrics) int { return s(m) }
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

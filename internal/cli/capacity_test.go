@@ -43,9 +43,6 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--prometheus", "http://user:pw@prom:9090"}, 2, "credentials"},
 		// Traffic capacity cannot size.
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--prompt-tokens", "0", "--output-tokens", "0"}, 2, "at least one prompt token"},
-		// A replica is one engine: a data-parallel server would be sized as
-		// one of its engines.
-		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--data-parallel-size", "2"}, 2, "capacity sizes replicas of one engine"},
 		{[]string{"--gpu", "L4", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 1, "the model does not fit on any of them (L4: "},
 	} {
 		code, _, errs := run(t, offline, append(capBase, c.args...)...)
@@ -59,9 +56,25 @@ func TestCapacityBadInput(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "at least 1 replica") {
 		t.Errorf("--replicas 0: exit %d, %q", code, errs)
 	}
-	code, _, errs = run(t, offline, append(simBase, "--rate", "5", "--replicas", "2", "--data-parallel-size", "2")...)
-	if code != 2 || !strings.Contains(errs, "--replicas runs replicas of one engine") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
-		t.Errorf("--replicas with --data-parallel-size: exit %d, %q", code, errs)
+}
+
+// A replica of --data-parallel-size 2 is one server of two engines:
+// capacity sizes it on two GPUs, and simulate --replicas 2 lists its four
+// engines by replica.
+func TestCapacityAndFleetOfDataParallelServers(t *testing.T) {
+	code, out, errs := run(t, offline, append(capBase, "--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--data-parallel-size", "2", "-o", "json")...)
+	var cr struct {
+		Options []struct {
+			GPUsPerReplica int     `json:"gpus_per_replica"`
+			Capacity       float64 `json:"slo_capacity_per_s"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal([]byte(out), &cr); code != 0 || err != nil || len(cr.Options) != 1 || cr.Options[0].GPUsPerReplica != 2 || cr.Options[0].Capacity <= 0 {
+		t.Errorf("capacity of a server of two engines: exit %d %s, %+v %v", code, errs, cr, err)
+	}
+	code, out, errs = run(t, offline, append(simBase, "--rate", "5", "--replicas", "2", "--data-parallel-size", "2")...)
+	if code != 0 || !strings.Contains(out, "a fleet of 2 such replicas") || !strings.Contains(out, "\nREPLICA.ENGINE ") || !strings.Contains(out, "\n1.1 ") {
+		t.Errorf("--replicas 2 of --data-parallel-size 2: exit %d %s\n%s", code, errs, out)
 	}
 }
 

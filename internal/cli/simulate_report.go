@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -56,7 +57,7 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
 	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
-	if n := len(r.Replicas); n > 0 {
+	if n := len(r.Replicas) / max(r.EnginesPerReplica, 1); n > 0 {
 		fmt.Fprintf(w, "a fleet of %d such replicas behind %s routing; the numbers below are the whole fleet's\n", n, r.Router)
 	}
 	step := r.StepTime
@@ -163,9 +164,17 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 	if len(r.Replicas) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "REPLICA\tREQUESTS\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tPREEMPT\tPEAK KV\tPEAK WAITING")
+		head, dp := "REPLICA", max(r.EnginesPerReplica, 1)
+		if dp > 1 {
+			head = "REPLICA.ENGINE"
+		}
+		fmt.Fprintln(tw, head+"\tREQUESTS\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tPREEMPT\tPEAK KV\tPEAK WAITING")
 		for i, p := range r.Replicas {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", i, humanInt(p.Requests), ms(p.TTFT.P50), ms(p.TTFT.P99), ms(p.TPOT.P50), ms(p.TPOT.P99),
+			label := strconv.Itoa(i)
+			if dp > 1 {
+				label = fmt.Sprintf("%d.%d", i/dp, i%dp)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", label, humanInt(p.Requests), ms(p.TTFT.P50), ms(p.TTFT.P99), ms(p.TPOT.P50), ms(p.TPOT.P99),
 				p.Preemptions, pct(p.MaxKVUsage), p.MaxWaiting)
 		}
 		if err := tw.Flush(); err != nil {

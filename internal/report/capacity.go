@@ -227,7 +227,7 @@ func Capacity(ctx context.Context, env Env, files Files, req CapacityRequest) (*
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, capacity.ErrNoRequests) || errors.Is(err, capacity.ErrTooLight) || errors.Is(err, ErrCapacityDataParallel) {
+		if errors.Is(err, capacity.ErrNoRequests) || errors.Is(err, capacity.ErrTooLight) {
 			return nil, err
 		}
 		if err != nil {
@@ -325,12 +325,6 @@ func sizable(spec workload.Spec) error {
 	return nil
 }
 
-// ErrCapacityDataParallel is a capacity question about a server of more
-// than one data-parallel engine: capacity's replica is one engine (its
-// fleets, routers and autoscaler scale engines), so a server of N would
-// be sized as one, at half or less of its throughput.
-var ErrCapacityDataParallel = errors.New("capacity sizes replicas of one engine, and --data-parallel-size N serves N engines behind one API server: drop --data-parallel-size (each replica is then one engine of TP × PP GPUs, and a server of N holds about N of them; a MoE model's lockstep ranks are not sized), or run `headroom simulate --data-parallel-size N` for the server itself")
-
 // sizeOption plans the option's replica (the recommended settings when
 // the given ones do not fit) and sizes it.
 func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, creq capacity.Request, name string, prices map[string]gpu.Price) (CapacityOption, string, error) {
@@ -361,9 +355,6 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	if err != nil {
 		return CapacityOption{}, "", err
 	}
-	if e.Budget.Settings.DataParallelSize > 1 {
-		return CapacityOption{}, "", ErrCapacityDataParallel
-	}
 	if e.Config.NumGPUBlocks < 2 {
 		return CapacityOption{}, "", ErrNoKV
 	}
@@ -382,7 +373,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	if startup <= 0 {
 		startup, source = StartupEstimate(e, req.Storage)
 	}
-	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd(req.Workload.Endpoint)},
+	copt := capacity.Option{GPU: dev, GPUsPerReplica: e.Budget.Count, Replica: e.replica(req.Workload.Endpoint),
 		StartupS: startup, StartupSource: source, Version: e.Budget.Settings.Version, USDPerGPUHour: o.USDPerGPUHour}
 	engines := map[int]*Engine{e.Config.MaxNumSeqs: e}
 	if rec, err := memory.Recommend(e.Input, memory.Options{}); err == nil {
@@ -395,7 +386,7 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 				return capacity.Replica{}, false, err
 			}
 			engines[n] = e2
-			return capacity.Replica{Config: e2.Config, FrontEnd: e2.FrontEnd(req.Workload.Endpoint)}, e2.Budget.Fits, nil
+			return e2.replica(req.Workload.Endpoint), e2.Budget.Fits, nil
 		}
 	}
 	sz, err := capacity.Size(ctx, creq, copt)
@@ -425,6 +416,12 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	o.Autoscaler, o.Static = sz.Autoscaler, sz.Static
 	o.Notes = append(o.Notes, sz.Notes...)
 	return o, e.Evidence.Spec.ID, nil
+}
+
+// replica is e as capacity sizes it: one server, its data-parallel
+// engines behind its API server.
+func (e *Engine) replica(endpoint string) capacity.Replica {
+	return capacity.Replica{Config: e.Config, FrontEnd: e.FrontEnd(endpoint), Engines: e.Budget.Settings.DataParallelSize}
 }
 
 // CapacityProbe is the traffic one replica's SLO capacity is measured on

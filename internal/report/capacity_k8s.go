@@ -116,12 +116,17 @@ func quantity(v float64) string {
 // replay did; the cool-down as the scale-down stabilization window;
 // minimum and maximum replicas from the replay.
 func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
-	trigger := func(name, series string, target float64) map[string]any {
+	trigger := func(name, query string, target float64) map[string]any {
 		return map[string]any{"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": map[string]any{
 			"serverAddress": t.Prometheus,
-			"query":         fmt.Sprintf("sum(%s)", series),
+			"query":         query,
 			"threshold":     strconv.FormatFloat(target, 'f', -1, 64),
 		}}
+	}
+	sum := func(series string) string { return fmt.Sprintf("sum(%s)", series) }
+	kv := sum(a.KVMetric + t.selector())
+	if a.EnginesPerReplica > 1 {
+		kv += fmt.Sprintf(" / %d", a.EnginesPerReplica)
 	}
 	cool := int64(a.CoolDownS)
 	return map[string]any{
@@ -139,9 +144,9 @@ func KEDAScaledObject(a *Autoscaler, t ScaleTarget) map[string]any {
 				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},
 			}}},
 			"triggers": []any{
-				trigger("vllm-request-rate", fmt.Sprintf("rate(%s%s[1m])", a.RateMetric, t.selector()), a.TargetRatePerS),
-				trigger("vllm-waiting", a.WaitingMetric+t.selector(), a.TargetWaiting),
-				trigger("vllm-kv-cache", a.KVMetric+t.selector(), a.TargetKV),
+				trigger("vllm-request-rate", sum(fmt.Sprintf("rate(%s%s[1m])", a.RateMetric, t.selector())), a.TargetRatePerS),
+				trigger("vllm-waiting", sum(a.WaitingMetric+t.selector()), a.TargetWaiting),
+				trigger("vllm-kv-cache", kv, a.TargetKV),
 			},
 		},
 	}
@@ -177,7 +182,7 @@ func HPAObject(a *Autoscaler, t ScaleTarget) map[string]any {
 			"minReplicas":    a.MinReplicas,
 			"maxReplicas":    a.MaxReplicas,
 			"metrics": []any{metric(strings.TrimSuffix(a.RateMetric, "_count"), a.TargetRatePerS),
-				metric(a.WaitingMetric, a.TargetWaiting), metric(a.KVMetric, a.TargetKV)},
+				metric(a.WaitingMetric, a.TargetWaiting), metric(a.KVMetric, a.TargetKV*float64(max(a.EnginesPerReplica, 1)))},
 			"behavior": map[string]any{
 				"scaleDown": map[string]any{"stabilizationWindowSeconds": cool},
 				"scaleUp":   map[string]any{"stabilizationWindowSeconds": 0},

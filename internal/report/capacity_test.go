@@ -262,4 +262,65 @@ func TestAutoscalerManifests(t *testing.T) {
 			t.Errorf("KEDA query %v, want %s", q, want)
 		}
 	}
+	// A replica of two data-parallel engines exports two KV series (vLLM's
+	// engine label): the sum over a pod's is twice the engines' mean.
+	dp := *a
+	dp.EnginesPerReplica = 2
+	keda := KEDAScaledObject(&dp, ScaleTarget{Name: "x", Namespace: "llm", Prometheus: "http://p:9090"})
+	kv := keda["spec"].(map[string]any)["triggers"].([]any)[2].(map[string]any)["metadata"].(map[string]any)
+	if kv["query"] != `sum(vllm:kv_cache_usage_perc{namespace="llm"}) / 2` || kv["threshold"] != "0.094" {
+		t.Errorf("KEDA KV trigger of two engines a replica: %v", kv)
+	}
+	m := HPAObject(&dp, ScaleTarget{Name: "x", Namespace: "llm"})["spec"].(map[string]any)["metrics"].([]any)
+	if v := m[2].(map[string]any)["external"].(map[string]any)["target"].(map[string]any)["averageValue"]; v != "188m" {
+		t.Errorf("HPA KV target of two engines a replica: %v, want 188m", v)
+	}
+}
+
+// A replica of --data-parallel-size 2 is one server of two engines behind
+// one API server, on two GPUs: Llama-3.1-8B on H100s, the traffic of
+// TestCapacityAgreesWithSimulate. It carries about twice one engine's SLO
+// capacity: more than 1.5 times (the API server, shared, is not what
+// bounds this traffic), and a little more than twice is no error (the API
+// server sends each request to the engine with the fewest outstanding,
+// which smooths the Poisson arrivals one engine meets alone: 2.13× when
+// written). One server then holds the 10 req/s, and simulate of that
+// server agrees at its capacity and misses at 1.1 times it.
+func TestCapacityDataParallel(t *testing.T) {
+	spec := workload.Spec{Rate: 10, Duration: 1200, Prompt: workload.Uniform{Lo: 100, Hi: 3000}, Output: workload.Uniform{Lo: 20, Hi: 500}, Seed: 2}
+	capOf := func(flags ...string) CapacityOption {
+		t.Helper()
+		req := capacityRequest(t, []string{"H100-80GB"}, spec, "ttft_p99=1s,tpot_p99=40ms")
+		req.WindowS = 600
+		req.Engine.Plan.Flags = flags
+		rep, err := Capacity(context.Background(), offlineEnv(), nil, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Options[0]
+	}
+	one, two := capOf(), capOf("--data-parallel-size", "2")
+	ratio := two.SLOCapacityPerS / one.SLOCapacityPerS
+	t.Logf("one engine %.3f req/s, a server of two %.3f req/s (%.2f×); windows %+v", one.SLOCapacityPerS, two.SLOCapacityPerS, ratio, two.Windows)
+	if two.GPUsPerReplica != 2 || ratio < 1.5 || ratio > 2.5 {
+		t.Errorf("two engines: %d GPUs a replica, %.2f× one engine's capacity", two.GPUsPerReplica, ratio)
+	}
+	if len(two.Windows) != 2 || two.Windows[0].Replicas != 1 || two.PeakGPUs != 2 {
+		t.Errorf("10 req/s on servers of two: windows %+v, peak %v GPUs", two.Windows, two.PeakGPUs)
+	}
+	req := capacityRequest(t, []string{"H100-80GB"}, spec, "ttft_p99=1s,tpot_p99=40ms")
+	for _, k := range []struct {
+		rate float64
+		met  bool
+	}{{two.SLOCapacityPerS, true}, {1.1 * two.SLOCapacityPerS, false}} {
+		eng := engineFor(req, "H100-80GB")
+		eng.Plan.Flags = []string{"--data-parallel-size", "2", "--max-num-seqs", strconv.Itoa(two.Settings.MaxNumSeqs)}
+		sr, err := Simulate(context.Background(), offlineEnv(), nil, SimRequest{Engine: eng, Workload: CapacityProbe(spec, k.rate), SLO: req.SLO})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sr.SLOMet == nil || *sr.SLOMet != k.met {
+			t.Errorf("simulate of the server at %.3f req/s: SLO %+v, want met %t", k.rate, sr.SLO, k.met)
+		}
+	}
 }

@@ -305,6 +305,7 @@ func (e *Engine) RunFleet(ctx context.Context, files Files, spec workload.Spec, 
 	}
 	defer closer.Close()
 	opt.RunOptions = e.clients(spec, opt.RunOptions)
+	opt.Engines = e.Budget.Settings.DataParallelSize
 	rep, err := sim.RunFleet(ctx, e.Config, sim.FromWorkload(st), opt)
 	return rep, workload.LogNote(st), err
 }

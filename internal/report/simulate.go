@@ -67,9 +67,12 @@ type SimReport struct {
 	SLOMet       *bool            `json:"slo_met,omitempty"`
 	Compare      []CompareRow     `json:"compare,omitempty"`
 	// Router and Replicas are a fleet's (simulate --replicas N): the
-	// numbers above are then the whole fleet's.
-	Router   string        `json:"router,omitempty"`
-	Replicas []*sim.Report `json:"replicas,omitempty"`
+	// numbers above are then the whole fleet's. Replicas holds each
+	// engine: a replica's, or a data-parallel replica's engines in turn
+	// (EnginesPerReplica of them).
+	Router            string        `json:"router,omitempty"`
+	Replicas          []*sim.Report `json:"replicas,omitempty"`
+	EnginesPerReplica int           `json:"engines_per_replica,omitempty"`
 	// Confidence is how sure the figures are (sim.ConfidenceOfRun); absent
 	// with a fixed step time, which no fit stands behind.
 	Confidence *sim.Confidence `json:"confidence,omitempty"`
@@ -201,9 +204,6 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if fleet && req.Compare {
 		return nil, errors.New("--compare compares settings of one replica: drop --replicas or --compare")
 	}
-	if fleet && e.Budget.Settings.DataParallelSize > 1 {
-		return nil, errors.New("--replicas runs replicas of one engine, and --data-parallel-size N is N engines behind one API server: give one (--replicas N without --data-parallel-size for N pods, or --data-parallel-size N for one server)")
-	}
 	var rep *sim.Report
 	var log string
 	var fr *sim.FleetReport
@@ -211,6 +211,10 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		fr, log, err = e.RunFleet(ctx, files, req.Workload, sim.FleetOptions{RunOptions: opt, Replicas: req.Replicas, Router: req.Router})
 		if fr != nil {
 			rep = fr.Fleet
+			// The engines' mean, as a data-parallel server's.
+			if rep.StepSplit != nil && len(fr.Replicas) > 0 {
+				rep.StepSplit.Scale(1 / float64(len(fr.Replicas)))
+			}
 		}
 	} else {
 		rep, log, err = e.Run(ctx, files, req.Workload, opt)
@@ -227,7 +231,7 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
 		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes, Speculative: e.Spec}
 	if fr != nil {
-		out.Router, out.Replicas = fr.Router, fr.Replicas
+		out.Router, out.Replicas, out.EnginesPerReplica = fr.Router, fr.Replicas, max(e.Budget.Settings.DataParallelSize, 1)
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
 		// A fleet's regime is its replicas': the busiest one's batches.
