@@ -9,6 +9,7 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/kube"
+	"headroom.dev/headroom/vllm"
 )
 
 // describeState follows `kubectl describe` output (pods, nodes, HPAs):
@@ -29,6 +30,15 @@ type describeState struct {
 	// inContainers is set inside "Containers:", where "  name:" opens
 	// a container.
 	inContainers bool
+	// mounts are the container's "Mounts:"; configs the containers of
+	// this object whose vLLM line names a --config file, read at the
+	// object's end, when its "Volumes:" (volumes, vol the one being
+	// read) are known.
+	mounts    []corev1.VolumeMount
+	configs   []configFile
+	inVolumes bool
+	volumes   []corev1.Volume
+	vol       *corev1.Volume
 }
 
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
@@ -59,7 +69,11 @@ func (d *describeState) line(s *textScanner, l string) bool {
 		return d.eventLine(s, t)
 	}
 	if ind == 0 {
-		d.inContainers = false
+		d.inContainers, d.inVolumes, d.vol = false, false, nil
+	}
+	if d.inVolumes {
+		d.volume(key, val, ind)
+		return true
 	}
 	if d.inContainers && ind == 2 && val == "" {
 		d.flushContainer(s)
@@ -70,6 +84,12 @@ func (d *describeState) line(s *textScanner, l string) bool {
 	switch key {
 	case "Containers":
 		d.inContainers = true
+		return true
+	case "Volumes":
+		d.inVolumes = ind == 0
+		return true
+	case "Mounts":
+		d.section, d.indent = "mounts", ind
 		return true
 	case "Reference":
 		d.hpa = &HPAFacts{Name: "HorizontalPodAutoscaler/" + d.object, Line: s.here(), CPUOnly: true}
@@ -114,9 +134,56 @@ func (d *describeState) line(s *textScanner, l string) bool {
 	return d.eventLine(s, t)
 }
 
+// volume reads a line of the pod's "Volumes:": "  NAME:" opens a volume,
+// and its "Type:", "Name:" (a ConfigMap's) and "ConfigMapName:" (a
+// projected volume's) say where a ConfigMap's files come from. describe
+// prints no items, so a file's key is taken to be its name.
+func (d *describeState) volume(key, val string, ind int) {
+	switch {
+	case ind == 2 && val == "":
+		d.volumes = append(d.volumes, corev1.Volume{Name: key})
+		d.vol = &d.volumes[len(d.volumes)-1]
+	case d.vol == nil || ind != 4:
+	case key == "Type" && strings.HasPrefix(val, "ConfigMap"):
+		d.vol.ConfigMap = &corev1.ConfigMapVolumeSource{}
+	case key == "Type" && strings.HasPrefix(val, "Projected"):
+		d.vol.Projected = &corev1.ProjectedVolumeSource{}
+	case key == "Name" && d.vol.ConfigMap != nil:
+		d.vol.ConfigMap.Name = val
+	case key == "ConfigMapName" && d.vol.Projected != nil:
+		d.vol.Projected.Sources = append(d.vol.Projected.Sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: val}}})
+	}
+}
+
+// describeMount reads a "Mounts:" item as kubectl writes it: "PATH from
+// VOLUME (ro)", or "(rw,path=\"SUBPATH\")" with a subPath.
+func describeMount(t string) (corev1.VolumeMount, bool) {
+	path, rest, ok := strings.Cut(t, " from ")
+	if !ok {
+		return corev1.VolumeMount{}, false
+	}
+	name, flags, _ := strings.Cut(rest, " (")
+	m := corev1.VolumeMount{MountPath: path, Name: name}
+	for _, f := range strings.Split(strings.TrimSuffix(flags, ")"), ",") {
+		switch k, v, _ := strings.Cut(f, "="); k {
+		case "ro":
+			m.ReadOnly = true
+		case "path":
+			if sub, err := strconv.Unquote(v); err == nil {
+				m.SubPath = sub
+			}
+		}
+	}
+	return m, m.MountPath != "" && m.Name != ""
+}
+
 // item handles a line inside a section.
 func (d *describeState) item(s *textScanner, t string) {
 	switch d.section {
+	case "mounts":
+		if m, ok := describeMount(t); ok {
+			d.mounts = append(d.mounts, m)
+		}
 	case "args":
 		d.args = append(d.args, t)
 	case "command":
@@ -218,12 +285,20 @@ func (d *describeState) flushLabels(s *textScanner) {
 	d.labels = nil
 }
 
-// flush ends the object being described.
+// flush ends the object being described; its containers' --config files
+// are read from its volumes and the ConfigMaps of the inputs.
 func (d *describeState) flush(s *textScanner) {
 	d.flushLabels(s)
 	d.flushContainer(s)
 	if d.hpa != nil {
 		s.e.K8s.HPAs = append(s.e.K8s.HPAs, *d.hpa)
+	}
+	if len(d.configs) > 0 {
+		for _, p := range d.configs {
+			p.volumes = d.volumes
+			s.e.configFiles = append(s.e.configFiles, p)
+		}
+		s.e.readConfigFiles()
 	}
 	*d = describeState{active: d.active, object: d.object}
 }
@@ -246,8 +321,12 @@ func (d *describeState) flushContainer(s *textScanner) {
 		}
 		c.VLLM = c.VLLM || strings.Contains(strings.Join(append(d.cmd, d.args...), " "), "vllm")
 		s.e.K8s.Containers = append(s.e.K8s.Containers, c)
+		if c.HasSettings && c.Settings.Set[vllm.FlagConfig] {
+			d.configs = append(d.configs, configFile{container: len(s.e.K8s.Containers) - 1,
+				c: corev1.Container{Image: c.Image, Command: d.cmd, Args: d.args, VolumeMounts: d.mounts}})
+		}
 	}
-	d.cont, d.args, d.cmd, d.argLine = nil, nil, nil, Line{}
+	d.cont, d.args, d.cmd, d.argLine, d.mounts = nil, nil, nil, Line{}, nil
 }
 
 func (d *describeState) finish(s *textScanner) {

@@ -28,6 +28,9 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("non-default args: {'max_model_len': {'a': [1, (2, {3: 4})]}, 'model': 'Qwen/Qwen3-8B'"), true)
 	// A --config file in a ConfigMap of the same input.
 	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f}\ndata: {c.yaml: 'max-model-len: 9'}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: v, image: vllm/vllm-openai, args: [m, --config, /c/c.yaml], volumeMounts: [{name: f, mountPath: /c}]}\n      volumes: [{name: f, configMap: {name: f}}]\n"), false)
+	// kubectl describe of a pod whose --config comes from a projected
+	// volume's ConfigMaps.
+	f.Add([]byte("Name: p\nContainers:\n  v:\n    Image: vllm/vllm-openai:v0.19.0\n    Args:\n      m\n      --config\n      /c/c.yaml\n    Mounts:\n      /c from f (ro,path=\"c.yaml\")\nVolumes:\n  f:\n    Type: Projected (a volume that contains injected data from multiple sources)\n    ConfigMapName: f\n"), false)
 	h100, _ := gpu.Resolve("H100-80GB")
 	f.Fuzz(func(t *testing.T, data []byte, withGPU bool) {
 		ev, err := NewEvidence(traffic.Options{Window: traffic.DefaultWindow})

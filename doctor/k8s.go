@@ -392,8 +392,11 @@ func commandSettingsWith(command, args []string, image string, read vllm.ConfigR
 	var last error = errNoCommand
 	if len(command) == 0 && len(args) > 0 && vllm.ReadImage(image).Official {
 		set, err := vllm.ParseFlagsWith(args, read)
-		if err == nil {
-			return set, nil
+		var unread *vllm.ConfigReadError
+		if err == nil || errors.As(err, &unread) {
+			// The image's line, read but for its file: no other reading
+			// of the words is the command.
+			return set, err
 		}
 		last = err
 	}
