@@ -61,6 +61,9 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		warn(CodeSharedGPU, "the GPU looks shared: %s; vLLM sizes its KV cache from the whole card's memory, so another process on the same GPU makes it run out of memory", why)
 	}
 	spec, err := h.resolveModel(ctx, namespace, ann, sub.settings.Model)
+	if err == nil {
+		spec, err = spec.WithOverrides(sub.settings.ModelOverrides())
+	}
 	if err != nil {
 		warn(CodeNotChecked, "memory not checked: %v", err)
 		return a

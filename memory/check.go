@@ -16,6 +16,9 @@ const (
 	CodeWeightsDontFit    = "weights_do_not_fit"
 	CodeNoCacheMemory     = "no_memory_for_kv_cache"
 	CodeMaxLenTooLong     = "max_model_len_exceeds_model"
+	// CodeMaxLenPastModel: a --max-model-len past the model's maximum
+	// that VLLM_ALLOW_LONG_MAX_MODEL_LEN lets vLLM start with.
+	CodeMaxLenPastModel   = "max_model_len_past_model"
 	CodeRequestDoesntFit  = "max_model_len_does_not_fit"
 	CodeGraphsOverflow    = "cudagraphs_exceed_card"
 	CodeThinMargin        = "thin_margin"
@@ -40,8 +43,10 @@ func GiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/gib) }
 
 // check says what vLLM would say about this budget, in the order vLLM
 // would fail: parallel layout, start-up free-memory check, weight loading,
-// KV budget, one max-length request; then what can OOM later.
-func (b *Budget) check(dp int) {
+// KV budget, one max-length request; then what can OOM later. allowLong is
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN: a context past the model's maximum then
+// starts, with vLLM's warning.
+func (b *Budget) check(dp int, allowLong bool) {
 	s, set, p := b.Model, b.Settings, b.PerGPU
 	tp, pp := set.TensorParallelSize, set.PipelineParallelSize
 	problem := func(code, format string, a ...any) {
@@ -90,7 +95,7 @@ func (b *Budget) check(dp int) {
 		}
 	case b.AutoFit && !vllm.SupportsAutoMaxModelLen(set.Version):
 		problem(CodeAutoUnsupported, "--max-model-len auto needs vLLM %s or newer; %s refuses it (give a number: %d fits)", vllm.AutoMaxModelLenSince(), set.Version, alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions))
-	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0:
+	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0 && !allowLong:
 		// The value to set must itself pass: the model's maximum, or
 		// the longest context whose KV fits when that is shorter.
 		most := s.MaxPositions
@@ -105,6 +110,14 @@ func (b *Budget) check(dp int) {
 	case b.MaxFitLen < b.MaxModelLen:
 		need := b.layout.requestBytes(b.MaxModelLen, set.MaxNumBatchedTokens)
 		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens", b.MaxModelLen, GiB(need), GiB(p.KVCache), b.MaxFitLen)
+	}
+	if allowLong && b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0 {
+		how := "positions past it give NaN with rotary embeddings"
+		if s.RotaryDim == 0 {
+			how = "positions past it index past the model's position table, a CUDA out-of-bounds error"
+		}
+		warn(CodeMaxLenPastModel, "--max-model-len %d is longer than the model's maximum of %d tokens; %s=1 lets vLLM start, and a request past %d tokens may fail: %s (vLLM's warning); serve --max-model-len %d, or a long-context variant (rope_scaling with --hf-overrides)",
+			b.MaxModelLen, s.MaxPositions, vllm.EnvAllowLongMaxModelLen, s.MaxPositions, how, s.MaxPositions)
 	}
 	if !b.CUDAGraphInBudget && p.CUDAGraph > 0 && b.Footprint > p.Total && len(b.Problems) == 0 {
 		problem(CodeGraphsOverflow, "CUDA graphs (~%s) are captured outside the %s budget (vLLM %s) and the CUDA context holds %s: %s does not fit in %s, so capture runs out of memory (lower --gpu-memory-utilization or use --enforce-eager)", GiB(p.CUDAGraph), GiB(p.Requested), set.Version, GiB(p.Context), GiB(b.Footprint), GiB(p.Total))

@@ -366,7 +366,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	}
 	b.evidence(run, nt, in.GPUsPerNode)
 	feat.findings(&b)
-	b.check(dp)
+	b.check(dp, vllm.AllowLongMaxModelLen(in.Env) || vllm.AllowLongMaxModelLen(set.Env))
 	return b, nil
 }
 

@@ -700,3 +700,29 @@ func TestNoGraphsMode(t *testing.T) {
 		t.Errorf("graph memory: default %d B, enforce-eager %d B, cudagraph_mode NONE %d B; want the last two 0", graphs.PerGPU.CUDAGraph, eager.PerGPU.CUDAGraph, noMode.PerGPU.CUDAGraph)
 	}
 }
+
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/envs.py reads "1" or "true") lets
+// vLLM start Qwen3-8B (40,960 tokens) at --max-model-len 65536 with a
+// warning, in the pod's environment or before the command; "yes" is not
+// read as on, so vLLM refuses as without it.
+func TestAllowLongMaxModelLen(t *testing.T) {
+	for _, c := range []struct {
+		env, line map[string]string
+		allowed   bool
+	}{
+		{nil, nil, false},
+		{map[string]string{vllm.EnvAllowLongMaxModelLen: "1"}, nil, true},
+		{nil, map[string]string{vllm.EnvAllowLongMaxModelLen: "True"}, true},
+		{map[string]string{vllm.EnvAllowLongMaxModelLen: "yes"}, nil, false},
+	} {
+		set := vllm.Settings{Version: v019, MaxModelLen: 65536, Env: c.line}
+		b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen3-8B"), Device: device(t, "H100-80GB"), Settings: set, Env: c.env})
+		past := false
+		for _, w := range b.Warnings {
+			past = past || w.Code == memory.CodeMaxLenPastModel
+		}
+		if b.Fits != c.allowed || past != c.allowed {
+			t.Errorf("env %v, line %v: fits %t, warned %t, problems %v; want %t", c.env, c.line, b.Fits, past, b.Problems, c.allowed)
+		}
+	}
+}

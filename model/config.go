@@ -48,7 +48,50 @@ func ParseConfig(data []byte) (Spec, error) {
 	if err := s.Validate(); err != nil {
 		return Spec{}, err
 	}
+	s.config = data
 	return s, nil
+}
+
+// WithOverrides is the model as vLLM reads it with --hf-overrides: ov's
+// keys set on config.json before it is read, a key holding a nested
+// config (an object with a model_type, such as text_config) updated key
+// by key, any other replaced whole (vLLM's _apply_dict_overrides). The
+// caller's fields (ID, Alias, the checkpoint's size) are kept.
+func (s Spec) WithOverrides(ov map[string]any) (Spec, error) {
+	if len(ov) == 0 {
+		return s, nil
+	}
+	if s.config == nil {
+		return s, errors.New("--hf-overrides: the model's config.json is not at hand to override")
+	}
+	root, err := decodeConfig(s.config)
+	if err != nil {
+		return s, err
+	}
+	applyOverrides(root, ov)
+	data, err := json.Marshal(root)
+	if err != nil {
+		return s, fmt.Errorf("--hf-overrides: %v", err)
+	}
+	out, err := ParseConfig(data)
+	if err != nil {
+		return s, fmt.Errorf("--hf-overrides: %v", err)
+	}
+	out.ID, out.Alias, out.CheckpointBytes, out.CheckpointSource = s.ID, s.Alias, s.CheckpointBytes, s.CheckpointSource
+	return out, nil
+}
+
+// applyOverrides sets ov's keys on m, recursing into nested configs.
+func applyOverrides(m, ov map[string]any) {
+	for k, v := range ov {
+		cur, isCfg := m[k].(map[string]any)
+		sub, isObj := v.(map[string]any)
+		if isCfg && isObj && cur["model_type"] != nil {
+			applyOverrides(cur, sub)
+			continue
+		}
+		m[k] = v
+	}
 }
 
 // decodeConfig decodes one JSON object, keeping numbers exact.
@@ -674,13 +717,26 @@ func parseShape(c *conf, fam string, s *Spec) error {
 	if s.Vocab, err = c.need(1, maxVocab, "padded_vocab_size", "vocab_size", "n_vocab"); err != nil {
 		return err
 	}
-	// Context length: the keys vLLM's _get_and_verify_max_len reads.
-	mp, ok, err := c.int(1, maxPositions, "max_position_embeddings", "n_positions", "max_seq_len",
-		"seq_length", "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
-	if err != nil {
-		return err
+	// Context length as vLLM's _get_and_verify_max_len derives it: the
+	// smallest of the keys it reads, model_max_length in their place when
+	// given (Cohere), 2048 when none is (parseRoPE then scales it).
+	mp, found := 0, false
+	for _, key := range []string{"max_position_embeddings", "n_positions", "max_seq_len",
+		"seq_length", "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"} {
+		n, ok, err := c.int(1, maxPositions, key)
+		if err != nil {
+			return err
+		}
+		if ok && (!found || n < mp) {
+			mp, found = n, true
+		}
 	}
-	if !ok {
+	if n, ok, err := c.int(1, maxPositions, "model_max_length"); err != nil {
+		return err
+	} else if ok {
+		mp, found = n, true
+	}
+	if !found {
 		mp = DefaultMaxPositions
 	}
 	s.MaxPositions = mp
@@ -855,22 +911,41 @@ func parseRoPE(c *conf, fam string, s *Spec) error {
 			return err
 		}
 	}
+	raw := s.MaxPositions
 	switch typ {
 	case "linear", "dynamic":
-		s.RopePositions, err = scaled(s.MaxPositions)
+		s.RopePositions, err = scaled(raw)
 	case "yarn", "deepseek_yarn":
 		// transformers treats a missing original length as max_position_embeddings.
-		base := s.MaxPositions
+		base := raw
 		if origOK {
 			base = orig
 		}
 		s.RopePositions, err = scaled(base)
 	case "longrope", "su":
 		if origOK {
-			s.RopePositions = s.MaxPositions + orig
+			s.RopePositions = raw + orig
 		}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// vLLM's longest context multiplies by a scaling it does not take as
+	// already counted in max_position_embeddings (every type but su,
+	// longrope and llama3), YaRN's from rope_scaling's original length;
+	// Gemma 3's 128K is already scaled (_get_and_verify_max_len).
+	if typ != "" && typ != "su" && typ != "longrope" && typ != "llama3" && fam != "gemma3" {
+		base := raw
+		if typ == "yarn" && origOK {
+			base = orig
+		}
+		if n := float64(base) * factor; n >= 1 && n <= maxPositions {
+			s.MaxPositions = int(n)
+		} else {
+			return fmt.Errorf("config.json: rope_scaling makes the longest context %v tokens, outside 1 to %d: check the file", n, maxPositions)
+		}
+	}
+	return nil
 }
 
 // parseMoE fills Spec.MoE for mixture-of-experts models.
@@ -935,4 +1010,29 @@ func parseMoE(c *conf, fam string, s *Spec) error {
 	}
 	s.MoE = m
 	return nil
+}
+
+// OverridesNote says what the flags named (--hf-overrides,
+// --rope-scaling) changed of the model as planned: the longest context,
+// the shape, the architecture.
+func OverridesNote(flags string, before, after Spec) string {
+	var changed []string
+	num := func(what string, a, b int) {
+		if a != b {
+			changed = append(changed, fmt.Sprintf("%s %d → %d", what, a, b))
+		}
+	}
+	if before.Architecture != after.Architecture {
+		changed = append(changed, fmt.Sprintf("architecture %s → %s", before.Architecture, after.Architecture))
+	}
+	num("longest context", before.MaxPositions, after.MaxPositions)
+	num("rotary positions", before.RopePositions, after.RopePositions)
+	num("layers", before.Layers, after.Layers)
+	num("hidden size", before.Hidden, after.Hidden)
+	num("KV heads", before.KVHeads, after.KVHeads)
+	num("vocabulary", before.Vocab, after.Vocab)
+	if len(changed) == 0 {
+		return "the model's config.json read with " + flags + ": nothing headroom plans with changed"
+	}
+	return "the model's config.json read with " + flags + ": " + strings.Join(changed, ", ")
 }

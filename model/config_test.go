@@ -15,7 +15,7 @@ func readConfig(t *testing.T, name string) Spec {
 	return readConfigAt(t, filepath.Join("testdata", "configs", name))
 }
 
-func readConfigAt(t *testing.T, path string) Spec {
+func readConfigAt(t testing.TB, path string) Spec {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -384,28 +384,32 @@ func base(extra string) string {
 }
 
 func TestRopeScaling(t *testing.T) {
+	// ctx is vLLM's longest context (_get_and_verify_max_len): a factor
+	// multiplies max_position_embeddings (4096 here) but for su, longrope
+	// and llama3, which already count it; YaRN's multiplies its original
+	// length.
 	tests := []struct {
-		name         string
-		extra        string
-		rotary, rope int
+		name              string
+		extra             string
+		rotary, rope, ctx int
 	}{
-		{"none", ``, 64, 4096},
-		{"linear ×4: 4096 × 4", `"rope_scaling": {"type": "linear", "factor": 4}`, 64, 16384},
-		{"dynamic ×2.5: 4096 × 2.5", `"rope_scaling": {"rope_type": "dynamic", "factor": 2.5}`, 64, 10240},
-		{"yarn: original 1024 × 8", `"rope_scaling": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": 1024}`, 64, 8192},
-		{"yarn without original: 4096 × 2", `"rope_scaling": {"type": "yarn", "factor": 2}`, 64, 8192},
-		{"llama3 keeps max", `"rope_scaling": {"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 1024}`, 64, 4096},
-		{"longrope: short 1024 + long 4096", `"rope_scaling": {"type": "longrope", "long_factor": [1], "short_factor": [1]}, "original_max_position_embeddings": 1024`, 64, 5120},
-		{"v5 rope_parameters", `"rope_parameters": {"rope_type": "linear", "factor": 2, "rope_theta": 10000}`, 64, 8192},
-		{"partial 0.5 of head 64", `"partial_rotary_factor": 0.5`, 32, 4096},
-		{"rotary_pct 0.25 of head 64", `"rotary_pct": 0.25`, 16, 4096},
-		{"rotary_dim key", `"rotary_dim": 24`, 24, 4096},
+		{"none", ``, 64, 4096, 4096},
+		{"linear ×4: 4096 × 4", `"rope_scaling": {"type": "linear", "factor": 4}`, 64, 16384, 16384},
+		{"dynamic ×2.5: 4096 × 2.5", `"rope_scaling": {"rope_type": "dynamic", "factor": 2.5}`, 64, 10240, 10240},
+		{"yarn: original 1024 × 8", `"rope_scaling": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": 1024}`, 64, 8192, 8192},
+		{"yarn without original: 4096 × 2", `"rope_scaling": {"type": "yarn", "factor": 2}`, 64, 8192, 8192},
+		{"llama3 keeps max", `"rope_scaling": {"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 1024}`, 64, 4096, 4096},
+		{"longrope: short 1024 + long 4096", `"rope_scaling": {"type": "longrope", "long_factor": [1], "short_factor": [1]}, "original_max_position_embeddings": 1024`, 64, 5120, 4096},
+		{"v5 rope_parameters", `"rope_parameters": {"rope_type": "linear", "factor": 2, "rope_theta": 10000}`, 64, 8192, 8192},
+		{"partial 0.5 of head 64", `"partial_rotary_factor": 0.5`, 32, 4096, 4096},
+		{"rotary_pct 0.25 of head 64", `"rotary_pct": 0.25`, 16, 4096, 4096},
+		{"rotary_dim key", `"rotary_dim": 24`, 24, 4096, 4096},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := parse(t, base(tt.extra))
-			if s.RotaryDim != tt.rotary || s.RopePositions != tt.rope || s.RopeTables != 1 {
-				t.Errorf("rotary %d, positions %d, tables %d; want %d, %d, 1", s.RotaryDim, s.RopePositions, s.RopeTables, tt.rotary, tt.rope)
+			if s.RotaryDim != tt.rotary || s.RopePositions != tt.rope || s.RopeTables != 1 || s.MaxPositions != tt.ctx {
+				t.Errorf("rotary %d, positions %d, tables %d, context %d; want %d, %d, 1, %d", s.RotaryDim, s.RopePositions, s.RopeTables, s.MaxPositions, tt.rotary, tt.rope, tt.ctx)
 			}
 		})
 	}
@@ -746,6 +750,99 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if s.Vision != nil && s.Vision.Params < 0 {
 			t.Errorf("negative vision params %d", s.Vision.Params)
+		}
+	})
+}
+
+// The longest context is the smallest of the length keys vLLM reads, or
+// model_max_length in their place (Cohere's Command-R ships
+// max_position_embeddings 8192 beside model_max_length 131072, and vLLM
+// serves 131072); Gemma 3's linear ×8 is already in its 131072.
+func TestLongestContext(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		extra string
+		want  int
+	}{
+		{"the smallest key", `"seq_length": 2048`, 2048},
+		{"model_max_length in their place", `"model_max_length": 131072`, 131072},
+	} {
+		if s := parse(t, base(c.extra)); s.MaxPositions != c.want {
+			t.Errorf("%s: %d, want %d", c.name, s.MaxPositions, c.want)
+		}
+	}
+	if s := readConfigAt(t, filepath.Join("catalog", "configs", "google--gemma-3-27b-it.json")); s.MaxPositions != 131072 || s.RopePositions != 1048576 {
+		t.Errorf("gemma-3-27b: context %d (want 131072), rotary positions %d (want 1048576)", s.MaxPositions, s.RopePositions)
+	}
+}
+
+// --hf-overrides as vLLM applies them to Qwen3-8B's config.json (40,960
+// positions, no rope_scaling): Qwen's YaRN recipe (factor 4 from 32,768)
+// gives 131,072 tokens; a nested config (Gemma 3's text_config) is
+// updated key by key and keeps its other keys; a dict-valued key is
+// replaced whole; the caller's fields stay.
+func TestWithOverrides(t *testing.T) {
+	qwen := readConfigAt(t, filepath.Join("catalog", "configs", "Qwen--Qwen3-8B.json"))
+	qwen.ID, qwen.CheckpointBytes = "Qwen/Qwen3-8B", 123 // a marker the overrides must keep
+	yarn, err := qwen.WithOverrides(map[string]any{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qwen.MaxPositions != 40960 || yarn.MaxPositions != 131072 || yarn.RopePositions != 131072 || yarn.ID != qwen.ID || yarn.CheckpointBytes != qwen.CheckpointBytes || yarn.Layers != qwen.Layers {
+		t.Errorf("YaRN ×4: context %d → %d, rotary %d, id %q, checkpoint %d", qwen.MaxPositions, yarn.MaxPositions, yarn.RopePositions, yarn.ID, yarn.CheckpointBytes)
+	}
+	if s, err := yarn.WithOverrides(nil); err != nil || s.MaxPositions != 131072 {
+		t.Errorf("no overrides: %v, %d", err, s.MaxPositions)
+	}
+	gemma := readConfigAt(t, filepath.Join("catalog", "configs", "google--gemma-3-12b-it.json"))
+	short, err := gemma.WithOverrides(map[string]any{"text_config": map[string]any{"num_hidden_layers": 12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if short.Layers != 12 || short.Hidden != gemma.Hidden || short.MaxPositions != gemma.MaxPositions || short.Vision == nil {
+		t.Errorf("gemma-3-12b with 12 layers: layers %d (from %d), hidden %d (want %d), context %d", short.Layers, gemma.Layers, short.Hidden, gemma.Hidden, short.MaxPositions)
+	}
+	if _, err := (Spec{ID: "x"}).WithOverrides(map[string]any{"a": 1}); err == nil {
+		t.Error("a spec without its config.json took overrides")
+	}
+	if _, err := qwen.WithOverrides(map[string]any{"num_hidden_layers": "x"}); err == nil || !strings.Contains(err.Error(), "--hf-overrides") {
+		t.Errorf("a bad override: %v", err)
+	}
+}
+
+// FuzzWithOverrides: any JSON object of --hf-overrides on a real config
+// gives a spec that validates, or one line of error; never a panic.
+func FuzzWithOverrides(f *testing.F) {
+	for _, ov := range []string{
+		`{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}`,
+		`{"max_position_embeddings": 1, "num_hidden_layers": 2}`,
+		`{"text_config": {"num_hidden_layers": 4}, "architectures": ["Gemma3ForConditionalGeneration"]}`,
+		`{"rope_scaling": {"rope_type": "linear", "factor": 1e300}}`,
+		`{"model_type": "mamba"}`,
+	} {
+		f.Add([]byte(ov), false)
+		f.Add([]byte(ov), true)
+	}
+	qwen := readConfigAt(f, filepath.Join("catalog", "configs", "Qwen--Qwen3-8B.json"))
+	gemma := readConfigAt(f, filepath.Join("catalog", "configs", "google--gemma-3-12b-it.json"))
+	f.Fuzz(func(t *testing.T, data []byte, nested bool) {
+		ov, err := decodeConfig(data)
+		if err != nil {
+			return
+		}
+		base := qwen
+		if nested {
+			base = gemma
+		}
+		s, err := base.WithOverrides(ov)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error %q", err)
+			}
+			return
+		}
+		if err := s.Validate(); err != nil || s.MaxPositions < 1 {
+			t.Errorf("overrides %s: %v, context %d", data, err, s.MaxPositions)
 		}
 	})
 }

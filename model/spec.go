@@ -106,6 +106,9 @@ func Canonical(ref string, s Spec) string {
 
 // Spec is everything the planner needs to know about a model.
 type Spec struct {
+	// config is the config.json the spec was read from, which
+	// WithOverrides reads again with vLLM's --hf-overrides.
+	config []byte
 	// ID is the Hugging Face id (or the path it was loaded from).
 	ID string `json:"id"`
 	// Alias is the name the user typed when the catalog knew it under
@@ -127,6 +130,12 @@ type Spec struct {
 	HeadDim      int `json:"head_dim"`     // q/k head size
 	VHeadDim     int `json:"v_head_dim"`   // v head size when it differs from HeadDim (0 = same)
 	Vocab        int `json:"vocab"`
+	// MaxPositions is the longest context vLLM derives from config.json
+	// (_get_and_verify_max_len): the smallest of its length keys
+	// (max_position_embeddings, n_positions, ...; model_max_length in
+	// their place when given), times a RoPE scaling factor vLLM does not
+	// take as already counted (YaRN's from its original length). It is
+	// max_position_embeddings itself for most checkpoints.
 	MaxPositions int `json:"max_position_embeddings"`
 
 	TieEmbeddings bool `json:"tie_word_embeddings"`

@@ -26,6 +26,8 @@ const (
 	FlagFullyShardedLoRAs  = "fully-sharded-loras"
 	FlagEnableLoRABias     = "enable-lora-bias"
 	FlagLimitMMPerPrompt   = "limit-mm-per-prompt"
+	FlagHFOverrides        = "hf-overrides"
+	FlagRopeScaling        = "rope-scaling"
 	FlagMMProcessorKwargs  = "mm-processor-kwargs"
 	FlagSkipMMProfiling    = "skip-mm-profiling"
 	FlagLanguageModelOnly  = "language-model-only"
@@ -120,6 +122,12 @@ var featureFlags = []engineFlag{
 			}
 			return s.MMProcessorKwargs.raw
 		}},
+	{name: FlagHFOverrides, jsonValue: true,
+		set: func(s *Settings, f, r string) (err error) { s.HFOverrides, err = ParseConfigOverrides(f, r); return },
+		get: func(s Settings) string { return s.HFOverrides.text() }},
+	{name: FlagRopeScaling, jsonValue: true,
+		set: func(s *Settings, f, r string) (err error) { s.RopeScaling, err = ParseConfigOverrides(f, r); return },
+		get: func(s Settings) string { return s.RopeScaling.text() }},
 	{name: FlagMaxNumActiveSeqs,
 		set: func(s *Settings, f, r string) (err error) { s.MaxNumActiveSeqs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxNumActiveSeqs)) }},
@@ -350,6 +358,67 @@ func ParseMMProcessorKwargs(flag, raw string) (*MMProcessorKwargs, error) {
 	}
 	sort.Strings(k.Keys)
 	return k, nil
+}
+
+// ConfigOverrides is a JSON object of keys for the model's config.json:
+// --hf-overrides, or --rope-scaling's value.
+type ConfigOverrides struct {
+	// Keys lists every key given, sorted.
+	Keys   []string `json:"keys"`
+	values map[string]any
+	raw    string
+}
+
+// ParseConfigOverrides reads a JSON object of config keys.
+func ParseConfigOverrides(flag, raw string) (*ConfigOverrides, error) {
+	obj, err := decodeConfigObject(flag, raw)
+	if err != nil {
+		return nil, err
+	}
+	o := &ConfigOverrides{values: obj, raw: raw}
+	for key := range obj {
+		o.Keys = append(o.Keys, key)
+	}
+	sort.Strings(o.Keys)
+	return o, nil
+}
+
+func (o *ConfigOverrides) text() string {
+	if o == nil {
+		return ""
+	}
+	return o.raw
+}
+
+// ModelOverrides are the keys vLLM sets on the model's config before it
+// reads it (ModelConfig): --hf-overrides, then --rope-scaling's value as
+// rope_scaling, which vLLM folds in after them; nil when neither is given.
+func (s Settings) ModelOverrides() map[string]any {
+	if s.HFOverrides == nil && s.RopeScaling == nil {
+		return nil
+	}
+	out := map[string]any{}
+	if s.HFOverrides != nil {
+		for k, v := range s.HFOverrides.values {
+			out[k] = v
+		}
+	}
+	if s.RopeScaling != nil {
+		out["rope_scaling"] = s.RopeScaling.values
+	}
+	return out
+}
+
+// OverrideFlags names the flags ModelOverrides comes from.
+func (s Settings) OverrideFlags() string {
+	var f []string
+	if s.HFOverrides != nil {
+		f = append(f, "--"+FlagHFOverrides)
+	}
+	if s.RopeScaling != nil {
+		f = append(f, "--"+FlagRopeScaling)
+	}
+	return strings.Join(f, " and ")
 }
 
 // canonicalName is a long option's name as vLLM reads it: no dashes in

@@ -159,3 +159,45 @@ func FuzzFlagWords(f *testing.F) {
 		}
 	})
 }
+
+// --hf-overrides (a JSON object, or its keys one by one after a dot) and
+// --rope-scaling are the keys vLLM sets on the model's config, the
+// latter's value as rope_scaling after the former's keys; the line
+// renders back with them.
+func TestModelOverrides(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want string // ModelOverrides as JSON
+	}{
+		{`vllm serve m`, `null`},
+		{`vllm serve m --hf-overrides '{"max_position_embeddings": 65536}'`, `{"max_position_embeddings":65536}`},
+		{`vllm serve m --hf-overrides.max_position_embeddings 65536 --hf-overrides.num_hidden_layers=4`, `{"max_position_embeddings":65536,"num_hidden_layers":4}`},
+		{`vllm serve m --rope-scaling '{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}'`, `{"rope_scaling":{"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"}}`},
+		{`vllm serve m --hf-overrides '{"rope_scaling": {"rope_type": "linear", "factor": 2}}' --rope-scaling '{"rope_type":"dynamic","factor":3}'`, `{"rope_scaling":{"factor":3,"rope_type":"dynamic"}}`},
+	} {
+		words, err := SplitCommandLine(tt.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseCommand(words)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.line, err)
+		}
+		if got := renderJSON(s.ModelOverrides()); got != tt.want {
+			t.Errorf("%s: overrides %s, want %s", tt.line, got, tt.want)
+		}
+		again, err := ParseFlags(s.Args())
+		if err != nil || renderJSON(again.ModelOverrides()) != tt.want {
+			t.Errorf("%s: rendered %q, read back %v %v", tt.line, s.Args(), again.ModelOverrides(), err)
+		}
+		if len(s.NotModelled()) != 0 {
+			t.Errorf("%s: not modelled %v", tt.line, s.NotModelled())
+		}
+	}
+	for _, bad := range []string{`vllm serve m --hf-overrides '[1]'`, `vllm serve m --hf-overrides '{"a": '`, `vllm serve m --rope-scaling yarn`, `vllm serve m --hf-overrides.bad-key! 1`} {
+		words, _ := SplitCommandLine(bad)
+		if _, err := ParseCommand(words); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line", bad, err)
+		}
+	}
+}

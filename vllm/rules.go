@@ -456,6 +456,18 @@ func (s Settings) hasExtraFlag(name string) bool {
 	return false
 }
 
+// EnvAllowLongMaxModelLen lets vLLM start with a --max-model-len past the
+// model's derived maximum, with a warning (vllm/config/model.py
+// _get_and_verify_max_len).
+const EnvAllowLongMaxModelLen = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+// AllowLongMaxModelLen reads EnvAllowLongMaxModelLen as vllm/envs.py
+// does: "1" or "true" in any case.
+func AllowLongMaxModelLen(env map[string]string) bool {
+	v := strings.ToLower(strings.TrimSpace(env[EnvAllowLongMaxModelLen]))
+	return v == "1" || v == "true"
+}
+
 // envBool reads a boolean environment variable: 1/true/yes/on or
 // 0/false/no/off in any case. ok is false when it is unset or unreadable.
 func envBool(env map[string]string, name string) (on, ok bool) {

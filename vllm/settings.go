@@ -50,6 +50,11 @@ type Settings struct {
 	// --mm-processor-kwargs; nil when not given.
 	LimitMMPerPrompt  *MMLimits          `json:"limit_mm_per_prompt,omitempty"`
 	MMProcessorKwargs *MMProcessorKwargs `json:"mm_processor_kwargs,omitempty"`
+	// HFOverrides is --hf-overrides and RopeScaling --rope-scaling, keys
+	// vLLM sets on the model's config before reading it (ModelOverrides);
+	// nil when not given.
+	HFOverrides *ConfigOverrides `json:"hf_overrides,omitempty"`
+	RopeScaling *ConfigOverrides `json:"rope_scaling,omitempty"`
 	// MaxNumActiveSeqs, MaxNumQueuedReqs and MaxNumQueuedTokens are the
 	// scheduler's caps of 0.29+ (0 = not given; features.go).
 	MaxNumActiveSeqs   int `json:"max_num_active_seqs,omitempty"`

@@ -422,13 +422,13 @@ var configKey = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 // object: the value is read as JSON when it is (a number, true, a
 // quoted string), else as a string. It reports false for any other flag.
 func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
-	if o.base != FlagSpeculativeConfig || o.name == o.base {
+	if (o.base != FlagSpeculativeConfig && o.base != FlagHFOverrides) || o.name == o.base {
 		return false, nil
 	}
 	key := strings.ReplaceAll(o.name[len(o.base)+1:], "-", "_")
 	if !configKey.MatchString(key) {
 		// the key is not one: the flag as written may hold anything
-		return true, fmt.Errorf("%s: %q is not a key of the speculative config; write keys such as num_speculative_tokens", clip(o.spelled), clip(key))
+		return true, fmt.Errorf("%s: %q is not a key of the %s; write keys such as %s", clip(o.spelled), clip(key), o.base, map[string]string{FlagSpeculativeConfig: "num_speculative_tokens", FlagHFOverrides: "max_position_embeddings"}[o.base])
 	}
 	raw := o.value
 	if !o.hasValue {
@@ -438,10 +438,14 @@ func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
 		raw = values[0]
 	}
 	m := map[string]any{}
-	if p.s.Speculative != nil {
-		if prev, err := decodeConfigObject(o.spelled, p.s.Speculative.raw); err == nil {
-			m = prev
-		}
+	prevRaw := ""
+	if o.base == FlagHFOverrides {
+		prevRaw = p.s.HFOverrides.text()
+	} else if p.s.Speculative != nil {
+		prevRaw = p.s.Speculative.raw
+	}
+	if prev, err := decodeConfigObject(o.spelled, prevRaw); err == nil {
+		m = prev
 	}
 	var v any
 	dec := json.NewDecoder(strings.NewReader(raw))
@@ -451,6 +455,15 @@ func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
 	}
 	m[key] = v
 	merged := renderJSON(m)
+	if o.base == FlagHFOverrides {
+		c, err := ParseConfigOverrides(o.spelled, merged)
+		if err != nil {
+			return true, err
+		}
+		p.s.HFOverrides = c
+		p.set[FlagHFOverrides] = true
+		return true, nil
+	}
 	c, err := speculativeFromMap(o.spelled, m, merged)
 	if err != nil {
 		return true, err

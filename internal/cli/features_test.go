@@ -105,3 +105,39 @@ func TestPlanReadsConfigFile(t *testing.T) {
 		t.Errorf("a file that is not flags: exit %d, %q", code, errs)
 	}
 }
+
+// Qwen's YaRN recipe for Qwen3-8B (testdata/deployments/yarn.yaml): with
+// the rope_scaling override vLLM derives 32,768 × 4 = 131,072 tokens and
+// starts at --max-model-len 131072, which the config alone (40,960)
+// refuses. plan, check and audit read the override alike.
+func TestLongContextOverrideAgrees(t *testing.T) {
+	path := filepath.Join("testdata", "deployments", "yarn.yaml")
+	line := []string{"plan", "--gpu", "H100-80GB", "--vllm-version", "0.19.0", "-o", "json", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "131072"}
+	var plan struct {
+		Fits     bool  `json:"fits"`
+		KVTokens int64 `json:"kv_cache_tokens"`
+		Problems []struct {
+			Code string `json:"code"`
+		} `json:"problems"`
+		Notes []string `json:"notes"`
+	}
+	code, out, errs := run(t, offline, line...)
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.Fits || len(plan.Problems) == 0 || plan.Problems[0].Code != "max_model_len_exceeds_model" {
+		t.Errorf("131072 without the override: exit %d, %+v %v %s", code, plan, err, errs)
+	}
+	plan.Problems = nil
+	code, out, errs = run(t, offline, append(line, "--hf-overrides", `{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}`)...)
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != 0 || !plan.Fits || len(plan.Problems) != 0 ||
+		!strings.Contains(strings.Join(plan.Notes, "\n"), "read with --hf-overrides: longest context 40960 → 131072") {
+		t.Fatalf("with the override: exit %d, %+v %v %s", code, plan, err, errs)
+	}
+	code, out, errs = run(t, offline, "check", path, "-o", "json")
+	var checked []CheckResult
+	if err := json.Unmarshal([]byte(out), &checked); err != nil || code != 0 || len(checked) != 1 || checked[0].Verdict == "denied" || checked[0].Verdict == "error" {
+		t.Fatalf("check: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	a := auditOf(t, path)
+	if len(a.Workloads) != 1 || len(a.Workloads[0].Engines) != 1 || a.Workloads[0].Engines[0].KVTokens != plan.KVTokens {
+		t.Errorf("audit: %+v, plan %d KV tokens", a.Workloads, plan.KVTokens)
+	}
+}

@@ -206,6 +206,13 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 			e.Settings.Model = id
 		}
 	}
+	if ov := e.Settings.ModelOverrides(); ov != nil {
+		before := e.Spec
+		if e.Spec, err = e.Spec.WithOverrides(ov); err != nil {
+			return e, err
+		}
+		e.Notes = append(e.Notes, model.OverridesNote(e.Settings.OverrideFlags(), before, e.Spec))
+	}
 	if !req.AllGPUs {
 		if e.Sel, err = ResolveGPU(req.GPU, req.GPUMemory, req.GPUCount); err != nil {
 			return e, err
