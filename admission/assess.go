@@ -62,7 +62,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 	}
 	spec, err := h.resolveModel(ctx, namespace, ann, sub.settings.Model)
 	if err == nil {
-		spec, err = spec.WithOverrides(sub.settings.ModelOverrides())
+		spec, err = memory.ServedModel(spec, sub.settings)
 	}
 	if err != nil {
 		warn(CodeNotChecked, "memory not checked: %v", err)

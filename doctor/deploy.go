@@ -164,8 +164,8 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 	default:
 		notes = append(notes, "no model named in the evidence: paste the command after -- (e.g. -- vllm serve MODEL ...) for remedies with computed values")
 	}
-	if ov := d.Settings.ModelOverrides(); ov != nil && d.hasSpec {
-		if spec, err := d.spec.WithOverrides(ov); err != nil {
+	if d.hasSpec {
+		if spec, err := memory.ServedModel(d.spec, d.Settings); err != nil {
 			notes = append(notes, fmt.Sprintf("%v; findings come without planner numbers", err))
 			d.spec, d.hasSpec, d.specErr = model.Spec{}, false, err.Error()
 		} else {

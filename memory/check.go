@@ -102,10 +102,14 @@ func (b *Budget) check(dp int, allowLong bool) {
 		if fit := alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions); fit < most {
 			most = fit
 		}
+		why := ""
+		if set.DisableSlidingWindow() {
+			why = fmt.Sprintf(" (--%s caps it at the sliding window; drop the flag for the model's whole context)", vllm.FlagDisableSlidingWindow)
+		}
 		if most > 0 {
-			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, most)
+			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens%s; vLLM refuses it (set --max-model-len %d or less)", b.MaxModelLen, s.MaxPositions, why, most)
 		} else {
-			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens; vLLM refuses it, and no context fits the KV cache here", b.MaxModelLen, s.MaxPositions)
+			problem(CodeMaxLenTooLong, "--max-model-len %d is longer than the model's maximum of %d tokens%s; vLLM refuses it, and no context fits the KV cache here", b.MaxModelLen, s.MaxPositions, why)
 		}
 	case b.MaxFitLen < b.MaxModelLen:
 		need := b.layout.requestBytes(b.MaxModelLen, set.MaxNumBatchedTokens)

@@ -1012,6 +1012,34 @@ func parseMoE(c *conf, fam string, s *Spec) error {
 	return nil
 }
 
+// WithoutSlidingWindow is the model as vLLM serves it with
+// --disable-sliding-window: the longest context is capped at the smallest
+// sliding window (_get_and_verify_max_len, before ModelConfig sets the
+// text config's sliding_window to None), and every sliding layer then
+// keeps the whole context. Chunked local layers (Llama 4's) are not a
+// sliding window and stay.
+func (s Spec) WithoutSlidingWindow() Spec {
+	w := 0
+	for _, l := range s.Attention {
+		if l.Kind == Sliding && !l.Chunked && l.Window > 0 && (w == 0 || l.Window < w) {
+			w = l.Window
+		}
+	}
+	if w == 0 {
+		return s
+	}
+	layers := make([]Layer, len(s.Attention))
+	for i, l := range s.Attention {
+		if l.Kind == Sliding && !l.Chunked {
+			l = Layer{Kind: Full}
+		}
+		layers[i] = l
+	}
+	s.Attention = layers
+	s.MaxPositions = min(s.MaxPositions, w)
+	return s
+}
+
 // OverridesNote says what the flags named (--hf-overrides,
 // --rope-scaling) changed of the model as planned: the longest context,
 // the shape, the architecture.
@@ -1028,6 +1056,7 @@ func OverridesNote(flags string, before, after Spec) string {
 	num("longest context", before.MaxPositions, after.MaxPositions)
 	num("rotary positions", before.RopePositions, after.RopePositions)
 	num("layers", before.Layers, after.Layers)
+	num("sliding-window layers", before.CountKind()[Sliding], after.CountKind()[Sliding])
 	num("hidden size", before.Hidden, after.Hidden)
 	num("KV heads", before.KVHeads, after.KVHeads)
 	num("vocabulary", before.Vocab, after.Vocab)

@@ -846,3 +846,32 @@ func FuzzWithOverrides(f *testing.F) {
 		}
 	})
 }
+
+// --disable-sliding-window on Gemma 3 (sliding layers of a 1,024-token
+// window, five in six) and gpt-oss (every other layer, 128): every layer
+// keeps the whole context, and vLLM caps the context at the window.
+// Llama 4's chunked local layers are no sliding window and stay.
+func TestWithoutSlidingWindow(t *testing.T) {
+	for _, c := range []struct {
+		file       string
+		window     int
+		wasSliding int
+	}{
+		{"google--gemma-3-12b-it.json", 1024, 40},
+		{"openai--gpt-oss-20b.json", 128, 12},
+	} {
+		s := readConfigAt(t, filepath.Join("catalog", "configs", c.file))
+		full := s.WithoutSlidingWindow()
+		if s.CountKind()[Sliding] != c.wasSliding || full.CountKind()[Sliding] != 0 || full.CountKind()[Full] != s.Layers || full.MaxPositions != c.window {
+			t.Errorf("%s: sliding %d → %d, full %d of %d, context %d → %d (want the window %d)", c.file, s.CountKind()[Sliding], full.CountKind()[Sliding],
+				full.CountKind()[Full], s.Layers, s.MaxPositions, full.MaxPositions, c.window)
+		}
+		if s.CountKind()[Sliding] != c.wasSliding {
+			t.Errorf("%s: the original changed", c.file)
+		}
+	}
+	dense := readConfigAt(t, filepath.Join("catalog", "configs", "Qwen--Qwen3-8B.json"))
+	if got := dense.WithoutSlidingWindow(); got.MaxPositions != dense.MaxPositions {
+		t.Errorf("a model without sliding layers: context %d → %d", dense.MaxPositions, got.MaxPositions)
+	}
+}

@@ -145,7 +145,7 @@ var flagClasses = map[string]flagClass{
 	"mamba-block-size":                        {effect: EffectNotModelled, why: "linear-attention state blocks"},
 	"mamba-cache-mode":                        {effect: EffectNotModelled, why: "linear-attention state blocks per request"},
 	"calculate-kv-scales":                     {effect: EffectNotModelled, why: "KV scale computation in the profile"},
-	"disable-sliding-window":                  {effect: EffectNotModelled, why: "sliding-window layers keep the whole context"},
+	FlagDisableSlidingWindow:                  {effect: EffectPlanned, why: "sliding-window layers keep the whole context, and the context is at most the window"},
 	"disable-hybrid-kv-cache-manager":         {effect: EffectNotModelled, why: "KV groups of hybrid models"},
 	"kv-sharing-fast-prefill":                 {effect: EffectNotModelled, why: "KV shared across layers"},
 	"hf-config-path":                          {effect: EffectNotModelled, why: "the architecture read from another config"},

@@ -17,20 +17,21 @@ import (
 
 // Flag names of the feature settings (keys of Settings.Set).
 const (
-	FlagSpeculativeConfig  = "speculative-config"
-	FlagEnableLoRA         = "enable-lora"
-	FlagMaxLoRAs           = "max-loras"
-	FlagMaxLoRARank        = "max-lora-rank"
-	FlagLoRADtype          = "lora-dtype"
-	FlagLoRAExtraVocabSize = "lora-extra-vocab-size"
-	FlagFullyShardedLoRAs  = "fully-sharded-loras"
-	FlagEnableLoRABias     = "enable-lora-bias"
-	FlagLimitMMPerPrompt   = "limit-mm-per-prompt"
-	FlagHFOverrides        = "hf-overrides"
-	FlagRopeScaling        = "rope-scaling"
-	FlagMMProcessorKwargs  = "mm-processor-kwargs"
-	FlagSkipMMProfiling    = "skip-mm-profiling"
-	FlagLanguageModelOnly  = "language-model-only"
+	FlagSpeculativeConfig    = "speculative-config"
+	FlagEnableLoRA           = "enable-lora"
+	FlagMaxLoRAs             = "max-loras"
+	FlagMaxLoRARank          = "max-lora-rank"
+	FlagLoRADtype            = "lora-dtype"
+	FlagLoRAExtraVocabSize   = "lora-extra-vocab-size"
+	FlagFullyShardedLoRAs    = "fully-sharded-loras"
+	FlagEnableLoRABias       = "enable-lora-bias"
+	FlagLimitMMPerPrompt     = "limit-mm-per-prompt"
+	FlagHFOverrides          = "hf-overrides"
+	FlagDisableSlidingWindow = "disable-sliding-window"
+	FlagRopeScaling          = "rope-scaling"
+	FlagMMProcessorKwargs    = "mm-processor-kwargs"
+	FlagSkipMMProfiling      = "skip-mm-profiling"
+	FlagLanguageModelOnly    = "language-model-only"
 	// FlagMaxNumActiveSeqs caps the requests running at once while the
 	// KV cache and CUDA graphs are still sized by --max-num-seqs (#56758).
 	FlagMaxNumActiveSeqs = "max-num-active-seqs"
@@ -409,6 +410,9 @@ func (s Settings) ModelOverrides() map[string]any {
 	return out
 }
 
+// DisableSlidingWindow is --disable-sliding-window.
+func (s Settings) DisableSlidingWindow() bool { return s.extraBool(FlagDisableSlidingWindow) }
+
 // OverrideFlags names the flags ModelOverrides comes from.
 func (s Settings) OverrideFlags() string {
 	var f []string
@@ -417,6 +421,9 @@ func (s Settings) OverrideFlags() string {
 	}
 	if s.RopeScaling != nil {
 		f = append(f, "--"+FlagRopeScaling)
+	}
+	if s.DisableSlidingWindow() {
+		f = append(f, "--"+FlagDisableSlidingWindow)
 	}
 	return strings.Join(f, " and ")
 }

@@ -206,9 +206,8 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 			e.Settings.Model = id
 		}
 	}
-	if ov := e.Settings.ModelOverrides(); ov != nil {
-		before := e.Spec
-		if e.Spec, err = e.Spec.WithOverrides(ov); err != nil {
+	if before := e.Spec; e.Settings.ModelOverrides() != nil || e.Settings.DisableSlidingWindow() {
+		if e.Spec, err = memory.ServedModel(e.Spec, e.Settings); err != nil {
 			return e, err
 		}
 		e.Notes = append(e.Notes, model.OverridesNote(e.Settings.OverrideFlags(), before, e.Spec))
