@@ -16,6 +16,8 @@ const (
 	CodeWeightsDontFit    = "weights_do_not_fit"
 	CodeNoCacheMemory     = "no_memory_for_kv_cache"
 	CodeMaxLenTooLong     = "max_model_len_exceeds_model"
+	// CodeEPLBRefused: EPLB flags vLLM's ParallelConfig refuses.
+	CodeEPLBRefused = "eplb_refused"
 	// CodeMaxLenPastModel: a --max-model-len past the model's maximum
 	// that VLLM_ALLOW_LONG_MAX_MODEL_LEN lets vLLM start with.
 	CodeMaxLenPastModel   = "max_model_len_past_model"
@@ -57,6 +59,9 @@ func (b *Budget) check(dp int, allowLong bool) {
 	}
 	if need := tp * pp * dp; need > b.Count {
 		problem(CodeNotEnoughGPUs, "tensor × pipeline × data parallel = %d × %d × %d needs %d GPUs, but only %d are given", tp, pp, dp, need, b.Count)
+	}
+	if why := eplbRefused(set); why != "" {
+		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)
 	}
 	if set.BatchShardedSampling() {
 		if why := vllm.BatchShardedSamplingRefused(set, b.ModelRunnerV2); why != "" {
@@ -178,4 +183,21 @@ func outsideTerm(b *Budget) string {
 		return ""
 	}
 	return " and CUDA graphs (" + GiB(b.PerGPU.CUDAGraph) + ")"
+}
+
+// eplbRefused says why vLLM's ParallelConfig refuses set's EPLB flags
+// (vllm/config/parallel.py), "" when it does not: EPLB needs
+// --enable-expert-parallel and more than one rank of tensor × data
+// parallel, and redundant experts need EPLB.
+func eplbRefused(set vllm.Settings) string {
+	r := set.RedundantExperts()
+	switch {
+	case !set.EPLB() && r > 0:
+		return fmt.Sprintf("num_redundant_experts is %d but --%s is not given (add it, or drop the redundant experts)", r, vllm.FlagEnableEPLB)
+	case set.EPLB() && !set.ExpertParallel():
+		return fmt.Sprintf("--%s needs --enable-expert-parallel", vllm.FlagEnableEPLB)
+	case set.EPLB() && max(set.TensorParallelSize, 1)*max(set.DataParallelSize, 1) <= 1:
+		return fmt.Sprintf("--%s needs tensor × data parallel above 1", vllm.FlagEnableEPLB)
+	}
+	return ""
 }

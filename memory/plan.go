@@ -271,7 +271,15 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	// TP across DP: a slice of each expert, or with expert parallel whole
 	// experts, per rank), where attention is split over TP alone; and at
 	// the shapes their kernel allocates.
-	expertScale := ExpertShapeFor(s, set, in.Device).Pad / float64(dp)
+	shape := ExpertShapeFor(s, set, in.Device)
+	expertScale := shape.Pad / float64(dp)
+	if r := set.RedundantExperts(); r > 0 && set.EPLB() && shape.ExpertParallel && s.MoE != nil && s.MoE.Experts > 0 {
+		// EPLB's physical experts, the model's and r replicas, split
+		// over the expert-parallel ranks (vLLM's EplbState:
+		// num_physical_experts = logical + redundant, each rank
+		// physical / ep_size).
+		expertScale *= float64(s.MoE.Experts+r) / float64(s.MoE.Experts)
+	}
 
 	first := true
 	for _, st := range stages(s.Layers, pp) {

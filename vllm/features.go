@@ -28,6 +28,9 @@ const (
 	FlagLimitMMPerPrompt     = "limit-mm-per-prompt"
 	FlagHFOverrides          = "hf-overrides"
 	FlagDisableSlidingWindow = "disable-sliding-window"
+	FlagEnableEPLB           = "enable-eplb"
+	FlagEPLBConfig           = "eplb-config"
+	FlagNumRedundantExperts  = "num-redundant-experts"
 	FlagRopeScaling          = "rope-scaling"
 	FlagMMProcessorKwargs    = "mm-processor-kwargs"
 	FlagSkipMMProfiling      = "skip-mm-profiling"
@@ -124,11 +127,20 @@ var featureFlags = []engineFlag{
 			return s.MMProcessorKwargs.raw
 		}},
 	{name: FlagHFOverrides, jsonValue: true,
-		set: func(s *Settings, f, r string) (err error) { s.HFOverrides, err = ParseConfigOverrides(f, r); return },
+		set: func(s *Settings, f, r string) (err error) { s.HFOverrides, err = ParseJSONObject(f, r); return },
 		get: func(s Settings) string { return s.HFOverrides.text() }},
 	{name: FlagRopeScaling, jsonValue: true,
-		set: func(s *Settings, f, r string) (err error) { s.RopeScaling, err = ParseConfigOverrides(f, r); return },
+		set: func(s *Settings, f, r string) (err error) { s.RopeScaling, err = ParseJSONObject(f, r); return },
 		get: func(s Settings) string { return s.RopeScaling.text() }},
+	{name: FlagEPLBConfig, jsonValue: true,
+		set: func(s *Settings, f, r string) (err error) { s.EPLBConfig, err = parseEPLBConfig(f, r); return },
+		get: func(s Settings) string { return s.EPLBConfig.text() }},
+	{name: FlagNumRedundantExperts,
+		set: func(s *Settings, f, r string) (err error) {
+			s.NumRedundantExperts, err = parseCountOrZero(f, r)
+			return
+		},
+		get: func(s Settings) string { return itoa(int64(s.NumRedundantExperts)) }},
 	{name: FlagMaxNumActiveSeqs,
 		set: func(s *Settings, f, r string) (err error) { s.MaxNumActiveSeqs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxNumActiveSeqs)) }},
@@ -361,22 +373,22 @@ func ParseMMProcessorKwargs(flag, raw string) (*MMProcessorKwargs, error) {
 	return k, nil
 }
 
-// ConfigOverrides is a JSON object of keys for the model's config.json:
-// --hf-overrides, or --rope-scaling's value.
-type ConfigOverrides struct {
+// JSONObject is a flag's JSON object: --hf-overrides and --rope-scaling
+// (keys for the model's config.json), --eplb-config.
+type JSONObject struct {
 	// Keys lists every key given, sorted.
 	Keys   []string `json:"keys"`
 	values map[string]any
 	raw    string
 }
 
-// ParseConfigOverrides reads a JSON object of config keys.
-func ParseConfigOverrides(flag, raw string) (*ConfigOverrides, error) {
+// ParseJSONObject reads a JSON object of config keys.
+func ParseJSONObject(flag, raw string) (*JSONObject, error) {
 	obj, err := decodeConfigObject(flag, raw)
 	if err != nil {
 		return nil, err
 	}
-	o := &ConfigOverrides{values: obj, raw: raw}
+	o := &JSONObject{values: obj, raw: raw}
 	for key := range obj {
 		o.Keys = append(o.Keys, key)
 	}
@@ -384,7 +396,7 @@ func ParseConfigOverrides(flag, raw string) (*ConfigOverrides, error) {
 	return o, nil
 }
 
-func (o *ConfigOverrides) text() string {
+func (o *JSONObject) text() string {
 	if o == nil {
 		return ""
 	}
@@ -408,6 +420,56 @@ func (s Settings) ModelOverrides() map[string]any {
 		out["rope_scaling"] = s.RopeScaling.values
 	}
 	return out
+}
+
+// EPLB is --enable-eplb: vLLM's expert-parallel load balancer.
+func (s Settings) EPLB() bool { return s.extraBool(FlagEnableEPLB) }
+
+// RedundantExperts is the experts EPLB replicates beyond the model's
+// (num_redundant_experts): --eplb-config's key, else
+// --num-redundant-experts (its older flag); 0 when neither gives it. An
+// unreadable key is 0 (the parse said so already).
+func (s Settings) RedundantExperts() int {
+	if s.EPLBConfig != nil {
+		if n, ok := redundantKey(s.EPLBConfig.values); ok {
+			return n
+		}
+	}
+	return s.NumRedundantExperts
+}
+
+// maxRedundantExperts bounds num_redundant_experts: far above any
+// model's experts (DeepSeek-V3 has 256).
+const maxRedundantExperts = 1 << 16
+
+// redundantKey reads num_redundant_experts of an EPLB config: a whole
+// number from 0; ok false when absent or not one.
+func redundantKey(m map[string]any) (int, bool) {
+	v, ok := m["num_redundant_experts"]
+	if !ok {
+		return 0, false
+	}
+	n, isNum := v.(json.Number)
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if !isNum || err != nil || i < 0 || i > maxRedundantExperts {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// parseEPLBConfig reads --eplb-config, a JSON object whose
+// num_redundant_experts, when given, is a whole number from 0.
+func parseEPLBConfig(flag, raw string) (*JSONObject, error) {
+	o, err := ParseJSONObject(flag, raw)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := o.values["num_redundant_experts"]; ok {
+		if _, ok := redundantKey(o.values); !ok {
+			return nil, fmt.Errorf("%s: num_redundant_experts is %s, want a whole number from 0 to %d", flag, clip(renderJSON(v)), maxRedundantExperts)
+		}
+	}
+	return o, nil
 }
 
 // DisableSlidingWindow is --disable-sliding-window.

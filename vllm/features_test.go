@@ -201,3 +201,29 @@ func TestModelOverrides(t *testing.T) {
 		}
 	}
 }
+
+// EPLB's redundant experts: --eplb-config's num_redundant_experts, else
+// the older --num-redundant-experts (0 is vLLM's default and a value);
+// the key must be a whole number from 0.
+func TestRedundantExperts(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--num-redundant-experts", "0"}, 0},
+		{[]string{"--num-redundant-experts", "32"}, 32},
+		{[]string{"--eplb-config", `{"window_size": 1000}`, "--num-redundant-experts", "16"}, 16},
+		{[]string{"--eplb-config", `{"num_redundant_experts": 32}`, "--num-redundant-experts", "16"}, 32},
+	} {
+		s, err := ParseFlags(append([]string{"--enable-eplb"}, tt.args...))
+		if err != nil || s.RedundantExperts() != tt.want || !s.EPLB() {
+			t.Errorf("%v: %d redundant experts, EPLB %t, %v; want %d", tt.args, s.RedundantExperts(), s.EPLB(), err, tt.want)
+		}
+	}
+	for _, bad := range [][]string{{"--eplb-config", `{"num_redundant_experts": -1}`}, {"--eplb-config", `{"num_redundant_experts": "x"}`}, {"--num-redundant-experts", "-2"}} {
+		if _, err := ParseFlags(bad); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

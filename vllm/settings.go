@@ -53,8 +53,12 @@ type Settings struct {
 	// HFOverrides is --hf-overrides and RopeScaling --rope-scaling, keys
 	// vLLM sets on the model's config before reading it (ModelOverrides);
 	// nil when not given.
-	HFOverrides *ConfigOverrides `json:"hf_overrides,omitempty"`
-	RopeScaling *ConfigOverrides `json:"rope_scaling,omitempty"`
+	HFOverrides *JSONObject `json:"hf_overrides,omitempty"`
+	RopeScaling *JSONObject `json:"rope_scaling,omitempty"`
+	// EPLBConfig is --eplb-config and NumRedundantExperts
+	// --num-redundant-experts (RedundantExperts); nil or 0 when not given.
+	EPLBConfig          *JSONObject `json:"eplb_config,omitempty"`
+	NumRedundantExperts int         `json:"num_redundant_experts,omitempty"`
 	// MaxNumActiveSeqs, MaxNumQueuedReqs and MaxNumQueuedTokens are the
 	// scheduler's caps of 0.29+ (0 = not given; features.go).
 	MaxNumActiveSeqs   int `json:"max_num_active_seqs,omitempty"`

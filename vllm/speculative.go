@@ -456,7 +456,7 @@ func (p *parser) dottedConfigKey(o option, values []string) (bool, error) {
 	m[key] = v
 	merged := renderJSON(m)
 	if o.base == FlagHFOverrides {
-		c, err := ParseConfigOverrides(o.spelled, merged)
+		c, err := ParseJSONObject(o.spelled, merged)
 		if err != nil {
 			return true, err
 		}

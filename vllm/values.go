@@ -26,6 +26,15 @@ func varHint(flag, raw string) error {
 	return nil
 }
 
+// parseCountOrZero is parseCount where 0 is a value too (vLLM's default
+// for a count of extras).
+func parseCountOrZero(flag, raw string) (int, error) {
+	if strings.TrimSpace(raw) == "0" {
+		return 0, nil
+	}
+	return parseCount(flag, raw)
+}
+
 func parseCount(flag, raw string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil {
