@@ -7,10 +7,11 @@ import (
 
 // ServedModel is the model as vLLM serves it with set's flags that change
 // what it reads of the checkpoint: --hf-overrides and --rope-scaling set
-// keys on its config.json, and --disable-sliding-window makes every
-// sliding layer keep the whole context and caps the context at the
-// window. Every front end (plan, the webhook, doctor) plans what this
-// returns.
+// keys on its config.json, --disable-sliding-window makes every sliding
+// layer keep the whole context and caps the context at the window, and
+// --dtype, --mamba-cache-dtype and --mamba-ssm-cache-dtype set the
+// linear-attention states' element size. Every front end (plan, the
+// webhook, doctor) plans what this returns.
 func ServedModel(s model.Spec, set vllm.Settings) (model.Spec, error) {
 	s, err := s.WithOverrides(set.ModelOverrides())
 	if err != nil {
@@ -19,5 +20,9 @@ func ServedModel(s model.Spec, set vllm.Settings) (model.Spec, error) {
 	if set.DisableSlidingWindow() {
 		s = s.WithoutSlidingWindow()
 	}
-	return s, nil
+	conv, ssm, err := set.StateDtypeBytes(s.Dtype)
+	if err != nil {
+		return s, err
+	}
+	return s.WithStateDtypes(int64(conv), int64(ssm)), nil
 }

@@ -1040,6 +1040,38 @@ func (s Spec) WithoutSlidingWindow() Spec {
 	return s
 }
 
+// WithStateDtypes is the model with its linear-attention states held at
+// conv bytes an element for the conv state (and a gated delta-net's whole
+// state) and ssm bytes for a Mamba layer's SSM state, as vLLM's
+// MambaStateDtypeCalculator holds them (--mamba-cache-dtype,
+// --mamba-ssm-cache-dtype); the states were read at the model's dtype.
+func (s Spec) WithStateDtypes(conv, ssm int64) Spec {
+	b := dtypeBytes(s.Dtype)
+	if (conv == b && ssm == b) || conv <= 0 || ssm <= 0 {
+		return s
+	}
+	layers := make([]Layer, len(s.Attention))
+	for i, l := range s.Attention {
+		if l.Kind == Linear && l.StateBytes > 0 {
+			rest := (l.StateBytes - l.SSMBytes) / b * conv
+			l.SSMBytes = l.SSMBytes / b * ssm
+			l.StateBytes = rest + l.SSMBytes
+		}
+		layers[i] = l
+	}
+	s.Attention = layers
+	return s
+}
+
+// stateBytes is a sequence's linear-attention state over every layer.
+func (s Spec) stateBytes() int64 {
+	var n int64
+	for _, l := range s.Attention {
+		n += l.StateBytes
+	}
+	return n
+}
+
 // OverridesNote says what the flags named (--hf-overrides,
 // --rope-scaling) changed of the model as planned: the longest context,
 // the shape, the architecture.
@@ -1057,6 +1089,9 @@ func OverridesNote(flags string, before, after Spec) string {
 	num("rotary positions", before.RopePositions, after.RopePositions)
 	num("layers", before.Layers, after.Layers)
 	num("sliding-window layers", before.CountKind()[Sliding], after.CountKind()[Sliding])
+	if a, b := before.stateBytes(), after.stateBytes(); a != b {
+		changed = append(changed, fmt.Sprintf("linear-attention state %d → %d B a sequence", a, b))
+	}
 	num("hidden size", before.Hidden, after.Hidden)
 	num("KV heads", before.KVHeads, after.KVHeads)
 	num("vocabulary", before.Vocab, after.Vocab)

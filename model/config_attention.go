@@ -64,11 +64,11 @@ func parseAttention(c *conf, fam string, s *Spec) ([]Layer, error) {
 				}
 				layers[i] = Layer{Kind: Linear, StateBytes: b}
 			case "mamba":
-				b, err := mambaState(c, fam, s)
+				b, ssm, err := mambaState(c, fam, s)
 				if err != nil {
 					return nil, err
 				}
-				layers[i] = Layer{Kind: Linear, StateBytes: b}
+				layers[i] = Layer{Kind: Linear, StateBytes: b, SSMBytes: ssm}
 			default:
 				return nil, fmt.Errorf("config.json: %s[%d] is %s, not an attention kind headroom knows (full_attention, sliding_attention, chunked_attention, linear_attention, mamba)", name, i, describe(t))
 			}
@@ -142,12 +142,12 @@ func parseAttention(c *conf, fam string, s *Spec) ([]Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := mambaState(c, fam, s)
+		b, ssm, err := mambaState(c, fam, s)
 		if err != nil {
 			return nil, err
 		}
 		for i := range layers {
-			layers[i] = Layer{Kind: Linear, StateBytes: b}
+			layers[i] = Layer{Kind: Linear, StateBytes: b, SSMBytes: ssm}
 			if i%period == offset {
 				layers[i] = Layer{Kind: Full}
 			}
@@ -264,16 +264,16 @@ func nemotronHLayers(c *conf, fam string, s *Spec, layers []Layer) ([]Layer, err
 	if len(p) != len(layers) {
 		return nil, fmt.Errorf("config.json: hybrid_override_pattern has %d layers but num_hidden_layers is %d: check the file", len(p), len(layers))
 	}
-	var state int64
+	var state, ssm int64
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
 		case 'M':
 			if state == 0 {
-				if state, err = mambaState(c, fam, s); err != nil {
+				if state, ssm, err = mambaState(c, fam, s); err != nil {
 					return nil, err
 				}
 			}
-			layers[i] = Layer{Kind: Linear, StateBytes: state}
+			layers[i] = Layer{Kind: Linear, StateBytes: state, SSMBytes: ssm}
 		case '*':
 			layers[i] = Layer{Kind: Full}
 		case '-', 'E':
@@ -310,7 +310,8 @@ func gatedDeltaNetState(c *conf, dtype string) (int64, error) {
 }
 
 // mambaState is the per-sequence state of one Mamba layer in bytes at TP=1,
-// in the model dtype, after vLLM's MambaStateShapeCalculator:
+// in the model dtype, and its SSM (temporal) part, after vLLM's
+// MambaStateShapeCalculator:
 //
 //	Mamba-1 (Jamba):      conv = inner × (d_conv − 1), ssm = inner × d_state,
 //	                      inner = mamba_expand × hidden
@@ -318,7 +319,7 @@ func gatedDeltaNetState(c *conf, dtype string) (int64, error) {
 //	                      ssm = heads × head_dim × state, inner = heads × head_dim
 //
 // 0 when a key is missing.
-func mambaState(c *conf, fam string, s *Spec) (int64, error) {
+func mambaState(c *conf, fam string, s *Spec) (state, ssm int64, err error) {
 	read := func(keys ...string) ([]int64, error) {
 		out := make([]int64, len(keys))
 		for i, k := range keys {
@@ -334,17 +335,17 @@ func mambaState(c *conf, fam string, s *Spec) (int64, error) {
 	if fam == "jamba" {
 		v, err := read("mamba_expand", "mamba_d_state", "mamba_d_conv")
 		if err != nil || v == nil {
-			return 0, err
+			return 0, 0, err
 		}
 		inner := v[0] * int64(s.Hidden)
-		return (inner*(v[2]-1) + inner*v[1]) * b, nil
+		return (inner*(v[2]-1) + inner*v[1]) * b, inner * v[1] * b, nil
 	}
 	v, err := read("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel")
 	if err != nil || v == nil {
-		return 0, err
+		return 0, 0, err
 	}
-	heads, headDim, state, groups, kernel := v[0], v[1], v[2], v[3], v[4]
+	heads, headDim, dState, groups, kernel := v[0], v[1], v[2], v[3], v[4]
 	inner := heads * headDim
-	conv := (inner + 2*groups*state) * (kernel - 1)
-	return (conv + heads*headDim*state) * b, nil
+	conv := (inner + 2*groups*dState) * (kernel - 1)
+	return (conv + heads*headDim*dState) * b, heads * headDim * dState * b, nil
 }

@@ -529,10 +529,29 @@ func TestLinearStateLayers(t *testing.T) {
 	nh := parse(t, `{"model_type": "nemotron_h", "num_hidden_layers": 6, "hidden_size": 4096, "intermediate_size": 21504,
 		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 8192,
 		"torch_dtype": "bfloat16", "hybrid_override_pattern": "M-M*-E"}`)
-	want := []Layer{{Kind: Linear, StateBytes: 2158592}, {Kind: NoMixer}, {Kind: Linear, StateBytes: 2158592},
+	want := []Layer{{Kind: Linear, StateBytes: 2158592, SSMBytes: 2097152}, {Kind: NoMixer}, {Kind: Linear, StateBytes: 2158592, SSMBytes: 2097152},
 		{Kind: Full}, {Kind: NoMixer}, {Kind: NoMixer}}
 	if !reflect.DeepEqual(nh.Attention, want) || nh.GatedMLP {
 		t.Errorf("nemotron_h attention = %+v (gated %v), want %+v, not gated", nh.Attention, nh.GatedMLP, want)
+	}
+
+	// --mamba-ssm-cache-dtype float32 (NVIDIA's Nemotron-H recipes give it):
+	// the SSM state at 4 B, the conv state at 2: 30,720 × 2 + 1,048,576 × 4
+	// = 4,255,744 B a layer. A gated delta-net's whole state follows
+	// --mamba-cache-dtype: at float32 twice its 1,097,728; the SSM dtype
+	// alone leaves it.
+	ssm32 := nh.WithStateDtypes(2, 4)
+	if l := ssm32.Attention[0]; l.StateBytes != 4255744 || l.SSMBytes != 4194304 || nh.Attention[0].StateBytes != 2158592 {
+		t.Errorf("nemotron_h with a float32 SSM state: %+v (was %+v)", l, nh.Attention[0])
+	}
+	if l := next.WithStateDtypes(4, 4).Attention[0]; l.StateBytes != 2*1097728 {
+		t.Errorf("qwen3_next at float32: %+v", l)
+	}
+	if l := next.WithStateDtypes(2, 4).Attention[0]; l.StateBytes != 1097728 {
+		t.Errorf("qwen3_next with only the SSM dtype: %+v", l)
+	}
+	if l := jamba.WithStateDtypes(2, 4).Attention[0]; l.StateBytes != 24576*2+131072*4 {
+		t.Errorf("jamba with a float32 SSM state: %+v", l)
 	}
 }
 

@@ -29,8 +29,12 @@ type Layer struct {
 	Kind AttentionKind `json:"kind"`
 	// Window is the sliding-window length in tokens (Sliding only).
 	Window int `json:"window,omitempty"`
-	// StateBytes is the per-sequence state size in bytes (Linear only).
+	// StateBytes is the per-sequence state size in bytes (Linear only),
+	// in the model's dtype; SSMBytes its Mamba SSM (temporal) part, whose
+	// dtype --mamba-ssm-cache-dtype may set apart (0 for a gated
+	// delta-net, whose whole state follows --mamba-cache-dtype).
 	StateBytes int64 `json:"state_bytes,omitempty"`
+	SSMBytes   int64 `json:"ssm_bytes,omitempty"`
 	// Chunked marks a Sliding layer that attends within fixed chunks of
 	// Window tokens rather than a window sliding with each token (Llama 4's
 	// local layers; vLLM's ChunkedLocalAttentionSpec).

@@ -29,6 +29,8 @@ const (
 	FlagHFOverrides          = "hf-overrides"
 	FlagDisableSlidingWindow = "disable-sliding-window"
 	FlagEnableEPLB           = "enable-eplb"
+	FlagMambaCacheDtype      = "mamba-cache-dtype"
+	FlagMambaSSMCacheDtype   = "mamba-ssm-cache-dtype"
 	FlagEPLBConfig           = "eplb-config"
 	FlagNumRedundantExperts  = "num-redundant-experts"
 	FlagRopeScaling          = "rope-scaling"
@@ -141,6 +143,12 @@ var featureFlags = []engineFlag{
 			return
 		},
 		get: func(s Settings) string { return itoa(int64(s.NumRedundantExperts)) }},
+	{name: FlagMambaCacheDtype,
+		set: func(s *Settings, f, r string) (err error) { s.MambaCacheDtype, err = parseDtypeFlag(f, r); return },
+		get: func(s Settings) string { return s.MambaCacheDtype }},
+	{name: FlagMambaSSMCacheDtype,
+		set: func(s *Settings, f, r string) (err error) { s.MambaSSMCacheDtype, err = parseDtypeFlag(f, r); return },
+		get: func(s Settings) string { return s.MambaSSMCacheDtype }},
 	{name: FlagMaxNumActiveSeqs,
 		set: func(s *Settings, f, r string) (err error) { s.MaxNumActiveSeqs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxNumActiveSeqs)) }},
@@ -422,6 +430,27 @@ func (s Settings) ModelOverrides() map[string]any {
 	return out
 }
 
+// StateDtypeBytes are the bytes an element of a linear-attention layer's
+// conv state and of a Mamba layer's SSM state, as vLLM's
+// MambaStateDtypeCalculator picks them for a model whose dtype is
+// checkpoint: --mamba-cache-dtype (auto: the model's --dtype) for the
+// conv state (and a gated delta-net's whole state), --mamba-ssm-cache-dtype
+// (auto: the conv state's) for the SSM state.
+func (s Settings) StateDtypeBytes(checkpoint string) (conv, ssm int, err error) {
+	cd := s.MambaCacheDtype
+	if cd == "" || cd == "auto" {
+		cd = s.Dtype
+	}
+	if conv, err = DtypeBytes(cd, checkpoint); err != nil {
+		return 0, 0, err
+	}
+	if sd := s.MambaSSMCacheDtype; sd != "" && sd != "auto" {
+		ssm, err = DtypeBytes(sd, checkpoint)
+		return conv, ssm, err
+	}
+	return conv, conv, nil
+}
+
 // EPLB is --enable-eplb: vLLM's expert-parallel load balancer.
 func (s Settings) EPLB() bool { return s.extraBool(FlagEnableEPLB) }
 
@@ -475,7 +504,8 @@ func parseEPLBConfig(flag, raw string) (*JSONObject, error) {
 // DisableSlidingWindow is --disable-sliding-window.
 func (s Settings) DisableSlidingWindow() bool { return s.extraBool(FlagDisableSlidingWindow) }
 
-// OverrideFlags names the flags ModelOverrides comes from.
+// OverrideFlags names the flags that change the model vLLM serves from
+// its config (memory.ServedModel).
 func (s Settings) OverrideFlags() string {
 	var f []string
 	if s.HFOverrides != nil {
@@ -486,6 +516,12 @@ func (s Settings) OverrideFlags() string {
 	}
 	if s.DisableSlidingWindow() {
 		f = append(f, "--"+FlagDisableSlidingWindow)
+	}
+	if s.MambaCacheDtype != "" {
+		f = append(f, "--"+FlagMambaCacheDtype)
+	}
+	if s.MambaSSMCacheDtype != "" {
+		f = append(f, "--"+FlagMambaSSMCacheDtype)
 	}
 	return strings.Join(f, " and ")
 }

@@ -227,3 +227,31 @@ func TestRedundantExperts(t *testing.T) {
 		}
 	}
 }
+
+// The linear-attention states' element sizes: --mamba-cache-dtype (auto:
+// the model's --dtype) for the conv state, --mamba-ssm-cache-dtype (auto:
+// the conv state's) for the SSM state.
+func TestStateDtypeBytes(t *testing.T) {
+	for _, tt := range []struct {
+		args      []string
+		conv, ssm int
+	}{
+		{nil, 2, 2},
+		{[]string{"--mamba-ssm-cache-dtype", "float32"}, 2, 4},
+		{[]string{"--mamba-cache-dtype", "float32"}, 4, 4},
+		{[]string{"--dtype", "float32"}, 4, 4},
+		{[]string{"--mamba_ssm_cache_dtype=float32", "--mamba-cache-dtype", "auto"}, 2, 4},
+	} {
+		s, err := ParseFlags(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv, ssm, err := s.StateDtypeBytes("bfloat16")
+		if err != nil || conv != tt.conv || ssm != tt.ssm || len(s.NotModelled()) != 0 {
+			t.Errorf("%v: conv %d B, SSM %d B, %v, not modelled %v; want %d, %d", tt.args, conv, ssm, err, s.NotModelled(), tt.conv, tt.ssm)
+		}
+	}
+	if _, err := ParseFlags([]string{"--mamba-ssm-cache-dtype", "fp8"}); err == nil {
+		t.Error("--mamba-ssm-cache-dtype fp8 read")
+	}
+}

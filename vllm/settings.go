@@ -59,6 +59,10 @@ type Settings struct {
 	// --num-redundant-experts (RedundantExperts); nil or 0 when not given.
 	EPLBConfig          *JSONObject `json:"eplb_config,omitempty"`
 	NumRedundantExperts int         `json:"num_redundant_experts,omitempty"`
+	// MambaCacheDtype and MambaSSMCacheDtype are the linear-attention
+	// states' dtypes (StateDtypeBytes); "" when not given.
+	MambaCacheDtype    string `json:"mamba_cache_dtype,omitempty"`
+	MambaSSMCacheDtype string `json:"mamba_ssm_cache_dtype,omitempty"`
 	// MaxNumActiveSeqs, MaxNumQueuedReqs and MaxNumQueuedTokens are the
 	// scheduler's caps of 0.29+ (0 = not given; features.go).
 	MaxNumActiveSeqs   int `json:"max_num_active_seqs,omitempty"`

@@ -206,11 +206,12 @@ func Gather(ctx context.Context, env Env, req Request) (Evidence, error) {
 			e.Settings.Model = id
 		}
 	}
-	if before := e.Spec; e.Settings.ModelOverrides() != nil || e.Settings.DisableSlidingWindow() {
-		if e.Spec, err = memory.ServedModel(e.Spec, e.Settings); err != nil {
-			return e, err
-		}
-		e.Notes = append(e.Notes, model.OverridesNote(e.Settings.OverrideFlags(), before, e.Spec))
+	before := e.Spec
+	if e.Spec, err = memory.ServedModel(e.Spec, e.Settings); err != nil {
+		return e, err
+	}
+	if flags := e.Settings.OverrideFlags(); flags != "" {
+		e.Notes = append(e.Notes, model.OverridesNote(flags, before, e.Spec))
 	}
 	if !req.AllGPUs {
 		if e.Sel, err = ResolveGPU(req.GPU, req.GPUMemory, req.GPUCount); err != nil {
