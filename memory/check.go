@@ -16,6 +16,9 @@ const (
 	CodeWeightsDontFit    = "weights_do_not_fit"
 	CodeNoCacheMemory     = "no_memory_for_kv_cache"
 	CodeMaxLenTooLong     = "max_model_len_exceeds_model"
+	// CodeHybridUnifyRefused: --disable-hybrid-kv-cache-manager on a
+	// model whose KV specs vLLM cannot unify.
+	CodeHybridUnifyRefused = "hybrid_kv_cache_manager_required"
 	// CodeEPLBRefused: EPLB flags vLLM's ParallelConfig refuses.
 	CodeEPLBRefused = "eplb_refused"
 	// CodeMaxLenPastModel: a --max-model-len past the model's maximum
@@ -59,6 +62,11 @@ func (b *Budget) check(dp int, allowLong bool) {
 	}
 	if need := tp * pp * dp; need > b.Count {
 		problem(CodeNotEnoughGPUs, "tensor × pipeline × data parallel = %d × %d × %d needs %d GPUs, but only %d are given", tp, pp, dp, need, b.Count)
+	}
+	if set.HybridKVCacheManagerDisabled() {
+		if why := hybridUnified(s); why != "" {
+			problem(CodeHybridUnifyRefused, "vLLM refuses --%s for %s: %s; drop the flag", vllm.FlagDisableHybridKVCacheManager, s.ID, why)
+		}
 	}
 	if why := eplbRefused(set); why != "" {
 		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)

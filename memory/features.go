@@ -17,6 +17,8 @@ type features struct {
 	hasLoRA bool
 	draft   *drafter
 	mm      *multimodal
+	// noHybrid is --disable-hybrid-kv-cache-manager (unifyHybrid).
+	noHybrid bool
 }
 
 // featuresFor reads the settings' features for a plan.
@@ -30,6 +32,7 @@ func featuresFor(in Input, set vllm.Settings, dtypeBytes, kvBytes int) (features
 		return f, err
 	}
 	f.mm = multimodalFor(in.Model, set)
+	f.noHybrid = set.HybridKVCacheManagerDisabled()
 	return f, nil
 }
 
@@ -78,7 +81,47 @@ func (f features) layout(s model.Spec, st stage, tp, kvBytes, blockSize int) kvL
 	if st.isLast {
 		layers = append(layers, f.draft.kvLayers(blockSize)...)
 	}
+	if f.noHybrid {
+		layers = unifyHybrid(layers)
+	}
 	return layoutOf(layers, blockSize)
+}
+
+// unifyHybrid is vLLM's unify_hybrid_kv_cache_specs, run when the hybrid
+// KV cache manager is disabled (vllm/v1/core/kv_cache_utils.py): where
+// full-attention (or MLA) layers sit beside sliding or chunked local
+// ones, those become full-attention specs, which hold every token of the
+// context ("we do not enable any optimizations for saving KV cache
+// memory"). Linear-attention states cannot be unified (hybridUnified).
+func unifyHybrid(layers []layerSpec) []layerSpec {
+	full, local := false, false
+	for _, l := range layers {
+		full = full || l.kind == model.Full || l.kind == model.MLA
+		local = local || l.kind == model.Sliding
+	}
+	if !full || !local {
+		return layers
+	}
+	out := make([]layerSpec, len(layers))
+	for i, l := range layers {
+		if l.kind == model.Sliding {
+			l.kind, l.window, l.chunked = model.Full, 0, false
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// hybridUnified says why vLLM refuses to start s with the hybrid KV cache
+// manager disabled: attention beside linear-attention states has no one
+// spec to convert to ("failed to convert the KV cache specs to one
+// unified type"); "" when it starts.
+func hybridUnified(s model.Spec) string {
+	kinds := s.CountKind()
+	if kinds[model.Linear] > 0 && kinds[model.Linear] < s.Layers-kinds[model.NoMixer] {
+		return "its linear-attention layers beside attention layers cannot be converted to one KV cache spec (\"Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type\")"
+	}
+	return ""
 }
 
 // findings adds what the features found to the plan: problems before the

@@ -1,9 +1,11 @@
 package memory_test
 
 import (
+	"math"
 	"testing"
 
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -76,5 +78,45 @@ func TestRedundantExperts(t *testing.T) {
 		if len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeEPLBRefused {
 			t.Errorf("%v: problems %v, want %s", flags, b.Problems, memory.CodeEPLBRefused)
 		}
+	}
+}
+
+// --disable-hybrid-kv-cache-manager: Gemma-3-12B's 40 sliding layers beside
+// its 8 full ones become full-attention specs (unify_hybrid_kv_cache_specs):
+// 393,216 B of KV a token instead of 65,536, the same KV tokens as vLLM
+// counts them, and fewer requests of 32,768 tokens at once. A sliding
+// layer held cdiv(min(1,024 − 1 + 2,048 batched tokens, 32,768), 16) + 1
+// = 193 blocks of a request, a full one 2,048: 8 × 2,048 + 40 × 193 =
+// 24,104 pages a request against 48 × 2,048 = 98,304, 4.078 times fewer
+// requests. A model with linear-attention layers cannot be unified, and
+// vLLM refuses it.
+func TestHybridKVCacheManagerDisabled(t *testing.T) {
+	at := func(s model.Spec, flags ...string) memory.Budget {
+		t.Helper()
+		set, err := vllm.ParseFlags(append([]string{"--max-model-len", "32768"}, flags...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		return plan(t, memory.Input{Model: s, Device: device(t, "L40S"), Settings: set})
+	}
+	gemma := spec(t, "google/gemma-3-12b-it")
+	hybrid, unified := at(gemma), at(gemma, "--disable-hybrid-kv-cache-manager")
+	ratio := hybrid.MaxConcurrency / unified.MaxConcurrency
+	if unified.ModelKVBytesPerToken != 393216 || hybrid.ModelKVBytesPerToken != 65536 || unified.KVTokens != hybrid.KVTokens ||
+		math.Abs(ratio/4.078-1) > 0.01 || !unified.Fits {
+		t.Errorf("KV %d B a token (hybrid %d), %d KV tokens (%d), concurrency %.2f (%.2f: %.3f times)", unified.ModelKVBytesPerToken, hybrid.ModelKVBytesPerToken,
+			unified.KVTokens, hybrid.KVTokens, unified.MaxConcurrency, hybrid.MaxConcurrency, ratio)
+	}
+	next, err := model.ParseConfig([]byte(`{"model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
+		"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "max_position_embeddings": 262144,
+		"torch_dtype": "bfloat16", "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
+		"linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := at(next, "--disable-hybrid-kv-cache-manager")
+	if len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeHybridUnifyRefused {
+		t.Errorf("a gated delta-net model without the hybrid manager: problems %v", b.Problems)
 	}
 }

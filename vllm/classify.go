@@ -146,7 +146,7 @@ var flagClasses = map[string]flagClass{
 	"mamba-cache-mode":                        {effect: EffectNotModelled, why: "linear-attention state blocks per request"},
 	"calculate-kv-scales":                     {effect: EffectNotModelled, why: "KV scale computation in the profile"},
 	FlagDisableSlidingWindow:                  {effect: EffectPlanned, why: "sliding-window layers keep the whole context, and the context is at most the window"},
-	"disable-hybrid-kv-cache-manager":         {effect: EffectNotModelled, why: "KV groups of hybrid models"},
+	FlagDisableHybridKVCacheManager:           {effect: EffectPlanned, why: "sliding layers beside full ones hold the whole context"},
 	"kv-sharing-fast-prefill":                 {effect: EffectNotModelled, why: "KV shared across layers"},
 	"hf-config-path":                          {effect: EffectNotModelled, why: "the architecture read from another config"},
 	"rope-theta":                              {effect: EffectNotModelled, why: "rotary tables"},

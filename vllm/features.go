@@ -17,26 +17,27 @@ import (
 
 // Flag names of the feature settings (keys of Settings.Set).
 const (
-	FlagSpeculativeConfig    = "speculative-config"
-	FlagEnableLoRA           = "enable-lora"
-	FlagMaxLoRAs             = "max-loras"
-	FlagMaxLoRARank          = "max-lora-rank"
-	FlagLoRADtype            = "lora-dtype"
-	FlagLoRAExtraVocabSize   = "lora-extra-vocab-size"
-	FlagFullyShardedLoRAs    = "fully-sharded-loras"
-	FlagEnableLoRABias       = "enable-lora-bias"
-	FlagLimitMMPerPrompt     = "limit-mm-per-prompt"
-	FlagHFOverrides          = "hf-overrides"
-	FlagDisableSlidingWindow = "disable-sliding-window"
-	FlagEnableEPLB           = "enable-eplb"
-	FlagMambaCacheDtype      = "mamba-cache-dtype"
-	FlagMambaSSMCacheDtype   = "mamba-ssm-cache-dtype"
-	FlagEPLBConfig           = "eplb-config"
-	FlagNumRedundantExperts  = "num-redundant-experts"
-	FlagRopeScaling          = "rope-scaling"
-	FlagMMProcessorKwargs    = "mm-processor-kwargs"
-	FlagSkipMMProfiling      = "skip-mm-profiling"
-	FlagLanguageModelOnly    = "language-model-only"
+	FlagSpeculativeConfig           = "speculative-config"
+	FlagEnableLoRA                  = "enable-lora"
+	FlagMaxLoRAs                    = "max-loras"
+	FlagMaxLoRARank                 = "max-lora-rank"
+	FlagLoRADtype                   = "lora-dtype"
+	FlagLoRAExtraVocabSize          = "lora-extra-vocab-size"
+	FlagFullyShardedLoRAs           = "fully-sharded-loras"
+	FlagEnableLoRABias              = "enable-lora-bias"
+	FlagLimitMMPerPrompt            = "limit-mm-per-prompt"
+	FlagHFOverrides                 = "hf-overrides"
+	FlagDisableSlidingWindow        = "disable-sliding-window"
+	FlagEnableEPLB                  = "enable-eplb"
+	FlagMambaCacheDtype             = "mamba-cache-dtype"
+	FlagDisableHybridKVCacheManager = "disable-hybrid-kv-cache-manager"
+	FlagMambaSSMCacheDtype          = "mamba-ssm-cache-dtype"
+	FlagEPLBConfig                  = "eplb-config"
+	FlagNumRedundantExperts         = "num-redundant-experts"
+	FlagRopeScaling                 = "rope-scaling"
+	FlagMMProcessorKwargs           = "mm-processor-kwargs"
+	FlagSkipMMProfiling             = "skip-mm-profiling"
+	FlagLanguageModelOnly           = "language-model-only"
 	// FlagMaxNumActiveSeqs caps the requests running at once while the
 	// KV cache and CUDA graphs are still sized by --max-num-seqs (#56758).
 	FlagMaxNumActiveSeqs = "max-num-active-seqs"
@@ -499,6 +500,11 @@ func parseEPLBConfig(flag, raw string) (*JSONObject, error) {
 		}
 	}
 	return o, nil
+}
+
+// HybridKVCacheManagerDisabled is --disable-hybrid-kv-cache-manager.
+func (s Settings) HybridKVCacheManagerDisabled() bool {
+	return s.extraBool(FlagDisableHybridKVCacheManager)
 }
 
 // DisableSlidingWindow is --disable-sliding-window.
