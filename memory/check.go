@@ -19,6 +19,9 @@ const (
 	// CodeHybridUnifyRefused: --disable-hybrid-kv-cache-manager on a
 	// model whose KV specs vLLM cannot unify.
 	CodeHybridUnifyRefused = "hybrid_kv_cache_manager_required"
+	// CodeContextParallel: a decode context parallel size that does not
+	// divide the tensor-parallel size.
+	CodeContextParallel = "context_parallel_size_invalid"
 	// CodeEPLBRefused: EPLB flags vLLM's ParallelConfig refuses.
 	CodeEPLBRefused = "eplb_refused"
 	// CodeMaxLenPastModel: a --max-model-len past the model's maximum
@@ -67,6 +70,9 @@ func (b *Budget) check(dp int, allowLong bool) {
 		if why := hybridUnified(s); why != "" {
 			problem(CodeHybridUnifyRefused, "vLLM refuses --%s for %s: %s; drop the flag", vllm.FlagDisableHybridKVCacheManager, s.ID, why)
 		}
+	}
+	if dcp := set.DecodeContextParallelSize; dcp > 1 && (tp%dcp != 0) {
+		problem(CodeContextParallel, "--%s %d shards the KV cache over ranks of the tensor-parallel group, so it must divide --tensor-parallel-size %d", vllm.FlagDecodeContextParallelSize, dcp, tp)
 	}
 	if why := eplbRefused(set); why != "" {
 		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)

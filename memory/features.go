@@ -19,6 +19,8 @@ type features struct {
 	mm      *multimodal
 	// noHybrid is --disable-hybrid-kv-cache-manager (unifyHybrid).
 	noHybrid bool
+	// dcp is --decode-context-parallel-size (shardTokens).
+	dcp int
 }
 
 // featuresFor reads the settings' features for a plan.
@@ -33,6 +35,7 @@ func featuresFor(in Input, set vllm.Settings, dtypeBytes, kvBytes int) (features
 	}
 	f.mm = multimodalFor(in.Model, set)
 	f.noHybrid = set.HybridKVCacheManagerDisabled()
+	f.dcp = max(set.DecodeContextParallelSize, 1)
 	return f, nil
 }
 
@@ -84,7 +87,34 @@ func (f features) layout(s model.Spec, st stage, tp, kvBytes, blockSize int) kvL
 	if f.noHybrid {
 		layers = unifyHybrid(layers)
 	}
-	return layoutOf(layers, blockSize)
+	return layoutOf(shardTokens(layers, f.dcp), blockSize)
+}
+
+// modelLayout is the whole model's layout on one worker without tensor
+// or context parallelism: what a token costs the model.
+func (f features) modelLayout(s model.Spec, kvBytes, blockSize int) kvLayout {
+	g := f
+	g.dcp = 1
+	return g.layout(s, stage{first: 0, last: s.Layers}, 1, kvBytes, blockSize)
+}
+
+// shardTokens is decode context parallelism: each rank of a group of dcp
+// keeps 1/dcp of every request's tokens in its attention layers, so a
+// page holds a block's tokens at 1/dcp of the bytes (vLLM's KV tokens and
+// a request's need: × and ÷ DCP, vllm-memory.md §3.4, §4). Linear states
+// are per request and stay.
+func shardTokens(layers []layerSpec, dcp int) []layerSpec {
+	if dcp <= 1 {
+		return layers
+	}
+	out := make([]layerSpec, len(layers))
+	for i, l := range layers {
+		if l.kind != model.Linear {
+			l.pageBytes /= int64(dcp)
+		}
+		out[i] = l
+	}
+	return out
 }
 
 // unifyHybrid is vLLM's unify_hybrid_kv_cache_specs, run when the hybrid

@@ -348,7 +348,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		first = false
 	}
 	b.KVTokens = b.layout.tokens(b.NumBlocks)
-	b.ModelKVBytesPerToken = feat.layout(s, stage{first: 0, last: s.Layers}, 1, b.KVDtypeBytes, set.BlockSize).perTokenBytes()
+	b.ModelKVBytesPerToken = feat.modelLayout(s, b.KVDtypeBytes, set.BlockSize).perTokenBytes()
 	if set.MaxModelLen == vllm.AutoMaxModelLen {
 		// --max-model-len auto: vLLM runs the same search after profiling
 		// and serves the largest length that fits, at most the model's

@@ -120,3 +120,30 @@ func TestHybridKVCacheManagerDisabled(t *testing.T) {
 		t.Errorf("a gated delta-net model without the hybrid manager: problems %v", b.Problems)
 	}
 }
+
+// Decode context parallelism: DeepSeek-V3 at TP 8 on H200s keeps one
+// 576-element latent a token a layer on every rank (61 × 576 × 2 B =
+// 70,272 B a token, not split by heads); -dcp 8 keeps each request's
+// tokens an eighth a rank, so the pool holds 8 times the tokens (within
+// the blocks' rounding) and 8 times the requests of 131,072 tokens. A
+// size that does not divide the tensor-parallel size is refused.
+func TestDecodeContextParallel(t *testing.T) {
+	at := func(flags ...string) memory.Budget {
+		t.Helper()
+		set, err := vllm.ParseFlags(append([]string{"-tp", "8", "--max-model-len", "131072"}, flags...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		return plan(t, memory.Input{Model: spec(t, "deepseek-ai/DeepSeek-V3"), Device: device(t, "H200"), Count: 8, Settings: set})
+	}
+	one, eight := at(), at("-dcp", "8")
+	if r := float64(eight.KVTokens) / float64(one.KVTokens); math.Abs(r/8-1) > 0.001 || eight.ModelKVBytesPerToken != 70272 || one.ModelKVBytesPerToken != 70272 ||
+		math.Abs(eight.MaxConcurrency/one.MaxConcurrency/8-1) > 0.01 {
+		t.Errorf("-dcp 8: %d KV tokens against %d (%.4f×), %d B a token, concurrency %.2f against %.2f", eight.KVTokens, one.KVTokens, r,
+			eight.ModelKVBytesPerToken, eight.MaxConcurrency, one.MaxConcurrency)
+	}
+	if b := at("-dcp", "3"); len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeContextParallel {
+		t.Errorf("-dcp 3 at TP 8: problems %v", b.Problems)
+	}
+}

@@ -91,7 +91,10 @@ type conditions struct {
 	// APIServers is --api-server-count: the API-server processes.
 	APIServers int
 	// PP is the pipeline-parallel size: batches in flight (pipeline.go).
-	PP      int
+	PP int
+	// DCP is the decode context parallel size: each rank reads 1/DCP of a
+	// request's tokens.
+	DCP     int
 	Version vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
@@ -131,7 +134,7 @@ func archOf(d gpu.Device) string {
 func conditionsOf(b memory.Budget) conditions {
 	s := b.Model
 	set := b.Settings
-	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), PP: max(set.PipelineParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
+	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), PP: max(set.PipelineParallelSize, 1), DCP: max(set.DecodeContextParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
 		Host: hostClass(max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1))}
 	fam := map[string]bool{}
 	for i := range s.Layers {
@@ -167,6 +170,7 @@ func conditionsOf(b memory.Budget) conditions {
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
 	TPs, DPs, APIServers, PPs     []int
+	DCPs                          []int
 	// EP is set when a row runs whole experts a rank.
 	EP     bool
 	Lo, Hi vllm.Version
@@ -195,6 +199,7 @@ func (cv *coverage) add(c conditions) {
 	cv.TPs = put(cv.TPs, c.TP)
 	cv.DPs = put(cv.DPs, c.DP)
 	cv.PPs = put(cv.PPs, c.PP)
+	cv.DCPs = put(cv.DCPs, c.DCP)
 	cv.APIServers = put(cv.APIServers, c.APIServers)
 	cv.EP = cv.EP || c.EP
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
@@ -222,6 +227,7 @@ const (
 	kindEP         = "expert parallel"
 	kindAPIServers = "API servers"
 	kindPP         = "pipeline parallel"
+	kindDCP        = "decode context parallel"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -260,6 +266,9 @@ func (cv coverage) gaps(c conditions) []gap {
 	}
 	if c.PP > 0 && !slices.Contains(cv.PPs, c.PP) {
 		add(kindPP, fmt.Sprintf("pipeline parallel %d: the rows run one stage (batches in flight, each stage's share of a pass and the sends between them are not fitted)", c.PP))
+	}
+	if c.DCP > 0 && !slices.Contains(cv.DCPs, c.DCP) {
+		add(kindDCP, fmt.Sprintf("decode context parallel %d: the rows keep each request's tokens whole on a rank (a rank's 1/%d of them is read; merging the ranks' partial attention is not priced)", c.DCP, c.DCP))
 	}
 	if c.EP && !cv.EP {
 		add(kindEP, "expert parallel: the rows split every expert over the ranks (with --enable-expert-parallel a rank holds whole experts, and a step waits for the busiest)")
@@ -334,6 +343,7 @@ var trainingCoverage = coverage{
 	DPs:        []int{1},
 	APIServers: []int{1},
 	PPs:        []int{1},
+	DCPs:       []int{1},
 	Lo:         vllm.MustVersion("0.10.2"),
 	Hi:         vllm.MustVersion("0.11.0"),
 	SmallBatch: []string{"dense at TP 1"},

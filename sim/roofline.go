@@ -685,6 +685,10 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	case s.KVHeads > 0:
 		kvShare = float64(max(s.KVHeads/int(tp), 1)) / float64(s.KVHeads)
 	}
+	// Decode context parallelism keeps 1/dcp of each request's tokens on
+	// a rank, which its attention reads; merging the ranks' partial
+	// results is not priced.
+	kvShare /= float64(max(set.DecodeContextParallelSize, 1))
 	var windows []WindowAttention
 	for _, kv := range b.ModelSlidingKV() {
 		windows = append(windows, WindowAttention{Window: int64(kv.Window), Chunked: kv.Chunked, KVBytesPerToken: float64(kv.BytesPerToken) * kvShare})

@@ -136,7 +136,7 @@ var flagClasses = map[string]flagClass{
 	"enable-dbo":                              {effect: EffectNotModelled, why: "two micro-batches' activations"},
 	"dbo-decode-token-threshold":              {effect: EffectNotModelled, why: "two micro-batches' activations"},
 	"dbo-prefill-token-threshold":             {effect: EffectNotModelled, why: "two micro-batches' activations"},
-	"decode-context-parallel-size":            {effect: EffectNotModelled, why: "KV sharded across ranks"},
+	FlagDecodeContextParallelSize:             {effect: EffectPlanned, why: "each request's KV sharded by tokens over the ranks"},
 	"prefill-context-parallel-size":           {effect: EffectNotModelled, why: "KV sharded across ranks"},
 	"disable-custom-all-reduce":               {effect: EffectNotModelled, why: "all-reduce buffers"},
 	"distributed-executor-backend":            {effect: EffectNotModelled, why: "processes and their CUDA contexts"},

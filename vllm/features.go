@@ -17,19 +17,22 @@ import (
 
 // Flag names of the feature settings (keys of Settings.Set).
 const (
-	FlagSpeculativeConfig           = "speculative-config"
-	FlagEnableLoRA                  = "enable-lora"
-	FlagMaxLoRAs                    = "max-loras"
-	FlagMaxLoRARank                 = "max-lora-rank"
-	FlagLoRADtype                   = "lora-dtype"
-	FlagLoRAExtraVocabSize          = "lora-extra-vocab-size"
-	FlagFullyShardedLoRAs           = "fully-sharded-loras"
-	FlagEnableLoRABias              = "enable-lora-bias"
-	FlagLimitMMPerPrompt            = "limit-mm-per-prompt"
-	FlagHFOverrides                 = "hf-overrides"
-	FlagDisableSlidingWindow        = "disable-sliding-window"
-	FlagEnableEPLB                  = "enable-eplb"
-	FlagMambaCacheDtype             = "mamba-cache-dtype"
+	FlagSpeculativeConfig    = "speculative-config"
+	FlagEnableLoRA           = "enable-lora"
+	FlagMaxLoRAs             = "max-loras"
+	FlagMaxLoRARank          = "max-lora-rank"
+	FlagLoRADtype            = "lora-dtype"
+	FlagLoRAExtraVocabSize   = "lora-extra-vocab-size"
+	FlagFullyShardedLoRAs    = "fully-sharded-loras"
+	FlagEnableLoRABias       = "enable-lora-bias"
+	FlagLimitMMPerPrompt     = "limit-mm-per-prompt"
+	FlagHFOverrides          = "hf-overrides"
+	FlagDisableSlidingWindow = "disable-sliding-window"
+	FlagEnableEPLB           = "enable-eplb"
+	FlagMambaCacheDtype      = "mamba-cache-dtype"
+	// FlagDecodeContextParallelSize shards each request's KV cache by
+	// tokens over that many ranks of the tensor-parallel group.
+	FlagDecodeContextParallelSize   = "decode-context-parallel-size"
 	FlagDisableHybridKVCacheManager = "disable-hybrid-kv-cache-manager"
 	FlagMambaSSMCacheDtype          = "mamba-ssm-cache-dtype"
 	FlagEPLBConfig                  = "eplb-config"
@@ -150,6 +153,12 @@ var featureFlags = []engineFlag{
 	{name: FlagMambaSSMCacheDtype,
 		set: func(s *Settings, f, r string) (err error) { s.MambaSSMCacheDtype, err = parseDtypeFlag(f, r); return },
 		get: func(s Settings) string { return s.MambaSSMCacheDtype }},
+	{name: FlagDecodeContextParallelSize,
+		set: func(s *Settings, f, r string) (err error) {
+			s.DecodeContextParallelSize, err = parseCount(f, r)
+			return
+		},
+		get: func(s Settings) string { return itoa(int64(s.DecodeContextParallelSize)) }},
 	{name: FlagMaxNumActiveSeqs,
 		set: func(s *Settings, f, r string) (err error) { s.MaxNumActiveSeqs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxNumActiveSeqs)) }},

@@ -145,9 +145,11 @@ var shortAliases = map[string]string{
 	"tp": FlagTensorParallelSize,
 	"pp": FlagPipelineParallelSize,
 	"dp": FlagDataParallelSize,
-	"q":  FlagQuantization,
-	"O":  "compilation-config",
-	"h":  "help",
+	// -dcp: vLLM's short form of --decode-context-parallel-size.
+	"dcp": FlagDecodeContextParallelSize,
+	"q":   FlagQuantization,
+	"O":   "compilation-config",
+	"h":   "help",
 }
 
 // longAliases maps other long spellings to the canonical flag name.

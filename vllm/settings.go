@@ -61,8 +61,11 @@ type Settings struct {
 	NumRedundantExperts int         `json:"num_redundant_experts,omitempty"`
 	// MambaCacheDtype and MambaSSMCacheDtype are the linear-attention
 	// states' dtypes (StateDtypeBytes); "" when not given.
-	MambaCacheDtype    string `json:"mamba_cache_dtype,omitempty"`
-	MambaSSMCacheDtype string `json:"mamba_ssm_cache_dtype,omitempty"`
+	MambaCacheDtype string `json:"mamba_cache_dtype,omitempty"`
+	// DecodeContextParallelSize is --decode-context-parallel-size (0: not
+	// given, 1).
+	DecodeContextParallelSize int    `json:"decode_context_parallel_size,omitempty"`
+	MambaSSMCacheDtype        string `json:"mamba_ssm_cache_dtype,omitempty"`
 	// MaxNumActiveSeqs, MaxNumQueuedReqs and MaxNumQueuedTokens are the
 	// scheduler's caps of 0.29+ (0 = not given; features.go).
 	MaxNumActiveSeqs   int `json:"max_num_active_seqs,omitempty"`
