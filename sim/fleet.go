@@ -244,8 +244,10 @@ type fleet struct {
 	completed int64
 	marks     []scrapeMark
 	// rejected counts requests the engines refused; flow samples the
-	// sends, as Run's, to judge a fleet that falls behind.
+	// sends, as Run's, to judge a fleet that falls behind; sentWork is
+	// the tokens sent (flowSample).
 	rejected int64
+	sentWork int64
 	flow     flow
 	beyond   bool
 }
@@ -769,12 +771,16 @@ func (f *fleet) send(at float64) error {
 		f.win.sent(at)
 	}
 	waiting := 0
+	f.sentWork += int64(q.PromptTokens + q.OutputTokens)
+	done := int64(0)
 	for _, q := range f.reps {
+		done += q.kept.PromptTokens + q.kept.GenerationTokens
 		if q.state != repStopped {
 			waiting += len(q.fe.jobs) + q.e.waiting.len()
+			done += q.e.gauges.PromptTokens + q.e.gauges.GenerationTokens
 		}
 	}
-	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, waiting: waiting, queued: waiting - 1})
+	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, sentWork: f.sentWork, doneWork: done, waiting: waiting, queued: waiting - 1})
 	if err := f.read(); err != nil {
 		return err
 	}
@@ -930,6 +936,8 @@ func (p *replica) keep() {
 	p.kept.SpecDrafts += g.SpecDrafts
 	p.kept.SpecDraftTokens += g.SpecDraftTokens
 	p.kept.SpecAccepted += g.SpecAccepted
+	p.kept.PromptTokens += g.PromptTokens
+	p.kept.GenerationTokens += g.GenerationTokens
 	p.kept.Now = max(p.kept.Now, g.Now)
 }
 

@@ -80,9 +80,11 @@ type Backlog struct {
 	Waiting int     `json:"waiting"`
 	AtS     float64 `json:"at_s"`
 	SinceS  float64 `json:"since_s"`
-	// ArrivalsPerS and ServedPerS are the rates of requests sent and
-	// answered from SinceS to AtS; ArrivalsPerS is 0 when every request
-	// was due at once.
+	// ArrivalsPerS is the rate of requests sent from SinceS to AtS (0
+	// when every request was due at once); ServedPerS the requests of
+	// this traffic's mix the engines serve a second: the tokens they
+	// computed then (prompts admitted, tokens sampled) over the tokens a
+	// request sent then brings, since answers lag by a request's latency.
 	ArrivalsPerS float64 `json:"arrivals_per_s"`
 	ServedPerS   float64 `json:"served_per_s"`
 	// Replicas is a first estimate of the engines that would hold the
@@ -466,6 +468,10 @@ type flow struct {
 type flowSample struct {
 	t                    float64
 	sent, left, answered int64
+	// sentWork is the prompt and output tokens of the requests sent,
+	// doneWork the tokens the engines computed (prompt tokens of admitted
+	// requests and sampled tokens, vLLM's counters).
+	sentWork, doneWork int64
 	// waiting is the requests queued in the API server and the engine;
 	// queued the same but the request just sent: 0 when the sent request
 	// finds the API server and the engine's queue empty (not saturated).
@@ -539,7 +545,14 @@ func (f *flow) backlog(a, c flowSample) *Backlog {
 	b := &Backlog{Waiting: c.waiting, InFlight: int(c.sent - c.left), AtS: round6(c.t), SinceS: round6(a.t)}
 	if span := c.t - a.t; span > 0 {
 		b.ArrivalsPerS = math.Round(float64(c.sent-a.sent)/span*1000) / 1000
-		b.ServedPerS = math.Round(float64(c.answered-a.answered)/span*1000) / 1000
+		served := float64(c.answered-a.answered) / span
+		if sent, work := c.sent-a.sent, c.sentWork-a.sentWork; sent > 0 && work > 0 {
+			// The engines' work over a request's: answers lag by a
+			// request's latency, which a long request's minutes make
+			// most of a window, while the work is done as it comes.
+			served = float64(c.doneWork-a.doneWork) / span / (float64(work) / float64(sent))
+		}
+		b.ServedPerS = math.Round(served*1000) / 1000
 	} else if c.t > 0 {
 		b.ServedPerS = math.Round(float64(c.answered)/c.t*1000) / 1000
 	}
@@ -566,6 +579,8 @@ type runner struct {
 	inFlight int
 	sent     int64
 	rejected int64
+	// sentWork is the prompt and output tokens sent (flowSample).
+	sentWork int64
 	flow     flow
 	// beyond is set once a request is due past the Horizon.
 	beyond bool
@@ -628,7 +643,9 @@ func (r *runner) until(t float64, idle bool) error {
 			r.fe.submit(q)
 			r.inFlight++
 			r.sent++
+			r.sentWork += int64(q.PromptTokens + q.OutputTokens)
 			r.flow.add(flowSample{t: at, sent: r.sent, left: r.st.rep.Requests + r.rejected, answered: r.st.rep.Requests,
+				sentWork: r.sentWork, doneWork: r.e.gauges.PromptTokens + r.e.gauges.GenerationTokens,
 				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len()})
 			if err := r.read(); err != nil {
 				return err

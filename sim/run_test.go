@@ -102,9 +102,28 @@ func evenly(n int, gap float64, out int) *sliceSource {
 // samples the first token, 9 decodes the rest): the engine serves 10
 // requests a second. 25 a second arrive: the backlog grows by 15 a
 // second, so the run is behind, at the rates of the second half of the
-// sends (8 to 16 s: 200 arrive, 79 are answered, one a tenth of a second
-// from 0.14 s: 9.9 a second), and 3 replicas would hold it (25 / 9.9,
-// rounded up). 8 a second it keeps up.
+// sends (8 to 16 s: 200 arrive; the engine computes 110 tokens a second,
+// each request's prompt token and 10 sampled ones, and a request brings
+// 11: 10 a second), and 3 replicas would hold it (25 / 10, rounded up).
+// 8 a second it keeps up.
+// Requests longer than half the sending: 15 a second for 30 s, each of 1
+// prompt token and 3,000 sampled, 100 at a time on a fixed 10 ms step. A
+// request takes 30 s, so none is answered in the later half of the sends
+// (15 to 30 s), where a count of answers says the engine serves nothing.
+// It computes 100 tokens a step, 10,000 a second, of 3,001 a request: 3.33
+// requests a second (100 running ÷ 30 s), and 5 replicas would hold 15.
+func TestRunFellBehindLongRequests(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 20000, BlockSize: 16, MaxNumSeqs: 100, MaxNumBatchedTokens: 256, MaxModelLen: 4096, Timer: Fixed(0.01)}
+	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(450, 1.0/15, 3000), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.FellBehind
+	if b == nil || !near(b.ServedPerS, 10000.0/3001, 0.03) || b.Replicas != 5 || !near(b.ArrivalsPerS, 15, 0.01) {
+		t.Fatalf("fell behind: %+v", b)
+	}
+}
+
 func TestRunFellBehindFromRates(t *testing.T) {
 	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
 	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(400, 0.04, 10), RunOptions{})
@@ -119,7 +138,7 @@ func TestRunFellBehindFromRates(t *testing.T) {
 	if rep.Requests != 400 {
 		t.Errorf("%d requests answered", rep.Requests)
 	}
-	if got := b.Say("one L4"); !strings.HasPrefix(got, "one L4 serves about 9.9 req/s of this traffic; 25 arrive; the queue grows without bound (about 3 replicas would hold it: 25 ÷ 9.9, rounded up, a first estimate); ") {
+	if got := b.Say("one L4"); !strings.HasPrefix(got, "one L4 serves about 10.0 req/s of this traffic; 25 arrive; the queue grows without bound (about 3 replicas would hold it: 25 ÷ 10.0, rounded up, a first estimate); ") {
 		t.Errorf("%q", got)
 	}
 	rep, err = Run(context.Background(), newEngine(t, cfg), evenly(400, 0.125, 10), RunOptions{})
