@@ -21,6 +21,9 @@ type features struct {
 	noHybrid bool
 	// dcp is --decode-context-parallel-size (shardTokens).
 	dcp int
+	// stateBlocks is the Mamba state blocks of a request by its length
+	// (--mamba-cache-mode).
+	stateBlocks func(length int) int64
 }
 
 // featuresFor reads the settings' features for a plan.
@@ -36,6 +39,9 @@ func featuresFor(in Input, set vllm.Settings, dtypeBytes, kvBytes int) (features
 	f.mm = multimodalFor(in.Model, set)
 	f.noHybrid = set.HybridKVCacheManagerDisabled()
 	f.dcp = max(set.DecodeContextParallelSize, 1)
+	if set.MambaCacheMode != "" {
+		f.stateBlocks = func(length int) int64 { return set.MambaStateBlocks(length, set.BlockSize) }
+	}
 	return f, nil
 }
 
@@ -87,7 +93,9 @@ func (f features) layout(s model.Spec, st stage, tp, kvBytes, blockSize int) kvL
 	if f.noHybrid {
 		layers = unifyHybrid(layers)
 	}
-	return layoutOf(shardTokens(layers, f.dcp), blockSize)
+	l := layoutOf(shardTokens(layers, f.dcp), blockSize)
+	l.stateBlocks = f.stateBlocks
+	return l
 }
 
 // modelLayout is the whole model's layout on one worker without tensor

@@ -46,6 +46,18 @@ type kvLayout struct {
 	fullPages   int64
 	slidingSums []slidingSum
 	linearBytes int64
+	// stateBlocks is how many state blocks a request of a length keeps
+	// in each linear layer (vllm.Settings.MambaStateBlocks); nil: one.
+	stateBlocks func(length int) int64
+}
+
+// linearBlocks is the state blocks a request of length tokens keeps in
+// each linear layer.
+func (l kvLayout) linearBlocks(length int) int64 {
+	if l.stateBlocks == nil {
+		return 1
+	}
+	return l.stateBlocks(length)
 }
 
 // slidingSum is the pages of all sliding layers sharing one window.
@@ -276,11 +288,11 @@ func cdiv(a, b int64) int64 { return (a + b - 1) / b }
 // full and MLA layers hold every token; sliding layers at most
 // window − 1 + max_num_batched_tokens tokens plus one block (chunked local
 // layers chunk + max_num_batched_tokens; slidingBlocks); linear layers one
-// state.
+// state (or as many as --mamba-cache-mode keeps).
 func (l kvLayout) requestBytes(length int, batchedTokens int) int64 {
 	bs := int64(l.blockSize)
 	full := cdiv(int64(length), bs)
-	n := full*l.fullPages + l.linearBytes
+	n := full*l.fullPages + l.linearBytes*l.linearBlocks(length)
 	for _, g := range l.slidingSums {
 		n += slidingBlocks(g.window, g.chunked, length, batchedTokens, bs) * g.pages
 	}
@@ -323,7 +335,7 @@ func (l kvLayout) requestBlocks(length, batchedTokens int) int64 {
 		case model.Sliding:
 			n += groups * slidingBlocks(c.spec.window, c.spec.chunked, length, batchedTokens, bs)
 		case model.Linear:
-			n += groups
+			n += groups * l.linearBlocks(length)
 		default:
 			n += groups * full
 		}

@@ -108,13 +108,7 @@ func TestHybridKVCacheManagerDisabled(t *testing.T) {
 		t.Errorf("KV %d B a token (hybrid %d), %d KV tokens (%d), concurrency %.2f (%.2f: %.3f times)", unified.ModelKVBytesPerToken, hybrid.ModelKVBytesPerToken,
 			unified.KVTokens, hybrid.KVTokens, unified.MaxConcurrency, hybrid.MaxConcurrency, ratio)
 	}
-	next, err := model.ParseConfig([]byte(`{"model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
-		"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "max_position_embeddings": 262144,
-		"torch_dtype": "bfloat16", "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
-		"linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := qwen3NextShaped(t)
 	b := at(next, "--disable-hybrid-kv-cache-manager")
 	if len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeHybridUnifyRefused {
 		t.Errorf("a gated delta-net model without the hybrid manager: problems %v", b.Problems)
@@ -146,4 +140,49 @@ func TestDecodeContextParallel(t *testing.T) {
 	if b := at("-dcp", "3"); len(b.Problems) == 0 || b.Problems[0].Code != memory.CodeContextParallel {
 		t.Errorf("-dcp 3 at TP 8: problems %v", b.Problems)
 	}
+}
+
+// --mamba-cache-mode (vLLM 0.16): a request keeps 1 Mamba state block a
+// linear layer (none), 2 (align), or one every block of its tokens (all).
+// A Qwen3-Next-shaped model of 6 gated delta-net layers and 2 full ones
+// groups them by 2 (the smaller count; 6 is not within 1.5 times it): 3
+// linear groups, 1 full. A request of 32,768 tokens in blocks of 16 then
+// needs 3 + 2,048 blocks (none), 6 + 2,048 (align), 3 × 2,048 + 2,048
+// (all): all serves 8,192 / 2,051 = 3.994 times fewer at once. With prefix
+// caching off the mode is none.
+func TestMambaCacheMode(t *testing.T) {
+	next := qwen3NextShaped(t)
+	at := func(flags ...string) float64 {
+		t.Helper()
+		set, err := vllm.ParseFlags(append([]string{"--max-model-len", "32768", "--block-size", "16"}, flags...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		b := plan(t, memory.Input{Model: next, Device: device(t, "H100-80GB"), Settings: set})
+		if !b.Fits {
+			t.Fatalf("%v: %v", flags, b.Problems)
+		}
+		return b.MaxConcurrency
+	}
+	none, align, all := at(), at("--mamba-cache-mode", "align"), at("--mamba-cache-mode", "all")
+	off := at("--mamba-cache-mode", "all", "--no-enable-prefix-caching")
+	if math.Abs(none/all/(8192.0/2051)-1) > 0.01 || math.Abs(none/align/(2054.0/2051)-1) > 0.001 || off != none {
+		t.Errorf("concurrency: none %.2f, align %.2f, all %.2f (%.3f times fewer), all without prefix caching %.2f", none, align, all, none/all, off)
+	}
+}
+
+// qwen3NextShaped is a small model of Qwen3-Next's layout: 6 gated
+// delta-net layers (1,097,728 B of state each, model's TestLinearStateLayers)
+// and 2 full-attention ones.
+func qwen3NextShaped(t *testing.T) model.Spec {
+	t.Helper()
+	s, err := model.ParseConfig([]byte(`{"model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
+		"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "max_position_embeddings": 262144,
+		"torch_dtype": "bfloat16", "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
+		"linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -39,6 +39,9 @@ type Config struct {
 	NoPrefixCaching bool
 	// Groups are the KV-cache groups; none means one full-attention group.
 	Groups []Group
+	// StateBlocks is the blocks a request of a length keeps in a
+	// linear-state group (vllm.Settings.MambaStateBlocks); nil: one.
+	StateBlocks func(length int) int
 	// Timer prices a step; nil means Fixed(0.010).
 	Timer StepTimer
 	// TokenEvents makes Step report every token (a streaming server needs
@@ -101,7 +104,8 @@ func (c *Config) validate() error {
 // computed tokens are computed and that is given slots up to total.
 // Sliding layers free the blocks wholly before the window of the next
 // token (vLLM's remove_skipped_blocks), chunked local layers those before
-// the current chunk; a linear-state group holds one block.
+// the current chunk; a linear-state group holds its state blocks
+// (stateBlocks).
 func (c *Config) skippedBlocks(g Group, computed int) int {
 	switch g.Kind {
 	case model.Sliding:
@@ -125,7 +129,7 @@ func (c *Config) peakBlocks(total int) int {
 	for _, g := range c.Groups {
 		switch g.Kind {
 		case model.Linear:
-			n++
+			n += c.stateBlocks(total)
 		case model.Sliding:
 			w := cdiv(g.Window-1+c.MaxNumBatchedTokens, bs) + 1
 			if g.Chunked {
@@ -141,6 +145,15 @@ func (c *Config) peakBlocks(total int) int {
 
 func cdiv(a, b int) int { return (a + b - 1) / b }
 
+// stateBlocks is the blocks a request of length tokens keeps in a
+// linear-state group.
+func (c *Config) stateBlocks(length int) int {
+	if c.StateBlocks == nil {
+		return 1
+	}
+	return max(c.StateBlocks(length), 1)
+}
+
 // ConfigFor is the engine of a plan with vLLM's default scheduler flags:
 // its pool (b.NumBlocks), KV-cache groups and limits, priced by timer.
 // Callers set the scheduler flags the plan does not hold
@@ -152,11 +165,15 @@ func ConfigFor(b memory.Budget, timer StepTimer) Config {
 		groups = append(groups, Group{Kind: g.Kind, Window: g.Window, Chunked: g.Chunked})
 	}
 	set := b.Settings
-	return Config{
+	c := Config{
 		NumGPUBlocks: int(b.NumBlocks), BlockSize: set.BlockSize, MaxNumSeqs: RunningCap(set),
 		MaxNumBatchedTokens: set.MaxNumBatchedTokens, MaxModelLen: b.MaxModelLen, Groups: groups, Timer: timer,
 		PipelineStages: set.PipelineParallelSize,
 	}
+	if set.MambaCacheMode != "" {
+		c.StateBlocks = func(length int) int { return int(set.MambaStateBlocks(length, set.BlockSize)) }
+	}
+	return c
 }
 
 // RunningCap is how many requests the scheduler runs at once:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 	"headroom.dev/headroom/workload"
 )
@@ -40,5 +41,32 @@ func TestMaxNumActiveSeqs(t *testing.T) {
 	}
 	if RunningCap(vllm.Settings{MaxNumSeqs: 16, MaxNumActiveSeqs: 64}) != 16 {
 		t.Error("a cap above --max-num-seqs raised the batch")
+	}
+}
+
+// A hybrid engine of one full-attention group and one linear-state group,
+// blocks of 16: a request of 100 tokens holds 7 full blocks and 1 state
+// block (vLLM's default), or with --mamba-cache-mode all a state block
+// every 16 tokens, 7 more. A pool of 13 usable blocks admits it in the
+// first case and refuses it in the second (it can never fit).
+func TestMambaStateBlocks(t *testing.T) {
+	all := func(length int) int { return cdiv(length, 16) }
+	for _, c := range []struct {
+		blocks   func(int) int
+		peak     int
+		rejected int64
+	}{{nil, 8, 0}, {all, 14, 1}} {
+		cfg := Config{NumGPUBlocks: 14, BlockSize: 16, MaxNumSeqs: 4, MaxNumBatchedTokens: 256, MaxModelLen: 200,
+			Groups: []Group{{Kind: model.Full}, {Kind: model.Linear}}, StateBlocks: c.blocks, Timer: Fixed(0.01)}
+		if got := cfg.peakBlocks(100); got != c.peak {
+			t.Errorf("peak blocks %d, want %d", got, c.peak)
+		}
+		rep, err := Run(context.Background(), newEngine(t, cfg), &sliceSource{{ID: "a", PromptTokens: 90, OutputTokens: 10}}, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rejected != c.rejected {
+			t.Errorf("state blocks %v: %d rejected, want %d", c.blocks != nil, rep.Rejected, c.rejected)
+		}
 	}
 }

@@ -646,7 +646,7 @@ func (e *Engine) grow(r *req, total int) bool {
 		}
 		want := cdiv(total, bs)
 		if grp.Kind == model.Linear {
-			want = 1
+			want = e.cfg.stateBlocks(total)
 		}
 		need += max(want-len(r.blocks[g]), 0)
 	}
@@ -656,7 +656,7 @@ func (e *Engine) grow(r *req, total int) bool {
 	for g, grp := range e.cfg.Groups {
 		want := cdiv(total, bs)
 		if grp.Kind == model.Linear {
-			want = 1
+			want = e.cfg.stateBlocks(total)
 		}
 		blocks := r.blocks[g]
 		for len(blocks) < want {

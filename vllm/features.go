@@ -30,6 +30,10 @@ const (
 	FlagDisableSlidingWindow = "disable-sliding-window"
 	FlagEnableEPLB           = "enable-eplb"
 	FlagMambaCacheDtype      = "mamba-cache-dtype"
+	// FlagMambaCacheMode and FlagMambaBlockSize: the Mamba states a
+	// request keeps for prefix caching (MambaStateBlocks).
+	FlagMambaCacheMode = "mamba-cache-mode"
+	FlagMambaBlockSize = "mamba-block-size"
 	// FlagDecodeContextParallelSize shards each request's KV cache by
 	// tokens over that many ranks of the tensor-parallel group.
 	FlagDecodeContextParallelSize   = "decode-context-parallel-size"
@@ -88,6 +92,9 @@ var (
 	// the release of each; 0.29.0 is taken as the first, so at 0.29 and
 	// 0.30 a flag may be accepted here that the release refuses.
 	newSchedulerFlagsSince = Version{0, 29, 0, ""}
+	// mambaCacheModeSince: --mamba-cache-mode none/align/all and
+	// --mamba-block-size, Mamba prefix caching (#30877, v0.16 docs).
+	mambaCacheModeSince = Version{0, 16, 0, ""}
 )
 
 // featureFlags are the valued feature flags Settings holds, rendered after
@@ -159,6 +166,12 @@ var featureFlags = []engineFlag{
 			return
 		},
 		get: func(s Settings) string { return itoa(int64(s.DecodeContextParallelSize)) }},
+	{name: FlagMambaCacheMode,
+		set: func(s *Settings, f, r string) (err error) { s.MambaCacheMode, err = parseMambaCacheMode(f, r); return },
+		get: func(s Settings) string { return s.MambaCacheMode }},
+	{name: FlagMambaBlockSize,
+		set: func(s *Settings, f, r string) (err error) { s.MambaBlockSize, err = parseCount(f, r); return },
+		get: func(s Settings) string { return itoa(int64(s.MambaBlockSize)) }},
 	{name: FlagMaxNumActiveSeqs,
 		set: func(s *Settings, f, r string) (err error) { s.MaxNumActiveSeqs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxNumActiveSeqs)) }},
@@ -459,6 +472,40 @@ func (s Settings) StateDtypeBytes(checkpoint string) (conv, ssm int, err error) 
 		return conv, ssm, err
 	}
 	return conv, conv, nil
+}
+
+// mambaCacheModes are --mamba-cache-mode's values (MambaCacheMode, #30877).
+var mambaCacheModes = []string{"none", "align", "all"}
+
+func parseMambaCacheMode(flag, raw string) (string, error) {
+	for _, m := range mambaCacheModes {
+		if raw == m {
+			return raw, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %q is not one of %s", flag, clip(raw), strings.Join(mambaCacheModes, ", "))
+}
+
+// MambaStateBlocks is how many state blocks a request of length tokens
+// keeps in each linear-attention (Mamba) layer (vLLM 0.16, #30877):
+// --mamba-cache-mode none 1 (the running state), align 2, all one at
+// every --mamba-block-size tokens (default the block size); with prefix
+// caching off the mode is none. Without the flag, 1.
+func (s Settings) MambaStateBlocks(length, blockSize int) int64 {
+	if s.Set[FlagNoPrefixCaching] {
+		return 1
+	}
+	switch s.MambaCacheMode {
+	case "align":
+		return 2
+	case "all":
+		bs := s.MambaBlockSize
+		if bs <= 0 {
+			bs = blockSize
+		}
+		return int64(max((length+bs-1)/max(bs, 1), 1))
+	}
+	return 1
 }
 
 // EPLB is --enable-eplb: vLLM's expert-parallel load balancer.

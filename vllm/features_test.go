@@ -255,3 +255,37 @@ func TestStateDtypeBytes(t *testing.T) {
 		t.Error("--mamba-ssm-cache-dtype fp8 read")
 	}
 }
+
+// --mamba-cache-mode's state blocks a request keeps a Mamba layer (vLLM
+// 0.16, #30877): none 1, align 2, all one every --mamba-block-size tokens
+// (the block size by default); prefix caching off makes it none; the flag
+// is outside releases before 0.16.
+func TestMambaStateBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 1},
+		{[]string{"--mamba-cache-mode", "none"}, 1},
+		{[]string{"--mamba-cache-mode", "align"}, 2},
+		{[]string{"--mamba-cache-mode", "all"}, 2048},
+		{[]string{"--mamba-cache-mode", "all", "--mamba-block-size", "256"}, 128},
+		{[]string{"--mamba-cache-mode", "all", "--no-enable-prefix-caching"}, 1},
+	} {
+		s, err := ParseFlags(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.MambaStateBlocks(32768, 16); got != tt.want {
+			t.Errorf("%v: %d state blocks, want %d", tt.args, got, tt.want)
+		}
+	}
+	s, _ := ParseFlags([]string{"--mamba-cache-mode", "align"})
+	s.Version = MustVersion("0.15.1")
+	if out := s.OutsideRelease(); len(out) != 1 || out[0].Flag != FlagMambaCacheMode {
+		t.Errorf("0.15.1: %v", out)
+	}
+	if _, err := ParseFlags([]string{"--mamba-cache-mode", "some"}); err == nil {
+		t.Error("--mamba-cache-mode some read")
+	}
+}

@@ -62,6 +62,10 @@ type Settings struct {
 	// MambaCacheDtype and MambaSSMCacheDtype are the linear-attention
 	// states' dtypes (StateDtypeBytes); "" when not given.
 	MambaCacheDtype string `json:"mamba_cache_dtype,omitempty"`
+	// MambaCacheMode and MambaBlockSize are --mamba-cache-mode and
+	// --mamba-block-size ("" and 0: not given; MambaStateBlocks).
+	MambaCacheMode string `json:"mamba_cache_mode,omitempty"`
+	MambaBlockSize int    `json:"mamba_block_size,omitempty"`
 	// DecodeContextParallelSize is --decode-context-parallel-size (0: not
 	// given, 1).
 	DecodeContextParallelSize int    `json:"decode_context_parallel_size,omitempty"`
