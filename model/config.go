@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -720,23 +721,28 @@ func parseShape(c *conf, fam string, s *Spec) error {
 	// Context length as vLLM's _get_and_verify_max_len derives it: the
 	// smallest of the keys it reads, model_max_length in their place when
 	// given (Cohere), 2048 when none is (parseRoPE then scales it).
+	// A key out of range (a tokenizer's "no limit" sentinel of 1e30)
+	// bounds nothing; it is the error only when no key reads.
 	mp, found := 0, false
+	var bad error
 	for _, key := range []string{"max_position_embeddings", "n_positions", "max_seq_len",
 		"seq_length", "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"} {
 		n, ok, err := c.int(1, maxPositions, key)
 		if err != nil {
-			return err
+			bad = cmp.Or(bad, err)
+			continue
 		}
 		if ok && (!found || n < mp) {
 			mp, found = n, true
 		}
 	}
-	if n, ok, err := c.int(1, maxPositions, "model_max_length"); err != nil {
-		return err
-	} else if ok {
+	if n, ok, err := c.int(1, maxPositions, "model_max_length"); err == nil && ok {
 		mp, found = n, true
 	}
-	if !found {
+	switch {
+	case !found && bad != nil:
+		return bad
+	case !found:
 		mp = DefaultMaxPositions
 	}
 	s.MaxPositions = mp

@@ -894,3 +894,15 @@ func TestWithoutSlidingWindow(t *testing.T) {
 		t.Errorf("a model without sliding layers: context %d → %d", dense.MaxPositions, got.MaxPositions)
 	}
 }
+
+// A length key out of range beside a readable one bounds nothing (a
+// tokenizer's "no limit" sentinel copied into config.json); alone it is
+// the file's error.
+func TestLongestContextSentinel(t *testing.T) {
+	if s := parse(t, base(`"model_max_length": 1000000000000000019884624838656`)); s.MaxPositions != 4096 {
+		t.Errorf("context %d, want max_position_embeddings' 4096", s.MaxPositions)
+	}
+	if _, err := ParseConfig([]byte(`{"model_type": "gpt2", "n_layer": 2, "n_embd": 768, "n_head": 12, "vocab_size": 50257, "n_positions": -1}`)); err == nil {
+		t.Error("a config whose only length is -1 parsed")
+	}
+}
