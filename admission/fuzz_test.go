@@ -41,6 +41,9 @@ func FuzzReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"serving.kserve.io","version":"v1beta1","kind":"InferenceService"},"operation":"CREATE","object":{"spec":{"predictor":{"model":{"modelFormat":{"name":"huggingface"},"storageUri":"hf://a/b:c","args":["--max_length"]},"workerSpec":{"tensorParallelSize":0}}}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"CREATE","object":{"spec":{"template":{"spec":{"containers":[{"name":"v","image":"vllm/vllm-openai","args":["--model","x"]}]}}}}}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"kaito.sh","version":"v1beta1","kind":"Workspace"},"operation":"CREATE","object":{"resource":{"count":-1}}}}`))
+	// The flags that change the model served: its config read with
+	// overrides, sliding layers whole, EPLB's replicas, context parallelism.
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"CREATE","object":{"metadata":{"annotations":{"headroom.dev/gpu":"H100-80GB"}},"spec":{"template":{"spec":{"containers":[{"name":"v","image":"vllm/vllm-openai:v0.19.0","args":["Qwen/Qwen3-8B","--hf-overrides","{\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":32768}}","--disable-sliding-window","-dcp","1","--mamba-cache-mode","all"],"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}}}`))
 	h := newTestHandler(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeReview(body)
