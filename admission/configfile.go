@@ -12,6 +12,14 @@ import (
 	"headroom.dev/headroom/vllm"
 )
 
+// configUnread warns that a launch's --config file was not read, and why:
+// the check then uses the command line alone.
+func (e *Evaluation) configUnread(label string, l launch) {
+	if l.configUnread != "" {
+		e.warn(CodeConfigFile, "%s: the flags of its --config file are not read (%s); the check uses the command line alone", label, l.configUnread)
+	}
+}
+
 // configReader reads a container's --config file from the ConfigMap its
 // path is mounted from, in the workload's namespace (kube.ConfigMapFile).
 func (h *Handler) configReader(ctx context.Context, namespace string, spec *corev1.PodSpec, c corev1.Container) vllm.ConfigReader {

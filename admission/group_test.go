@@ -267,6 +267,16 @@ func TestInferenceService(t *testing.T) {
 	if r := h.Validate(ctx, groupRequest(t, o)); !r.Allowed || !contains(r.Warnings, `no --model_id in args and storageUri "s3://models/llama-70b"`) {
 		t.Errorf("s3 model: %+v", r)
 	}
+
+	// A --config file in the Hugging Face runtime's args: KServe's server
+	// parses its args with its own parser, which headroom does not follow
+	// into the file, so the line alone is checked, and a warning says so.
+	o = groupObject(t, "isvc-70b")
+	set(t, o, "4", "spec", "predictor", "model", "resources", "limits", "nvidia.com/gpu")
+	set(t, o, []any{"--model_id=meta-llama/Llama-3.1-70B-Instruct", "--config", "/etc/vllm/serve.yaml", "--max_length", "32768"}, "spec", "predictor", "model", "args")
+	if r := h.Validate(ctx, groupRequest(t, o)); !r.Allowed || !contains(r.Warnings, "predictor: the flags of its --config file are not read (--config /etc/vllm/serve.yaml: KServe's Hugging Face server") {
+		t.Errorf("--config in the runtime's args: %+v", r)
+	}
 }
 
 // KServe's multi-node layout: workerSpec's tensorParallelSize GPUs on the

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -140,7 +141,19 @@ func kserveLaunch(m *kserveModel) (l launch, ok bool, err error) {
 	if strings.EqualFold(backend, "huggingface") {
 		return launch{}, false, nil
 	}
-	l.settings, err = vllm.ParseFlags(args)
+	// KServe's Hugging Face server parses its args with its own parser
+	// beside vLLM's arguments; whether it expands a --config file as
+	// vLLM's FlexibleArgumentParser does is not encoded, so the line is
+	// checked alone and the warning says so.
+	unread := func(string) ([]byte, error) {
+		return nil, errors.New("KServe's Hugging Face server passes its args through its own parser, which headroom does not follow into the file")
+	}
+	l.settings, err = vllm.ParseFlagsWith(args, unread)
+	var cre *vllm.ConfigReadError
+	if errors.As(err, &cre) {
+		l.settings, err = vllm.ParseFlags(args)
+		l.configUnread = cre.Error()
+	}
 	if err != nil {
 		return launch{}, true, err
 	}
@@ -235,6 +248,7 @@ func (h *Handler) evaluateInferenceService(ctx context.Context, namespace string
 		e.warn(CodeNotChecked, "%s: memory not checked: its vLLM args cannot be read: %v", label, err)
 		return e
 	}
+	e.configUnread(label, l)
 	if l.settings.Model == "" && ann[AnnotationModelConfig] == "" {
 		where := "no storageUri"
 		if m.StorageURI != nil {

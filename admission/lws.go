@@ -112,9 +112,7 @@ func (h *Handler) evaluateLeaderWorkerSet(ctx context.Context, namespace string,
 			e.warn(CodeNotChecked, "%s: memory not checked: leaderWorkerTemplate.size %d is not a pod count from 1 to %d", label, g.pods, maxGroupPods)
 			break
 		}
-		if l.configUnread != "" {
-			e.warn(CodeConfigFile, "%s: the flags of its --config file are not read (%s); the check uses the command line alone", label, l.configUnread)
-		}
+		e.configUnread(label, l)
 		ev := h.readGPU(ann, &leader.Spec, c, node)
 		g.leaderGPUs = ev.count
 		if !ev.known && workerGPU.known {

@@ -339,9 +339,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 		if l.versionNote != "" {
 			e.warn(CodeVersionUnknown, "%s: %s", label, l.versionNote)
 		}
-		if l.configUnread != "" {
-			e.warn(CodeConfigFile, "%s: the flags of its --config file are not read (%s); the check uses the command line alone", label, l.configUnread)
-		}
+		e.configUnread(label, l)
 		sub := subject{label: label, settings: l.settings, env: literalEnv(c), gpu: h.readGPU(ann, w.Spec, c, w.Node)}
 		a := h.assess(ctx, w.Namespace, ann, sub, checks)
 		e.Denials = append(e.Denials, a.denials...)
