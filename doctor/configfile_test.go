@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"headroom.dev/headroom/traffic"
+	"headroom.dev/headroom/vllm"
 )
 
 // A Deployment whose vLLM line names --config /etc/vllm/serve.yaml, item
@@ -121,4 +122,24 @@ func readOneContainer(t *testing.T, inputs ...string) *Evidence {
 		t.Fatalf("%d containers", len(ev.K8s.Containers))
 	}
 	return ev
+}
+
+// The flags that change the model vLLM serves reach the doctor's plan:
+// Qwen3-8B at --max-model-len 131072 with Qwen's YaRN override is the
+// model of 131,072 tokens vLLM derives (32,768 × 4), not the config's
+// 40,960, which a plan would refuse.
+func TestServedModelInDoctor(t *testing.T) {
+	set, err := vllm.ParseFlags([]string{"Qwen/Qwen3-8B", "--max-model-len", "131072", "--hf-overrides",
+		`{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvidence(traffic.Options{Window: traffic.DefaultWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := resolve(ev, Options{ResolveModel: catalogModel, Settings: set, HasSettings: true})
+	if !d.hasSpec || d.spec.MaxPositions != 131072 {
+		t.Errorf("the doctor's model: %t, %d tokens", d.hasSpec, d.spec.MaxPositions)
+	}
 }
