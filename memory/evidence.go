@@ -255,6 +255,16 @@ func (b *Budget) kvBand(terms []Term) Band {
 		}
 	}
 	kv := b.PerGPU.KVCache
+	if p := b.PerGPU; kv == 0 {
+		// Nothing is left for the cache: the band starts from how far
+		// past the budget the rest goes, so weights over the card by tens
+		// of GiB get no tokens from the parts' uncertainty.
+		kv = p.Requested - p.Weights - p.Activation - p.NonTorch
+		if b.CUDAGraphInBudget {
+			kv -= p.CUDAGraph
+		}
+		kv = min(kv, 0)
+	}
 	cold := b.ColdStartAllowance()
 	lo := b.layout.tokens(b.layout.blocks(kv - unc - cold))
 	hi := b.layout.tokens(b.layout.blocks(kv + unc))

@@ -186,3 +186,14 @@ func qwen3NextShaped(t *testing.T) model.Spec {
 	}
 	return s
 }
+
+// A model whose weights are 40 GiB past the card (Qwen3-32B in bf16,
+// 61.03 GiB, on one L4 of 22 GiB) gets no KV tokens from the parts'
+// uncertainty (about 1 GiB): the band starts from how far past the
+// budget the rest goes, not from an empty cache.
+func TestKVBandPastTheCard(t *testing.T) {
+	b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen3-32B"), Device: device(t, "L4"), Settings: vllm.Settings{Version: v019}})
+	if b.Fits || b.KVTokens != 0 || b.KVTokensBand.High != 0 || b.KVTokensBand.Low != 0 {
+		t.Errorf("fits %t, %d KV tokens, band %d–%d", b.Fits, b.KVTokens, b.KVTokensBand.Low, b.KVTokensBand.High)
+	}
+}
