@@ -109,7 +109,7 @@ func (f features) modelLayout(s model.Spec, kvBytes, blockSize int) kvLayout {
 // shardTokens is decode context parallelism: each rank of a group of dcp
 // keeps 1/dcp of every request's tokens in its attention layers, so a
 // page holds a block's tokens at 1/dcp of the bytes (vLLM's KV tokens and
-// a request's need: × and ÷ DCP, vllm-memory.md §3.4, §4). Linear states
+// a request's need: × and ÷ DCP, docs/vllm-memory.md §3.4, §4). Linear states
 // are per request and stay.
 func shardTokens(layers []layerSpec, dcp int) []layerSpec {
 	if dcp <= 1 {
