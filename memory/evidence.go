@@ -269,6 +269,9 @@ func (b *Budget) kvBand(terms []Term) Band {
 	lo := b.layout.tokens(b.layout.blocks(kv - unc - cold))
 	hi := b.layout.tokens(b.layout.blocks(kv + unc))
 	basis := "± " + GiB(unc) + " of KV cache per GPU: " + strings.Join(parts, ", ")
+	if u := unmeasuredLayout(set); len(u) > 0 {
+		basis += "; " + strings.Join(u, ", ") + " read from vLLM's code: no calibration start-up runs them"
+	}
 	if cold > 0 {
 		basis += fmt.Sprintf("; and down to %s less on a first start with a cold torch.compile cache (one-GPU start-ups of vLLM 0.27–0.31 on L4, L40S and RTX cards logged 1.1–1.65 GiB more beside weights and KV than a warm start)", GiB(cold))
 	}
@@ -336,3 +339,23 @@ func activationMechanism(b *Budget, run profileRun) string {
 
 // moe reports whether the model has routed experts.
 func (b *Budget) moe() bool { return b.Model.MoE != nil && b.Model.MoE.Experts > 0 }
+
+// unmeasuredLayout names the settings a plan follows from vLLM's code that
+// no calibration start-up ran: they move the KV cache's size or
+// accounting beyond the parts' uncertainty.
+func unmeasuredLayout(set vllm.Settings) []string {
+	var out []string
+	if n := set.DecodeContextParallelSize; n > 1 {
+		out = append(out, fmt.Sprintf("decode context parallel %d's tokens a rank", n))
+	}
+	if set.MambaCacheMode != "" {
+		out = append(out, "--mamba-cache-mode "+set.MambaCacheMode+"'s state blocks")
+	}
+	if set.HybridKVCacheManagerDisabled() {
+		out = append(out, "the hybrid KV cache manager off")
+	}
+	if set.EPLB() && set.RedundantExperts() > 0 {
+		out = append(out, fmt.Sprintf("EPLB's %d redundant experts", set.RedundantExperts()))
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"headroom.dev/headroom/memory"
@@ -195,5 +196,19 @@ func TestKVBandPastTheCard(t *testing.T) {
 	b := plan(t, memory.Input{Model: spec(t, "Qwen/Qwen3-32B"), Device: device(t, "L4"), Settings: vllm.Settings{Version: v019}})
 	if b.Fits || b.KVTokens != 0 || b.KVTokensBand.High != 0 || b.KVTokensBand.Low != 0 {
 		t.Errorf("fits %t, %d KV tokens, band %d–%d", b.Fits, b.KVTokens, b.KVTokensBand.Low, b.KVTokensBand.High)
+	}
+}
+
+// The KV band's basis names the settings the plan reads from vLLM's code
+// that no calibration start-up runs.
+func TestKVBandNamesUnmeasuredLayout(t *testing.T) {
+	set, err := vllm.ParseFlags([]string{"-tp", "8", "-dcp", "8", "--max-model-len", "131072"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Version = v019
+	b := plan(t, memory.Input{Model: spec(t, "deepseek-ai/DeepSeek-V3"), Device: device(t, "H200"), Count: 8, Settings: set})
+	if !strings.Contains(b.KVTokensBand.Basis, "decode context parallel 8's tokens a rank read from vLLM's code: no calibration start-up runs them") {
+		t.Errorf("basis %q", b.KVTokensBand.Basis)
 	}
 }
