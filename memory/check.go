@@ -22,6 +22,9 @@ const (
 	// CodeContextParallel: a decode context parallel size that does not
 	// divide the tensor-parallel size.
 	CodeContextParallel = "context_parallel_size_invalid"
+	// CodeContextParallelGQA: decode context parallelism over ranks that
+	// hold different KV heads.
+	CodeContextParallelGQA = "context_parallel_kv_heads"
 	// CodeEPLBRefused: EPLB flags vLLM's ParallelConfig refuses.
 	CodeEPLBRefused = "eplb_refused"
 	// CodeMaxLenPastModel: a --max-model-len past the model's maximum
@@ -73,6 +76,15 @@ func (b *Budget) check(dp int, allowLong bool) {
 	}
 	if dcp := set.DecodeContextParallelSize; dcp > 1 && (tp%dcp != 0) {
 		problem(CodeContextParallel, "--%s %d shards the KV cache over ranks of the tensor-parallel group, so it must divide --tensor-parallel-size %d", vllm.FlagDecodeContextParallelSize, dcp, tp)
+	} else if dcp > 1 && s.MLA == nil && s.KVHeads > 0 && tp/s.KVHeads < dcp {
+		// MLA keeps one latent a token on every rank, which DCP was made
+		// to shard; with KV heads split over the ranks there is no copy
+		// of a rank's heads to shard tokens over.
+		copies := "no head is on more than one rank"
+		if n := tp / s.KVHeads; n > 1 {
+			copies = fmt.Sprintf("each head is on only %d ranks", n)
+		}
+		warn(CodeContextParallelGQA, "--%s %d with %d KV heads at tensor parallel %d: %s, where the token sharding is made for ranks that keep copies of one cache (MLA's latent); the plan counts %d times the tokens, and how vLLM shards this cache is not encoded, so it may hold fewer", vllm.FlagDecodeContextParallelSize, dcp, s.KVHeads, tp, copies, dcp)
 	}
 	if why := eplbRefused(set); why != "" {
 		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)

@@ -212,3 +212,28 @@ func TestKVBandNamesUnmeasuredLayout(t *testing.T) {
 		t.Errorf("basis %q", b.KVTokensBand.Basis)
 	}
 }
+
+// Decode context parallelism over ranks that hold different KV heads is
+// warned of: Llama-3.1-70B's 8 KV heads at TP 8 sit one a rank, so -dcp 2
+// has no copies to shard tokens over; Qwen3-235B-A22B's 4 at TP 8 sit on
+// 2 ranks each, and DeepSeek-V3's latent on all 8: no warning.
+func TestDecodeContextParallelKVHeads(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		warn  bool
+	}{{"meta-llama/Llama-3.1-70B-Instruct", true}, {"Qwen/Qwen3-235B-A22B", false}, {"deepseek-ai/DeepSeek-V3", false}} {
+		set, err := vllm.ParseFlags([]string{"-tp", "8", "-dcp", "2", "--max-model-len", "32768"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		b := plan(t, memory.Input{Model: spec(t, c.model), Device: device(t, "H200"), Count: 8, Settings: set})
+		warned := false
+		for _, w := range b.Warnings {
+			warned = warned || w.Code == memory.CodeContextParallelGQA
+		}
+		if warned != c.warn {
+			t.Errorf("%s: warned %t, want %t (%v)", c.model, warned, c.warn, b.Warnings)
+		}
+	}
+}
