@@ -41,8 +41,8 @@ type FleetOptions struct {
 	Replicas int
 	// Engines is how many data-parallel engines each replica runs (vLLM's
 	// --data-parallel-size; 0 is 1): one API server, whose CPU they share,
-	// sends each request to the engine with the fewest outstanding (vLLM's
-	// DP load balancing). The router, the autoscaler and the replica
+	// sends each request to the engine of the lowest waiting × 4 +
+	// running (vLLM's DP load balancer; pick). The router, the autoscaler and the replica
 	// counts see replicas; a MoE model's engines of one replica step in
 	// lockstep (stepGroup) when the clock prices their experts as a group
 	// (Roofline.DataParallel).
@@ -689,7 +689,7 @@ func (h events) down(i0 int) bool {
 }
 
 // route picks the engine of the next request: the ready replica by the
-// router, then its engine with the fewest outstanding.
+// router, then its engine by vLLM's DP load-balancing score (pick).
 func (f *fleet) route() *replica {
 	n := len(f.reps) / f.engines
 	best, bestOut, bestKV := -1, 0, 0.0
@@ -726,14 +726,24 @@ func (f *fleet) route() *replica {
 	return pick(f.group(best), &f.inner[best])
 }
 
-// pick is the engine of reps with the fewest outstanding requests, ties
-// in turn from *turn, which moves past it.
+// pick is the engine of a data-parallel replica its API server sends the
+// next request to, as vLLM's DP load balancer scores them
+// (DPLBAsyncMPClient: waiting × 4 + running, the lowest first): a request
+// routed here and not running counts as waiting, as the client adds the
+// requests it sends to an engine's waiting count between the
+// coordinator's reports. Ties go in turn from *turn, which moves past it.
 func pick(reps []*replica, turn *int) *replica {
 	n := len(reps)
+	score := func(p *replica) int {
+		running := len(p.e.running)
+		return 4*max(p.outstanding-running, 0) + running
+	}
 	bi := *turn % n
+	best := score(reps[bi])
 	for j := 1; j < n; j++ {
-		if i := (*turn + j) % n; reps[i].outstanding < reps[bi].outstanding {
-			bi = i
+		i := (*turn + j) % n
+		if sc := score(reps[i]); sc < best {
+			bi, best = i, sc
 		}
 	}
 	*turn = (bi + 1) % n

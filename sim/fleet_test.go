@@ -397,3 +397,23 @@ func abs64(v int64) int64 {
 	}
 	return v
 }
+
+// A data-parallel replica's API server scores its engines as vLLM's DP
+// load balancer does, waiting × 4 + running: an engine running 3 requests
+// (score 3) takes the next one before an engine whose 1 request still
+// waits (score 4), which the fewest outstanding would have chosen; at 4
+// running against 1 waiting the scores tie and the turn decides.
+func TestPickScoresWaitingFourfold(t *testing.T) {
+	engine := func(outstanding, running int) *replica {
+		return &replica{e: &Engine{running: make([]*req, running)}, outstanding: outstanding}
+	}
+	turn := 1
+	if got := pick([]*replica{engine(3, 3), engine(1, 0)}, &turn); got.outstanding != 3 {
+		t.Errorf("picked the engine of %d outstanding, want the one running 3", got.outstanding)
+	}
+	turn = 1
+	reps := []*replica{engine(4, 4), engine(1, 0)}
+	if got := pick(reps, &turn); got != reps[1] || turn != 0 {
+		t.Errorf("a tie at 4 went to %d outstanding (turn now %d), want the turn's engine", got.outstanding, turn)
+	}
+}

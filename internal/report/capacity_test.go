@@ -282,7 +282,7 @@ func TestAutoscalerManifests(t *testing.T) {
 // TestCapacityAgreesWithSimulate. It carries about twice one engine's SLO
 // capacity: more than 1.5 times (the API server, shared, is not what
 // bounds this traffic), and a little more than twice is no error (the API
-// server sends each request to the engine with the fewest outstanding,
+// server sends each request to the engine its load balancer scores lowest,
 // which smooths the Poisson arrivals one engine meets alone: 2.13× when
 // written). One server then holds the 10 req/s, and simulate of that
 // server agrees at its capacity and misses at 1.1 times it.

@@ -158,7 +158,7 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 		e.Notes = append(e.Notes, fmt.Sprintf("--pipeline-parallel-size %d: up to %d batches in flight, each stage running 1/%d of a pass (vLLM's batch queue); steps count batches, and the engine's busy time is one stage's GPU with the engine core's CPU beside it", pp, pp, pp))
 	}
 	if dp := set.DataParallelSize; dp > 1 {
-		n := fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine with the fewest outstanding; engine time is their mean, steps are all of theirs", DataParallelNote, dp, dp)
+		n := fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine of the lowest waiting × 4 + running (vLLM's DP load balancer); engine time is their mean, steps are all of theirs", DataParallelNote, dp, dp)
 		if r, ok := e.Timer.(*sim.Roofline); ok && r.DataParallel > 1 {
 			n += fmt.Sprintf("; as a MoE model's ranks, they step in lockstep (an idle rank runs a dummy step) and each computes every rank's tokens on its 1/%d of each expert, gathering and scattering them across the ranks in every MoE layer", dp*max(set.TensorParallelSize, 1))
 		}
