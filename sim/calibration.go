@@ -170,6 +170,7 @@ func (c Calibration) FrontEndFor(b memory.Budget, endpoint string) FrontEnd {
 	if endpoint == workload.EndpointChat {
 		f.Request = chat
 	}
+	f.StreamInterval = b.Settings.StreamInterval
 	h := c.hostShare(b)
 	f.Latency *= h
 	// --api-server-count N runs N API-server processes, each its own

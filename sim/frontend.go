@@ -48,6 +48,11 @@ type FrontEnd struct {
 	// it differs from the traffic's (Calibration.FrontEndFor); Request is
 	// the cost of a request that names none.
 	ByEndpoint EndpointCosts `json:"-"`
+	// StreamInterval is the serve line's --stream-interval: a request's
+	// tokens reach its client every StreamInterval of them (stats.chunks);
+	// 0 or 1, every token. A setting, not a cost: FrontEndFor takes it
+	// from the settings, never from a calibration.
+	StreamInterval int `json:"-"`
 }
 
 // EndpointCosts are the API server's CPU seconds for one request to each
@@ -87,9 +92,10 @@ type delivery struct {
 	at   float64 // the step's end
 	work float64
 	// firsts are the step's first tokens; outputs the requests that
-	// sampled, one chunk each (several tokens with accepted drafts)
-	firsts, outputs int
-	events          []Event
+	// sampled, one chunk each (several tokens with accepted drafts);
+	// tokens the tokens they sampled
+	firsts, outputs, tokens int
+	events                  []Event
 }
 
 // psJob is a request in input processing: done when the server's virtual
@@ -234,7 +240,7 @@ func (f *frontEnd) push(res *StepResult, tokens, firsts int) {
 		f.out = append(f.out, delivery{})
 		d = &f.out[len(f.out)-1]
 	}
-	d.at, d.work, d.firsts, d.outputs = res.End, f.cost.OutputToken*float64(tokens), firsts, res.Outputs
+	d.at, d.work, d.firsts, d.outputs, d.tokens = res.End, f.cost.OutputToken*float64(tokens), firsts, res.Outputs, tokens
 	for _, ev := range res.Events {
 		if ev.First || ev.Done {
 			d.events = append(d.events, ev)

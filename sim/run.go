@@ -225,10 +225,12 @@ type stats struct {
 	firstAt map[uint64]float64
 	lastOut float64
 	anyOut  bool
+	// chunks times the gaps with a stream interval (nil: every token).
+	chunks *chunker
 }
 
 func newStats(opt RunOptions) *stats {
-	s := &stats{maxWindows: opt.MaxWindows, firstAt: map[uint64]float64{}, percentiles: opt.Percentiles}
+	s := &stats{maxWindows: opt.MaxWindows, firstAt: map[uint64]float64{}, percentiles: opt.Percentiles, chunks: newChunker(opt.FrontEnd.StreamInterval)}
 	s.rep.WindowS = opt.Window
 	if s.rep.WindowS <= 0 {
 		s.rep.WindowS = 10
@@ -247,9 +249,20 @@ func micros(sec float64) int64 { return int64(math.Round(sec * 1e6)) }
 // request's chunk is one inter-token gap since the previous delivery (a
 // running request gets a chunk every step, of several tokens when drafts
 // were accepted, which vllm bench serve times as one gap; one skipped for
-// a step, or preempted, is counted as if it had not been).
+// a step, or preempted, is counted as if it had not been), or, with a
+// stream interval, a chunk every few steps (chunker).
 func (s *stats) deliver(d *delivery, at float64, done func(Event)) {
-	if n := d.outputs - d.firsts; n > 0 && s.anyOut {
+	n := d.outputs - d.firsts
+	switch {
+	case s.chunks != nil:
+		finished := 0
+		for i := range d.events {
+			if d.events[i].Done && !d.events[i].First {
+				finished++
+			}
+		}
+		s.chunks.add(&s.itl, d, n, finished, at)
+	case n > 0 && s.anyOut:
 		s.itl.AddN(micros(at-s.lastOut), int64(n))
 	}
 	s.lastOut, s.anyOut = at, true

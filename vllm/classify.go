@@ -106,6 +106,7 @@ var flagClasses = map[string]flagClass{
 	FlagNoChunkedPrefill:          {effect: EffectPlanned, why: "the batched-token default"},
 	FlagAsyncScheduling:           {effect: EffectNone, why: "overlaps CPU work (simulate reads it)"},
 	FlagNoAsyncScheduling:         {effect: EffectNone, why: "overlaps CPU work (simulate reads it)"},
+	FlagStreamInterval:            {effect: EffectNone, why: "tokens sent to a client at once (simulate reads it)"},
 
 	// Host memory (package host).
 	FlagKVOffloadingSize:              {effect: EffectHost, why: whyHost, since: kvOffloadingFlagSince},
@@ -178,7 +179,6 @@ var flagClasses = map[string]flagClass{
 	"max-logprobs":                            {effect: EffectNotModelled, why: "logprobs of the sampler"},
 	"logprobs-mode":                           {effect: EffectNone, why: whyNone},
 	FlagEnableBatchShardedSampling:            {effect: EffectPlanned, why: "the profile's logits split by TP on Model Runner V2 (#50465)", since: batchShardedSamplingSince},
-	"stream-interval":                         {effect: EffectNone, why: whyNone},
 	"device":                                  {effect: EffectNotModelled, why: "another device than a CUDA GPU"},
 	"speculative-model":                       {effect: EffectNotModelled, why: "V0's draft model (--speculative-config since)"},
 	"num-speculative-tokens":                  {effect: EffectNotModelled, why: "V0's speculative decoding"},

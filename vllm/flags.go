@@ -45,6 +45,10 @@ const (
 	// which argparse accepts as an unambiguous prefix; both spellings are
 	// read, and this full name is the one rendered.
 	FlagKVCacheMemory = "kv-cache-memory-bytes"
+	// FlagStreamInterval is SchedulerConfig.stream_interval: the API
+	// server's output processor sends a request's tokens every N of them
+	// (its first token and its last at once); 1, the default, every token.
+	FlagStreamInterval = "stream-interval"
 )
 
 // engineFlag is one flag parsed into a Settings field.
@@ -131,6 +135,9 @@ var engineFlags = append([]engineFlag{
 			return
 		},
 		get: func(s Settings) string { return itoa(int64(s.LongPrefillTokenThreshold)) }},
+	{name: FlagStreamInterval,
+		set: func(s *Settings, f, r string) (err error) { s.StreamInterval, err = parseCount(f, r); return },
+		get: func(s Settings) string { return itoa(int64(s.StreamInterval)) }},
 }, slices.Concat(featureFlags, hostFlags)...)
 
 // shortAliases maps vLLM's one-dash short forms to the canonical flag name,

@@ -54,6 +54,7 @@ func FuzzParseCommand(f *testing.F) {
 		`vllm serve m --enable-lora --max-loras 4 --speculative-config {"method":"ngram","num_speculative_tokens":3} --speculative-config.draft_tensor_parallel_size 1 --limit-mm-per-prompt image=2 --device-memory-utilization 0.9`,
 		`vllm serve m --hf-overrides {"rope_scaling":{"rope_type":"yarn","factor":4}} --hf-overrides.max_position_embeddings 65536 --rope-scaling {"rope_type":"linear","factor":2}`,
 		`vllm serve m --enable-expert-parallel --enable-eplb --eplb-config {"num_redundant_experts":32} --num-redundant-experts 0 --disable-sliding-window`,
+		"vllm serve m --stream-interval 10 --stream-interval=0x10",
 	} {
 		f.Add(strings.ReplaceAll(line, " ", "\n"))
 	}

@@ -35,6 +35,9 @@ type Settings struct {
 	// (0 = not given); the simulator reads them.
 	NumGPUBlocksOverride      int `json:"num_gpu_blocks_override,omitempty"`
 	LongPrefillTokenThreshold int `json:"long_prefill_token_threshold,omitempty"`
+	// StreamInterval is --stream-interval (0 = not given, 1: every token
+	// sent as it is sampled); the simulator reads it.
+	StreamInterval int `json:"stream_interval,omitempty"`
 
 	// Speculative is --speculative-config; nil without speculative
 	// decoding (speculative.go).

@@ -45,7 +45,8 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	if name == "" {
 		name = en.Evidence.Settings.Model
 	}
-	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: en.Evidence.Settings.Version})
+	srv, err := serve.New(serve.Options{Engine: e, Model: name, TimeScale: f.timeScale, Version: en.Evidence.Settings.Version,
+		StreamInterval: en.Budget.Settings.StreamInterval})
 	if err != nil {
 		return usageError{err}
 	}

@@ -157,6 +157,9 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 	if pp := set.PipelineParallelSize; pp > 1 {
 		e.Notes = append(e.Notes, fmt.Sprintf("--pipeline-parallel-size %d: up to %d batches in flight, each stage running 1/%d of a pass (vLLM's batch queue); steps count batches, and the engine's busy time is one stage's GPU with the engine core's CPU beside it", pp, pp, pp))
 	}
+	if si := set.StreamInterval; si > 1 {
+		e.Notes = append(e.Notes, fmt.Sprintf("--stream-interval %d: a client gets a request's first token at once, then its tokens %d at a time, so ITL is the gap between those chunks (about %d steps); TTFT and TPOT do not move, and the API server's time is still priced per token, as the calibration rows stream every token", si, si, si))
+	}
 	if dp := set.DataParallelSize; dp > 1 {
 		n := fmt.Sprintf("%s %d: simulated as %d engines, each with its own scheduler and KV cache, behind one API server that sends each request to the engine of the lowest waiting × 4 + running (vLLM's DP load balancer); engine time is their mean, steps are all of theirs", DataParallelNote, dp, dp)
 		if r, ok := e.Timer.(*sim.Roofline); ok && r.DataParallel > 1 {

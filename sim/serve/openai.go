@@ -345,7 +345,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 		resp.flush()
 	}
-	sent := 0
+	// sent is the tokens streamed; walked the tokens whose steps were
+	// looked at (more than sent while a stream interval holds them).
+	sent, walked := 0, 0
 	for {
 		select {
 		case <-st.notify:
@@ -357,17 +359,26 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		if req.stream {
 			// vLLM streams a step's tokens as one chunk: one token a step,
 			// or with speculative decoding the accepted drafts and the
-			// token after them (steps marks where each step ended).
-			for sent < gen {
-				end := sent + 1
-				for len(steps) > 0 && steps[0] <= sent {
+			// token after them (steps marks where each step ended). With
+			// --stream-interval its output processor sends a request's
+			// first step at once, then what has gathered at the end of the
+			// step where it reaches the interval, and the rest with the
+			// last.
+			for walked < gen {
+				end := walked + 1
+				for len(steps) > 0 && steps[0] <= walked {
 					steps = steps[1:]
 				}
 				if len(steps) > 0 {
 					end = min(steps[0], gen)
 				}
+				walked = end
+				last := done && end == gen
+				if sent > 0 && !last && end-sent < max(s.opt.StreamInterval, 1) {
+					continue
+				}
 				var fr *string
-				if done && end == gen {
+				if last {
 					fr = &finish
 				}
 				resp.tokens(end-sent, fr)

@@ -77,6 +77,10 @@ type Options struct {
 	// MaxRequests bounds the requests in flight (0: DefaultMaxRequests);
 	// past it a request gets 503.
 	MaxRequests int
+	// StreamInterval is the serve line's --stream-interval: a streamed
+	// request's tokens go out every StreamInterval of them, the first and
+	// the last at once (0 or 1: every step's).
+	StreamInterval int
 }
 
 // The server's memory budget is 512 MiB. A request in flight holds its

@@ -27,11 +27,19 @@ func start(t *testing.T, timeScale float64) *httptest.Server {
 // startWith serves the engine of cfg at timeScale until the test ends.
 func startWith(t *testing.T, cfg sim.Config, timeScale float64) *httptest.Server {
 	t.Helper()
+	return startOpts(t, cfg, Options{TimeScale: timeScale})
+}
+
+// startOpts serves the engine of cfg with opt (its Engine and Model set
+// here) until the test ends.
+func startOpts(t *testing.T, cfg sim.Config, opt Options) *httptest.Server {
+	t.Helper()
 	e, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Engine: e, Model: "sim-model", TimeScale: timeScale})
+	opt.Engine, opt.Model = e, "sim-model"
+	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +139,31 @@ func TestStreamChat(t *testing.T) {
 		var c chunk
 		if err := json.Unmarshal([]byte(l), &c); err != nil || c.Choices[0].Delta.Content != " tok" || c.Usage != nil {
 			t.Errorf("token chunk: %s", l)
+		}
+	}
+}
+
+// --stream-interval 5 and max_tokens 12, one token a step: vLLM sends the
+// first token, then 5 when tokens 2–6 have gathered, 5 more at 11, and the
+// last one with finish_reason: chunks of 1, 5, 5 and 1 tokens, whatever
+// the handler's pace against the steps'.
+func TestStreamInterval(t *testing.T) {
+	cfg := sim.Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, Timer: sim.Fixed(0.010), TokenEvents: true}
+	ts := startOpts(t, cfg, Options{TimeScale: 100, StreamInterval: 5})
+	lines := sse(t, post(t, ts.URL+"/v1/completions", `{"model":"sim-model","prompt":"a b c","max_tokens":12,"stream":true}`))
+	if len(lines) != 5 || lines[4] != "[DONE]" {
+		t.Fatalf("lines: %q", lines)
+	}
+	for i, want := range []int{1, 5, 5, 1} {
+		var c chunk
+		if err := json.Unmarshal([]byte(lines[i]), &c); err != nil || len(c.Choices) != 1 {
+			t.Fatalf("chunk %d: %s (%v)", i, lines[i], err)
+		}
+		if got := strings.Count(c.Choices[0].Text, " tok"); got != want {
+			t.Errorf("chunk %d: %d tokens, want %d", i, got, want)
+		}
+		if fr := c.Choices[0].FinishReason; (i == 3) != (fr != nil && *fr == "length") {
+			t.Errorf("chunk %d finish_reason %v", i, fr)
 		}
 	}
 }
