@@ -120,6 +120,9 @@ type Budget struct {
 	Device   gpu.Device    `json:"-"`
 	Count    int           `json:"-"`
 	Settings vllm.Settings `json:"-"`
+	// GPUsPerNode is the node size planned for (Input.GPUsPerNode, or
+	// DefaultGPUsPerNode): a group of ranks past it crosses the network.
+	GPUsPerNode int `json:"-"`
 
 	// PerGPU is the worker with the fewest KV blocks (vLLM sizes every
 	// worker's cache to that minimum).
@@ -212,7 +215,7 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		return Budget{}, fmt.Errorf("GPU %q has no memory size: give --gpu-memory", in.Device.Name)
 	}
 	set := in.Settings.WithDefaults(in.Settings.Version, in.Device.Name, in.Device.TotalBytes, s.MaxPositions)
-	b := Budget{Model: s, Device: in.Device, Settings: set, Count: in.Count}
+	b := Budget{Model: s, Device: in.Device, Settings: set, Count: in.Count, GPUsPerNode: in.gpusPerNode()}
 	tp, pp := set.TensorParallelSize, set.PipelineParallelSize
 	dp := max(set.DataParallelSize, 1)
 	if b.Count == 0 {

@@ -94,7 +94,10 @@ type conditions struct {
 	PP int
 	// DCP is the decode context parallel size: each rank reads 1/DCP of a
 	// request's tokens.
-	DCP     int
+	DCP int
+	// Nodes is the nodes the server's GPUs span (memory.Budget.GPUsPerNode):
+	// past one, a group of its ranks meets over the network.
+	Nodes   int
 	Version vllm.Version
 	// Host is the API server's host class (hostClass): "slice" for a
 	// server of fewer than nodeGPUs GPUs, "node" for a whole node's.
@@ -136,6 +139,10 @@ func conditionsOf(b memory.Budget) conditions {
 	set := b.Settings
 	c := conditions{Arch: archOf(b.Device), Device: b.Device.Name, TP: max(set.TensorParallelSize, 1), DP: max(set.DataParallelSize, 1), PP: max(set.PipelineParallelSize, 1), DCP: max(set.DecodeContextParallelSize, 1), APIServers: set.APIServers(), Version: set.Version,
 		Host: hostClass(max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1))}
+	if per := b.GPUsPerNode; per > 0 {
+		gpus := max(set.TensorParallelSize, 1) * max(set.PipelineParallelSize, 1) * max(set.DataParallelSize, 1)
+		c.Nodes = (gpus + per - 1) / per
+	}
 	fam := map[string]bool{}
 	for i := range s.Layers {
 		switch s.LayerKind(i).Kind {
@@ -170,7 +177,7 @@ func conditionsOf(b memory.Budget) conditions {
 type coverage struct {
 	Archs, Families, Quant, Hosts []string
 	TPs, DPs, APIServers, PPs     []int
-	DCPs                          []int
+	DCPs, Nodes                   []int
 	// EP is set when a row runs whole experts a rank.
 	EP     bool
 	Lo, Hi vllm.Version
@@ -200,6 +207,7 @@ func (cv *coverage) add(c conditions) {
 	cv.DPs = put(cv.DPs, c.DP)
 	cv.PPs = put(cv.PPs, c.PP)
 	cv.DCPs = put(cv.DCPs, c.DCP)
+	cv.Nodes = put(cv.Nodes, max(c.Nodes, 1))
 	cv.APIServers = put(cv.APIServers, c.APIServers)
 	cv.EP = cv.EP || c.EP
 	if cv.Lo.IsZero() || c.Version.Compare(cv.Lo) < 0 {
@@ -228,6 +236,7 @@ const (
 	kindAPIServers = "API servers"
 	kindPP         = "pipeline parallel"
 	kindDCP        = "decode context parallel"
+	kindNodes      = "nodes"
 	kindHost       = "host class"
 	kindVersion    = "vLLM release"
 	kindSmallBatch = "small batches"
@@ -269,6 +278,9 @@ func (cv coverage) gaps(c conditions) []gap {
 	}
 	if c.DCP > 0 && !slices.Contains(cv.DCPs, c.DCP) {
 		add(kindDCP, fmt.Sprintf("decode context parallel %d: the rows keep each request's tokens whole on a rank (a rank's 1/%d of them is read; merging the ranks' partial attention is not priced)", c.DCP, c.DCP))
+	}
+	if c.Nodes > 1 && !slices.Contains(cv.Nodes, c.Nodes) {
+		add(kindNodes, fmt.Sprintf("%d nodes: the rows run on one (the ranks that span nodes meet over the network, priced at 400 Gb/s a GPU, not measured)", c.Nodes))
 	}
 	if c.EP && !cv.EP {
 		add(kindEP, "expert parallel: the rows split every expert over the ranks (with --enable-expert-parallel a rank holds whole experts, and a step waits for the busiest)")
@@ -316,11 +328,12 @@ func (cv coverage) smallBatchOutside(c conditions) string {
 }
 
 // unseen reports whether c's GPU architecture or one of its model
-// families lies outside the coverage, or its small batches do: the
-// kernels themselves, or what bounds them, change, which the
-// cross-validation measures only by leaving a whole architecture out.
+// families lies outside the coverage, or its small batches do, or its
+// ranks span nodes: the kernels themselves, or what bounds them, change,
+// which the cross-validation measures only by leaving a whole
+// architecture out.
 func (cv coverage) unseen(c conditions) bool {
-	if !slices.Contains(cv.Archs, c.Arch) || cv.smallBatchOutside(c) != "" {
+	if !slices.Contains(cv.Archs, c.Arch) || cv.smallBatchOutside(c) != "" || (c.Nodes > 1 && !slices.Contains(cv.Nodes, c.Nodes)) {
 		return true
 	}
 	for _, f := range c.Families {
@@ -344,6 +357,7 @@ var trainingCoverage = coverage{
 	APIServers: []int{1},
 	PPs:        []int{1},
 	DCPs:       []int{1},
+	Nodes:      []int{1},
 	Lo:         vllm.MustVersion("0.10.2"),
 	Hi:         vllm.MustVersion("0.11.0"),
 	SmallBatch: []string{"dense at TP 1"},

@@ -38,6 +38,10 @@ func TestConfidenceOfPlan(t *testing.T) {
 			[]string{"weights path sm_90/fp8: no row runs it"}, false},
 		{"FP8 on A100: Marlin", "Qwen/Qwen3-8B", "A100-80GB", 1, vllm.Settings{Version: v("0.11.0"), Quantization: "fp8"},
 			[]string{"weights path sm_80/fp8 marlin (weight-only, dequantized)"}, false},
+		// a tensor-parallel group of 16 spans two nodes of 8: its
+		// all-reduce crosses the network, which no row does
+		{"tp 16 on two nodes", "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", 16, vllm.Settings{Version: v("0.11.0"), TensorParallelSize: 16},
+			[]string{"tensor parallel 16: the rows run 1, 2, 8", "2 nodes: the rows run on one"}, true},
 	} {
 		got := ConfidenceOfRun(plan(t, c.id, c.gpu, c.tp, c.set), nil)
 		if len(got.Outside) != len(c.outside) {

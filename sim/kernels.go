@@ -217,6 +217,9 @@ func denseQuant(s model.Spec, quantization string) string {
 // (tp 2 with async scheduling, tp 8) spend 2% (gpt-oss-120b, tp 2, ~300 sequences: 72 × 13 µs of a
 // ~40 ms step) to 13% (Qwen3-235B, tp 8, 1,000 sequences: 188 × 57 µs of
 // ~80 ms) of a decode step here, and the latencies are a small part of it.
+// The custom all-reduce takes groups of 2, 4, 6 or 8 ranks on one node
+// (custom_all_reduce.py: _SUPPORTED_WORLD_SIZES, and a group that is not
+// all on one node turns it off); any other group goes to NCCL.
 const (
 	customAllReduceMax     = 8 << 20
 	customAllReduceLatency = 8e-6
@@ -227,42 +230,76 @@ const (
 	allReduceLinkShare = 0.8
 )
 
+// A group of ranks on more than one node (memory.Budget.GPUsPerNode) meets
+// over the network between nodes: NCCL's ring, whose step across nodes
+// each GPU's own network card bounds. crossNodeLink is NDR InfiniBand's
+// 400 Gb/s, one card a GPU (the HGX H100 reference design, AWS p5, Azure
+// ND H100 v5; an A100 node's HDR is half, a cloud's Ethernet often less),
+// crossNodeLatency the order NCCL's tests report for a small all-reduce
+// across two nodes over InfiniBand (20–50 µs). Neither is fitted: no
+// training row crosses nodes, and such runs are extrapolated.
+const (
+	crossNodeLink    = 50e9
+	crossNodeLatency = 40e-6
+)
+
+// fabric is what a group of ranks meets over: the GPUs' own link, or the
+// network when the group spans nodes.
+type fabric struct {
+	link               float64
+	nvlink, amd, nodes bool
+}
+
+// latency is a NCCL call's fixed time over f.
+func (f fabric) latency() float64 {
+	switch {
+	case f.nodes:
+		return crossNodeLatency
+	case f.nvlink:
+		return ncclAllReduceLatency
+	}
+	return pcieAllReduceLatency
+}
+
+// bandwidth is what a NCCL ring's bandwidth term reaches over f.
+func (f fabric) bandwidth() float64 {
+	if f.nodes {
+		return min(f.link, crossNodeLink) * allReduceLinkShare
+	}
+	return f.link * allReduceLinkShare
+}
+
 // dispatchCombineTime is a MoE layer's exchange across a data-parallel
 // group of n ranks (vLLM's all2all backends without expert-parallel
 // kernels, naive and allgather_reducescatter): an all-gather of every
 // rank's tokens before the experts and a reduce-scatter of their outputs
 // after, bytes the gathered tokens' activations, each a NCCL collective
-// over the node's link (PCIe: its latency).
-func dispatchCombineTime(bytes float64, n int, link float64, nvlink bool) float64 {
+// over f.
+func dispatchCombineTime(bytes float64, n int, f fabric) float64 {
 	if n <= 1 {
 		return 0
 	}
-	lat := ncclAllReduceLatency
-	if !nvlink {
-		lat = pcieAllReduceLatency
-	}
-	return 2 * (lat + bytes*float64(n-1)/float64(n)/(link*allReduceLinkShare))
+	return 2 * (f.latency() + bytes*float64(n-1)/float64(n)/f.bandwidth())
 }
 
 // sendTime is one NCCL send of bytes from a pipeline stage to the next
-// over a link of the given bandwidth (its latency and share as the
-// all-reduce's).
-func sendTime(bytes, link float64, nvlink bool) float64 {
-	lat := ncclAllReduceLatency
-	if !nvlink {
-		lat = pcieAllReduceLatency
-	}
-	return lat + bytes/(link*allReduceLinkShare)
+// over f (its latency and share as the all-reduce's).
+func sendTime(bytes float64, f fabric) float64 {
+	return f.latency() + bytes/f.bandwidth()
 }
 
-// allReduceTime is one all-reduce of bytes across tp ranks over a link of
-// the given bandwidth each way.
-func allReduceTime(bytes float64, tp int, link float64, nvlink, amd bool) float64 {
+// customWorldSize reports whether vLLM's custom all-reduce takes a group
+// of tp ranks (_SUPPORTED_WORLD_SIZES).
+func customWorldSize(tp int) bool { return tp == 2 || tp == 4 || tp == 6 || tp == 8 }
+
+// allReduceTime is one all-reduce of bytes across tp ranks over f.
+func allReduceTime(bytes float64, tp int, f fabric) float64 {
 	if tp <= 1 {
 		return 0
 	}
 	n := float64(tp)
-	custom := !amd && bytes <= customAllReduceMax && (nvlink || tp == 2)
+	nvlink, link := f.nvlink, f.link
+	custom := !f.amd && !f.nodes && customWorldSize(tp) && bytes <= customAllReduceMax && (nvlink || tp == 2)
 	if custom {
 		lat := customAllReduceLatency
 		if !nvlink {
@@ -275,9 +312,5 @@ func allReduceTime(bytes float64, tp int, link float64, nvlink, amd bool) float6
 		}
 		return 2*lat + 2*bytes*(n-1)/n/(link*allReduceLinkShare)
 	}
-	lat := ncclAllReduceLatency
-	if !nvlink {
-		lat = pcieAllReduceLatency
-	}
-	return lat + 2*bytes*(n-1)/n/(link*allReduceLinkShare)
+	return f.latency() + 2*bytes*(n-1)/n/f.bandwidth()
 }

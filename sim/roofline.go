@@ -104,6 +104,10 @@ type Roofline struct {
 	AllReduceBytesPerToken float64
 	Link                   float64
 	NVLink, AMD            bool
+	// NodeGPUs is a node's GPUs (0: every rank on one node) and Stages
+	// the pipeline's: a group whose ranks span more GPUs than a node
+	// meets over the network (fabricOf).
+	NodeGPUs, Stages int
 	// GraphTokens is the largest batch (in tokens) that replays a CUDA
 	// graph; 0 when the engine runs eager (--enforce-eager). An eager step
 	// lasts at least Layers × LaunchPerLayer, the CPU launching it.
@@ -173,7 +177,7 @@ func (m *Roofline) Parts(b Batch) StepParts {
 		if b.GroupTokens == 0 {
 			experts = tokens * float64(dp)
 		}
-		p.AllReduce = float64(m.MoELayers) * dispatchCombineTime(experts*m.AllReduceBytesPerToken, dp, m.Link, m.NVLink)
+		p.AllReduce = float64(m.MoELayers) * dispatchCombineTime(experts*m.AllReduceBytesPerToken, dp, m.fabricOf(m.TP*max(m.Stages, 1)*dp))
 	}
 	p.Experts = m.expertTime(experts)
 	pairFLOPs, cacheBytes := m.attention(b)
@@ -182,7 +186,7 @@ func (m *Roofline) Parts(b Batch) StepParts {
 		p.Attention += m.MLADecodeFLOPsPerToken * float64(m.decodeContext(b)) / (m.PeakFLOPs * m.AttentionEfficiency)
 	}
 	if m.TP > 1 {
-		p.AllReduce += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.Link, m.NVLink, m.AMD)
+		p.AllReduce += 2 * float64(m.Layers) * allReduceTime(tokens*m.AllReduceBytesPerToken, m.TP, m.fabricOf(m.TP))
 	}
 	p.GEMMFloors, p.SmallKernels = m.kernelFloors()
 	decodes := m.FullDecodeGraphs && b.PrefillPairs == 0 && b.Drafts == 0
@@ -332,10 +336,24 @@ func (m *Roofline) expertTime(tokens float64) float64 {
 
 // PipelineSend is what a pipeline stage takes to hand batch b's
 // activations (a token's hidden state, and its residual with it) to the
-// next stage: one NCCL send over the node's link (a pipeline across nodes
-// crosses a network this does not know, so it is priced low there).
+// next stage: one NCCL send over the node's link, or over the network
+// when the stages span nodes, where the slowest stage's send crosses it.
 func (m *Roofline) PipelineSend(b Batch) float64 {
-	return sendTime(2*float64(b.Tokens)*m.AllReduceBytesPerToken, m.Link, m.NVLink)
+	return sendTime(2*float64(b.Tokens)*m.AllReduceBytesPerToken, m.fabricOf(m.TP*max(m.Stages, 1)))
+}
+
+// fabricOf is what a group of ranks spanning gpus GPUs meets over: vLLM
+// places the tensor-parallel ranks innermost, then the pipeline's stages,
+// then the data-parallel engines, so a tensor-parallel group spans TP
+// GPUs, a pipeline TP × PP and a data-parallel group all of them.
+func (m *Roofline) fabricOf(gpus int) fabric {
+	return fabric{link: m.Link, nvlink: m.NVLink, amd: m.AMD, nodes: m.NodeGPUs > 0 && gpus > m.NodeGPUs}
+}
+
+// CrossesNodes reports whether any group of m's ranks meets over the
+// network between nodes.
+func (m *Roofline) CrossesNodes() bool {
+	return m.fabricOf(m.TP * max(m.Stages, 1) * max(m.DataParallel, 1)).nodes
 }
 
 // PipelineShare is the share of a pass the slowest of stages pipeline
@@ -799,6 +817,8 @@ func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 		Link:                   p.Link,
 		NVLink:                 p.NVLink,
 		AMD:                    b.Device.Vendor == "amd",
+		NodeGPUs:               b.GPUsPerNode,
+		Stages:                 max(set.PipelineParallelSize, 1),
 		LaunchPerLayer:         eagerLaunchPerLayer,
 		FullDecodeGraphs:       vllm.FullDecodeGraphs(set),
 		NoPiecewise:            !vllm.PiecewiseGraphs(set),

@@ -197,6 +197,67 @@ func TestTensorParallelAllReduce(t *testing.T) {
 	}
 }
 
+// Groups vLLM's custom all-reduce does not take go to NCCL's ring: 3
+// ranks (it takes 2, 4, 6 and 8), and 16 across two nodes of 8, whose
+// ring crosses the network at 400 Gb/s a GPU (50 GB/s, 40 GB/s at the
+// ring's 0.8) with 40 µs a call. Llama-3.1-70B's 80 layers all-reduce
+// twice each, 8,192 × 2 B a token. A 16-token decode: 3 ranks over NVLink
+// 25 µs + 2 × 262,144 × 2/3 / 360e9; 16 across nodes 40 µs + 2 × 262,144
+// × 15/16 / 40e9 = 52.3 µs, where 8 ranks on one node take the custom
+// two-stage (256 KiB is not under its one-stage bound) 16 µs + 2 ×
+// 262,144 × 7/8 / 360e9 = 17.3 µs. A pipeline of
+// 2 stages of 8 sends 1,024 tokens' hidden state and residual (32 KiB a
+// token) across the nodes in 40 µs + 33,554,432 / 40e9 = 879 µs, where 2
+// stages of 4 on one node take 25 µs + 33,554,432 / 360e9 = 118 µs.
+func TestAllReduceGroups(t *testing.T) {
+	b := plan(t, "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", 4, vllm.Settings{TensorParallelSize: 4})
+	m, err := RooflineFor(b, DefaultCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := Batch{Requests: 16, Tokens: 16, Decodes: 16, DecodeContext: 16000}
+	allReduce := func(m *Roofline, tp int) float64 {
+		m.TP = tp
+		with := m.GPUTime(batch)
+		m.TP = 1
+		defer func() { m.TP = tp }()
+		return (with - m.GPUTime(batch)) / 160
+	}
+	const bytes = 16 * 8192 * 2
+	if got, want := allReduce(m, 3), 25e-6+2*bytes*2.0/3/360e9; math.Abs(got-want) > 1e-12 {
+		t.Errorf("3 ranks: %v s an all-reduce, want NCCL's %v", got, want)
+	}
+	if got, want := allReduce(m, 8), 16e-6+2*bytes*7.0/8/360e9; math.Abs(got-want) > 1e-12 {
+		t.Errorf("8 ranks: %v s an all-reduce, want the custom two-stage %v", got, want)
+	}
+	wide, err := RooflineFor(plan(t, "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", 16, vllm.Settings{TensorParallelSize: 16}), DefaultCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wide.CrossesNodes() {
+		t.Fatal("TP 16 on nodes of 8 should cross nodes")
+	}
+	if got, want := allReduce(wide, 16), 40e-6+2*bytes*15.0/16/40e9; math.Abs(got-want) > 1e-12 {
+		t.Errorf("16 ranks on two nodes: %v s an all-reduce, want %v", got, want)
+	}
+	prefill := Batch{Requests: 1, Tokens: 1024, PrefillPairs: 1024 * 1025 / 2}
+	for _, c := range []struct {
+		tp, gpus int
+		want     float64
+	}{{8, 16, 40e-6 + 1024*32768/40e9}, {4, 8, 25e-6 + 1024*32768/360e9}} {
+		pp, err := RooflineFor(plan(t, "meta-llama/Llama-3.1-70B-Instruct", "H100-80GB", c.gpus, vllm.Settings{TensorParallelSize: c.tp, PipelineParallelSize: 2}), DefaultCalibration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pp.PipelineSend(prefill); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("TP %d × PP 2: a send of 1,024 tokens %v s, want %v", c.tp, got, c.want)
+		}
+		if pp.CrossesNodes() != (c.gpus > 8) {
+			t.Errorf("TP %d × PP 2: crosses nodes %v", c.tp, pp.CrossesNodes())
+		}
+	}
+}
+
 // --enforce-eager: a decode step of Qwen3-0.6B (28 layers) launches its
 // kernels from the CPU, 28 × 100 µs = 2.8 ms, twice its forward pass on
 // an H100 (1.5 GB of weights: about 0.6 ms; 28 × 6 small kernels at 3 µs,
