@@ -117,8 +117,8 @@ func layerSpecs(s model.Spec, first, last, tp, kvBytes, blockSize int) []layerSp
 		case model.Sliding:
 			ls.window, ls.chunked = k.Window, k.Chunked
 		case model.Linear:
-			ls.pageBytes = k.StateBytes
-			ls.stateBytes = k.StateBytes
+			state, _ := k.StateAt(tp)
+			ls.pageBytes, ls.stateBytes = state, state
 		}
 		layers = append(layers, ls)
 	}
@@ -141,7 +141,9 @@ func (l *kvLayout) sum() {
 				l.slidingSums = append(l.slidingSums, slidingSum{window: ls.window, chunked: ls.chunked, pages: ls.pageBytes})
 			}
 		case model.Linear:
-			l.linearBytes += ls.stateBytes
+			// vLLM pads a Mamba page to the groups' one page size
+			// (mamba_page_size_padded): a request's state block costs it.
+			l.linearBytes += max(ls.stateBytes, l.pageBytes)
 		default:
 			l.fullPages += ls.pageBytes
 		}

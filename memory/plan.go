@@ -229,6 +229,9 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 	if b.KVDtypeBytes, err = vllm.KVCacheDtypeBytes(set.KVCacheDtype, b.DtypeBytes); err != nil {
 		return Budget{}, err
 	}
+	if hb := hybridBlockSize(s, tp, b.KVDtypeBytes, set.BlockSize); hb != set.BlockSize {
+		set.BlockSize, b.Settings.BlockSize = hb, hb
+	}
 	format, err := linearFormatFor(s, set)
 	if err != nil {
 		return Budget{}, err

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,10 +148,11 @@ func TestDecodeContextParallel(t *testing.T) {
 // linear layer (none), 2 (align), or one every block of its tokens (all).
 // A Qwen3-Next-shaped model of 6 gated delta-net layers and 2 full ones
 // groups them by 2 (the smaller count; 6 is not within 1.5 times it): 3
-// linear groups, 1 full. A request of 32,768 tokens in blocks of 16 then
-// needs 3 + 2,048 blocks (none), 6 + 2,048 (align), 3 × 2,048 + 2,048
-// (all): all serves 8,192 / 2,051 = 3.994 times fewer at once. With prefix
-// caching off the mode is none.
+// linear groups, 1 full. Its blocks are 544 tokens (vLLM raises the
+// --block-size 16 given: TestHybridBlockSize), so a request of 32,768
+// tokens needs 3 + 61 blocks (none), 6 + 61 (align), 3 × 61 + 61 (all):
+// all serves 244 / 64 = 3.8125 times fewer at once. With prefix caching
+// off the mode is none.
 func TestMambaCacheMode(t *testing.T) {
 	next := qwen3NextShaped(t)
 	at := func(flags ...string) float64 {
@@ -168,8 +170,45 @@ func TestMambaCacheMode(t *testing.T) {
 	}
 	none, align, all := at(), at("--mamba-cache-mode", "align"), at("--mamba-cache-mode", "all")
 	off := at("--mamba-cache-mode", "all", "--no-enable-prefix-caching")
-	if math.Abs(none/all/(8192.0/2051)-1) > 0.01 || math.Abs(none/align/(2054.0/2051)-1) > 0.001 || off != none {
+	if math.Abs(none/all/(244.0/64)-1) > 0.001 || math.Abs(none/align/(67.0/64)-1) > 0.001 || off != none {
 		t.Errorf("concurrency: none %.2f, align %.2f, all %.2f (%.3f times fewer), all without prefix caching %.2f", none, align, all, none/all, off)
+	}
+}
+
+// vLLM gives a hybrid model the attention block whose page holds a rank's
+// Mamba state, 16 tokens at a time (HybridAttentionMambaModelConfig): the
+// Qwen3-Next-shaped model's 1,097,728 B state against 2 KV heads × 512 ×
+// 2 B = 2,048 B a token at TP 1 is 16 × ⌈1,097,728 / 32,768⌉ = 544
+// tokens; at TP 2, 548,864 B against one head's 1,024 B, 544 again; at
+// TP 4 (the 2 heads replicated, one a rank) 274,432 B, 16 × 17 = 272. A
+// --block-size of 1,024 is kept. A request of 32,768 tokens then holds
+// ⌈32,768 / 544⌉ = 61 blocks of the full group and 1 of each of the 3
+// linear groups, 64 blocks: the concurrency is the pool's blocks / 64.
+// Before, blocks of 16 each took the state's page: 0.55 requests of
+// 32,768 tokens on a B200 where vLLM holds 17.
+func TestHybridBlockSize(t *testing.T) {
+	next := qwen3NextShaped(t)
+	at := func(tp int, flags ...string) memory.Budget {
+		t.Helper()
+		set, err := vllm.ParseFlags(append([]string{"--max-model-len", "32768", "-tp", strconv.Itoa(tp)}, flags...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		return plan(t, memory.Input{Model: next, Device: device(t, "H100-80GB"), Count: tp, Settings: set})
+	}
+	for _, c := range []struct {
+		tp    int
+		flags []string
+		block int
+	}{{1, nil, 544}, {1, []string{"--block-size", "16"}, 544}, {2, nil, 544}, {4, nil, 272}, {1, []string{"--block-size", "1024"}, 1024}} {
+		if b := at(c.tp, c.flags...); b.Settings.BlockSize != c.block {
+			t.Errorf("TP %d %v: blocks of %d, want %d", c.tp, c.flags, b.Settings.BlockSize, c.block)
+		}
+	}
+	b := at(1)
+	if want := float64(b.NumBlocks) / 64; math.Abs(b.MaxConcurrency/want-1) > 1e-9 {
+		t.Errorf("concurrency %.3f, want %d blocks / 64 = %.3f", b.MaxConcurrency, b.NumBlocks, want)
 	}
 }
 

@@ -1062,6 +1062,7 @@ func (s Spec) WithStateDtypes(conv, ssm int64) Spec {
 			rest := (l.StateBytes - l.SSMBytes) / b * conv
 			l.SSMBytes = l.SSMBytes / b * ssm
 			l.StateBytes = rest + l.SSMBytes
+			l.GroupConvBytes = l.GroupConvBytes / b * conv
 		}
 		layers[i] = l
 	}

@@ -64,11 +64,11 @@ func parseAttention(c *conf, fam string, s *Spec) ([]Layer, error) {
 				}
 				layers[i] = Layer{Kind: Linear, StateBytes: b}
 			case "mamba":
-				b, ssm, err := mambaState(c, fam, s)
+				l, err := mambaState(c, fam, s)
 				if err != nil {
 					return nil, err
 				}
-				layers[i] = Layer{Kind: Linear, StateBytes: b, SSMBytes: ssm}
+				layers[i] = l
 			default:
 				return nil, fmt.Errorf("config.json: %s[%d] is %s, not an attention kind headroom knows (full_attention, sliding_attention, chunked_attention, linear_attention, mamba)", name, i, describe(t))
 			}
@@ -142,12 +142,12 @@ func parseAttention(c *conf, fam string, s *Spec) ([]Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, ssm, err := mambaState(c, fam, s)
+		mamba, err := mambaState(c, fam, s)
 		if err != nil {
 			return nil, err
 		}
 		for i := range layers {
-			layers[i] = Layer{Kind: Linear, StateBytes: b, SSMBytes: ssm}
+			layers[i] = mamba
 			if i%period == offset {
 				layers[i] = Layer{Kind: Full}
 			}
@@ -264,16 +264,16 @@ func nemotronHLayers(c *conf, fam string, s *Spec, layers []Layer) ([]Layer, err
 	if len(p) != len(layers) {
 		return nil, fmt.Errorf("config.json: hybrid_override_pattern has %d layers but num_hidden_layers is %d: check the file", len(p), len(layers))
 	}
-	var state, ssm int64
+	var mamba Layer
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
 		case 'M':
-			if state == 0 {
-				if state, ssm, err = mambaState(c, fam, s); err != nil {
+			if mamba.Kind == "" {
+				if mamba, err = mambaState(c, fam, s); err != nil {
 					return nil, err
 				}
 			}
-			layers[i] = Layer{Kind: Linear, StateBytes: state, SSMBytes: ssm}
+			layers[i] = mamba
 		case '*':
 			layers[i] = Layer{Kind: Full}
 		case '-', 'E':
@@ -309,7 +309,7 @@ func gatedDeltaNetState(c *conf, dtype string) (int64, error) {
 	return (conv + temporal) * dtypeBytes(dtype), nil
 }
 
-// mambaState is the per-sequence state of one Mamba layer in bytes at TP=1,
+// mambaState is one Mamba layer: its per-sequence state in bytes at TP=1,
 // in the model dtype, and its SSM (temporal) part, after vLLM's
 // MambaStateShapeCalculator:
 //
@@ -318,8 +318,10 @@ func gatedDeltaNetState(c *conf, dtype string) (int64, error) {
 //	Mamba-2 (Nemotron-H): conv = (inner + 2·n_groups·state) × (conv_kernel − 1),
 //	                      ssm = heads × head_dim × state, inner = heads × head_dim
 //
-// 0 when a key is missing.
-func mambaState(c *conf, fam string, s *Spec) (state, ssm int64, err error) {
+// and, for Mamba-2, its groups and one group's conv bytes, which tensor
+// parallelism replicates (Layer.StateAt). A layer without state when a key
+// is missing.
+func mambaState(c *conf, fam string, s *Spec) (Layer, error) {
 	read := func(keys ...string) ([]int64, error) {
 		out := make([]int64, len(keys))
 		for i, k := range keys {
@@ -335,17 +337,18 @@ func mambaState(c *conf, fam string, s *Spec) (state, ssm int64, err error) {
 	if fam == "jamba" {
 		v, err := read("mamba_expand", "mamba_d_state", "mamba_d_conv")
 		if err != nil || v == nil {
-			return 0, 0, err
+			return Layer{Kind: Linear}, err
 		}
 		inner := v[0] * int64(s.Hidden)
-		return (inner*(v[2]-1) + inner*v[1]) * b, inner * v[1] * b, nil
+		return Layer{Kind: Linear, StateBytes: (inner*(v[2]-1) + inner*v[1]) * b, SSMBytes: inner * v[1] * b}, nil
 	}
 	v, err := read("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel")
 	if err != nil || v == nil {
-		return 0, 0, err
+		return Layer{Kind: Linear}, err
 	}
 	heads, headDim, dState, groups, kernel := v[0], v[1], v[2], v[3], v[4]
 	inner := heads * headDim
 	conv := (inner + 2*groups*dState) * (kernel - 1)
-	return (conv + heads*headDim*dState) * b, heads * headDim * dState * b, nil
+	return Layer{Kind: Linear, StateBytes: (conv + heads*headDim*dState) * b, SSMBytes: heads * headDim * dState * b,
+		Groups: int(groups), GroupConvBytes: 2 * dState * (kernel - 1) * b}, nil
 }

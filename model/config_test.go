@@ -529,8 +529,9 @@ func TestLinearStateLayers(t *testing.T) {
 	nh := parse(t, `{"model_type": "nemotron_h", "num_hidden_layers": 6, "hidden_size": 4096, "intermediate_size": 21504,
 		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 8192,
 		"torch_dtype": "bfloat16", "hybrid_override_pattern": "M-M*-E"}`)
-	want := []Layer{{Kind: Linear, StateBytes: 2158592, SSMBytes: 2097152}, {Kind: NoMixer}, {Kind: Linear, StateBytes: 2158592, SSMBytes: 2097152},
-		{Kind: Full}, {Kind: NoMixer}, {Kind: NoMixer}}
+	// One group's conv (B and C): 2 × 128 × 3 × 2 B = 1,536.
+	mamba := Layer{Kind: Linear, StateBytes: 2158592, SSMBytes: 2097152, Groups: 8, GroupConvBytes: 1536}
+	want := []Layer{mamba, {Kind: NoMixer}, mamba, {Kind: Full}, {Kind: NoMixer}, {Kind: NoMixer}}
 	if !reflect.DeepEqual(nh.Attention, want) || nh.GatedMLP {
 		t.Errorf("nemotron_h attention = %+v (gated %v), want %+v, not gated", nh.Attention, nh.GatedMLP, want)
 	}
@@ -552,6 +553,44 @@ func TestLinearStateLayers(t *testing.T) {
 	}
 	if l := jamba.WithStateDtypes(2, 4).Attention[0]; l.StateBytes != 24576*2+131072*4 {
 		t.Errorf("jamba with a float32 SSM state: %+v", l)
+	}
+}
+
+// A rank's state, as vLLM's MambaStateShapeCalculator shards it.
+//
+//	qwen3_next at TP 4: conv 8,192 channels / 4 × 3 × 2 B = 12,288,
+//	    temporal 32 / 4 value heads × 128 × 128 × 2 B = 262,144: 274,432.
+//	nemotron_h (8 groups) at TP 4: the groups split, conv 30,720 × 2 / 4
+//	    = 15,360, ssm 2,097,152 / 4 = 524,288: 539,648.
+//	nemotron_h at TP 16: 8 groups replicated up to 16 (8 more of 1,536 B),
+//	    conv (61,440 + 12,288) / 16 = 4,608, ssm 131,072: 135,680.
+//	jamba at TP 2: 311,296 / 2 = 155,648, ssm 262,144 / 2 = 131,072.
+func TestStateAt(t *testing.T) {
+	next := parse(t, `{"model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
+		"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "max_position_embeddings": 262144,
+		"torch_dtype": "bfloat16", "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
+		"linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4}`)
+	nh := parse(t, `{"model_type": "nemotron_h", "num_hidden_layers": 6, "hidden_size": 4096, "intermediate_size": 21504,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 8192,
+		"torch_dtype": "bfloat16", "hybrid_override_pattern": "M-M*-E"}`)
+	jamba := parse(t, `{"model_type": "jamba", "num_hidden_layers": 16, "hidden_size": 4096, "intermediate_size": 14336,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536, "max_position_embeddings": 262144,
+		"torch_dtype": "bfloat16", "num_experts": 16, "num_experts_per_tok": 2}`)
+	for _, c := range []struct {
+		name       string
+		l          Layer
+		tp         int
+		state, ssm int64
+	}{
+		{"qwen3_next tp 1", next.Attention[0], 1, 1097728, 0},
+		{"qwen3_next tp 4", next.Attention[0], 4, 274432, 0},
+		{"nemotron_h tp 4", nh.Attention[0], 4, 539648, 524288},
+		{"nemotron_h tp 16", nh.Attention[0], 16, 135680, 131072},
+		{"jamba tp 2", jamba.Attention[0], 2, 155648, 131072},
+	} {
+		if state, ssm := c.l.StateAt(c.tp); state != c.state || ssm != c.ssm {
+			t.Errorf("%s: state %d, ssm %d; want %d, %d", c.name, state, ssm, c.state, c.ssm)
+		}
 	}
 }
 

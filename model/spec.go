@@ -35,10 +35,34 @@ type Layer struct {
 	// delta-net, whose whole state follows --mamba-cache-dtype).
 	StateBytes int64 `json:"state_bytes,omitempty"`
 	SSMBytes   int64 `json:"ssm_bytes,omitempty"`
+	// Groups is a Mamba-2 layer's n_groups and GroupConvBytes one group's
+	// share of its conv state (B and C: 2 × d_state × (conv_kernel − 1)
+	// elements): tensor parallelism replicates groups that do not split
+	// (StateAt). 0 for other layers.
+	Groups         int   `json:"state_groups,omitempty"`
+	GroupConvBytes int64 `json:"group_conv_bytes,omitempty"`
 	// Chunked marks a Sliding layer that attends within fixed chunks of
 	// Window tokens rather than a window sliding with each token (Llama 4's
 	// local layers; vLLM's ChunkedLocalAttentionSpec).
 	Chunked bool `json:"chunked,omitempty"`
+}
+
+// StateAt is a Linear layer's per-sequence state, and its SSM part, on
+// one of tp tensor-parallel ranks, as vLLM's MambaStateShapeCalculator
+// shards them: the SSM's heads and the conv state's channels split tp
+// ways (vLLM refuses a model whose heads do not split), after a Mamba-2
+// layer with fewer groups than ranks replicates them up to tp
+// (extra_groups_for_head_shards: tp − n_groups more).
+func (l Layer) StateAt(tp int) (state, ssm int64) {
+	if tp <= 1 || l.StateBytes <= 0 {
+		return l.StateBytes, l.SSMBytes
+	}
+	conv := l.StateBytes - l.SSMBytes
+	if l.Groups > 0 && l.Groups < tp {
+		conv += int64(tp-l.Groups) * l.GroupConvBytes
+	}
+	n := int64(tp)
+	return conv/n + l.SSMBytes/n, l.SSMBytes / n
 }
 
 // MoE holds the mixture-of-experts facts of a model.
