@@ -3,10 +3,12 @@ package memory
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/model"
+	"headroom.dev/headroom/vllm"
 )
 
 // Alternative is a change of settings or hardware that makes a plan fit.
@@ -31,7 +33,10 @@ type Alternative struct {
 // Alternative codes, in the order that breaks ties of cost: flags before
 // hardware, capacity before precision.
 const (
-	AltUtilization   = "utilization"
+	AltUtilization = "utilization"
+	// AltScheduler is a --max-num-batched-tokens (or --max-num-seqs)
+	// that vLLM's SchedulerConfig accepts.
+	AltScheduler     = "scheduler_limits"
 	AltShorter       = "shorter_context"
 	AltTensorShards  = "tensor_parallel"
 	AltKVCacheFP8    = "kv_cache_fp8"
@@ -45,7 +50,7 @@ const (
 	costGPUModel     = 3 // another GPU
 )
 
-var altOrder = []string{AltUtilization, AltShorter, AltTensorShards, AltKVCacheFP8, AltQuantizeFP8, AltGPUCount, AltMoreGPUs, AltBiggerGPU}
+var altOrder = []string{AltScheduler, AltUtilization, AltShorter, AltTensorShards, AltKVCacheFP8, AltQuantizeFP8, AltGPUCount, AltMoreGPUs, AltBiggerGPU}
 
 // Alternatives says what would make a plan that does not fit start; see
 // AlternativesFrom.
@@ -81,9 +86,11 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 	if base.Fits {
 		return nil
 	}
-	var countShort, headsOff, tooLong, requestLong, memoryShort bool
+	var countShort, headsOff, tooLong, requestLong, memoryShort, schedulerOff bool
 	for _, p := range base.Problems {
 		switch p.Code {
+		case CodeSchedulerRefused:
+			schedulerOff = true
 		case CodeNotEnoughGPUs:
 			countShort = true
 		case CodeHeadsNotDivisible:
@@ -226,6 +233,24 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 				shards(n)
 				break
 			}
+		}
+	}
+	if schedulerOff {
+		// The smallest batched-token budget vLLM accepts, or as many
+		// sequences as the budget the user gave holds.
+		need := set.MaxNumSeqs
+		if set.Set[vllm.FlagNoChunkedPrefill] && !base.AutoFit {
+			need = max(need, base.MaxModelLen)
+		}
+		arg := strconv.Itoa(need)
+		try(Alternative{Code: AltScheduler, Args: []string{"--max-num-batched-tokens", arg}, Cost: flagCost("max-num-batched-tokens"),
+			Changes: []string{fmt.Sprintf("--max-num-batched-tokens %d -> %s", set.MaxNumBatchedTokens, arg)},
+			Message: "--max-num-batched-tokens " + arg}, func(c *Input) { c.Settings.MaxNumBatchedTokens = need })
+		if mnbt := set.MaxNumBatchedTokens; mnbt < set.MaxNumSeqs {
+			arg := strconv.Itoa(mnbt)
+			try(Alternative{Code: AltScheduler, Args: []string{"--max-num-seqs", arg}, Cost: flagCost("max-num-seqs"),
+				Changes: []string{fmt.Sprintf("--max-num-seqs %d -> %s", set.MaxNumSeqs, arg)},
+				Message: "--max-num-seqs " + arg}, func(c *Input) { c.Settings.MaxNumSeqs = mnbt })
 		}
 	}
 	if memoryShort {

@@ -251,3 +251,37 @@ func TestFewestShards(t *testing.T) {
 		t.Errorf("the user's tp 4: planned at %d, fits %v (%v)", b.Settings.TensorParallelSize, b.Fits, err)
 	}
 }
+
+// vLLM's SchedulerConfig refuses a --max-num-batched-tokens below
+// --max-num-seqs (100 against the H100's default 1,024), and, without
+// chunked prefill, one below --max-model-len (4,096 against 32,768), at
+// start-up. The plan says so and offers the values vLLM accepts: 100
+// sequences (a flag the user left at its default, cost 1) before the
+// budget they set raised to 1,024 (cost 2), or in the second case the
+// budget raised to 32,768; more GPUs or fp8, which keep the refused pair,
+// are not.
+func TestSchedulerLimitsRefused(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  []alt
+	}{
+		{[]string{"--max-num-batched-tokens", "100"}, []alt{
+			{code: memory.AltScheduler, args: "--max-num-seqs 100", cost: 1},
+			{code: memory.AltScheduler, args: "--max-num-batched-tokens 1024", cost: 2},
+		}},
+		{[]string{"--max-num-batched-tokens", "4096", "--no-enable-chunked-prefill", "--max-model-len", "32768"}, []alt{
+			{code: memory.AltScheduler, args: "--max-num-batched-tokens 32768", cost: 2},
+		}},
+	} {
+		set, err := vllm.ParseFlags(c.flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = v019
+		in := memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "H100-80GB"), Count: 1, Settings: set}
+		if b := plan(t, in); b.Fits || len(b.Problems) != 1 || b.Problems[0].Code != memory.CodeSchedulerRefused {
+			t.Errorf("%v: want only %s, got %v", c.flags, memory.CodeSchedulerRefused, b.Problems)
+		}
+		checkAlternatives(t, in, c.want)
+	}
+}

@@ -44,6 +44,10 @@ const (
 	// CodeShardedSampling: --enable-batch-sharded-sampling where vLLM's
 	// validation refuses it.
 	CodeShardedSampling = "batch_sharded_sampling_refused"
+	// CodeSchedulerRefused: --max-num-batched-tokens below what vLLM's
+	// SchedulerConfig accepts beside --max-num-seqs or, without chunked
+	// prefill, --max-model-len.
+	CodeSchedulerRefused = "scheduler_limits_refused"
 	// CodePinnedPoolDoesntFit: a pinned KV pool (--kv-cache-memory-bytes)
 	// with the rest of the worker needs more than the free memory.
 	CodePinnedPoolDoesntFit = "pinned_kv_pool_does_not_fit"
@@ -88,6 +92,14 @@ func (b *Budget) check(dp int, allowLong bool) {
 	}
 	if why := eplbRefused(set); why != "" {
 		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)
+	}
+	// vLLM's SchedulerConfig refuses these at start-up, before any memory
+	// is touched (vllm/config/scheduler.py, _verify_args).
+	if mnbt := set.MaxNumBatchedTokens; mnbt > 0 && mnbt < set.MaxNumSeqs {
+		problem(CodeSchedulerRefused, "--max-num-batched-tokens %d is below --max-num-seqs %d: vLLM refuses it (\"max_num_batched_tokens must be greater than or equal to max_num_seqs\"); raise --max-num-batched-tokens to at least %d or lower --max-num-seqs to %d", mnbt, set.MaxNumSeqs, set.MaxNumSeqs, mnbt)
+	}
+	if mnbt := set.MaxNumBatchedTokens; mnbt > 0 && set.Set[vllm.FlagNoChunkedPrefill] && !b.AutoFit && mnbt < b.MaxModelLen {
+		problem(CodeSchedulerRefused, "without chunked prefill --max-num-batched-tokens %d must hold a whole prompt of --max-model-len %d: vLLM refuses it; raise --max-num-batched-tokens to %d, lower --max-model-len to %d, or drop --no-enable-chunked-prefill", mnbt, b.MaxModelLen, b.MaxModelLen, mnbt)
 	}
 	if set.BatchShardedSampling() {
 		if why := vllm.BatchShardedSamplingRefused(set, b.ModelRunnerV2); why != "" {
