@@ -176,6 +176,10 @@ func (f features) findings(b *Budget) {
 		b.Problems = append(b.Problems, Finding{Code: CodeFlagNotInRelease, Message: fmt.Sprintf(
 			"vLLM %s does not know --%s (%s): its parser refuses it and the server does not start (drop it, or set --vllm-version to a release that has it)", b.Settings.Version, n.Flag, n.Why)})
 	}
+	for _, n := range b.Settings.Misspelled() {
+		b.Problems = append(b.Problems, Finding{Code: CodeFlagUnknown, Message: fmt.Sprintf(
+			"--%s is not a vLLM flag (%s): its parser stops with \"unrecognized arguments\" and the server does not start", n.Flag, n.Why)})
+	}
 	if n := b.Settings.NotModelled(); len(n) > 0 {
 		parts := make([]string, len(n))
 		for i, x := range n {
@@ -190,6 +194,9 @@ const (
 	// CodeFlagsNotModelled names the flags given that may move memory
 	// and are not modelled (vllm.Settings.NotModelled).
 	CodeFlagsNotModelled = "flags_not_modelled"
+	// CodeFlagUnknown: a flag no release has, close to one that does
+	// (vllm.Settings.Misspelled).
+	CodeFlagUnknown = "flag_unknown"
 	// CodeFlagNotInRelease: a flag the release does not know; vLLM's
 	// parser refuses it.
 	CodeFlagNotInRelease = "flag_not_in_release"

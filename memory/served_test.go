@@ -180,8 +180,8 @@ func TestMambaCacheMode(t *testing.T) {
 // Qwen3-Next-shaped model's 1,097,728 B state against 2 KV heads × 512 ×
 // 2 B = 2,048 B a token at TP 1 is 16 × ⌈1,097,728 / 32,768⌉ = 544
 // tokens; at TP 2, 548,864 B against one head's 1,024 B, 544 again; at
-// TP 4 (the 2 heads replicated, one a rank) 274,432 B, 16 × 17 = 272. A
-// --block-size of 1,024 is kept. A request of 32,768 tokens then holds
+// TP 4 (the 2 heads replicated, one a rank) 274,432 B, 16 × 17 = 272; at
+// TP 8, 137,216 B, 16 × 9 = 144, where a --block-size of 256 is kept. A request of 32,768 tokens then holds
 // ⌈32,768 / 544⌉ = 61 blocks of the full group and 1 of each of the 3
 // linear groups, 64 blocks: the concurrency is the pool's blocks / 64.
 // Before, blocks of 16 each took the state's page: 0.55 requests of
@@ -201,7 +201,7 @@ func TestHybridBlockSize(t *testing.T) {
 		tp    int
 		flags []string
 		block int
-	}{{1, nil, 544}, {1, []string{"--block-size", "16"}, 544}, {2, nil, 544}, {4, nil, 272}, {1, []string{"--block-size", "1024"}, 1024}} {
+	}{{1, nil, 544}, {1, []string{"--block-size", "16"}, 544}, {2, nil, 544}, {4, nil, 272}, {8, nil, 144}, {8, []string{"--block-size", "256"}, 256}} {
 		if b := at(c.tp, c.flags...); b.Settings.BlockSize != c.block {
 			t.Errorf("TP %d %v: blocks of %d, want %d", c.tp, c.flags, b.Settings.BlockSize, c.block)
 		}

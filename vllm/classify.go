@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"headroom.dev/headroom/names"
 )
 
 // This file classifies every `vllm serve` flag of the releases the rules
@@ -315,6 +317,9 @@ func (s Settings) NotModelled() []FlagNote {
 	var out []FlagNote
 	for name := range s.Set {
 		effect, why, _ := ClassifyFlag(name)
+		if nearFlag(name) != "" {
+			continue // Misspelled: a problem, not a warning
+		}
 		if name == "load-format" {
 			effect, why = LoadFormatEffect(s.LoadFormat())
 		}
@@ -355,6 +360,49 @@ func (s Settings) NotModelled() []FlagNote {
 		return out[i].Why < out[j].Why
 	})
 	return out
+}
+
+// Misspelled lists the flags given that no release of vLLM has, each
+// with the known flag it is one or two edits from ("did you mean"):
+// vLLM's parser stops at them ("unrecognized arguments"), so the server
+// does not start. An unknown flag close to none stays a warning
+// (NotModelled): the tables may miss a plugin's or a newer release's.
+func (s Settings) Misspelled() []FlagNote {
+	var out []FlagNote
+	for name := range s.Set {
+		if near := nearFlag(name); near != "" {
+			out = append(out, FlagNote{Flag: name, Why: "did you mean --" + near + "?"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
+	return out
+}
+
+// nearFlag is the known flag an unknown name is one or two edits from
+// (one for names under 8 characters), "" when the name is known or near
+// none, or near two equally.
+func nearFlag(name string) string {
+	if _, _, known := ClassifyFlag(name); known || len(name) > 64 {
+		return ""
+	}
+	most := 2
+	if len(name) < 8 {
+		most = 1
+	}
+	best, bestD, tie := "", most+1, false
+	for k := range flagClasses {
+		d := names.Levenshtein(name, k)
+		switch {
+		case d < bestD:
+			best, bestD, tie = k, d, false
+		case d == bestD && k != best:
+			tie = true
+		}
+	}
+	if bestD > most || tie {
+		return ""
+	}
+	return best
 }
 
 // OutsideRelease lists the flags given that the release does not know:

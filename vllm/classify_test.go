@@ -187,3 +187,25 @@ func TestOutsideRelease(t *testing.T) {
 		t.Errorf("--device_memory_utilization: %v, set %v", s.GPUMemoryUtilization, s.Set)
 	}
 }
+
+// A flag no release has, one or two edits from one that does, is a typo
+// vLLM's parser stops at; one near none stays "not modelled" (a plugin's,
+// or a release the tables miss), as does a short name two edits away.
+func TestMisspelled(t *testing.T) {
+	s, err := ParseCommand(strings.Fields("vllm serve m --max-model-lenn 4096 --gpu-memory-utilisation 0.9 --mystery-flag 3 --tp 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Misspelled()
+	want := []FlagNote{{Flag: "gpu-memory-utilisation", Why: "did you mean --gpu-memory-utilization?"}, {Flag: "max-model-lenn", Why: "did you mean --max-model-len?"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("misspelled %v, want %v", got, want)
+	}
+	var notModelled []string
+	for _, n := range s.NotModelled() {
+		notModelled = append(notModelled, n.Flag)
+	}
+	if !slices.Equal(notModelled, []string{"mystery-flag", "tp"}) {
+		t.Errorf("not modelled %v, want mystery-flag and tp", notModelled)
+	}
+}

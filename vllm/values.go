@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,6 +49,43 @@ func parseCount(flag, raw string) (int, error) {
 	}
 	return n, nil
 }
+
+// MaxNumSeqsBound is the most --max-num-seqs headroom plans: vLLM sets no
+// bound, but it sizes per-sequence buffers (block tables, sampler
+// tensors, the host's request buffers) by it, and no GPU serves a million
+// sequences at once, so a larger value is a typo, not a plan.
+const MaxNumSeqsBound = 1 << 20
+
+func parseSeqs(flag, raw string) (int, error) {
+	n, err := parseCount(flag, raw)
+	if err == nil && n > MaxNumSeqsBound {
+		return 0, fmt.Errorf("%s: %d sequences at once is past the %d headroom plans (vLLM sizes buffers by it and no GPU runs that many); give a number such as 256", flag, n, MaxNumSeqsBound)
+	}
+	return n, err
+}
+
+// parseChoiceInt reads a whole number that must be one of choices, as
+// vLLM's Literal-typed config fields accept (argparse's "invalid choice").
+func parseChoiceInt(flag, raw string, choices ...int) (int, error) {
+	n, err := parseCount(flag, raw)
+	if err != nil || slices.Contains(choices, n) {
+		return n, err
+	}
+	s := make([]string, len(choices))
+	for i, c := range choices {
+		s[i] = strconv.Itoa(c)
+	}
+	return 0, fmt.Errorf("%s: vLLM accepts only %s, not %d", flag, strings.Join(s, ", "), n)
+}
+
+// BlockSizes are the --block-size values vLLM's CacheConfig accepts
+// (BlockSize, a Literal; docs/vllm-memory.md §3.2); a hybrid model's
+// larger attention block is vLLM's own choice, never the flag's.
+var BlockSizes = []int{1, 8, 16, 32, 64, 128, 256}
+
+// LoRARanks are the --max-lora-rank values vLLM's LoRAConfig accepts
+// (MaxLoRARanks, a Literal).
+var LoRARanks = []int{1, 8, 16, 32, 64, 128, 256, 320, 512}
 
 // humanInt reads an integer the way vLLM's human_readable_int does
 // (vllm/engine/arg_utils.py): a plain integer, or a number with a suffix
