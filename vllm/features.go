@@ -112,7 +112,10 @@ var featureFlags = []engineFlag{
 		set: func(s *Settings, f, r string) (err error) { s.MaxLoRAs, err = parseCount(f, r); return },
 		get: func(s Settings) string { return itoa(int64(s.MaxLoRAs)) }},
 	{name: FlagMaxLoRARank,
-		set: func(s *Settings, f, r string) (err error) { s.MaxLoRARank, err = parseChoiceInt(f, r, LoRARanks...); return },
+		set: func(s *Settings, f, r string) (err error) {
+			s.MaxLoRARank, err = parseChoiceInt(f, r, LoRARanks...)
+			return
+		},
 		get: func(s Settings) string { return itoa(int64(s.MaxLoRARank)) }},
 	{name: FlagLoRADtype,
 		set: func(s *Settings, f, r string) (err error) { s.LoRADtype, err = parseDtypeFlag(f, r); return },

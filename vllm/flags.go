@@ -102,7 +102,10 @@ var engineFlags = append([]engineFlag{
 		set: func(s *Settings, f, r string) (err error) { s.KVCacheDtype, err = parseText(f, r); return },
 		get: func(s Settings) string { return s.KVCacheDtype }},
 	{name: FlagBlockSize,
-		set: func(s *Settings, f, r string) (err error) { s.BlockSize, err = parseChoiceInt(f, r, BlockSizes...); return },
+		set: func(s *Settings, f, r string) (err error) {
+			s.BlockSize, err = parseChoiceInt(f, r, BlockSizes...)
+			return
+		},
 		get: func(s Settings) string { return itoa(int64(s.BlockSize)) }},
 	{name: FlagEnforceEager, isBool: true,
 		set: func(s *Settings, f, r string) (err error) { s.EnforceEager, err = parseBool(f, r); return },
