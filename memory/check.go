@@ -3,7 +3,9 @@ package memory
 import (
 	"fmt"
 	"math"
+	"strings"
 
+	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/model"
 	"headroom.dev/headroom/vllm"
 )
@@ -44,6 +46,9 @@ const (
 	// CodeShardedSampling: --enable-batch-sharded-sampling where vLLM's
 	// validation refuses it.
 	CodeShardedSampling = "batch_sharded_sampling_refused"
+	// CodeComputeCapability: a GPU, a dtype or a quantization method
+	// below the compute capability vLLM's kernels need.
+	CodeComputeCapability = "compute_capability_refused"
 	// CodeSchedulerRefused: --max-num-batched-tokens below what vLLM's
 	// SchedulerConfig accepts beside --max-num-seqs or, without chunked
 	// prefill, --max-model-len.
@@ -92,6 +97,9 @@ func (b *Budget) check(dp int, allowLong bool) {
 	}
 	if why := eplbRefused(set); why != "" {
 		problem(CodeEPLBRefused, "vLLM refuses the expert-parallel load balancer's flags: %s", why)
+	}
+	if why := capabilityRefused(b.Device, s, set); why != "" {
+		problem(CodeComputeCapability, "%s", why)
 	}
 	// vLLM's SchedulerConfig refuses these at start-up, before any memory
 	// is touched (vllm/config/scheduler.py, _verify_args).
@@ -236,6 +244,45 @@ func eplbRefused(set vllm.Settings) string {
 		return fmt.Sprintf("--%s needs --enable-expert-parallel", vllm.FlagEnableEPLB)
 	case set.EPLB() && max(set.TensorParallelSize, 1)*max(set.DataParallelSize, 1) <= 1:
 		return fmt.Sprintf("--%s needs tensor × data parallel above 1", vllm.FlagEnableEPLB)
+	}
+	return ""
+}
+
+// quantMinCapability is the compute capability (major × 10 + minor) each
+// quantization method's kernels need, as vLLM's
+// QuantizationConfig.get_min_capability gives it: FP8 (native from 8.9,
+// the FP8 Marlin kernel on Ampere) and MXFP4 from 8.0, AWQ's own kernel
+// from 7.5. Methods not listed run wherever vLLM does.
+var quantMinCapability = map[string]int{"fp8": 80, "mxfp4": 80, "awq": 75, "awq_marlin": 80, "gptq_marlin": 80}
+
+// capabilityRefused says why vLLM refuses to run on d, "" when it does
+// not: its kernels are built for compute capability 7.0 and newer (vLLM's
+// installation guide: "compute capability 7.0 or higher"), bfloat16 needs
+// 8.0 (vLLM: "Bfloat16 is only supported on GPUs with compute capability
+// of at least 8.0 ... use float16 instead ... --dtype=half"; under auto it
+// loads a bfloat16 checkpoint in float16 there, the same bytes), and a
+// quantization method its kernels' minimum (quantMinCapability: "The
+// quantization method fp8 is not supported for the current GPU. Minimum
+// capability: 80").
+func capabilityRefused(d gpu.Device, s model.Spec, set vllm.Settings) string {
+	major, minor := d.Capability()
+	if major == 0 || d.Vendor != "nvidia" {
+		return ""
+	}
+	cc := major*10 + minor
+	at := fmt.Sprintf("%s is compute capability %d.%d", d.Name, major, minor)
+	if cc < 70 {
+		return fmt.Sprintf("vLLM runs on NVIDIA GPUs of compute capability 7.0 or newer and %s: its kernels are not built for it (use a V100, T4 or newer GPU)", at)
+	}
+	if dt, err := vllm.ResolveDtypeOn(set.Dtype, s.Dtype, cc); err == nil && dt == "bfloat16" && cc < vllm.BF16MinCapability {
+		return fmt.Sprintf("--dtype bfloat16 needs compute capability 8.0 and %s: vLLM refuses it (use --dtype half)", at)
+	}
+	method := strings.ToLower(set.Quantization)
+	if method == "" && s.Quant != nil {
+		method = strings.ToLower(s.Quant.Method)
+	}
+	if need, ok := quantMinCapability[method]; ok && cc < need {
+		return fmt.Sprintf("the %s quantization needs compute capability %d.%d and %s: vLLM refuses it (\"Minimum capability: %d\"; serve an unquantized or GPTQ checkpoint, or use a newer GPU)", method, need/10, need%10, at, need)
 	}
 	return ""
 }

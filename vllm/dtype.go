@@ -91,6 +91,22 @@ func ResolveDtype(dtype, checkpointDtype string) (string, error) {
 	return "", fmt.Errorf("checkpoint torch_dtype %q is not a dtype headroom knows (bfloat16, float16, float32)", clip(checkpointDtype))
 }
 
+// BF16MinCapability is the compute capability (major × 10 + minor) from
+// which vLLM runs bfloat16 (CudaPlatform's supported dtypes; below it an
+// explicit --dtype bfloat16 is refused).
+const BF16MinCapability = 80
+
+// ResolveDtypeOn is ResolveDtype on a GPU of compute capability cc (major
+// × 10 + minor, 0 when unknown): under auto vLLM takes float16 where the
+// GPU has no bfloat16 (_resolve_auto_dtype), the same two bytes.
+func ResolveDtypeOn(dtype, checkpointDtype string, cc int) (string, error) {
+	d, err := ResolveDtype(dtype, checkpointDtype)
+	if err == nil && d == "bfloat16" && cc > 0 && cc < BF16MinCapability && (dtype == "" || normDtype(dtype) == "auto") {
+		return "float16", nil
+	}
+	return d, err
+}
+
 // DtypeBytes is the size in bytes of one model element under --dtype
 // (dtype) for a checkpoint whose torch_dtype is checkpointDtype; see
 // ResolveDtype. The v0.19.0 calibration rows for Llama-3.1-8B show why

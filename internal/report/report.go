@@ -182,7 +182,8 @@ func newReport(e Evidence, b memory.Budget, rec memory.Recommendation, alts []me
 		q = s.Quant.Method
 	}
 	dtype := set.Dtype
-	if d, err := vllm.ResolveDtype(set.Dtype, s.Dtype); err == nil {
+	major, minor := e.Sel.Device.Capability()
+	if d, err := vllm.ResolveDtypeOn(set.Dtype, s.Dtype, major*10+minor); err == nil {
 		dtype = d // what vLLM loads: "auto" resolved against the checkpoint
 	}
 	unused := b.Unused()
