@@ -69,7 +69,7 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		return a
 	}
 	if !sub.gpu.known {
-		warn(CodeNotChecked, "memory not checked: cannot tell which GPU it gets (%s); name it with the annotation %s", sub.gpu.unresolved, AnnotationGPU)
+		warn(CodeNotChecked, "memory not checked: cannot tell which GPU it gets (%s); %s", withoutCLIAdvice(sub.gpu.unresolved), gpuAdvice(sub.gpu.unselected))
 		return a
 	}
 	if sub.gpu.count <= 0 {

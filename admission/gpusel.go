@@ -32,6 +32,8 @@ type gpuEvidence struct {
 	shared []string
 	// unresolved says why the device could not be resolved.
 	unresolved string
+	// unselected is set when nothing of the pod names its GPU.
+	unselected bool
 }
 
 // nodeConstraints are the node labels a pod requires: its nodeSelector and
@@ -97,7 +99,7 @@ func resourceCount(name string, q resource.Quantity) (int, error) {
 func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, node map[string]string) gpuEvidence {
 	var ev gpuEvidence
 	nc := readNodeConstraints(spec)
-	for _, k := range []string{labelSharingStrategy, labelReplicas} {
+	for _, k := range []string{labelSharingStrategy, labelReplicas, labelGKESharing} {
 		if v, ok := node[k]; ok && !slices.Contains(nc[k], v) {
 			nc[k] = append(nc[k], v)
 		}
@@ -134,6 +136,11 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 	for _, s := range nc[labelSharingStrategy] {
 		if s != "" && s != "none" {
 			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with %s=%s", labelSharingStrategy, s))
+		}
+	}
+	for _, s := range nc[labelGKESharing] {
+		if s != "" {
+			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with GKE's %s=%s", labelGKESharing, s))
 		}
 	}
 	for _, r := range nc[labelReplicas] {
@@ -193,12 +200,15 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("nodeSelector %s=%s", gpu.LabelProduct, products[0])
 		return ev
 	}
-	for _, label := range []string{gpu.LabelProduct, labelInstanceType, labelInstanceTypeBeta} {
+	for _, label := range []string{gpu.LabelProduct, gpu.LabelGKEAccelerator, labelInstanceType, labelInstanceTypeBeta} {
 		if vals := nc[label]; len(vals) > 0 {
-			sel, from, err := h.smallest(label, vals)
+			sel, from, err := h.smallest(label, vals, h.labelResolver(label, nc[gpu.LabelGKEPartition]))
 			if err != nil {
 				ev.unresolved = err.Error()
 				return ev
+			}
+			if p := nc[gpu.LabelGKEPartition]; label == gpu.LabelGKEAccelerator && len(p) > 0 {
+				from += fmt.Sprintf(", partitioned %s=%s", gpu.LabelGKEPartition, strings.Join(p, "|"))
 			}
 			ev.sel, ev.known, ev.from = sel, true, from
 			return ev
@@ -219,8 +229,17 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("its node's label %s=%s", gpu.LabelProduct, nodeProduct)
 		return ev
 	}
+	if acc := node[gpu.LabelGKEAccelerator]; acc != "" {
+		sel, err := h.gpus.gke(acc, node[gpu.LabelGKEPartition])
+		if err != nil {
+			ev.unresolved = "its node's " + err.Error()
+			return ev
+		}
+		ev.sel, ev.known, ev.from = sel, true, fmt.Sprintf("its node's label %s=%s", gpu.LabelGKEAccelerator, acc)
+		return ev
+	}
 	if it := node[labelInstanceType]; it != "" {
-		sel, from, err := h.smallest(labelInstanceType, []string{it})
+		sel, from, err := h.smallest(labelInstanceType, []string{it}, h.gpus.resolve)
 		if err != nil {
 			ev.unresolved = "its node's " + err.Error()
 			return ev
@@ -228,8 +247,62 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 		ev.sel, ev.known, ev.from = sel, true, "its node's "+from
 		return ev
 	}
-	ev.unresolved = fmt.Sprintf("no %s annotation and no node selection on %s or %s", AnnotationGPU, gpu.LabelProduct, labelInstanceType)
+	ev.unresolved = fmt.Sprintf("no %s annotation and no node selection on %s, %s or %s", AnnotationGPU, gpu.LabelProduct, gpu.LabelGKEAccelerator, labelInstanceType)
+	ev.unselected = true
 	return ev
+}
+
+// cliAdvice is what the GPU catalog's errors advise a command-line user:
+// flags neither a manifest nor the webhook has.
+var cliAdvice = []string{
+	" run `headroom gpus` to list all, or give --gpu-memory",
+	": run `headroom gpus` to list all, or give --gpu-memory",
+	": give the GPU with --gpu or --gpu-memory",
+}
+
+// withoutCLIAdvice is a GPU error without the command-line advice; the
+// webhook's own follows it (gpuAdvice).
+func withoutCLIAdvice(msg string) string {
+	for _, a := range cliAdvice {
+		msg = strings.ReplaceAll(msg, a, "")
+	}
+	return msg
+}
+
+// gpuAdvice says how a manifest names its GPU: the annotation, by name or
+// by memory (a GPU the catalog lacks), or, where the pod selects none, a
+// node selector on a label that names it.
+func gpuAdvice(unselected bool) string {
+	a := fmt.Sprintf("name it with the annotation %s: a GPU (L4, NVIDIA-A100-SXM4-80GB, g6.xlarge; `headroom gpus` lists them) or its memory (24GiB)", AnnotationGPU)
+	if unselected {
+		a += fmt.Sprintf(", or select its nodes by %s or %s", gpu.LabelProduct, gpu.LabelGKEAccelerator)
+	}
+	return a
+}
+
+// labelResolver resolves the values of a node label that names a GPU:
+// GKE's accelerator with the partition the pod selects (the smallest of
+// several), the others as any GPU name.
+func (h *Handler) labelResolver(label string, partitions []string) func(string) (gpu.Selection, error) {
+	if label != gpu.LabelGKEAccelerator {
+		return h.gpus.resolve
+	}
+	if len(partitions) == 0 {
+		partitions = []string{""}
+	}
+	return func(v string) (gpu.Selection, error) {
+		var best gpu.Selection
+		for i, p := range partitions {
+			sel, err := h.gpus.gke(v, p)
+			if err != nil {
+				return gpu.Selection{}, err
+			}
+			if i == 0 || sel.Device.TotalBytes < best.Device.TotalBytes {
+				best = sel
+			}
+		}
+		return best, nil
+	}
 }
 
 // gpuResources lists the NVIDIA GPU resources in a resource list, sorted.
@@ -245,14 +318,14 @@ func gpuResources(res corev1.ResourceList) []string {
 	return names
 }
 
-// smallest resolves the values a node label may take and returns the
+// smallest resolves the values a node label may take (by resolve) and returns the
 // device with the least memory: the scheduler may place the pod on any of
 // them, so the plan errs on the safe side.
-func (h *Handler) smallest(label string, values []string) (gpu.Selection, string, error) {
+func (h *Handler) smallest(label string, values []string, resolve func(string) (gpu.Selection, error)) (gpu.Selection, string, error) {
 	var best gpu.Selection
 	bestValue := ""
 	for _, v := range values {
-		sel, err := h.gpus.resolve(v)
+		sel, err := resolve(v)
 		if err != nil {
 			return gpu.Selection{}, "", fmt.Errorf("node label %s=%s: %v", label, v, err)
 		}
@@ -307,6 +380,11 @@ func (c *gpuCache) get(key string, resolve func() (gpu.Selection, error)) (gpu.S
 // resolve is gpu.Resolve(name), remembered.
 func (c *gpuCache) resolve(name string) (gpu.Selection, error) {
 	return c.get("n\x00"+name, func() (gpu.Selection, error) { return gpu.Resolve(name) })
+}
+
+// gke is gpu.FromGKEAccelerator(value, partition), remembered.
+func (c *gpuCache) gke(value, partition string) (gpu.Selection, error) {
+	return c.get("g\x00"+value+"\x00"+partition, func() (gpu.Selection, error) { return gpu.FromGKEAccelerator(value, partition) })
 }
 
 // fromLabels is gpu.FromNodeLabels(labels), remembered by the labels it

@@ -121,15 +121,19 @@ const (
 const labelReservePercent = 2
 
 // FromNodeLabels reads a Kubernetes node's NVIDIA GPU-feature-discovery
-// labels: the product names the device, gpu.count the number. A product
+// labels: the product names the device, gpu.count the number. A node
+// without them is read by GKE's accelerator label (FromGKEAccelerator). A product
 // the catalog does not know is sized from gpu.memory (MiB per GPU) less an
 // estimated driver reservation. With MIG's "single" strategy GFD reports
 // the slice as the product ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb") and the
 // slice count as gpu.count, which this reads as such.
 func FromNodeLabels(labels map[string]string) (Selection, error) {
 	product := strings.TrimSpace(labels[LabelProduct])
+	if product == "" && strings.TrimSpace(labels[LabelGKEAccelerator]) != "" {
+		return fromGKELabels(labels)
+	}
 	if product == "" {
-		return Selection{}, fmt.Errorf("node has no %s label: is NVIDIA GPU feature discovery (or the GPU operator) running on it?", LabelProduct)
+		return Selection{}, fmt.Errorf("node has no %s label (nor GKE's %s): is NVIDIA GPU feature discovery (or the GPU operator) running on it?", LabelProduct, LabelGKEAccelerator)
 	}
 	count, countNote := 1, ""
 	if v, ok := labels[LabelCount]; ok {
