@@ -164,7 +164,12 @@ func (b *Budget) check(dp int, allowLong bool) {
 		}
 	case b.MaxFitLen < b.MaxModelLen:
 		need := b.layout.requestBytes(b.MaxModelLen, set.MaxNumBatchedTokens)
-		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens", b.MaxModelLen, GiB(need), GiB(p.KVCache), b.MaxFitLen)
+		fit, at := b.LargestFit()
+		where := ""
+		if at > 0 {
+			where = fmt.Sprintf(" at --gpu-memory-utilization %.2f (at %.2f the CUDA graphs captured outside the budget do not fit the card either)", at, set.GPUMemoryUtilization)
+		}
+		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens%s", b.MaxModelLen, GiB(need), GiB(p.KVCache), fit, where)
 	}
 	if allowLong && b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0 {
 		how := "positions past it give NaN with rotary embeddings"
@@ -215,6 +220,26 @@ func UtilizationEdge(b Budget) bool {
 	}
 	safe, _ := Utilization(b, PolicyHeadroom)
 	return b.Settings.GPUMemoryUtilization > safe+0.005
+}
+
+// LargestFit is the longest context a request may have (aligned to the
+// block, at most the model's maximum) and the --gpu-memory-utilization it
+// holds at: the plan's own (0 returned) when the card holds the plan's
+// footprint; where it does not (CUDA graphs captured outside the budget,
+// before vLLM 0.21), the utilization that leaves room for them and the
+// context (Utilization), whose KV cache is smaller. One answer for the
+// plan's problem, the webhook's denial and doctor's remedy.
+func (b Budget) LargestFit() (tokens int, utilization float64) {
+	p, set := b.PerGPU, b.Settings
+	fit := b.MaxFitLen
+	if !b.CUDAGraphInBudget && p.CUDAGraph > 0 && b.Footprint > p.Total && p.Total > 0 {
+		u, _ := Utilization(b, PolicyHeadroom)
+		if u < set.GPUMemoryUtilization {
+			kv := p.KVCache - int64(math.Ceil(float64(p.Total)*set.GPUMemoryUtilization)) + int64(math.Ceil(float64(p.Total)*u))
+			fit, utilization = b.layout.maxLen(kv, set.MaxNumBatchedTokens, max(b.Model.MaxPositions, b.MaxModelLen)), u
+		}
+	}
+	return alignDown(fit, set.BlockSize, b.Model.MaxPositions), utilization
 }
 
 func graphTerm(b *Budget) string {

@@ -1,6 +1,8 @@
 package memory_test
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,5 +48,39 @@ func TestComputeCapability(t *testing.T) {
 		if a.Code == memory.AltQuantizeFP8 {
 			t.Errorf("fp8 offered on a V100: %s", a.Message)
 		}
+	}
+}
+
+// Llama-3.1-8B on one L4 at vLLM 0.10.1, whose CUDA graphs are captured
+// outside the budget: at --gpu-memory-utilization 0.95 no request of
+// 131,072 tokens fits, and neither do the graphs beside the budget, so
+// the largest context is the one at the utilization that leaves them
+// room. Planned again at that context and utilization, it fits: the
+// problem's answer is one plan confirms.
+func TestLargestFitLeavesGraphsRoom(t *testing.T) {
+	at := func(flags ...string) memory.Budget {
+		set, err := vllm.ParseFlags(flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Version = vllm.MustVersion("0.10.1")
+		return plan(t, memory.Input{Model: spec(t, "meta-llama/Llama-3.1-8B-Instruct"), Device: device(t, "L4"), Settings: set})
+	}
+	b := at("--max-model-len", "131072", "--gpu-memory-utilization", "0.95")
+	fit, u := b.LargestFit()
+	if u == 0 || u >= 0.95 || fit <= 0 || fit >= b.MaxFitLen {
+		t.Fatalf("largest fit %d at %.2f; the plan's own %d at 0.95", fit, u, b.MaxFitLen)
+	}
+	var msg string
+	for _, p := range b.Problems {
+		if p.Code == memory.CodeRequestDoesntFit {
+			msg = p.Message
+		}
+	}
+	if want := fmt.Sprintf("the largest context that fits is %d tokens at --gpu-memory-utilization %.2f", fit, u); !strings.Contains(msg, want) {
+		t.Errorf("problem %q, want it to say %q", msg, want)
+	}
+	if again := at("--max-model-len", strconv.Itoa(fit), "--gpu-memory-utilization", fmt.Sprintf("%.2f", u)); !again.Fits {
+		t.Errorf("replanned at %d tokens and %.2f: %v", fit, u, again.Problems)
 	}
 }
