@@ -291,7 +291,7 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		}
 	}
 	if (requestLong || tooLong) && base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
-		l := base.FitLen()
+		l, _ := base.LargestFit()
 		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
 			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
 			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)},

@@ -169,6 +169,9 @@ func (b *Budget) check(dp int, allowLong bool) {
 		if at > 0 {
 			where = fmt.Sprintf(" at --gpu-memory-utilization %.2f (at %.2f the CUDA graphs captured outside the budget do not fit the card either)", at, set.GPUMemoryUtilization)
 		}
+		if b.ColdStartAllowance() > 0 && fit < b.FitLen() {
+			where += fmt.Sprintf(" on a first start with a cold torch.compile cache (%d on a warm one)", b.FitLen())
+		}
 		problem(CodeRequestDoesntFit, "one request of %d tokens needs %s of KV cache, more than the %s available per GPU; vLLM stops with \"To serve at least one request ...\": the largest context that fits is %d tokens%s", b.MaxModelLen, GiB(need), GiB(p.KVCache), fit, where)
 	}
 	if allowLong && b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0 {
@@ -227,19 +230,32 @@ func UtilizationEdge(b Budget) bool {
 // holds at: the plan's own (0 returned) when the card holds the plan's
 // footprint; where it does not (CUDA graphs captured outside the budget,
 // before vLLM 0.21), the utilization that leaves room for them and the
-// context (Utilization), whose KV cache is smaller. One answer for the
-// plan's problem, the webhook's denial and doctor's remedy.
+// context (Utilization), whose KV cache is smaller. Where a first start
+// with a cold torch.compile cache may leave less KV cache
+// (ColdStartAllowance), it is the length that start holds too, so that a
+// new pod starts; the warm one when the cold one holds none. One answer
+// for the plan's problem, its shorter-context alternative and
+// recommendation, the webhook's denial and doctor's remedy.
 func (b Budget) LargestFit() (tokens int, utilization float64) {
 	p, set := b.PerGPU, b.Settings
-	fit := b.MaxFitLen
+	kv, fit := p.KVCache, b.MaxFitLen
 	if !b.CUDAGraphInBudget && p.CUDAGraph > 0 && b.Footprint > p.Total && p.Total > 0 {
-		u, _ := Utilization(b, PolicyHeadroom)
-		if u < set.GPUMemoryUtilization {
-			kv := p.KVCache - int64(math.Ceil(float64(p.Total)*set.GPUMemoryUtilization)) + int64(math.Ceil(float64(p.Total)*u))
-			fit, utilization = b.layout.maxLen(kv, set.MaxNumBatchedTokens, max(b.Model.MaxPositions, b.MaxModelLen)), u
+		if u, _ := Utilization(b, PolicyHeadroom); u < set.GPUMemoryUtilization {
+			kv += int64(math.Ceil(float64(p.Total)*u)) - int64(math.Ceil(float64(p.Total)*set.GPUMemoryUtilization))
+			fit, utilization = b.maxLenAt(kv), u
+		}
+	}
+	if cold := b.ColdStartAllowance(); cold > 0 {
+		if c := b.maxLenAt(kv - cold); c > 0 {
+			fit = min(fit, c)
 		}
 	}
 	return alignDown(fit, set.BlockSize, b.Model.MaxPositions), utilization
+}
+
+// maxLenAt is the longest request whose KV cache fits in kv bytes a GPU.
+func (b Budget) maxLenAt(kv int64) int {
+	return b.layout.maxLen(kv, b.Settings.MaxNumBatchedTokens, max(b.Model.MaxPositions, b.MaxModelLen))
 }
 
 func graphTerm(b *Budget) string {

@@ -189,7 +189,8 @@ func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Inpu
 	if b, err = Plan(at); err != nil {
 		return Recommendation{}, Input{}, Budget{}, err
 	}
-	r.MaxModelLen = b.FitLen()
+	warm := b.FitLen()
+	r.MaxModelLen, _ = b.LargestFit()
 	// Only a length the user gave is theirs: one an alternative chose
 	// (a shorter context at another utilization) is recomputed here, at
 	// the recommended utilization.
@@ -206,6 +207,10 @@ func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Inpu
 		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))
 	case r.MaxModelLen >= b.Model.MaxPositions:
 		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the model's full context fits (KV for %s tokens at --gpu-memory-utilization %.2f)", r.MaxModelLen, vllm.Thousands(b.KVTokens), u))
+	case r.MaxModelLen < warm:
+		// A length headroom chooses must also start a new pod, whose
+		// torch.compile cache is cold (LargestFit).
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context a first start with a cold torch.compile cache holds at --gpu-memory-utilization %.2f (%s less KV cache than a warm start, which holds %d), so that a new pod starts too", r.MaxModelLen, u, GiB(b.ColdStartAllowance()), warm))
 	default:
 		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: the longest block-aligned context whose KV fits in %s per GPU at --gpu-memory-utilization %.2f (the model allows %d)", r.MaxModelLen, GiB(b.PerGPU.KVCache), u, b.Model.MaxPositions))
 	}
