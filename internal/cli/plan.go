@@ -131,7 +131,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 // and so win over them.
 func request(cmd *cobra.Command, f planFlags, pasted []string) report.Request {
 	req := report.Request{Model: f.model, GPU: f.gpuName, GPUMemory: f.gpuMemory, GPUCount: f.gpuCount, GPUsPerNode: f.gpusPerNode,
-		Version: f.version, Install: f.install, Image: f.image, Command: pasted, ReadConfig: readConfigFile, Offline: f.offline, AllGPUs: f.allGPUs}
+		Version: f.version, Install: f.install, Image: f.image, Command: pastedWords(pasted), ReadConfig: readConfigFile, Offline: f.offline, AllGPUs: f.allGPUs}
 	for _, v := range append(vllmStringFlags, schedulerFlags...) {
 		if cmd.Flags().Changed(v.name) {
 			req.Flags = append(req.Flags, "--"+v.name, *f.vllm[v.name])
@@ -173,6 +173,9 @@ func gather(ctx context.Context, cmd *cobra.Command, env Env, f planFlags, args 
 		return evidence{}, badInput("unexpected arguments before --: %s (put the vLLM command after --)", strings.Join(args[:n], " "))
 	} else if n < 0 && len(args) > 0 {
 		return evidence{}, badInput("unexpected argument %q: give the model with --model, or paste the vLLM command after --", args[0])
+	}
+	if err := outputAfterDash(args); err != nil {
+		return evidence{}, err
 	}
 	e, err := report.Gather(ctx, reportEnv(env), request(cmd, f, args))
 	if err != nil {
