@@ -47,6 +47,11 @@ func releaseText(v vllm.Version) string {
 // ReleaseAssumed (no source named one; the newest rules were used).
 func (e Engine) Release() (vllm.Version, string) {
 	v := e.Input.Settings.Version
+	if e.Budget == nil {
+		// Not planned (no GPU, an unknown model): the launch still says
+		// which release it would have been planned for.
+		v = e.l.settings.Version
+	}
 	if e.Budget != nil && !e.Budget.Settings.Version.IsZero() {
 		v = e.Budget.Settings.Version
 	}

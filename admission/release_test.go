@@ -70,3 +70,21 @@ func TestReleaseAnnotation(t *testing.T) {
 		}
 	}
 }
+
+// A server that was not planned (no GPU named) still runs the release its
+// image tag names: check says "would be planned for 0.10.1 (image tag)",
+// not the newest release as assumed.
+func TestReleaseOfUnplannedServer(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "vllm", Image: "vllm/vllm-openai:v0.10.1",
+		Command:   []string{"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"},
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: resource.MustParse("1")}},
+	}}}
+	e := NewHandler(Deps{}).Evaluate(context.Background(), Workload{Kind: "Pod", Namespace: "default", Name: "llm", Spec: spec})
+	if len(e.Engines) != 1 || e.Engines[0].Budget != nil {
+		t.Fatalf("want one unplanned engine: %+v", e.Engines)
+	}
+	if v, from := e.Engines[0].Release(); v.String() != "0.10.1" || from != ReleaseFromImage {
+		t.Errorf("release %s (%s), want 0.10.1 (%s)", v, from, ReleaseFromImage)
+	}
+}

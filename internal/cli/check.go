@@ -34,7 +34,9 @@ type CheckResult struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Verdict is the validating webhook's: allowed, warned, denied,
-	// bypassed, or error (the object could not be read).
+	// bypassed, or error (the object could not be read); not_checked
+	// where the webhook would admit it with a warning that a vLLM server
+	// of it was not checked (NotChecked says why).
 	Verdict  string   `json:"verdict"`
 	Denials  []string `json:"denials"`
 	Warnings []string `json:"warnings"`
@@ -59,6 +61,10 @@ type CheckResult struct {
 	PodPatch []admission.PatchOp `json:"pod_patch,omitempty"`
 }
 
+// VerdictNotChecked is check's verdict on an object the webhook would let
+// through unchecked: an unknown GPU or model, flags it cannot read.
+const VerdictNotChecked = "not_checked"
+
 // PatchLine is one line of the manifest to change: Old is removed (empty
 // for an added line) and New written in its place at Line.
 type PatchLine struct {
@@ -77,7 +83,7 @@ type checkFlags struct {
 func newCheckCmd(env Env) *cobra.Command {
 	var f checkFlags
 	cmd := &cobra.Command{
-		Use:   "check FILE...",
+		Use:   "check FILE... (- reads standard input)",
 		Short: "Check Kubernetes manifests before kubectl apply, offline, with the admission webhook's verdicts",
 		Long: `check runs the validating admission webhook's own checks on each object of the
 manifests (Deployments, StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets, KServe
@@ -91,10 +97,15 @@ named by headroom.dev/model-config, a vLLM --config file mounted from one) is re
 the ConfigMaps of the files given, as the webhook reads it from the cluster; one they
 do not hold, and an HPA, are checked without and say so.
 
-Exit codes: 0 every object admitted, 1 one is denied, 2 bad input or an object (or a
-vLLM server in it) that could not be checked, said on the first line.`,
+Each object gets one verdict: allowed, warned, denied, bypassed, not checked (the
+webhook would let it through with a warning that a vLLM server of it was not checked),
+or error (it could not be read).
+
+Exit codes: 0 every object admitted, 1 one is denied, 2 bad input or an object that
+could not be checked, said on the first line.`,
 		Example: `  headroom check deploy.yaml
   headroom check k8s/*.yaml -o json
+  helm template charts/llm | headroom check -
   headroom check deploy.yaml -o patch | patch -p0
   headroom check deploy.yaml --write`,
 		Args: cobra.MinimumNArgs(1),
@@ -112,6 +123,18 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 	if err := checkFormat(f.output, "table", "json", "yaml", "patch"); err != nil {
 		return err
 	}
+	stdin := 0
+	for _, name := range files {
+		if name == stdinName {
+			stdin++
+		}
+	}
+	switch {
+	case stdin > 1:
+		return badInput("- (standard input) is given %d times: it can be read once", stdin)
+	case stdin == 1 && f.write:
+		return badInput("--write cannot write the fixes back into standard input (-): give the file, or use -o patch")
+	}
 	storage, err := readStorage(f.storage)
 	if err != nil {
 		return err
@@ -125,13 +148,25 @@ func runCheck(cmd *cobra.Command, f checkFlags, files []string) error {
 	return checkFiles(cmd, f, h, cms, files)
 }
 
-func readManifest(name string) ([]byte, error) {
-	fh, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
+// stdinName is the file name that reads the manifests from standard input
+// (helm template . | headroom check -).
+const stdinName = "-"
+
+// readManifest reads one manifest file, or standard input for "-", at
+// most maxManifestBytes of it.
+func readManifest(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	if name == stdinName {
+		r = stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
+		}
+		defer fh.Close()
+		r = fh
 	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, maxManifestBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxManifestBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, unwrapPathError(err))
 	}
@@ -340,7 +375,7 @@ func patchArgs(d manifestDoc, container string, flags []string) []PatchLine {
 func writeCheckTable(w io.Writer, rs []CheckResult, texts map[string]manifestText) error {
 	writeCheckHeadline(w, rs)
 	for _, r := range rs {
-		fmt.Fprintf(w, "\n%s:%d  %s/%s  %s\n", r.File, r.Line, r.Kind, r.Name, strings.ToUpper(r.Verdict))
+		fmt.Fprintf(w, "\n%s:%d  %s/%s  %s\n", r.File, r.Line, r.Kind, r.Name, verdictWords(r.Verdict))
 		writeCheckedRelease(w, r)
 		for _, d := range r.Denials {
 			fmt.Fprintf(w, "  denied   %s\n", d)

@@ -272,7 +272,7 @@ func writeFixed(rs []CheckResult, texts map[string]manifestText) (map[string][]b
 // else 1 when an object is denied.
 func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms manifestConfigMaps, files []string) error {
 	texts := map[string]manifestText{}
-	out, err := checkAll(cmd.Context(), h, cms, files, f.namespace, texts)
+	out, err := checkAll(cmd.Context(), h, cms, files, f.namespace, texts, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms mani
 				fmt.Fprintf(cmd.ErrOrStderr(), "headroom: wrote the fixes into %s (%d bytes); checked again below\n", name, len(data))
 			}
 		}
-		if out, err = checkAll(cmd.Context(), h, cms, files, f.namespace, texts); err != nil {
+		if out, err = checkAll(cmd.Context(), h, cms, files, f.namespace, texts, nil); err != nil {
 			return err
 		}
 	}
@@ -309,7 +309,7 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms mani
 		return err
 	}
 	for _, r := range out {
-		if len(r.NotChecked) > 0 {
+		if unchecked(r) {
 			return badInput("%s:%d %s/%s not checked: %s", r.File, r.Line, r.Kind, r.Name, r.NotChecked[0])
 		}
 	}
@@ -321,15 +321,22 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms mani
 	return nil
 }
 
+// unchecked reports whether an object's verdict is that it could not be
+// checked: it was not read, or a vLLM server of it was not planned and
+// nothing of it is denied.
+func unchecked(r CheckResult) bool {
+	return r.Verdict == VerdictNotChecked || r.Verdict == admission.VerdictError
+}
+
 // checkAll reads every file, takes their ConfigMaps into cms (which h
 // reads), then checks every object; texts receives each file as read.
-func checkAll(ctx context.Context, h *admission.Handler, cms manifestConfigMaps, files []string, namespace string, texts map[string]manifestText) ([]CheckResult, error) {
+func checkAll(ctx context.Context, h *admission.Handler, cms manifestConfigMaps, files []string, namespace string, texts map[string]manifestText, stdin io.Reader) ([]CheckResult, error) {
 	out := []CheckResult{}
 	clear(cms)
 	data := make([][]byte, len(files))
 	for i, name := range files {
 		var err error
-		if data[i], err = readManifest(name); err != nil {
+		if data[i], err = readManifest(name, stdin); err != nil {
 			return nil, usageError{err}
 		}
 		texts[name] = readText(name, data[i])
@@ -339,6 +346,11 @@ func checkAll(ctx context.Context, h *admission.Handler, cms manifestConfigMaps,
 		rs, err := CheckManifest(ctx, h, name, data[i], namespace)
 		if err != nil {
 			return nil, usageError{err}
+		}
+		// A file of no objects is most often a template that rendered
+		// nothing; "all 0 objects admitted" would pass a gate unread.
+		if len(rs) == 0 {
+			return nil, badInput("%s: no Kubernetes objects (an empty helm template or kustomize output?)", name)
 		}
 		out = append(out, rs...)
 	}
@@ -394,6 +406,13 @@ func (r *CheckResult) readChecked(c admission.Checked) {
 			r.NotChecked = append(r.NotChecked, x.Message)
 		}
 	}
+	// One verdict an object: the webhook would admit one it could not
+	// check with a warning, which a gate must not read as admitted. A
+	// denial still wins: the webhook refuses that object whatever the
+	// part it could not check would say.
+	if len(r.NotChecked) > 0 && (r.Verdict == admission.VerdictWarned || r.Verdict == admission.VerdictAllowed) {
+		r.Verdict = VerdictNotChecked
+	}
 	if len(c.Evaluation.Engines) > 0 {
 		v, from := c.Evaluation.Engines[0].Release()
 		r.VLLMVersion, r.VLLMVersionFrom = v.String(), from
@@ -403,19 +422,19 @@ func (r *CheckResult) readChecked(c admission.Checked) {
 // writeCheckHeadline is the table's answer: what was not checked comes
 // first (check exits 2 on it), then the denials, else the admission.
 func writeCheckHeadline(w io.Writer, rs []CheckResult) {
-	denied, unchecked := 0, 0
+	denied, notChecked := 0, 0
 	for _, r := range rs {
-		if r.Verdict == admission.VerdictDenied {
+		switch {
+		case r.Verdict == admission.VerdictDenied:
 			denied++
-		}
-		if len(r.NotChecked) > 0 {
-			unchecked++
+		case unchecked(r):
+			notChecked++
 		}
 	}
-	if unchecked > 0 {
-		fmt.Fprintf(w, "NOT CHECKED: %d of %d objects could not be checked, so nothing here is known to be admitted:\n", unchecked, len(rs))
+	if notChecked > 0 {
+		fmt.Fprintf(w, "NOT CHECKED: %d of %d objects could not be checked, so nothing here is known to be admitted:\n", notChecked, len(rs))
 		for _, r := range rs {
-			if len(r.NotChecked) > 0 {
+			if unchecked(r) {
 				fmt.Fprintf(w, "  %s:%d %s/%s: %s\n", r.File, r.Line, r.Kind, r.Name, r.NotChecked[0])
 			}
 		}
@@ -423,19 +442,29 @@ func writeCheckHeadline(w io.Writer, rs []CheckResult) {
 	switch {
 	case denied > 0:
 		fmt.Fprintf(w, "DENIED: %d of %d objects would be refused by the admission webhook\n", denied, len(rs))
-	case unchecked == 0:
+	case notChecked == 0:
 		fmt.Fprintf(w, "ADMITTED: the admission webhook would admit all %d objects\n", len(rs))
 	}
 }
 
-// writeCheckedRelease says which vLLM release the object was planned for.
+// verdictWords is an object's verdict in the table.
+func verdictWords(v string) string {
+	return strings.ToUpper(strings.ReplaceAll(v, "_", " "))
+}
+
+// writeCheckedRelease says which vLLM release the object was planned for,
+// or would have been where it was not planned.
 func writeCheckedRelease(w io.Writer, r CheckResult) {
+	planned := "planned for"
+	if len(r.NotChecked) > 0 {
+		planned = "would be planned for"
+	}
 	switch r.VLLMVersionFrom {
 	case "":
 	case admission.ReleaseAssumed:
-		fmt.Fprintf(w, "  vllm     planned for %s, assumed: neither the image tag nor the annotation %s names a release\n", r.VLLMVersion, admission.AnnotationVLLMVersion)
+		fmt.Fprintf(w, "  vllm     %s %s, assumed: neither the image tag nor the annotation %s names a release\n", planned, r.VLLMVersion, admission.AnnotationVLLMVersion)
 	default:
-		fmt.Fprintf(w, "  vllm     planned for %s (%s)\n", r.VLLMVersion, r.VLLMVersionFrom)
+		fmt.Fprintf(w, "  vllm     %s %s (%s)\n", planned, r.VLLMVersion, r.VLLMVersionFrom)
 	}
 }
 
