@@ -104,11 +104,44 @@ func (p *kservePredictor) hfModel() (*kserveModel, string) {
 	return nil, ""
 }
 
+// kserveOwnArgs are the arguments KServe's Hugging Face server reads
+// itself and does not hand to vLLM, by name with dashes for underscores,
+// and whether each takes a value: the model server's (--model_name, which
+// every runtime passes, the ports, the protocol; kserve/model_server.py)
+// and the Hugging Face server's for its transformers backend
+// (huggingfaceserver/__main__.py), KServe v0.15.0. --model_id and
+// --backend are read below. Not among them: what the two parsers share a
+// destination with vLLM's own arguments (--max_model_len,
+// --trust_remote_code, --tokenizer_revision, --disable_log_requests, and
+// --dtype, which KServe defines only without vLLM), which reach vLLM's
+// engine arguments as vLLM's flags.
+var kserveOwnArgs = map[string]bool{
+	"http-port": true, "grpc-port": true, "workers": true, "max-threads": true,
+	"max-asyncio-workers": true, "enable-grpc": true, "enable-docs-url": true,
+	"enable-latency-logging": true, "configure-logging": true, "log-config-file": true,
+	"access-log-format": true, "model-name": true, "predictor-host": true, "protocol": true,
+	"predictor-protocol": true, "predictor-use-ssl": true, "predictor-request-timeout-seconds": true,
+	"grpc-max-send-message-length": true, "grpc-max-receive-message-length": true,
+	"predictor-request-retries": true, "enable-predictor-health-check": false,
+	"model-dir": true, "disable-lower-case": false, "disable-special-tokens": false,
+	"tensor-input-names": true, "return-token-type-ids": false, "return-probabilities": false,
+}
+
+// kserveRenamed are KServe's names of vLLM's arguments: --max_length
+// (its older --max_model_len, dest max_model_len) and --model_revision,
+// which the server copies to vLLM's revision.
+var kserveRenamed = map[string]string{
+	"max-length":     vllm.FlagMaxModelLen,
+	"model-revision": "revision",
+}
+
 // kserveLaunch reads the vLLM settings the Hugging Face server passes on
 // from a model's args: its own --model_id (or an hf:// storageUri) names
-// the model, --max_length is its older name of --max_model_len, and
-// --backend=huggingface serves without vLLM (ok false). Its other own
-// flags are kept among the settings' unknown flags.
+// the model, --backend=huggingface serves without vLLM (ok false), its
+// names of vLLM's arguments are read as vLLM's (kserveRenamed), and the
+// arguments only KServe reads (kserveOwnArgs) are left out, so that
+// --model_name, which every InferenceService passes, is not taken for a
+// vLLM flag headroom does not know.
 func kserveLaunch(m *kserveModel) (l launch, ok bool, err error) {
 	var args []string
 	backend, modelID := "", ""
@@ -116,7 +149,11 @@ func kserveLaunch(m *kserveModel) (l launch, ok bool, err error) {
 		a := m.Args[i]
 		name, value, hasValue := strings.Cut(a, "=")
 		key := strings.ReplaceAll(strings.TrimLeft(name, "-"), "_", "-")
-		if strings.HasPrefix(name, "--") && (key == "backend" || key == "model-id") {
+		if !strings.HasPrefix(name, "--") {
+			args = append(args, a)
+			continue
+		}
+		if key == "backend" || key == "model-id" {
 			if !hasValue && i+1 < len(m.Args) {
 				i++
 				value = m.Args[i]
@@ -128,8 +165,14 @@ func kserveLaunch(m *kserveModel) (l launch, ok bool, err error) {
 			}
 			continue
 		}
-		if strings.HasPrefix(name, "--") && key == "max-length" {
-			name = "--" + vllm.FlagMaxModelLen
+		if takesValue, own := kserveOwnArgs[key]; own {
+			if takesValue && !hasValue && i+1 < len(m.Args) {
+				i++
+			}
+			continue
+		}
+		if to, renamed := kserveRenamed[key]; renamed {
+			name = "--" + to
 			if hasValue {
 				a = name + "=" + value
 			} else {
