@@ -29,7 +29,20 @@ const (
 	// CodeHFToken: a Hugging Face token is written in a plain env value,
 	// readable by whoever can read the object.
 	CodeHFToken = "hf_token_in_plain_env"
+	// CodeHostMemoryBeyondNodes: vLLM would hold more host memory than
+	// any node has (MaxPodMemoryBytes); no memory limit is proposed.
+	CodeHostMemoryBeyondNodes = "host_memory_beyond_nodes"
 )
+
+// MaxPodMemoryBytes bounds the memory limit the pod checks propose and
+// the mutating webhook writes: 8 TiB. The 8-GPU H100, H200 and B200
+// machines of the clouds the GPU catalog lists carry 2 to 4 TB of host
+// memory, and a two-socket GPU server takes at most 32 DIMMs of 256 GB
+// (8 TB). A host plan past it comes from a setting that no node can hold
+// (--kv-offloading-size in MiB taken for GiB, a --max-num-seqs of
+// billions), and a limit written from it (3814709Gi) would leave the pod
+// Pending, its request past every node, with nothing said about why.
+const MaxPodMemoryBytes = int64(8) << 40
 
 // PodPolicy decides which of the pod checks deny and which warn.
 type PodPolicy string
@@ -60,7 +73,7 @@ func ParsePodPolicy(s string) (PodPolicy, error) {
 // podDenies are the codes of the pod checks the default policy denies;
 // podStrict those strict adds.
 var (
-	podDenies = []string{CodeHostMemory, CodeSharedMemory, CodeSharedMemorySmall}
+	podDenies = []string{CodeHostMemory, CodeSharedMemory, CodeSharedMemorySmall, CodeHostMemoryBeyondNodes}
 	podStrict = []string{CodeProbe, CodeHFToken}
 )
 
@@ -266,6 +279,16 @@ func memoryChecks(spec *corev1.PodSpec, ci int, c corev1.Container, label string
 		limit, hasLimit, errL = memoryQuantity(spec.Resources.Limits, c.Name, "spec.resources.limits.memory")
 	}
 	terms := topTerms(hp, 3)
+	if hp.MemoryLimitBytes > MaxPodMemoryBytes || hp.RequiredBytes > MaxPodMemoryBytes {
+		// No fix: a limit past every node is not one to write.
+		var largest string
+		if t := hp.Largest(1); len(t) == 1 {
+			largest = fmt.Sprintf("; the largest, %s, is %s", t[0].Name(), t[0].Detail)
+		}
+		findings = append(findings, Finding{Code: CodeHostMemoryBeyondNodes, Message: fmt.Sprintf("%s: vLLM would hold %s in host memory (%s), more than any node has (headroom proposes no memory limit past %s): lower the setting that term follows from%s",
+			label, memory.GiB(hp.RequiredBytes), terms, quantity(MaxPodMemoryBytes), largest)})
+		return findings, nil
+	}
 	memFix := PodFix{Code: CodeHostMemory, Container: c.Name,
 		Message: fmt.Sprintf("set resources.limits.memory and resources.requests.memory of %s to %s", containerName(c, label), hp.MemoryLimit),
 		Ops:     memoryOps(cpath, c, hp.MemoryLimit)}
