@@ -265,7 +265,9 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 				break
 			}
 		}
-		if base.Model.Quant == nil && set.Quantization == "" {
+		// Quantizing on load reads the 16-bit weights first
+		// (CodeOnlineQuantLoad): no lever where they do not fit.
+		if base.Model.Quant == nil && set.Quantization == "" && base.PerGPU.Weights <= base.PerGPU.Total-base.PerGPU.Context {
 			try(Alternative{Code: AltQuantizeFP8, Args: []string{"--quantization", "fp8"}, Cost: flagCost("quantization"),
 				Changes: []string{"--quantization fp8"},
 				Message: "quantize the weights to fp8 on load (--quantization fp8), or serve an FP8/AWQ checkpoint of this model"},

@@ -126,8 +126,9 @@ func TestAlternativesMultiNode(t *testing.T) {
 	if b.Fits || b.Problems[0].Code != memory.CodeWeightsDontFit {
 		t.Fatalf("tp 8 on one node: %v", b.Problems)
 	}
+	// fp8 on load is no lever: the 94.53 GiB of bf16 weights a GPU load
+	// first (CodeOnlineQuantLoad).
 	checkAlternatives(t, in, []alt{
-		{code: memory.AltQuantizeFP8, args: "--quantization fp8", cost: 1},
 		{code: memory.AltMoreGPUs, args: "--pipeline-parallel-size 2", gpu: "H100-80GB", count: 16, cost: 3},
 		{code: memory.AltBiggerGPU, gpu: "H200", count: 8, cost: 3},
 	})
@@ -135,7 +136,7 @@ func TestAlternativesMultiNode(t *testing.T) {
 	// layer above + the embedding (first stage) or the head and final norm
 	// (last stage), + the rotary table.
 	alts := memory.Alternatives(in, gpu.Devices())
-	two := plan(t, alts[1].Input)
+	two := plan(t, alts[0].Input)
 	first := (63*layer+128256*16384/8)*2 + 131072*128*2
 	if len(two.Stages) != 2 || two.Stages[0].Weights != first {
 		t.Errorf("tp 8 × pp 2: first stage weights %+v, worked %d", two.Stages, first)

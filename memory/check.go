@@ -49,6 +49,9 @@ const (
 	// CodeComputeCapability: a GPU, a dtype or a quantization method
 	// below the compute capability vLLM's kernels need.
 	CodeComputeCapability = "compute_capability_refused"
+	// CodeOnlineQuantLoad: --quantization on an unquantized checkpoint
+	// whose 16-bit weights do not fit the GPU while they load.
+	CodeOnlineQuantLoad = "online_quantization_load_peak"
 	// CodeSchedulerRefused: --max-num-batched-tokens below what vLLM's
 	// SchedulerConfig accepts beside --max-num-seqs or, without chunked
 	// prefill, --max-model-len.
@@ -127,6 +130,9 @@ func (b *Budget) check(dp int, allowLong bool) {
 		problem(CodeWeightsDontFit, "weights take %s per GPU but only %s is free after the CUDA context: loading runs out of memory (use more GPUs, a quantized checkpoint, or a bigger GPU)", GiB(p.Weights), GiB(free))
 	case p.Requested > free && set.KVCacheMemoryBytes == 0:
 		problem(CodeFreeMemory, "--gpu-memory-utilization %.2f requests %s, but only %s is free once the process starts: vLLM stops with \"Free memory on device ... is less than desired GPU memory utilization\"", set.GPUMemoryUtilization, GiB(p.Requested), GiB(free))
+	}
+	if b.loadPeak > free && p.Weights <= free {
+		warn(CodeOnlineQuantLoad, "--quantization %s quantizes this unquantized checkpoint on load: vLLM's online path reads its %s of 16-bit weights a GPU before quantizing them (Fp8LinearMethod's process_weights_after_loading), more than the %s free, so loading may run out of memory; serve a checkpoint quantized ahead (FP8, AWQ, GPTQ) or use more GPUs", set.Quantization, GiB(b.loadPeak), GiB(free))
 	}
 	nonKV := p.Weights + p.Activation + p.NonTorch
 	if b.CUDAGraphInBudget {

@@ -194,6 +194,10 @@ type Budget struct {
 	// activationForwardBound: the forward pass, not the sampler, sets the
 	// last stage's profile peak.
 	activationForwardBound bool
+	// loadPeak is the most weights a GPU holds while loading where
+	// --quantization quantizes an unquantized checkpoint on load: its
+	// 16-bit weights, read before they are quantized; 0 otherwise.
+	loadPeak int64
 }
 
 // Plan computes the budget.
@@ -295,6 +299,10 @@ func planWith(in Input, layers *[]model.LayerParams) (Budget, error) {
 		p.Weights = int64(rank.bytes(b.DtypeBytes, format, false)*scale) + ropeCacheBytes(s, b.DtypeBytes)
 		p.Weights -= int64(set.CPUOffloadGiB * gib)
 		p.Weights = max(p.Weights, 0) + feat.weights(s, st, b.DtypeBytes)
+		if format.quantized && s.Quant == nil {
+			unq := int64(rank.bytes(b.DtypeBytes, linearFormat{}, false)) + ropeCacheBytes(s, b.DtypeBytes) - int64(set.CPUOffloadGiB*gib)
+			b.loadPeak = max(b.loadPeak, max(unq, 0)+feat.weights(s, st, b.DtypeBytes))
+		}
 		as := feat.activationSpec(s)
 		p.Activation = activationBytes(as, st, tp, set.MaxNumBatchedTokens, set.MaxNumSeqs, b.DtypeBytes, run, moe)
 		if st.isLast {

@@ -99,6 +99,9 @@ var problemWords = map[string]string{
 	memory.CodeGraphsOverflow:      "CUDA graphs do not fit",
 	memory.CodeAutoUnsupported:     "--max-model-len auto needs a newer vLLM",
 	memory.CodePinnedPoolDoesntFit: "the pinned KV pool does not fit",
+	memory.CodeComputeCapability:   "too old a GPU for vLLM or these settings",
+	memory.CodeSchedulerRefused:    "scheduler limits vLLM refuses",
+	memory.CodeFlagUnknown:         "a flag vLLM does not know",
 }
 
 // ProblemWords is a problem code in words: a short phrase for a table

@@ -42,9 +42,13 @@ func TestAllGPUsTriesTensorParallel(t *testing.T) {
 	if l := rows["L4"]; l.Count != 8 || l.Verdict != RowShorter || l.MaxFitLen <= 0 || l.MaxFitLen >= 131072 || l.ProblemText != "one full-length request does not fit" {
 		t.Errorf("L4 row %+v, want 8 GPUs that start at a shorter context", l)
 	}
-	// Eight K80s (11.17 GiB each) do not hold the weights: it does not
-	// start, said in words.
-	if k := rows["K80"]; k.Verdict != RowDoesNotStart || k.MaxFitLen != 0 || k.ProblemText != "the weights do not fit" || k.FirstProblem != memory.CodeWeightsDontFit {
+	// Eight V100-16GBs (15.78 GiB each) do not hold the weights: it does
+	// not start, said in words. Nor do K80s, below the compute capability
+	// vLLM runs on (3.7 against 7.0), whatever their memory.
+	if v := rows["V100-16GB"]; v.Verdict != RowDoesNotStart || v.MaxFitLen != 0 || v.ProblemText != "the weights do not fit" || v.FirstProblem != memory.CodeWeightsDontFit {
+		t.Errorf("V100-16GB row %+v", v)
+	}
+	if k := rows["K80"]; k.Verdict != RowDoesNotStart || k.FirstProblem != memory.CodeComputeCapability || k.ProblemText != "too old a GPU for vLLM or these settings" {
 		t.Errorf("K80 row %+v", k)
 	}
 	no := 0
