@@ -11,7 +11,6 @@ import (
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/model/catalog"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -31,13 +30,11 @@ func newGPUsCmd(env Env) *cobra.Command {
 }
 
 func newModelsCmd(env Env) *cobra.Command {
-	return newListCmd("models", "List the models in the embedded catalog", catalog.Entries, func(w io.Writer, _ []catalog.Entry) error {
+	return newListCmd("models", "List the models in the embedded catalog", report.Models, func(w io.Writer, rows []report.ModelRow) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "MODEL\tPARAMS\tLAYERS\tATTENTION\tMAX CONTEXT")
-		for _, id := range catalog.IDs() {
-			if s, ok := catalog.Lookup(id); ok {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", id, humanCount(s.Params()), s.Layers, report.AttentionSummary(s), s.MaxPositions)
-			}
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.ID, humanCount(r.Params), r.Layers, r.Attention, r.MaxPositions)
 		}
 		return tw.Flush()
 	})

@@ -324,6 +324,28 @@ func TestListCommands(t *testing.T) {
 	if code, out, _ := run(t, offline, "models"); code != 0 || !strings.Contains(out, "deepseek-ai/DeepSeek-V2-Lite-Chat") {
 		t.Errorf("models: %d", code)
 	}
+	// The JSON holds the table's facts: Llama-3.1-8B's 8,030,261,248
+	// parameters (Meta's model card: 8.03B), 32 layers, 131,072 positions.
+	code, out, _ := run(t, offline, "models", "-o", "json")
+	var rows []struct {
+		ID           string `json:"id"`
+		Params       int64  `json:"params"`
+		Layers       int    `json:"layers"`
+		Attention    string `json:"attention"`
+		MaxPositions int    `json:"max_position_embeddings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil {
+		t.Fatalf("models -o json: %d %v", code, err)
+	}
+	for _, r := range rows {
+		if r.ID == "meta-llama/Llama-3.1-8B-Instruct" && (r.Params != 8_030_261_248 || r.Layers != 32 || r.Attention != "32 full" || r.MaxPositions != 131072) {
+			t.Errorf("Llama-3.1-8B: %+v", r)
+		}
+	}
+	// A count that rounds to a thousand millions reads as billions.
+	if got := humanCount(999_999_999); got != "1.00B" {
+		t.Errorf("humanCount(999,999,999) = %s", got)
+	}
 }
 
 // TestPlanRecommendsTheAlternative: tp 8 on one H100 fails on the count;

@@ -274,7 +274,7 @@ var (
 
 func humanCount(n int64) string {
 	switch {
-	case n >= 1e9:
+	case n >= 999_500_000: // what would round to "1000M" reads as billions
 		return fmt.Sprintf("%.2fB", float64(n)/1e9)
 	case n >= 1e6:
 		return fmt.Sprintf("%.0fM", float64(n)/1e6)
