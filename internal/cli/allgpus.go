@@ -23,9 +23,9 @@ func writeAllGPUs(w io.Writer, e evidence, rows []report.GPURow) error {
 	}
 	fmt.Fprintf(w, "%s at %s tokens, vLLM %s%s; %s\n\n", e.Spec.ID, humanInt(int64(ctx)), e.Settings.Version, assumedRelease(e.VersionFrom), how)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPUS\tMEMORY\tSTARTS\tMAX CONTEXT\tKV TOKENS\tREC. UTIL\tWHY NOT")
+	fmt.Fprintln(tw, "GPUS\tMEMORY\tSTARTS\tAT UTIL\tMAX CONTEXT\tKV TOKENS\tREC. UTIL\tWHY NOT")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", report.GPUCount(r.Count, r.GPU), rowMemory(r), rowStarts(r), humanInt(int64(r.MaxFitLen)), humanInt(r.KVCacheTokens), r.Recommended, r.ProblemText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%.2f\t%s\n", report.GPUCount(r.Count, r.GPU), rowMemory(r), rowStarts(r), r.Utilization, humanInt(int64(r.MaxFitLen)), humanInt(r.KVCacheTokens), r.Recommended, r.ProblemText)
 	}
 	return tw.Flush()
 }

@@ -212,8 +212,14 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	}
 	opt := memory.Options{Policy: f.policy, TypicalContext: f.typicalContext}
 	if f.allGPUs {
+		if f.output != "table" && f.output != "json" && f.output != "yaml" {
+			return badInput("--all-gpus prints a table, json or yaml, not %s: plan one GPU with --gpu for its flags", f.output)
+		}
 		if f.profile != "" {
 			return badInput("--profile chooses one deployment's --max-num-seqs: give --gpu, not --all-gpus")
+		}
+		if f.gpuName != "" || f.gpuMemory != "" {
+			return badInput("--all-gpus plans every catalog GPU: drop --gpu (or drop --all-gpus to plan that one)")
 		}
 		return runAllGPUs(cmd, f, e, opt)
 	}

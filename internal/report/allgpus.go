@@ -5,6 +5,7 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
 )
 
 // GPURow is one GPU of `plan --all-gpus`: the fewest of that GPU, with
@@ -23,11 +24,15 @@ type GPURow struct {
 	// Verdict is "fits" (vLLM starts and serves ContextTokens), "shorter"
 	// (it starts only with --max-model-len MaxFitLen or less), or
 	// "does_not_start".
-	Verdict        string  `json:"verdict"`
-	ContextTokens  int     `json:"context_tokens"`
-	Fits           bool    `json:"fits"`
-	MaxFitLen      int     `json:"max_fit_model_len"`
-	KVCacheTokens  int64   `json:"kv_cache_tokens"`
+	Verdict       string `json:"verdict"`
+	ContextTokens int    `json:"context_tokens"`
+	Fits          bool   `json:"fits"`
+	MaxFitLen     int    `json:"max_fit_model_len"`
+	KVCacheTokens int64  `json:"kv_cache_tokens"`
+	// Utilization is the --gpu-memory-utilization the row was planned at:
+	// yours when given; else the default, or the recommended one where
+	// the default does not start and that one does.
+	Utilization    float64 `json:"gpu_memory_utilization"`
 	Recommended    float64 `json:"recommended_gpu_memory_utilization"`
 	FirstProblem   string  `json:"problem,omitempty"`
 	ProblemText    string  `json:"problem_text,omitempty"`
@@ -43,12 +48,23 @@ const (
 
 // AllGPUs plans the evidence's model and settings on every catalog GPU,
 // each at the fewest shards that serve its context (memory.FewestShards).
+// Where the utilization was not given and the default does not start,
+// the row is planned at the recommended one if that starts, as `plan`
+// offers it ("would fit: --gpu-memory-utilization 0.85"): a row says no
+// only when no utilization helps.
 func AllGPUs(e Evidence, opt memory.Options) ([]GPURow, error) {
 	var rows []GPURow
 	for _, d := range gpu.Devices() {
-		b, err := memory.FewestShards(memory.Input{Model: e.Spec, Device: d, Settings: e.Settings, Draft: e.Draft})
+		in := memory.Input{Model: e.Spec, Device: d, Settings: e.Settings, Draft: e.Draft}
+		b, err := memory.FewestShards(in)
 		if err != nil {
 			return nil, err
+		}
+		if u, _ := memory.Utilization(b, opt.Policy); !b.Fits && !e.Settings.Set[vllm.FlagGPUMemoryUtilization] && u > 0 && u != b.Settings.GPUMemoryUtilization {
+			in.Settings.GPUMemoryUtilization = u
+			if at, err := memory.FewestShards(in); err == nil && (at.Fits || at.MaxFitLen > b.MaxFitLen) {
+				b = at
+			}
 		}
 		rows = append(rows, gpuRow(d, b, opt))
 	}
@@ -60,7 +76,7 @@ func gpuRow(d gpu.Device, b memory.Budget, opt memory.Options) GPURow {
 	u, _ := memory.Utilization(b, opt.Policy)
 	row := GPURow{GPU: d.Name, Count: b.Count, TotalGiB: GiBs(d.TotalBytes), GPUsTotalGiB: GiBs(d.TotalBytes * int64(max(b.Count, 1))),
 		TensorParallelSize: b.Settings.TensorParallelSize, ContextTokens: b.MaxModelLen, Fits: b.Fits, MaxFitLen: b.MaxFitLen,
-		KVCacheTokens: b.KVTokens, Recommended: u, MaxConcurrency: b.MaxConcurrency}
+		KVCacheTokens: b.KVTokens, Utilization: b.Settings.GPUMemoryUtilization, Recommended: u, MaxConcurrency: b.MaxConcurrency}
 	switch {
 	case b.Fits:
 		row.Verdict = RowFits
