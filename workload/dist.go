@@ -97,6 +97,22 @@ func (d Quantile) Mean() float64 {
 	return m
 }
 
+// Least is the smallest length d draws (what a length of 0 must be
+// checked on); a distribution of another kind answers its mean.
+func Least(d Dist) int {
+	switch d := d.(type) {
+	case Fixed:
+		return int(d)
+	case Uniform:
+		return d.Lo
+	case Quantile:
+		if len(d.Points) > 0 {
+			return d.Points[0].Value
+		}
+	}
+	return int(math.Ceil(d.Mean()))
+}
+
 // maxTokens bounds one length: far beyond any context window, and a typo
 // away from a run that cannot end.
 const maxTokens = 10_000_000

@@ -1,8 +1,10 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -124,6 +126,17 @@ func (f *Flags) Spec(fs *pflag.FlagSet, open func(string) (io.ReadCloser, error)
 	}
 	s := Spec{Rate: f.rate, Arrival: f.arrival, Burstiness: f.burstiness, Concurrency: f.concurrency, NumRequests: f.numRequests,
 		Duration: f.duration.Seconds(), Log: f.requests, Speedup: f.speedup, Seed: f.seed, PeakRate: f.peakRate}
+	// A zero given is refused as a negative is: 0 would otherwise read
+	// as the flag's absence (no bound, Poisson), and vllm bench serve
+	// refuses --num-prompts 0 and --burstiness 0 as well.
+	switch {
+	case changed("num-requests") && f.numRequests <= 0:
+		return Spec{}, rd, errors.New(errNumRequests)
+	case changed("duration") && f.duration <= 0:
+		return Spec{}, rd, errors.New(errDuration)
+	case changed("burstiness") && !(f.burstiness > 0):
+		return Spec{}, rd, errors.New(errBurstiness)
+	}
 	if changed("period") {
 		if f.period <= 0 {
 			return Spec{}, rd, fmt.Errorf("--period must be positive, e.g. 24h")
@@ -264,20 +277,26 @@ func (f *Flags) benchOutput() (BenchOutput, error) {
 func lengths(prompt, output string, open func(string) (io.ReadCloser, error)) (Dist, Dist, error) {
 	var out [2]Dist
 	for i, spec := range []string{prompt, output} {
+		flag := [...]string{"--prompt-tokens", "--output-tokens"}[i]
 		d, err := ParseDist(spec)
 		if err == nil {
 			out[i] = d
 			continue
 		}
 		if open == nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: %v", flag, err)
 		}
 		f, ferr := open(spec)
 		if ferr != nil {
-			if os.IsNotExist(ferr) {
-				return nil, nil, err
+			if !os.IsNotExist(ferr) {
+				return nil, nil, fmt.Errorf("%s %s: %v", flag, spec, unwrapPath(ferr))
 			}
-			return nil, nil, ferr
+			// A misspelt length ("1O24", "fixd:8") is a length; anything
+			// else was meant as a file.
+			if looksLikeLength(spec) {
+				return nil, nil, fmt.Errorf("%s: %v", flag, err)
+			}
+			return nil, nil, fmt.Errorf("%s %s: no such file (a length is N, fixed:N or uniform:A-B; a file, a 'headroom profile -o json' output)", flag, spec)
 		}
 		p, o, perr := ProfileDists(f, spec)
 		f.Close()
@@ -290,4 +309,25 @@ func lengths(prompt, output string, open func(string) (io.ReadCloser, error)) (D
 		}
 	}
 	return out[0], out[1], nil
+}
+
+// looksLikeLength reports whether s was meant as a length, not a file
+// name: it starts with a digit or names a distribution.
+func looksLikeLength(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" || (s[0] >= '0' && s[0] <= '9') || s[0] == '-' || s[0] == '+' {
+		return true
+	}
+	kind, _, ok := strings.Cut(s, ":")
+	return ok && !strings.ContainsAny(kind, "./\\")
+}
+
+// unwrapPath drops the operation of a path error: "x.json: permission
+// denied" reads "permission denied" after the name.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

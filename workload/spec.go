@@ -174,15 +174,15 @@ func (s Spec) Validate() error {
 	case s.Concurrency < 0:
 		return errors.New("--concurrency must be 1 or more")
 	case s.NumRequests < 0:
-		return errors.New("--num-requests must not be negative")
+		return errors.New(errNumRequests)
 	case math.IsNaN(s.Duration) || s.Duration < 0:
-		return errors.New("--duration must be positive")
+		return errors.New(errDuration)
 	case s.Log != "" && !(s.Speedup > 0):
 		return errors.New("--speedup must be positive, e.g. 2")
 	case s.Arrival != "" && s.Arrival != Poisson && s.Arrival != Constant:
 		return fmt.Errorf("--arrival %q: use poisson or constant", s.Arrival)
 	case s.Burstiness < 0 || math.IsNaN(s.Burstiness):
-		return errors.New("--burstiness must be positive (1 is Poisson)")
+		return errors.New(errBurstiness)
 	case math.IsNaN(s.PeakRate) || s.PeakRate < 0 || math.IsInf(s.PeakRate, 1):
 		return errors.New("--peak-rate must be a finite number of requests per second")
 	case s.PeakRate > 0 && (s.Rate <= 0 || math.IsInf(s.Rate, 1) || s.PeakRate < s.Rate):
@@ -201,12 +201,27 @@ func (s Spec) Validate() error {
 		return errors.New("no traffic: give --rate R, --concurrency N, --burst or --requests FILE")
 	case s.Dataset.Name != "" && len(s.Bursts) > 0:
 		return errors.New("--burst adds synthetic requests: not with --dataset-name (replay the dataset alone)")
+	case s.Log != "" && len(s.Bursts) > 0:
+		// A replayed log is the traffic as it was: a burst would have to
+		// be merged into its times, and was dropped instead.
+		return errors.New("--burst adds synthetic requests: not with --requests (add the burst's lines to the log, or replay it alone)")
 	case s.Dataset.Name != "":
 		if err := s.Dataset.Validate(); err != nil {
 			return err
 		}
 	case s.Log == "" && (s.Prompt == nil || s.Output == nil):
 		return errors.New("no request lengths: give --prompt-tokens and --output-tokens")
+	case s.Log == "" && Least(s.Output) < 1:
+		// vLLM's SamplingParams refuses max_tokens below 1, and so does
+		// the stand-in server: a request of 0 output tokens is no request.
+		return fmt.Errorf("--output-tokens %s: vLLM refuses max_tokens below 1: give lengths of 1 or more", s.Output)
+	case s.Log == "" && s.PrefixTokens == 0 && Least(s.Prompt) < 1:
+		return fmt.Errorf("--prompt-tokens %s: vLLM refuses an empty prompt: give lengths of 1 or more", s.Prompt)
+	}
+	for _, b := range s.Bursts {
+		if s.Duration > 0 && b.At > s.Duration {
+			return fmt.Errorf("--burst %s comes after the traffic ends (--duration %s): move it within, or lengthen --duration", b, seconds(s.Duration))
+		}
 	}
 	if n := s.synthCount(); n > MaxRequests {
 		return fmt.Errorf("%s requests: at most %d in one run (lower --rate, --duration or --num-requests)", humanCount(n), MaxRequests)
@@ -241,9 +256,26 @@ func (s Spec) synthCount() float64 {
 	return n + DefaultNumRequests
 }
 
+// Messages a zero and a negative value share: both are refused alike.
+const (
+	errNumRequests = "--num-requests must be 1 or more"
+	errDuration    = "--duration must be positive"
+	errBurstiness  = "--burstiness must be positive (1 is Poisson)"
+)
+
+// humanCount is a count of requests in words: "12000", "2.5 million",
+// "1 trillion"; past a thousand trillion, a power of ten ("1e+18").
 func humanCount(n float64) string {
-	if n >= 1e6 {
-		return fmt.Sprintf("%.3g million", n/1e6)
+	for _, u := range []struct {
+		v    float64
+		name string
+	}{{1e15, ""}, {1e12, "trillion"}, {1e9, "billion"}, {1e6, "million"}} {
+		switch {
+		case n >= u.v && u.name == "":
+			return strconv.FormatFloat(n, 'g', 3, 64)
+		case n >= u.v:
+			return fmt.Sprintf("%.3g %s", n/u.v, u.name)
+		}
 	}
 	return strconv.FormatFloat(n, 'f', 0, 64)
 }
@@ -299,7 +331,7 @@ func (s Spec) Describe() string {
 		}
 	}
 	for _, b := range s.Bursts {
-		parts = append(parts, "burst "+b.String())
+		parts = append(parts, "plus a burst "+b.String())
 	}
 	if s.Chat() {
 		parts = append(parts, "to /v1/chat/completions")
@@ -334,7 +366,10 @@ func (s Spec) Open(open func(name string) (io.ReadCloser, error)) (Stream, io.Cl
 		return &bounded{src: st, n: n, d: d}, io.NopCloser(nil), nil
 	}
 	if s.Log == "" {
-		return &bounded{src: &synthetic{spec: s, arrivals: arrivals, lengths: newRand(s.Seed, 2)}, n: n, d: d}, io.NopCloser(nil), nil
+		// The bound ends the arrival process, not the bursts: a burst is
+		// added on top of the traffic (Validate keeps it within a
+		// --duration).
+		return &synthetic{spec: s, arrivals: arrivals, lengths: newRand(s.Seed, 2), limit: n, until: d}, io.NopCloser(nil), nil
 	}
 	f, err := open(s.Log)
 	if err != nil {
@@ -498,19 +533,22 @@ func gamma(r *rand.Rand, k float64) float64 {
 	}
 }
 
-// synthetic is generated traffic: the arrival process's requests, with
-// bursts merged in at their times.
+// synthetic is generated traffic: the arrival process's requests, at
+// most limit of them and none due past until (0: no bound), with bursts
+// merged in at their times.
 type synthetic struct {
-	spec     Spec
-	arrivals *arrivalTimes
-	lengths  *rand.Rand
-	bursts   []Burst
-	left     int
-	next     float64
-	started  bool
-	stopped  bool // no rate-driven arrivals
-	n        int
-	buf      []byte
+	spec         Spec
+	arrivals     *arrivalTimes
+	lengths      *rand.Rand
+	bursts       []Burst
+	left         int
+	next         float64
+	started      bool
+	stopped      bool // no rate-driven arrivals
+	n            int
+	limit, drawn int
+	until        float64
+	buf          []byte
 }
 
 func (s *synthetic) Next() (Request, error) {
@@ -523,7 +561,7 @@ func (s *synthetic) Next() (Request, error) {
 		}
 		s.stopped = s.spec.Rate == 0 && s.spec.Concurrency == 0
 		if !s.stopped {
-			s.next = s.arrivals.next()
+			s.draw()
 		}
 	}
 	if len(s.bursts) > 0 && (s.stopped || s.bursts[0].At <= s.next) {
@@ -540,8 +578,23 @@ func (s *synthetic) Next() (Request, error) {
 		return Request{}, io.EOF
 	}
 	at := s.next
-	s.next = s.arrivals.next()
+	s.draw()
 	return s.request(at, max(s.spec.Prompt.Sample(s.lengths), 1)), nil
+}
+
+// draw takes the arrival process's next due time, or stops it at its
+// bound. Drawn no further than the bound, the times and lengths before
+// it are those of the unbounded process.
+func (s *synthetic) draw() {
+	if s.limit > 0 && s.drawn >= s.limit {
+		s.stopped = true
+		return
+	}
+	s.next = s.arrivals.next()
+	s.drawn++
+	if s.until > 0 && s.next > s.until {
+		s.stopped = true
+	}
 }
 
 func (s *synthetic) request(at float64, prompt int) Request {

@@ -288,7 +288,7 @@ func TestBadSpecs(t *testing.T) {
 	}{
 		{Spec{Prompt: f, Output: f}, "no traffic"},
 		{Spec{Rate: -1, Prompt: f, Output: f}, "--rate"},
-		{Spec{Rate: 1e12, Duration: 1, Prompt: f, Output: f}, "1e+06 million requests: at most 10000000"},
+		{Spec{Rate: 1e12, Duration: 1, Prompt: f, Output: f}, "1 trillion requests: at most 10000000"},
 		{Spec{Rate: 5, NumRequests: 20_000_000, Prompt: f, Output: f}, "at most 10000000"},
 		{Spec{Rate: 5, Arrival: "uniform", Prompt: f, Output: f}, "--arrival"},
 		{Spec{Rate: 5, Burstiness: -1, Prompt: f, Output: f}, "--burstiness"},
@@ -590,5 +590,92 @@ INFO 06-20 12:34:58 [logger.py:41] Received request cmpl-3-0: params: SamplingPa
 	bad := writeTemp(t, "bad.jsonl", `{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1, "endpoint": "embeddings"}`+"\n")
 	if _, _, err := (Spec{Log: bad, Speedup: 1}).Open(osOpen); err == nil || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "use completions or chat") {
 		t.Errorf("a bad endpoint: %v", err)
+	}
+}
+
+// A burst is added on top of the traffic it is given with: --rate 5
+// --num-requests 100 --burst 50x30000@60s is the 100 Poisson requests
+// (100 at 5 req/s end near 20 s: the burst comes after them) and then the
+// 50 prompts of 30,000 tokens at 60 s, 150 in all; at 10 s the burst lands
+// among the Poisson requests and still adds 50. With --duration 30s a
+// burst at 60 s would come after the traffic ends, which is refused, not
+// dropped; at 20 s it is 5 × 30 = 150 (± 5 × √150 ≈ 61) Poisson requests
+// and the 50 of the burst.
+func TestBurstOnTop(t *testing.T) {
+	for _, at := range []float64{60, 10} {
+		spec := Spec{Rate: 5, NumRequests: 100, Prompt: Fixed(1024), Output: Fixed(128), Bursts: []Burst{{50, 30000, at}}, Seed: 1}
+		reqs := take(t, open(t, spec), 1e6)
+		big := 0
+		for _, r := range reqs {
+			if r.Prompt == 30000 {
+				big++
+				if r.At != at {
+					t.Errorf("burst at %g: a burst request due at %g", at, r.At)
+				}
+			}
+		}
+		if len(reqs) != 150 || big != 50 {
+			t.Errorf("burst at %gs: %d requests, %d of 30000 tokens; want 150 and 50", at, len(reqs), big)
+		}
+	}
+	late := Spec{Rate: 5, Duration: 30, Prompt: Fixed(1024), Output: Fixed(128), Bursts: []Burst{{50, 30000, 60}}}
+	if err := late.Validate(); err == nil || !strings.Contains(err.Error(), "--burst 50x30000@1m0s comes after the traffic ends (--duration 30s)") {
+		t.Errorf("a burst past --duration: %v", err)
+	}
+	within := late
+	within.Bursts = []Burst{{50, 30000, 20}}
+	reqs := take(t, open(t, within), 1e6)
+	if n := len(reqs) - 50; math.Abs(float64(n)-150) > 5*math.Sqrt(150) || reqs[len(reqs)-1].At > 30 {
+		t.Errorf("--duration 30s with a burst at 20 s: %d requests besides the burst's", n)
+	}
+	logged := Spec{Log: "requests.jsonl", Speedup: 1, Bursts: []Burst{{5, 100, 1}}}
+	if err := logged.Validate(); err == nil || !strings.Contains(err.Error(), "not with --requests") {
+		t.Errorf("a burst with a log: %v", err)
+	}
+	// Without a burst, the bound cuts the same stream as before: the
+	// first requests of a bounded and of an unbounded traffic agree.
+	a := take(t, open(t, Spec{Rate: 5, NumRequests: 10, Prompt: Uniform{1, 100}, Output: Fixed(8), Seed: 3}), 1e6)
+	b := take(t, open(t, Spec{Rate: 5, NumRequests: 1000, Prompt: Uniform{1, 100}, Output: Fixed(8), Seed: 3}), 10)
+	if len(a) != 10 || !slices.Equal(a, b) {
+		t.Errorf("the bounded stream differs from the unbounded one's start: %v, %v", a, b)
+	}
+}
+
+// A zero is refused with the line a negative gets (it would read as the
+// flag not given: no bound, Poisson); lengths vLLM refuses (max_tokens 0,
+// an empty prompt) are refused, and a length that names no file says so.
+func TestZerosAndEmptyLengths(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "5", "--duration", "0s"}, "--duration must be positive"},
+		{[]string{"--rate", "5", "--duration", "-1s"}, "--duration must be positive"},
+		{[]string{"--rate", "5", "--num-requests", "0"}, "--num-requests must be 1 or more"},
+		{[]string{"--rate", "5", "--num-requests", "-1"}, "--num-requests must be 1 or more"},
+		{[]string{"--rate", "5", "--burstiness", "0"}, "--burstiness must be positive (1 is Poisson)"},
+		{[]string{"--rate", "5", "--burstiness", "-1"}, "--burstiness must be positive (1 is Poisson)"},
+		{[]string{"--rate", "5", "--output-tokens", "0"}, "--output-tokens fixed:0: vLLM refuses max_tokens below 1"},
+		{[]string{"--rate", "5", "--output-tokens", "uniform:0-10"}, "--output-tokens uniform:0-10: vLLM refuses max_tokens below 1"},
+		{[]string{"--rate", "5", "--prompt-tokens", "0"}, "--prompt-tokens fixed:0: vLLM refuses an empty prompt"},
+		{[]string{"--rate", "5", "--prompt-tokens", "nonexist.json"}, "--prompt-tokens nonexist.json: no such file"},
+		{[]string{"--rate", "5", "--output-tokens", "1O24"}, `--output-tokens: token length "1O24"`},
+	} {
+		_, _, err := flags(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	// A shared prefix makes a prompt of 0 tokens of its own a real one.
+	if _, _, err := flags(t, "--rate", "5", "--prompt-tokens", "0", "--prefix-tokens", "100"); err != nil {
+		t.Errorf("a prefix and no prompt of its own: %v", err)
+	}
+}
+
+func TestHumanCount(t *testing.T) {
+	for n, want := range map[float64]string{999_999: "999999", 2.5e6: "2.5 million", 1.5e9: "1.5 billion", 1e12: "1 trillion", 1e18: "1e+18"} {
+		if got := humanCount(n); got != want {
+			t.Errorf("humanCount(%g) = %q, want %q", n, got, want)
+		}
 	}
 }

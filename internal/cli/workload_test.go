@@ -198,7 +198,7 @@ func TestSimulateMemoryBounded(t *testing.T) {
 		t.Errorf("peak RSS %d MiB, over the 200 MiB bound", rss>>20)
 	}
 	code, _, errs := run(t, offline, "simulate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--rate", "1e12", "--duration", "1s")
-	if code != ExitBadInput || !strings.Contains(errs, "1e+06 million requests: at most 10000000 in one run") {
+	if code != ExitBadInput || !strings.Contains(errs, "1 trillion requests: at most 10000000 in one run") {
 		t.Errorf("--rate 1e12: exit %d: %s", code, errs)
 	}
 }
