@@ -412,7 +412,14 @@ var (
 // not the evidence: the bands are the built-in fit's.
 func ConfidenceOfRun(b memory.Budget, rep *Report) Confidence {
 	cond := conditionsOf(b)
-	cond.SmallBatch = rep != nil && rep.MaxRunning > 0 && rep.MaxRunning <= smallBatch
+	if rep != nil {
+		// An engine's batch: a fleet's MaxRunning is all its engines'.
+		batch := rep.MaxRunning
+		if rep.MaxEngineRunning > 0 {
+			batch = rep.MaxEngineRunning
+		}
+		cond.SmallBatch = batch > 0 && batch <= smallBatch
+	}
 	c := confidenceOf(cond)
 	if sp := b.Settings.Speculative; sp != nil {
 		c = withSpeculation(c, string(sp.Method))

@@ -103,7 +103,8 @@ type FleetMetrics struct {
 
 // FleetReport is a fleet's run: the whole fleet as the clients see it, and
 // each engine (a replica's, or each of a data-parallel replica's in turn).
-// Fleet.Series holds, per window, the busiest engine's peaks, the arrivals
+// Fleet.Series holds, per window, the fleet's peaks of requests running and
+// waiting (summed over its engines), the busiest engine's KV usage, the arrivals
 // and the most replicas that held GPUs.
 type FleetReport struct {
 	Router   string    `json:"router"`
@@ -163,6 +164,9 @@ type replica struct {
 	kv          float64
 	// kept sums the counters of the engines this slot has run.
 	kept Gauges
+	// running and waiting are the engine's as its last step left them,
+	// its share of the fleet's totals.
+	running, waiting int
 	// took is what the replica's own part of a group step takes
 	// (stepGroup).
 	took float64
@@ -250,6 +254,10 @@ type fleet struct {
 	sentWork int64
 	flow     flow
 	beyond   bool
+	// running and waiting are the engines' last gauges summed: the
+	// fleet's own, which its report's peaks and series are.
+	running, waiting int
+	engineRunning    int
 }
 
 type scrapeMark struct {
@@ -426,6 +434,9 @@ func (f *fleet) stop(p *replica, t float64) {
 	}
 	// Its engine's counters stay in its report.
 	p.keep()
+	f.running -= p.running
+	f.waiting -= p.waiting
+	p.running, p.waiting = 0, 0
 	p.e, p.fe = nil, nil
 	f.plan(p)
 }
@@ -521,11 +532,18 @@ func (f *fleet) loop(ctx context.Context) error {
 			p.fe.push(&p.res, p.res.Sampled, p.res.First)
 			g := p.e.Gauges()
 			p.kv = g.KVUsage
+			f.running += g.Running - p.running
+			f.waiting += g.Waiting - p.waiting
+			p.running, p.waiting = g.Running, g.Waiting
 			// A group's dummy step (no batch) is no step of the run.
 			if p.res.Batch.Tokens > 0 || !f.lockstep {
 				if !f.opt.FleetOnly {
 					p.st.step(&p.res, g)
 				}
+				// The fleet counts its requests running and waiting over
+				// every engine, and the busiest engine's KV usage and batch.
+				f.engineRunning = max(f.engineRunning, g.Running)
+				g.Running, g.Waiting = f.running, f.waiting
 				f.st.step(&p.res, g)
 			}
 			f.mark(now)
@@ -790,7 +808,8 @@ func (f *fleet) send(at float64) error {
 			done += q.e.gauges.PromptTokens + q.e.gauges.GenerationTokens
 		}
 	}
-	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, sentWork: f.sentWork, doneWork: done, waiting: waiting, queued: waiting - 1})
+	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, sentWork: f.sentWork, doneWork: done, waiting: waiting, queued: waiting - 1,
+		steps: f.st.rep.Steps, replicas: f.held})
 	if err := f.read(); err != nil {
 		return err
 	}
@@ -984,6 +1003,7 @@ func (f *fleet) report() *FleetReport {
 		fl.RejectedBy = nil
 	}
 	fl.FellBehind = f.st.rep.FellBehind
+	fl.MaxEngineRunning = f.engineRunning
 	// A window without a send or a step kept the replicas of the one
 	// before.
 	for i := 1; i < len(fl.Series); i++ {

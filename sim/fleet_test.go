@@ -417,3 +417,45 @@ func TestPickScoresWaitingFourfold(t *testing.T) {
 		t.Errorf("a tie at 4 went to %d outstanding (turn now %d), want the turn's engine", got.outstanding, turn)
 	}
 }
+
+// A fleet's peaks are its own, summed over its engines: 15 requests due
+// at once, round-robin over 3 replicas of at most 4 running, give each
+// replica 5, 4 running and 1 waiting after the first step, so the fleet
+// runs 12 and queues 3 at its peak, while each engine ran at most 4 (the
+// batch its clock priced).
+func TestFleetPeaksAreTheFleets(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 4, MaxNumBatchedTokens: 256, MaxModelLen: 512, Timer: Fixed(0.01)}
+	var src sliceSource
+	for range 15 {
+		src = append(src, Request{ID: "r", PromptTokens: 10, OutputTokens: 50})
+	}
+	got, err := RunFleet(context.Background(), cfg, &src, FleetOptions{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := got.Fleet
+	if f.MaxRunning != 12 || f.MaxWaiting != 3 || f.MaxEngineRunning != 4 || f.Series[0].Running != 12 {
+		t.Errorf("fleet peaks: running %d, waiting %d, one engine %d, series %+v", f.MaxRunning, f.MaxWaiting, f.MaxEngineRunning, f.Series[0])
+	}
+	for i, r := range got.Replicas {
+		if r.MaxRunning != 4 || r.MaxWaiting != 1 {
+			t.Errorf("replica %d: running %d, waiting %d", i, r.MaxRunning, r.MaxWaiting)
+		}
+	}
+}
+
+// Two replicas of the engine of TestRunFellBehindFromRates (10 requests a
+// second each) fed 25 a second serve 20 between them: the fleet falls
+// behind, and 25 ÷ 20 × 2 = 2.5, so about 3 replicas would hold it, not
+// the 25 ÷ 20 = 2 of one server's arithmetic.
+func TestFleetBacklogCountsItsReplicas(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
+	got, err := RunFleet(context.Background(), cfg, evenly(800, 0.04, 10), FleetOptions{Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Fleet.FellBehind
+	if b == nil || !near(b.ArrivalsPerS, 25, 0.01) || !near(b.ServedPerS, 20, 0.02) || b.ServingReplicas != 2 || b.Replicas != 3 {
+		t.Fatalf("fell behind: %+v", b)
+	}
+}

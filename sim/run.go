@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 
 	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
@@ -87,16 +88,20 @@ type Backlog struct {
 	// request sent then brings, since answers lag by a request's latency.
 	ArrivalsPerS float64 `json:"arrivals_per_s"`
 	ServedPerS   float64 `json:"served_per_s"`
-	// Replicas is a first estimate of the engines that would hold the
-	// traffic: arrivals over served, rounded up (0 when none was served).
-	Replicas int `json:"replicas_estimate,omitempty"`
+	// Replicas is a first estimate of the replicas that would hold the
+	// traffic: arrivals over served, times the ServingReplicas that served
+	// them (a fleet's; absent for one server), rounded up (0 when none
+	// was served).
+	Replicas        int `json:"replicas_estimate,omitempty"`
+	ServingReplicas int `json:"serving_replicas,omitempty"`
 	// InFlight is the requests sent and not yet answered at AtS;
 	// InFlightBound, when set, is the bound the run stopped at.
 	InFlight      int `json:"in_flight"`
 	InFlightBound int `json:"in_flight_bound,omitempty"`
 }
 
-// Say is the backlog in one line, for an engine called who ("one L40S").
+// Say is the backlog in one line, for an engine called who ("one L40S",
+// "a fleet of 4 replicas of one H100-80GB").
 func (b *Backlog) Say(who string) string {
 	var msg string
 	switch {
@@ -104,8 +109,8 @@ func (b *Backlog) Say(who string) string {
 		msg = fmt.Sprintf("%s answers no request of this traffic by t=%.1f s, while %s req/s arrive; the queue grows without bound", who, b.AtS, rate(b.ArrivalsPerS))
 	case b.ArrivalsPerS > 0:
 		msg = fmt.Sprintf("%s serves about %s req/s of this traffic; %s arrive; the queue grows without bound", who, rate(b.ServedPerS), rate(b.ArrivalsPerS))
-		if b.Replicas > 1 {
-			msg += fmt.Sprintf(" (about %d replicas would hold it: %s ÷ %s, rounded up, a first estimate)", b.Replicas, rate(b.ArrivalsPerS), rate(b.ServedPerS))
+		if b.Replicas > max(b.ServingReplicas, 1) {
+			msg += fmt.Sprintf(" (about %d replicas would hold it: %s, rounded up, a first estimate)", b.Replicas, b.division())
 		}
 	case b.ServedPerS > 0:
 		msg = fmt.Sprintf("%s serves about %s req/s of this traffic, and the requests arrive at once", who, rate(b.ServedPerS))
@@ -118,6 +123,28 @@ func (b *Backlog) Say(who string) string {
 		msg += fmt.Sprintf("; %d waiting at t=%.1f s", b.Waiting, b.AtS)
 	}
 	return msg
+}
+
+// division is the replicas estimate as the sum that gives it: the rates
+// as the line says them, or with as many more digits as it takes for the
+// sum shown to round up to Replicas ("1.63 ÷ 0.136" for 12, not "1.6 ÷
+// 0.1", whose quotient is 16).
+func (b *Backlog) division() string {
+	n := max(b.ServingReplicas, 1)
+	times := ""
+	if n > 1 {
+		times = fmt.Sprintf(" × %d", n)
+	}
+	a, s := rate(b.ArrivalsPerS), rate(b.ServedPerS)
+	for digits := 3; digits <= 17; digits++ {
+		av, _ := strconv.ParseFloat(a, 64)
+		sv, _ := strconv.ParseFloat(s, 64)
+		if sv > 0 && int(math.Ceil(av/sv*float64(n))) == b.Replicas {
+			break
+		}
+		a, s = strconv.FormatFloat(b.ArrivalsPerS, 'g', digits, 64), strconv.FormatFloat(b.ServedPerS, 'g', digits, 64)
+	}
+	return a + " ÷ " + s + times
 }
 
 func (b *Backlog) String() string { return b.Say("the engine") }
@@ -184,26 +211,36 @@ type Report struct {
 	Steps       int64   `json:"steps"`
 	Preemptions int64   `json:"preemptions"`
 	// PreemptedRequests counts finished requests preempted at least once.
-	PreemptedRequests int64    `json:"preempted_requests"`
-	TTFT              Latency  `json:"ttft_ms"`
-	TPOT              Latency  `json:"tpot_ms"`
-	ITL               Latency  `json:"itl_ms"`
-	E2E               Latency  `json:"e2e_ms"`
-	MaxKVUsage        float64  `json:"max_kv_usage"`
-	MaxRunning        int      `json:"max_running"`
-	MaxWaiting        int      `json:"max_waiting"`
-	RequestsPerS      float64  `json:"requests_per_s"`
-	OutputTokensPerS  float64  `json:"output_tokens_per_s"`
-	InputTokens       int64    `json:"input_tokens"`
-	OutputTokens      int64    `json:"output_tokens"`
-	PrefixHitRate     float64  `json:"prefix_cache_hit_rate"`
-	WindowS           float64  `json:"window_s"`
-	Series            []Window `json:"series"`
+	PreemptedRequests int64   `json:"preempted_requests"`
+	TTFT              Latency `json:"ttft_ms"`
+	TPOT              Latency `json:"tpot_ms"`
+	ITL               Latency `json:"itl_ms"`
+	E2E               Latency `json:"e2e_ms"`
+	MaxKVUsage        float64 `json:"max_kv_usage"`
+	// MaxRunning and MaxWaiting are the most requests running and
+	// waiting at a step's end: a fleet's (and a data-parallel server's)
+	// summed over its engines, its MaxKVUsage the busiest engine's.
+	MaxRunning int `json:"max_running"`
+	MaxWaiting int `json:"max_waiting"`
+	// MaxEngineRunning is, for a fleet, the most one engine ran at once:
+	// the batch its clock priced (0 for one engine: MaxRunning).
+	MaxEngineRunning int      `json:"-"`
+	RequestsPerS     float64  `json:"requests_per_s"`
+	OutputTokensPerS float64  `json:"output_tokens_per_s"`
+	InputTokens      int64    `json:"input_tokens"`
+	OutputTokens     int64    `json:"output_tokens"`
+	PrefixHitRate    float64  `json:"prefix_cache_hit_rate"`
+	WindowS          float64  `json:"window_s"`
+	Series           []Window `json:"series"`
 	// FellBehind is set when arrivals outgrew what the engine served, or
 	// the run stopped at the backlog bound.
 	FellBehind *Backlog `json:"fell_behind,omitempty"`
 	// BeyondHorizon counts requests due after Horizon, not sent.
 	BeyondHorizon int64 `json:"beyond_horizon,omitempty"`
+	// LatenciesPastRange counts the requests whose E2E passed 2^40 µs
+	// (12.7 days), the latency histograms' range: their percentiles there
+	// read 12.7 days; the maxima are exact.
+	LatenciesPastRange int64 `json:"latencies_past_range,omitempty"`
 	// StepSplit is where the engine's busy time went over the run's
 	// steps, by the roofline's mechanisms (nil with a fixed step time).
 	StepSplit *StepParts `json:"step_time_split,omitempty"`
@@ -227,6 +264,11 @@ type stats struct {
 	anyOut  bool
 	// chunks times the gaps with a stream interval (nil: every token).
 	chunks *chunker
+	// maxTTFT, maxTPOT and maxE2E are the exact maxima in seconds, and
+	// pastRange counts the latencies past the histograms' range, which
+	// count them at its top.
+	maxTTFT, maxTPOT, maxE2E float64
+	pastRange                int64
 }
 
 func newStats(opt RunOptions) *stats {
@@ -295,10 +337,21 @@ func (s *stats) finish(ev Event) {
 	ttft, tpot, e2e := ev.Latencies()
 	s.ttft.Add(micros(ttft))
 	s.e2e.Add(micros(e2e))
+	s.maxTTFT, s.maxE2E = max(s.maxTTFT, ttft), max(s.maxE2E, e2e)
+	if e2e >= histogramRange {
+		// E2E is the longest of the three: TTFT and TPOT pass the range
+		// only where it does.
+		s.pastRange++
+	}
 	if ev.Output > 1 {
 		s.tpot.Add(micros(tpot))
+		s.maxTPOT = max(s.maxTPOT, tpot)
 	}
 }
+
+// histogramRange is the latency past which the histograms count a value
+// at their top (traffic.Histogram: 2^40 µs, 12.7 days).
+const histogramRange = float64(1<<40) / 1e6
 
 // Latencies are a finished request's TTFT, TPOT and E2E in seconds, as
 // vllm bench serve defines them: TPOT is (E2E − TTFT) / (output − 1), and
@@ -372,6 +425,9 @@ func (s *stats) step(res *StepResult, g Gauges) {
 	s.rep.MaxRunning = max(s.rep.MaxRunning, g.Running)
 	s.rep.MaxWaiting = max(s.rep.MaxWaiting, g.Waiting)
 }
+
+// msOf is seconds as the report's milliseconds, to 10 µs.
+func msOf(sec float64) float64 { return math.Round(sec*1e5) / 100 }
 
 func latency(h *traffic.Histogram, percentiles []float64) Latency {
 	if h.Count() == 0 {
@@ -489,6 +545,10 @@ type flowSample struct {
 	// queued the same but the request just sent: 0 when the sent request
 	// finds the API server and the engine's queue empty (not saturated).
 	waiting, queued int
+	// steps counts the engine steps ended so far (all engines'); replicas
+	// is the replicas serving at the send (1 for one server).
+	steps    int64
+	replicas int
 }
 
 const maxFlowSamples = 2048
@@ -543,6 +603,13 @@ func (f *flow) behind() *Backlog {
 		}
 	}
 	a, b, c := all[ia], all[ib], f.last
+	if c.steps-a.steps < minBehindSteps {
+		// The judged sends came faster than the engine ended a step: all
+		// at once, as far as the engine can tell, so a finite burst like
+		// --rate inf's, whose queue drains once it stops, not a rate the
+		// engine falls behind. Served could not be measured either.
+		return nil
+	}
 	grew := func(x, y flowSample, sigmas float64) bool {
 		arrived := y.sent - x.sent
 		return arrived >= 16 && float64(arrived-(y.left-x.left)) > sigmas*math.Sqrt(float64(arrived))
@@ -553,9 +620,17 @@ func (f *flow) behind() *Backlog {
 	return f.backlog(a, c)
 }
 
+// minBehindSteps is the engine steps that must end within the judged
+// sends for a growing queue to be a rate the engine falls behind: two
+// step ends bracket a whole step, the least that shows the engine's pace.
+const minBehindSteps = 2
+
 // backlog is the rates from a to c.
 func (f *flow) backlog(a, c flowSample) *Backlog {
 	b := &Backlog{Waiting: c.waiting, InFlight: int(c.sent - c.left), AtS: round6(c.t), SinceS: round6(a.t)}
+	if c.replicas > 1 {
+		b.ServingReplicas = c.replicas
+	}
 	if span := c.t - a.t; span > 0 {
 		b.ArrivalsPerS = math.Round(float64(c.sent-a.sent)/span*1000) / 1000
 		served := float64(c.answered-a.answered) / span
@@ -570,7 +645,7 @@ func (f *flow) backlog(a, c flowSample) *Backlog {
 		b.ServedPerS = math.Round(float64(c.answered)/c.t*1000) / 1000
 	}
 	if b.ArrivalsPerS > 0 && b.ServedPerS > 0 {
-		b.Replicas = int(math.Ceil(b.ArrivalsPerS / b.ServedPerS))
+		b.Replicas = int(math.Ceil(b.ArrivalsPerS / b.ServedPerS * float64(max(c.replicas, 1))))
 	}
 	return b
 }
@@ -659,7 +734,7 @@ func (r *runner) until(t float64, idle bool) error {
 			r.sentWork += int64(q.PromptTokens + q.OutputTokens)
 			r.flow.add(flowSample{t: at, sent: r.sent, left: r.st.rep.Requests + r.rejected, answered: r.st.rep.Requests,
 				sentWork: r.sentWork, doneWork: r.e.gauges.PromptTokens + r.e.gauges.GenerationTokens,
-				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len()})
+				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len(), steps: r.st.rep.Steps, replicas: 1})
 			if err := r.read(); err != nil {
 				return err
 			}
@@ -736,6 +811,12 @@ func (s *stats) reportOf(g Gauges) *Report {
 	}
 	p := s.percentiles
 	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft, p), latency(&s.tpot, p), latency(&s.itl, p), latency(&s.e2e, p)
+	if s.pastRange > 0 {
+		// The histograms hold a latency past their range at its top; the
+		// maxima, kept apart, are exact.
+		r.LatenciesPastRange = s.pastRange
+		r.TTFT.Max, r.TPOT.Max, r.E2E.Max = msOf(s.maxTTFT), msOf(s.maxTPOT), msOf(s.maxE2E)
+	}
 	if r.DurationS > 0 {
 		r.RequestsPerS = math.Round(float64(r.Requests)/r.DurationS*1000) / 1000
 		r.OutputTokensPerS = math.Round(float64(r.OutputTokens)/r.DurationS*10) / 10

@@ -208,3 +208,66 @@ func TestAddExceedsContext(t *testing.T) {
 		t.Errorf("60 + 4 = 64 fits: %v", err)
 	}
 }
+
+// The engine of TestRunFellBehindFromRates serves 10 requests a second
+// (one at a time, ten 10 ms steps each), behind an API server that takes
+// 1 ms of CPU a request. 400 requests 1e-12 s apart all arrive in 4e-10
+// s, before its first step ends (the API server still holds all but the
+// first): a burst, which the engine drains as it does the same 400 sent
+// at once (--rate inf), in the same time, so it is not behind. 400 sent 1 ms
+// apart last 0.4 s, 40 steps: 20 steps end in the sends' later half while
+// 200 arrive and 2 are answered, a rate of 1,000 a second it falls
+// behind.
+func TestRunBurstIsNotBehind(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
+	fe := RunOptions{FrontEnd: FrontEnd{Request: 0.001}}
+	var took []float64
+	for _, gap := range []float64{1e-12, 0} {
+		rep, err := Run(context.Background(), newEngine(t, cfg), evenly(400, gap, 10), fe)
+		if err != nil || rep.FellBehind != nil || rep.Requests != 400 {
+			t.Errorf("gap %g s: %v, behind %+v, %d requests", gap, err, rep.FellBehind, rep.Requests)
+		}
+		took = append(took, rep.DurationS)
+	}
+	if !near(took[0], took[1], 1e-6) {
+		t.Errorf("the burst took %.6f s, all at once %.6f s", took[0], took[1])
+	}
+	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(400, 0.001, 10), fe)
+	if err != nil || rep.FellBehind == nil || !near(rep.FellBehind.ArrivalsPerS, 1000, 0.01) {
+		t.Errorf("1 ms apart: %v, behind %+v", err, rep.FellBehind)
+	}
+}
+
+// The sum a replicas estimate shows gives it: 1.63 ÷ 0.136 = 11.99, 12
+// replicas; the line's own rates, 1.6 and 0.1, would divide to 16. Two
+// serving replicas at 20 req/s between them against 25 arriving: 25 ÷ 20
+// × 2 = 2.5, 3.
+func TestBacklogDivisionGivesTheEstimate(t *testing.T) {
+	for _, c := range []struct {
+		b    Backlog
+		want string
+	}{
+		{Backlog{ArrivalsPerS: 1.63, ServedPerS: 0.136, Replicas: 12}, "(about 12 replicas would hold it: 1.63 ÷ 0.136, rounded up"},
+		{Backlog{ArrivalsPerS: 25, ServedPerS: 20, Replicas: 3, ServingReplicas: 2}, "(about 3 replicas would hold it: 25 ÷ 20 × 2, rounded up"},
+	} {
+		if got := c.b.Say("x"); !strings.Contains(got, c.want) {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
+
+// One request of 1 prompt token and 400 output tokens on a step of an
+// hour: 400 steps, the last token at 400 h = 1,440,000 s (16.7 days),
+// past the histograms' 2^40 µs (12.7 days). Its E2E max is exact,
+// 1,440,000,000 ms, TTFT one step, 3,600,000 ms; the report counts the
+// latency past the range.
+func TestLatencyPastHistogramRange(t *testing.T) {
+	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 1024, Timer: Fixed(3600)}
+	rep, err := Run(context.Background(), newEngine(t, cfg), evenly(1, 0, 400), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.E2E.Max != 1_440_000_000 || rep.TTFT.Max != 3_600_000 || rep.LatenciesPastRange != 1 {
+		t.Errorf("E2E max %.0f ms, TTFT max %.0f ms, %d past the range", rep.E2E.Max, rep.TTFT.Max, rep.LatenciesPastRange)
+	}
+}
