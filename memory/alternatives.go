@@ -297,7 +297,12 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
 			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
 			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)},
-			func(c *Input) { c.Settings.MaxModelLen = l })
+			func(c *Input) {
+				// The length is headroom's now, not the user's: the
+				// recommendation explains it as its own.
+				c.Settings.MaxModelLen, c.Settings.Set = l, cloneSet(c.Settings.Set)
+				delete(c.Settings.Set, vllm.FlagMaxModelLen)
+			})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

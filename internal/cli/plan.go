@@ -210,6 +210,14 @@ func runPlan(cmd *cobra.Command, env Env, f planFlags, args []string) error {
 	if cmd.Flags().Changed("upgrade-to") || cmd.Flags().Changed("max-kv-loss") {
 		return runUpgrade(cmd, f, e)
 	}
+	// A typical request is no longer than the longest one served.
+	most := e.Spec.MaxPositions
+	if e.Settings.MaxModelLen > 0 {
+		most = e.Settings.MaxModelLen
+	}
+	if f.typicalContext > 0 && most > 0 && f.typicalContext > most {
+		return badInput("--typical-context %d is longer than the longest request served (%d tokens): give the tokens of a typical request, prompt and output", f.typicalContext, most)
+	}
 	opt := memory.Options{Policy: f.policy, TypicalContext: f.typicalContext}
 	if f.allGPUs {
 		if f.output != "table" && f.output != "json" && f.output != "yaml" {

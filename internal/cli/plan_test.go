@@ -201,6 +201,10 @@ func TestPlanExitCodes(t *testing.T) {
 		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--max-model-len", "lots"}, "max-model-len"},
 		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu-memory", "24 apples"}, "--gpu-memory"},
 		{[]string{"plan", "--bogus"}, "unknown flag"},
+		{[]string{"plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "L4", "--typical-context", "100000000"}, "longer than the longest request served (32768 tokens)"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "-o", "args"}, "-o after --"},
+		{[]string{"plan", "--all-gpus", "--model", "Qwen/Qwen3-8B", "-o", "args"}, "--all-gpus prints a table, json or yaml"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--max-num-seqs", "99999999999"}, "past the 1048576"},
 	} {
 		code, out, errs := run(t, offline, tc.args...)
 		if code != ExitBadInput || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
