@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/memory"
+	"headroom.dev/headroom/vllm"
 )
 
 // The exporter's metric names. Package monitoring's alert rules and
@@ -98,6 +100,9 @@ type Exporter struct {
 	// logged, so that a server far below the plan is logged once, not at
 	// every scrape.
 	loggedBlocks int64
+	// loggedDropped is the last list of left-out values logged, so that
+	// the same ones are logged once.
+	loggedDropped string
 
 	up, kv, waiting, running, preemptions, ttft, risk *prometheus.Desc
 	used, total, headroom, required                   *prometheus.Desc
@@ -201,6 +206,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	r, _ := e.monitor.Observe(e.opt.Now(), sample, gpus)
 	restarts := e.monitor.Restarts()
 	e.logKVGap(sample)
+	e.logDropped(sample)
 	e.mu.Unlock()
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -214,14 +220,28 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if sample != nil {
-		gauge(e.kv, sample.KVCacheUsage)
-		gauge(e.waiting, sample.RequestsWaiting)
-		gauge(e.running, sample.RequestsRunning)
-		gauge(e.preemptions, r.Delta.PreemptionsPerMinute)
+		// A quantity the server did not export, or exported as NaN, a
+		// negative or an impossible count (VLLMSample.Dropped), has no
+		// gauge: absent, never 0, so an autoscaler or an alert reads
+		// "unknown", not "idle".
+		if sample.Has(vllm.MetricKVCacheUsage) {
+			gauge(e.kv, sample.KVCacheUsage)
+			// The risk rests on the KV usage; without it, it would read
+			// as no pressure.
+			gauge(e.risk, r.OOMRisk)
+		}
+		if sample.Has(vllm.MetricRequestsWaiting) {
+			gauge(e.waiting, sample.RequestsWaiting)
+		}
+		if sample.Has(vllm.MetricRequestsRunning) {
+			gauge(e.running, sample.RequestsRunning)
+		}
+		if sample.Has(vllm.MetricPreemptions) {
+			gauge(e.preemptions, r.Delta.PreemptionsPerMinute)
+		}
 		if r.TTFTKnown {
 			gauge(e.ttft, r.TTFTP99Seconds)
 		}
-		gauge(e.risk, r.OOMRisk)
 		if c := sample.CacheConfig; c.NumGPUBlocks > 0 {
 			gauge(e.vllmBlocks, float64(c.NumGPUBlocks))
 		}
@@ -289,6 +309,23 @@ func (e *Exporter) Handler() http.Handler {
 // returns nil.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return graceful.Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
+}
+
+// logDropped logs, once per new list, the values of vLLM's exposition
+// left out of the gauges (VLLMSample.Dropped): the gauge is absent, and
+// the log says why. Called with e.mu held.
+func (e *Exporter) logDropped(sample *VLLMSample) {
+	if sample == nil {
+		return
+	}
+	list := strings.Join(sample.Dropped, "; ")
+	if list == e.loggedDropped {
+		return
+	}
+	e.loggedDropped = list
+	if list != "" {
+		e.opt.Log.Warn("vLLM's /metrics held values no server exports; their gauges are not served", "left_out", list)
+	}
 }
 
 // logKVGap compares the blocks vLLM reports with the plan's

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -159,5 +160,50 @@ func TestExporterEndToEnd(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/metrics"); err == nil {
 		t.Error("still serving after shutdown")
+	}
+}
+
+// A quantity the server does not export, or exports as no number (NaN,
+// 1e308 preemptions), has no gauge: absent, never 0, so an HPA or an
+// alert reads "unknown", not "idle". The recorded page, with the queue's
+// series removed, the KV usage NaN and the preemptions 1e308, serves the
+// running count alone; the risk, which rests on the KV usage, is not
+// served; the log says what was left out, once.
+func TestExporterLeavesOutWhatIsUnknown(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("testdata", "vllm", "vllm-0.11.0-v1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(page)
+	for _, r := range [][2]string{
+		{`vllm:num_requests_waiting{model_name="Qwen/Qwen3-8B",engine="0"} 17.0` + "\n", ""},
+		{`vllm:kv_cache_usage_perc{model_name="Qwen/Qwen3-8B",engine="0"} 0.9412`, `vllm:kv_cache_usage_perc{model_name="Qwen/Qwen3-8B",engine="0"} NaN`},
+		{`vllm:num_preemptions_total{model_name="Qwen/Qwen3-8B",engine="0"} 231.0`, `vllm:num_preemptions_total{model_name="Qwen/Qwen3-8B",engine="0"} 1e308`},
+	} {
+		if !strings.Contains(text, r[0]) {
+			t.Fatalf("the recorded page has no %q", r[0])
+		}
+		text = strings.Replace(text, r[0], r[1], 1)
+	}
+	vllmSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(text)) }))
+	defer vllmSrv.Close()
+	var log strings.Builder
+	e := NewExporter(ExporterOptions{Scraper: &Scraper{URL: vllmSrv.URL + "/metrics", Timeout: 2 * time.Second},
+		Log: slog.New(slog.NewTextHandler(&log, nil))})
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	for range 2 {
+		fams := scrapeExporter(t, srv.URL)
+		if got := gaugeValue(t, fams, "headroom_requests_running"); got != 48 {
+			t.Errorf("running %v, want 48", got)
+		}
+		for _, name := range []string{"headroom_kv_cache_usage", "headroom_queue_depth", "headroom_preemptions_per_minute", "headroom_oom_risk"} {
+			if _, ok := fams[name]; ok {
+				t.Errorf("%s served from a value the server did not give", name)
+			}
+		}
+	}
+	if n := strings.Count(log.String(), "left_out="); n != 1 || !strings.Contains(log.String(), "vllm:kv_cache_usage_perc is NaN") {
+		t.Errorf("want one log line of what was left out, got %d:\n%s", n, log.String())
 	}
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"sort"
@@ -75,6 +76,35 @@ type CacheConfig struct {
 func (s VLLMSample) Has(m vllm.Metric) bool {
 	_, ok := s.Names[m]
 	return ok
+}
+
+// MarshalJSON writes a quantity the exposition did not carry, or carried
+// as a value left out (NaN, negative, past any server's: Dropped), as
+// null: a value a source did not give is null, never 0.
+func (s VLLMSample) MarshalJSON() ([]byte, error) {
+	type plain VLLMSample
+	known := func(m vllm.Metric, v float64) *float64 {
+		if !s.Has(m) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		plain
+		KVCacheUsage     *float64 `json:"kv_cache_usage"`
+		RequestsRunning  *float64 `json:"num_requests_running"`
+		RequestsWaiting  *float64 `json:"num_requests_waiting"`
+		PreemptionsTotal *float64 `json:"num_preemptions_total"`
+		PromptTokens     *float64 `json:"prompt_tokens_total"`
+		GenerationTokens *float64 `json:"generation_tokens_total"`
+	}{plain: plain(s),
+		KVCacheUsage:     known(vllm.MetricKVCacheUsage, s.KVCacheUsage),
+		RequestsRunning:  known(vllm.MetricRequestsRunning, s.RequestsRunning),
+		RequestsWaiting:  known(vllm.MetricRequestsWaiting, s.RequestsWaiting),
+		PreemptionsTotal: known(vllm.MetricPreemptions, s.PreemptionsTotal),
+		PromptTokens:     known(vllm.MetricPromptTokens, s.PromptTokens),
+		GenerationTokens: known(vllm.MetricGenerationTokens, s.GenerationTokens),
+	})
 }
 
 // processStartTime is the process collector's gauge of Python's

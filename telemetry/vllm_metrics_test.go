@@ -197,3 +197,23 @@ func TestSampleJSONRoundTrip(t *testing.T) {
 		t.Error("a bound that is not a number decoded")
 	}
 }
+
+// A sample's JSON gives a quantity the exposition did not carry, or
+// carried as no number, as null, and one it carried, 0 included, as its
+// value: two running, none waiting, the KV usage NaN, no preemption
+// counter at all.
+func TestSampleJSONNullWhereUnknown(t *testing.T) {
+	s, err := ParseVLLMMetrics(strings.NewReader("vllm:num_requests_running 2\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc NaN\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"num_requests_running":2`, `"num_requests_waiting":0`, `"kv_cache_usage":null`, `"num_preemptions_total":null`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON lacks %s: %s", want, data)
+		}
+	}
+}

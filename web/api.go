@@ -12,7 +12,6 @@ import (
 
 	"headroom.dev/headroom/graceful"
 	"headroom.dev/headroom/internal/report"
-	"headroom.dev/headroom/model/catalog"
 )
 
 type api struct {
@@ -127,7 +126,7 @@ func (a *api) models(w http.ResponseWriter, r *http.Request) {
 	if !isGet(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, catalog.Entries())
+	writeJSON(w, http.StatusOK, report.Models())
 }
 
 func (a *api) simulate(w http.ResponseWriter, r *http.Request) {
