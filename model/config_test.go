@@ -793,6 +793,8 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Add([]byte(base(`"layer_types": ["sliding_attention", "full_attention", "linear_attention", "chunked_attention"], "sliding_window": 8, "attention_chunk_size": 16`)))
 	f.Add([]byte(`{"model_type": "nemotron_h", "num_hidden_layers": 3, "hidden_size": 64, "intermediate_size": 8, "num_attention_heads": 4, "vocab_size": 10, "hybrid_override_pattern": "M*-"}`))
+	f.Add([]byte(`{"model_type": "nemotron_h", "num_hidden_layers": 3, "hidden_size": 64, "intermediate_size": 8, "num_attention_heads": 4, "vocab_size": 10, "hybrid_override_pattern": "M*-",
+		"mamba_num_heads": 8, "mamba_head_dim": 8, "ssm_state_size": 16, "n_groups": 1, "conv_kernel": 4}`))
 	f.Add([]byte(`{"model_type": "qwen2_vl", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 8, "num_attention_heads": 4, "vocab_size": 10,
 		"vision_config": {"depth": 2, "embed_dim": 32, "mlp_ratio": 4, "num_heads": 4, "in_chans": 3, "hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -808,6 +810,13 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if s.Vision != nil && s.Vision.Params < 0 {
 			t.Errorf("negative vision params %d", s.Vision.Params)
+		}
+		for _, l := range s.Attention {
+			for _, tp := range []int{1, 2, 3, 8, 64} {
+				if state, ssm := l.StateAt(tp); state < 0 || ssm < 0 || ssm > state || (tp > 1 && state > l.StateBytes+int64(tp)*l.GroupConvBytes) {
+					t.Errorf("layer %+v at TP %d: state %d, ssm %d", l, tp, state, ssm)
+				}
+			}
 		}
 	})
 }

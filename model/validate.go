@@ -68,7 +68,8 @@ func (s Spec) Validate() error {
 		case MLA:
 			ok = s.MLA != nil && l.Window == 0 && l.StateBytes == 0 && !l.Chunked
 		case Linear:
-			ok = l.Window == 0 && l.StateBytes >= 0 && l.SSMBytes >= 0 && l.SSMBytes <= l.StateBytes && !l.Chunked
+			ok = l.Window == 0 && l.StateBytes >= 0 && l.SSMBytes >= 0 && l.SSMBytes <= l.StateBytes && !l.Chunked &&
+				l.Groups >= 0 && l.GroupConvBytes >= 0 && l.GroupConvBytes*int64(max(l.Groups, 1)) <= l.StateBytes
 		}
 		if !ok {
 			return bad("layer %d has an invalid attention entry %+v", i, l)
