@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/telemetry"
 )
@@ -65,7 +66,11 @@ headroom_oom_risk = 1 - (1 - K·(1+Q)/2)·(1 - P)·(1 - G), with
   K = clamp((kv_usage - 0.8) / 0.2)   Q = waiting / (waiting + running)
   P = min(1, preemptions per minute / 10)   G = clamp(1 - free / required_free)
 
-Without GPU access (a sidecar with no device) only the vLLM gauges are served.
+Without GPU access (a sidecar with no device) only the vLLM gauges are served,
+and the plan's only when --gpu names the GPU. A vLLM gauge whose value the
+server did not export, or exported as NaN, a negative or an impossible count,
+is left out (absent, never 0; the log says which); headroom_oom_risk is
+served only with the KV usage it rests on.
 SIGINT or SIGTERM shuts it down gracefully.`,
 		Example: `  headroom exporter --listen :9400 --url http://localhost:8000/metrics
   headroom exporter --url localhost:8000 --min-free 2GiB
@@ -108,6 +113,7 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 
 	var reader telemetry.GPUReader
 	var gpus []telemetry.GPU
+	var noGPU error
 	if !f.noGPU {
 		reader, gpus, err = telemetry.OpenAndRead(ctx, telemetry.OpenOptions{SMIPath: f.nvidiaSMI})
 		switch {
@@ -117,13 +123,30 @@ func runExporter(cmd *cobra.Command, env Env, f exporterFlags, args []string) er
 		case f.nvidiaSMI != "" || !errors.Is(err, telemetry.ErrNoGPU):
 			return usageError{err}
 		default:
-			log.Warn("serving no GPU gauges", "reason", err)
-			reader = nil
+			noGPU, reader = err, nil
 		}
 	}
-	req, err := planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus)
-	if err != nil {
-		return err
+	// Without a GPU to read and none named, the plan has no card to be
+	// made for: a sidecar with no device serves the vLLM gauges, as the
+	// help says, and one line says what is left out and how to get it.
+	planned := f.plan.model != "" || cmd.ArgsLenAtDash() >= 0
+	unplanned := reader == nil && planned && f.plan.gpuName == "" && f.plan.gpuMemory == "" && f.minFree == ""
+	switch {
+	case unplanned:
+		msg := "serving the vLLM gauges only: no GPU gauges, and no plan gauges, as no GPU is visible or named (give --gpu to serve the plan's)"
+		if noGPU != nil {
+			log.Warn(msg, "reason", noGPU)
+		} else {
+			log.Warn(msg)
+		}
+	case noGPU != nil:
+		log.Warn("serving no GPU gauges", "reason", noGPU)
+	}
+	var req report.RequiredFree
+	if !unplanned {
+		if req, err = planRequiredFree(cmd, env, f.plan, f.minFree, args, gpus); err != nil {
+			return err
+		}
 	}
 	for _, n := range req.Notes {
 		log.Info("plan: " + n)

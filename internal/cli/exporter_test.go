@@ -169,3 +169,19 @@ func TestExporterServesThePlan(t *testing.T) {
 		t.Errorf("planned weights %.2f GiB served, plan -o json says %.2f", gib, plan.PerGPU.WeightsGiB)
 	}
 }
+
+// TestExporterWithoutGPUServesVLLM: with no GPU to read and none named,
+// the vLLM command given serves the vLLM gauges, not an error; one
+// warning line says the plan's are not served and how to get them.
+func TestExporterWithoutGPUServesVLLM(t *testing.T) {
+	vllmSrv := telemetryVLLM(t, "vllm-0.11.0-v1.txt")
+	url, stderr, stop := startExporter(t, "--url", vllmSrv.URL, "--no-gpu", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "16384")
+	defer stop()
+	body := getText(t, url)
+	if !strings.Contains(body, "headroom_up 1\n") || !strings.Contains(body, "headroom_kv_cache_usage ") || strings.Contains(body, "headroom_plan_") {
+		t.Errorf("/metrics:\n%s", body)
+	}
+	if n := strings.Count(stderr.String(), "level=WARN"); n != 1 || !strings.Contains(stderr.String(), "give --gpu") {
+		t.Errorf("want one warning naming --gpu, got %d:\n%s", n, stderr.String())
+	}
+}
