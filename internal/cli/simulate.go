@@ -277,9 +277,13 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	if err != nil {
 		return err
 	}
-	if (out.SLOMet != nil && !*out.SLOMet) || out.FellBehind != nil {
-		if out.FellBehind != nil && (format == "json" || format == "yaml") {
-			fmt.Fprintf(env.Stderr, "headroom: %s\n", out.FellBehindLine)
+	if (out.SLOMet != nil && !*out.SLOMet) || out.FellBehind != nil || out.RefusedLine != "" {
+		if format == "json" || format == "yaml" || format == "bench" {
+			for _, line := range []string{out.RefusedLine, out.FellBehindLine} {
+				if line != "" {
+					fmt.Fprintf(env.Stderr, "headroom: %s\n", line)
+				}
+			}
 		}
 		return errNoFit
 	}
@@ -306,7 +310,7 @@ func simError(env Env, err error) error {
 		for _, p := range nf.Problems {
 			fmt.Fprintf(env.Stderr, "headroom: %s\n", p)
 		}
-		fmt.Fprintln(env.Stderr, "headroom: the plan does not fit, so there is no engine to simulate; see `headroom plan` (or give --num-gpu-blocks-override)")
+		fmt.Fprintln(env.Stderr, "headroom: vLLM would not start with this plan, so there is no engine to simulate; see `headroom plan` (or, for the KV cache alone, give --num-gpu-blocks-override)")
 		return errNoFit
 	case errors.Is(err, report.ErrNoKV):
 		return badInput("the plan leaves no KV cache: nothing to simulate")

@@ -53,18 +53,26 @@ func provenance(s, more string) string {
 }
 
 func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
+	if r.RefusedLine != "" {
+		fmt.Fprintf(w, "REFUSED: %s\n", r.RefusedLine)
+	}
 	if r.FellBehindLine != "" {
 		fmt.Fprintf(w, "FELL BEHIND: %s\n", r.FellBehindLine)
 	}
 	fmt.Fprintln(w, engineLine(r.Model, r.GPUCount, r.GPU, r.Settings))
-	if n := len(r.Replicas) / max(r.EnginesPerReplica, 1); n > 0 {
-		fmt.Fprintf(w, "a fleet of %d such replicas behind %s routing; the numbers below are the whole fleet's\n", n, r.Router)
+	fleet := len(r.Replicas) / max(r.EnginesPerReplica, 1)
+	if fleet > 0 {
+		fmt.Fprintf(w, "a fleet of %d such replicas behind %s routing; the numbers below are the whole fleet's (KV usage its busiest engine's, engine time each engine's mean)\n", fleet, r.Router)
 	}
 	step := r.StepTime
 	if !verbose {
 		step = provenance(step, "-v or -o json")
 	}
-	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n\n", r.Traffic, step)
+	fmt.Fprintf(w, "traffic: %s\nstep time: %s\n", r.Traffic, step)
+	for _, f := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", f.Message)
+	}
+	fmt.Fprintln(w)
 	band := ""
 	if c := r.Confidence; c != nil {
 		band = " (" + c.Band(c.ThroughputPct) + ")"
@@ -82,7 +90,11 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintf(w, "rejected: %s (as vLLM would refuse them)\n", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(w, "preemptions: %s (%s requests preempted at least once)\n", humanInt(r.Preemptions), humanInt(r.PreemptedRequests))
-	fmt.Fprintf(w, "peak: KV cache %s, running %d, waiting %d", pct(r.MaxKVUsage), r.MaxRunning, r.MaxWaiting)
+	if fleet > 0 {
+		fmt.Fprintf(w, "peak: running %d, waiting %d over the fleet; KV cache %s on its busiest engine", r.MaxRunning, r.MaxWaiting, pct(r.MaxKVUsage))
+	} else {
+		fmt.Fprintf(w, "peak: KV cache %s, running %d, waiting %d", pct(r.MaxKVUsage), r.MaxRunning, r.MaxWaiting)
+	}
 	if r.PrefixHitRate > 0 {
 		fmt.Fprintf(w, ", prefix-cache hits %s of prompt tokens", pct(r.PrefixHitRate))
 	}
@@ -91,6 +103,11 @@ func writeSimulateTable(w io.Writer, r *report.SimReport, verbose bool) error {
 		fmt.Fprintln(w, line)
 	}
 	if line := splitLine(r.StepSplit, r.DurationS); line != "" {
+		if fleet > 0 {
+			// The split is the engines' mean: one engine's time, not the
+			// fleet's sum.
+			line = "each " + strings.Replace(line, " s: ", " s on average: ", 1)
+		}
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)

@@ -30,7 +30,7 @@ func runSimulateServe(cmd *cobra.Command, env Env, f simulateFlags, args []strin
 	if err := checkArgs(cmd, args); err != nil {
 		return err
 	}
-	en, err := report.NewEngine(cmd.Context(), reportEnv(env), openFile(cmd), report.EngineRequest{
+	en, err := report.SimEngine(cmd.Context(), reportEnv(env), openFile(cmd), report.EngineRequest{
 		Plan: request(cmd, f.plan, args), StepTime: f.stepTime, Calibration: f.calibration})
 	if err != nil {
 		return simError(env, err)

@@ -538,3 +538,81 @@ type simJSON struct {
 	TPOT  struct{ Mean float64 } `json:"tpot_ms"`
 	Notes []string               `json:"notes"`
 }
+
+// Requests that all pass max-model-len are the answer "this server
+// cannot serve it": 20 prompts of 200,000 tokens against Llama-3.1-8B's
+// 131,072 are all refused (prompt_too_long), and simulate says so first
+// and exits 1, instead of "no request finished" and exit 0.
+func TestSimulateAllRefused(t *testing.T) {
+	code, out, errs := run(t, offline, append(simBase, "--rate", "5", "--num-requests", "20", "--prompt-tokens", "200000")...)
+	if code != ExitNoFit || !strings.HasPrefix(out, "REFUSED: one H100-80GB refuses every request of this traffic (20 prompt_too_long), as vLLM would: 200000 prompt tokens") ||
+		!strings.Contains(out, "max-model-len 131072") {
+		t.Errorf("exit %d: %s%s", code, out, errs)
+	}
+	code, _, errs = run(t, offline, append(simBase, "--rate", "5", "--num-requests", "20", "--prompt-tokens", "200000", "-o", "json")...)
+	if code != ExitNoFit || !strings.Contains(errs, "headroom: one H100-80GB refuses every request") {
+		t.Errorf("-o json: exit %d: %s", code, errs)
+	}
+}
+
+// p5.48xlarge is 8 H100s; Llama-3.1-70B's 131 GiB of weights fit on 4
+// of them at tensor parallel 4, which `headroom plan` takes ("set
+// --tensor-parallel-size 4: the fewest of the 8 × H100-80GB given that
+// fit"): simulate runs that engine, on 4 GPUs, and says so, where it ran
+// tensor parallel 1 on one GPU and stopped. One H100 with no count is
+// planned as given, as plan plans it: it does not fit, and the lines say
+// what would.
+func TestSimulateTakesPlansLayout(t *testing.T) {
+	code, out, errs := run(t, offline, "simulate", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "p5.48xlarge", "--rate", "2", "--num-requests", "50", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r report.SimReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.GPUCount != 4 || r.Requests != 50 || !strings.Contains(strings.Join(r.Notes, "\n"), "set --tensor-parallel-size 4: the fewest of the 8 × H100-80GB given that fit") {
+		t.Errorf("%d GPUs, %d requests, notes %q", r.GPUCount, r.Requests, r.Notes)
+	}
+	code, _, errs = run(t, offline, "simulate", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100-80GB", "--rate", "2", "--num-requests", "50")
+	if code != ExitNoFit || !strings.Contains(errs, "headroom: would fit: use 4 × H100-80GB with --tensor-parallel-size 4") {
+		t.Errorf("one H100: exit %d: %s", code, errs)
+	}
+}
+
+// The plan's findings reach simulate as they reach plan: a flag one edit
+// from a known one stops it (exit 1: vLLM's parser would refuse it),
+// even with a KV pool given; a flag headroom does not know is a warning
+// beside the run.
+func TestSimulatePlanFindings(t *testing.T) {
+	base := []string{"simulate", "--gpu", "H100-80GB", "--rate", "5", "--num-requests", "20", "--step-time", "fixed:10ms"}
+	code, _, errs := run(t, offline, append(base, "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilisation", "0.5")...)
+	if code != ExitNoFit || !strings.Contains(errs, "did you mean --gpu-memory-utilization?") {
+		t.Errorf("misspelt: exit %d: %s", code, errs)
+	}
+	code, _, errs = run(t, offline, append(base, "--num-gpu-blocks-override", "1000", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilisation", "0.5")...)
+	if code != ExitNoFit || !strings.Contains(errs, "did you mean --gpu-memory-utilization?") {
+		t.Errorf("misspelt with a pool given: exit %d: %s", code, errs)
+	}
+	code, out, errs := run(t, offline, append(base, "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--some-new-flag", "3")...)
+	if code != 0 || !strings.Contains(out, "\nwarning: may move memory, not modelled: --some-new-flag") {
+		t.Errorf("unknown: exit %d: %s%s", code, out, errs)
+	}
+}
+
+// A fleet says its own numbers: 3 replicas of at most 4 running each,
+// 15 requests due at once, round-robin: 12 run and 3 wait over the
+// fleet; its engine time is each engine's mean. 4 replicas that fall
+// behind estimate the replicas of the whole fleet.
+func TestSimulateFleetSaysFleet(t *testing.T) {
+	code, out, errs := run(t, offline, append(simBase, "--replicas", "3", "--max-num-seqs", "4", "--rate", "inf", "--num-requests", "15", "--step-time", "fixed:10ms")...)
+	if code != 0 || !strings.Contains(out, "peak: running 12, waiting 3 over the fleet; KV cache") {
+		t.Errorf("exit %d: %s%s", code, out, errs)
+	}
+	code, out, errs = run(t, offline, append(simBase, "--replicas", "2", "--max-num-seqs", "1", "--max-num-batched-tokens", "2048", "--rate", "25", "--num-requests", "800",
+		"--prompt-tokens", "1", "--output-tokens", "10", "--arrival", "constant", "--step-time", "fixed:10ms")...)
+	if code != ExitNoFit || !strings.Contains(out, "FELL BEHIND: a fleet of 2 replicas of one H100-80GB serves about 20 req/s of this traffic; 25 arrive") ||
+		!strings.Contains(out, "about 3 replicas would hold it: 25 ÷ 20 × 2, rounded up") {
+		t.Errorf("behind: exit %d: %s%s", code, out, errs)
+	}
+}

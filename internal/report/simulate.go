@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/sim"
@@ -80,9 +81,15 @@ type SimReport struct {
 	// --speculative-config); the run's spec_decode says what vLLM's
 	// counters would read.
 	Speculative *SpecSim `json:"speculative,omitempty"`
-	Notes       []string `json:"notes,omitempty"`
+	// Warnings are the plan's, as `headroom plan` gives them (a flag it
+	// does not know, what may move memory unmodelled).
+	Warnings []memory.Finding `json:"warnings,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
 	// FellBehindLine says FellBehind in words, the table's first line.
 	FellBehindLine string `json:"fell_behind_line,omitempty"`
+	// RefusedLine says, when every request was refused (none finished),
+	// that the engine cannot serve this traffic and why.
+	RefusedLine string `json:"refused_line,omitempty"`
 }
 
 // EngineName is the simulated engine as the overload line names it: "one
@@ -180,11 +187,17 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if err := req.Workload.Validate(); err != nil {
 		return nil, err
 	}
-	e, err := NewEngine(ctx, env, files, req.Engine)
+	e, err := SimEngine(ctx, env, files, req.Engine)
 	if err != nil {
 		return nil, err
 	}
 	opt := sim.RunOptions{Window: req.Window, OnFinish: req.OnFinish, Percentiles: req.Percentiles}
+	var refusal string
+	opt.OnReject = func(r *sim.Rejection) {
+		if refusal == "" {
+			refusal = r.Detail
+		}
+	}
 	var good int64
 	if len(req.Goodput) > 0 {
 		opt.OnFinish = func(ev sim.Event) {
@@ -211,7 +224,8 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		fr, log, err = e.RunFleet(ctx, files, req.Workload, sim.FleetOptions{RunOptions: opt, Replicas: req.Replicas, Router: req.Router})
 		if fr != nil {
 			rep = fr.Fleet
-			// The engines' mean, as a data-parallel server's.
+			// The engines' mean, as a data-parallel server's: the table
+			// says it is each engine's.
 			if rep.StepSplit != nil && len(fr.Replicas) > 0 {
 				rep.StepSplit.Scale(1 / float64(len(fr.Replicas)))
 			}
@@ -229,23 +243,19 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		e.Notes = append(e.Notes, n)
 	}
 	out := &SimReport{Report: rep, Model: e.Evidence.Spec.ID, GPU: e.Evidence.Sel.Device.Name, GPUCount: e.Budget.Count,
-		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes, Speculative: e.Spec}
+		Settings: e.Settings(), StepTime: e.StepTime, Traffic: req.Workload.Describe(), Notes: e.Notes, Speculative: e.Spec,
+		Warnings: e.Budget.Warnings}
 	if fr != nil {
 		out.Router, out.Replicas, out.EnginesPerReplica = fr.Router, fr.Replicas, max(e.Budget.Settings.DataParallelSize, 1)
 	}
 	if _, ok := e.Timer.(*sim.Roofline); ok {
-		// A fleet's regime is its replicas': the busiest one's batches.
-		one := rep
-		if fr != nil && len(fr.Replicas) > 0 {
-			r := *rep
-			r.MaxRunning = 0
-			for _, x := range fr.Replicas {
-				r.MaxRunning = max(r.MaxRunning, x.MaxRunning)
-			}
-			one = &r
-		}
-		c := sim.ConfidenceOfRun(e.Budget, one)
+		// A fleet's regime is its engines': the busiest one's batches
+		// (sim.Report.MaxEngineRunning).
+		c := sim.ConfidenceOfRun(e.Budget, rep)
 		out.Confidence = &c
+	}
+	if rep.LatenciesPastRange > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d requests took past 2^40 µs (12.7 days), the latency histograms' range: percentiles there read 12.7 days; the maxima are exact", rep.LatenciesPastRange))
 	}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
@@ -264,8 +274,17 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 	if rep.Requests == 0 && rep.Rejected == 0 && rep.FellBehind == nil {
 		return nil, NoRequests(req.Workload, rep)
 	}
+	if rep.Requests == 0 && rep.Rejected > 0 {
+		// Nothing was served: the answer is that this engine cannot
+		// serve the traffic, not a run without latencies.
+		out.RefusedLine = fmt.Sprintf("%s refuses every request of this traffic (%s), as vLLM would: %s", EngineName(out.GPUCount, out.GPU), rejectedWords(rep), refusal)
+	}
 	if b := rep.FellBehind; b != nil {
-		out.FellBehindLine = b.Say(EngineName(out.GPUCount, out.GPU))
+		who := EngineName(out.GPUCount, out.GPU)
+		if fr != nil {
+			who = fmt.Sprintf("a fleet of %d replicas of %s", req.Replicas, who)
+		}
+		out.FellBehindLine = b.Say(who)
 		out.Notes = append(out.Notes, "the latencies grow with the run's length while the queue grows: they describe this run, not the deployment")
 	}
 	if req.Compare {
@@ -274,6 +293,46 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		}
 	}
 	return out, nil
+}
+
+// rejectedWords is a run's refusals by reason: "20 prompt_too_long".
+func rejectedWords(r *sim.Report) string {
+	var parts []string
+	for _, k := range r.SortedReasons() {
+		parts = append(parts, fmt.Sprintf("%d %s", r.RejectedBy[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SimEngine is the engine `simulate` runs: the plan of the request at the
+// parallel layout `headroom plan` takes for the GPUs given, stopped with
+// plan's problems (and what would fit) when vLLM would not start.
+func SimEngine(ctx context.Context, env Env, files Files, er EngineRequest) (*Engine, error) {
+	e, err := NewEngine(ctx, env, files, er)
+	var nf *NoFitError
+	if err != nil && (!errors.As(err, &nf) || e == nil) {
+		return nil, err
+	}
+	laid, lerr := withPlanLayout(e)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if nf != nil {
+		if laid == e || !laid.Budget.Fits {
+			nf.Problems = append(nf.Problems, alternativeLines(laid)...)
+			return nil, nf
+		}
+	}
+	e = laid
+	if probs := startProblems(e.Budget); len(probs) > 0 {
+		// A KV pool given answers the plan's memory, not a server that
+		// does not start.
+		return nil, &NoFitError{Problems: probs}
+	}
+	if er.MaxKVBlocks > 0 && e.Config.NumGPUBlocks > er.MaxKVBlocks {
+		return nil, fmt.Errorf("%w: the KV pool has %d blocks, at most %d here (lower num-gpu-blocks-override, or run `headroom simulate`)", ErrTooManyBlocks, e.Config.NumGPUBlocks, er.MaxKVBlocks)
+	}
+	return e, nil
 }
 
 // compare runs the same traffic on headroom's recommended settings, the
