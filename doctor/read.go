@@ -29,7 +29,8 @@ const (
 // traffic profile; anything else is read line by line, where vLLM log
 // lines, OOM messages, nvidia-smi output, Prometheus text, kubectl
 // describe output, request records and pasted vllm commands are recognised
-// wherever they sit.
+// wherever they sit. A file that is not text is skipped with a note on its
+// Input, so Empty tells when nothing readable was given.
 func (e *Evidence) Read(ctx context.Context, name string, r io.Reader) error {
 	in := &Input{Source: name}
 	e.Inputs = append(e.Inputs, in)
@@ -55,7 +56,11 @@ func (e *Evidence) read(ctx context.Context, in *Input, r io.Reader, depth int) 
 		return e.read(ctx, in, traffic.ContextReader(ctx, zr), depth+1)
 	}
 	if traffic.LooksBinary(head) {
-		return fmt.Errorf("%s: a binary file, not text: give logs, nvidia-smi output, /metrics text, manifests or request logs", in.Source)
+		// One core dump in an incident directory must not hide the logs
+		// beside it: it is skipped with a note, and only inputs with
+		// nothing recognised at all are bad input (the caller's check).
+		in.Notes = append(in.Notes, "a binary file, not text: skipped (give logs, nvidia-smi output, /metrics text, manifests or request logs)")
+		return nil
 	}
 	switch {
 	case looksManifest(head):

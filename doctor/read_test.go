@@ -197,9 +197,14 @@ func TestNotEvidence(t *testing.T) {
 	if !ev.Empty() {
 		t.Errorf("kinds %v", ev.Inputs[0].Kinds)
 	}
+	// A binary file is skipped with a note, not an error that would end
+	// the reading of the files beside it; alone, it leaves nothing.
 	e2, _ := NewEvidence(traffic.Options{})
-	if err := e2.Read(context.Background(), "bin", strings.NewReader("\x00\x01\x02")); err == nil {
-		t.Error("binary accepted")
+	if err := e2.Read(context.Background(), "core.dump", strings.NewReader("\x7fELF\x02\x01\x01\x00\x00\x00")); err != nil {
+		t.Errorf("binary: %v", err)
+	}
+	if !e2.Empty() || len(e2.Inputs[0].Notes) != 1 || !strings.Contains(e2.Inputs[0].Notes[0], "not text: skipped") {
+		t.Errorf("binary input %+v, want nothing recognised and a note", e2.Inputs[0])
 	}
 	d := Diagnose(ev, Options{})
 	if !d.Healthy() || d.Findings == nil || d.DeadEnds == nil {
