@@ -294,6 +294,9 @@ func (s *textScanner) metrics(text string, lines []string, start int) {
 	if sample, err := telemetry.ParseVLLMMetrics(strings.NewReader(text)); err == nil {
 		m.VLLM = &sample
 		found = true
+		if len(sample.Dropped) > 0 {
+			s.in.Notes = append(s.in.Notes, "line "+strconv.Itoa(start)+": values of /metrics left out (no figure is taken from them): "+strings.Join(sample.Dropped, "; "))
+		}
 	}
 	gauge := func(name string, scale float64) (float64, bool) {
 		f, ok := fams[name]

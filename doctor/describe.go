@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"headroom.dev/headroom/gpu"
-	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -24,9 +23,11 @@ type describeState struct {
 	args    []string
 	argLine Line
 	cmd     []string
-	labels  map[string]string
-	labelAt Line
-	hpa     *HPAFacts
+	// argLines and cmdLines are where each item of args and cmd is.
+	argLines, cmdLines []Line
+	labels             map[string]string
+	labelAt            Line
+	hpa                *HPAFacts
 	// inContainers is set inside "Containers:", where "  name:" opens
 	// a container.
 	inContainers bool
@@ -128,7 +129,7 @@ func (d *describeState) line(s *textScanner, l string) bool {
 		return true
 	case "Liveness", "Readiness", "Startup":
 		d.container(s)
-		d.cont.Probes = append(d.cont.Probes, ProbeFacts{Kind: strings.ToLower(key), BudgetSeconds: describeProbeBudget(val), Line: s.here()})
+		d.cont.Probes = append(d.cont.Probes, probeFacts(strings.ToLower(key), describeProbe(val), s.here()))
 		return true
 	}
 	return d.eventLine(s, t)
@@ -186,8 +187,10 @@ func (d *describeState) item(s *textScanner, t string) {
 		}
 	case "args":
 		d.args = append(d.args, t)
+		d.argLines = append(d.argLines, s.here())
 	case "command":
 		d.cmd = append(d.cmd, t)
+		d.cmdLines = append(d.cmdLines, s.here())
 	case "limits":
 		k, v, ok := strings.Cut(t, ":")
 		if !ok {
@@ -256,7 +259,7 @@ func (d *describeState) eventLine(s *textScanner, t string) bool {
 	case strings.Contains(t, "OOMKilling") || strings.Contains(t, "OOMKilled"):
 		s.e.K8s.OOMKilled = append(s.e.K8s.OOMKilled, s.here())
 	case strings.Contains(t, "FailedScheduling"):
-		s.e.K8s.SchedulingFailures = append(s.e.K8s.SchedulingFailures, s.here())
+		s.e.K8s.schedulingFailure(t, s.here())
 	default:
 		return false
 	}
@@ -319,6 +322,9 @@ func (d *describeState) flushContainer(s *textScanner) {
 				}
 			}
 		}
+		if c.HasSettings {
+			c.FlagLines = describeFlagLines(append(append([]string{}, d.cmd...), d.args...), append(append([]Line{}, d.cmdLines...), d.argLines...))
+		}
 		c.VLLM = c.VLLM || strings.Contains(strings.Join(append(d.cmd, d.args...), " "), "vllm")
 		s.e.K8s.Containers = append(s.e.K8s.Containers, c)
 		if c.HasSettings && c.Settings.Set[vllm.FlagConfig] {
@@ -327,6 +333,31 @@ func (d *describeState) flushContainer(s *textScanner) {
 		}
 	}
 	d.cont, d.args, d.cmd, d.argLine, d.mounts = nil, nil, nil, Line{}, nil
+	d.argLines, d.cmdLines = nil, nil
+}
+
+// describeFlagLines cites, per flag (vLLM's name, no dashes), the item of
+// the command or args that holds its value: describe prints one word a
+// line, so "--gpu-memory-utilization" and "0.95" are two items, and the
+// value's is the line a finding about the value points at.
+func describeFlagLines(words []string, at []Line) map[string]Line {
+	out := map[string]Line{}
+	for i, w := range words {
+		name, ok := strings.CutPrefix(w, "--")
+		if !ok || name == "" || i >= len(at) {
+			continue
+		}
+		if n, _, inline := strings.Cut(name, "="); inline {
+			out[n] = at[i]
+			continue
+		}
+		if i+1 < len(words) && i+1 < len(at) && !strings.HasPrefix(words[i+1], "--") {
+			out[name] = at[i+1]
+		} else {
+			out[name] = at[i]
+		}
+	}
+	return out
 }
 
 func (d *describeState) finish(s *textScanner) {
@@ -335,9 +366,9 @@ func (d *describeState) finish(s *textScanner) {
 	}
 }
 
-// describeProbeBudget reads "http-get http://:8000/health delay=30s
+// describeProbe reads "http-get http://:8000/health delay=30s
 // timeout=1s period=10s #success=1 #failure=3".
-func describeProbeBudget(spec string) float64 {
+func describeProbe(spec string) *corev1.Probe {
 	var p corev1.Probe
 	for _, f := range strings.Fields(spec) {
 		k, v, ok := strings.Cut(f, "=")
@@ -357,6 +388,5 @@ func describeProbeBudget(spec string) float64 {
 			p.FailureThreshold = int32(n)
 		}
 	}
-	window, _, _ := kube.ProbeWindow(&p)
-	return window.Seconds()
+	return &p
 }

@@ -146,6 +146,10 @@ type LogFacts struct {
 	// SleepMode is set when the engine runs with --enable-sleep-mode
 	// (expandable segments are then unsafe).
 	SleepMode bool `json:"sleep_mode,omitempty"`
+	// GPUPIDs are the process ids of the engine and its workers, from
+	// the "(EngineCore_DP0 pid=N)" prefixes of their lines: the
+	// processes that hold GPU memory (the API server holds none).
+	GPUPIDs []int `json:"gpu_pids,omitempty"`
 }
 
 // LogEventLine is a recognised vLLM line and where it is.

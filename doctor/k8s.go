@@ -36,6 +36,28 @@ type K8sFacts struct {
 	CrashLoop          []Line `json:"crash_loop,omitempty"`
 	ProbeFailures      []Line `json:"probe_failures,omitempty"`
 	SchedulingFailures []Line `json:"scheduling_failures,omitempty"`
+	// SchedulingReasons are the scheduler's words of each failure
+	// ("0/4 nodes are available: 2 Insufficient nvidia.com/gpu, ..."),
+	// as SchedulingFailures cites them; GPUShort is set when one says
+	// that nodes lack the GPUs the pod asks for.
+	SchedulingReasons []string `json:"scheduling_reasons,omitempty"`
+	GPUShort          bool     `json:"gpu_short,omitempty"`
+}
+
+// schedulingFailure files a FailedScheduling event with its message.
+func (k *K8sFacts) schedulingFailure(message string, at Line) {
+	k.SchedulingFailures = append(k.SchedulingFailures, at)
+	if _, rest, ok := strings.Cut(message, "FailedScheduling"); ok {
+		// A describe row: the message follows the reason, age and
+		// source columns.
+		if _, m, ok := strings.Cut(rest, "0/"); ok {
+			message = "0/" + m
+		}
+	}
+	// The scheduler's verdict, without its note on preemption.
+	message, _, _ = strings.Cut(message, " preemption:")
+	k.SchedulingReasons = append(k.SchedulingReasons, strings.TrimSpace(message))
+	k.GPUShort = k.GPUShort || strings.Contains(message, "Insufficient nvidia.com/gpu") || strings.Contains(message, "Insufficient amd.com/gpu")
 }
 
 // ContainerFacts is one container of a workload.
@@ -72,7 +94,18 @@ type ContainerFacts struct {
 type ProbeFacts struct {
 	Kind          string  `json:"kind"`
 	BudgetSeconds float64 `json:"budget_seconds"`
-	Line          Line    `json:"line"`
+	// DelaySeconds and PeriodSeconds are the probe's, with Kubernetes'
+	// defaults (kube.ProbeWindow): a remedy keeps its period.
+	DelaySeconds  int32 `json:"initial_delay_seconds"`
+	PeriodSeconds int32 `json:"period_seconds"`
+	Line          Line  `json:"line"`
+}
+
+// probeFacts reads a probe as kube.ProbeWindow does, so the doctor and the
+// webhook count its window alike.
+func probeFacts(kind string, p *corev1.Probe, at Line) ProbeFacts {
+	window, period, _ := kube.ProbeWindow(p)
+	return ProbeFacts{Kind: kind, BudgetSeconds: window.Seconds(), DelaySeconds: max(p.InitialDelaySeconds, 0), PeriodSeconds: period, Line: at}
 }
 
 // HPAFacts is one HorizontalPodAutoscaler.
@@ -361,9 +394,7 @@ func (e *Evidence) podSpec(d doc, workload string, at Line, spec corev1.PodSpec)
 			if p.probe == nil {
 				continue
 			}
-			window, _, _ := kube.ProbeWindow(p.probe)
-			cf.Probes = append(cf.Probes, ProbeFacts{Kind: p.kind, BudgetSeconds: window.Seconds(),
-				Line: d.find(from, p.kind+"Probe")})
+			cf.Probes = append(cf.Probes, probeFacts(p.kind, p.probe, d.find(from, p.kind+"Probe")))
 		}
 		e.K8s.Containers = append(e.K8s.Containers, cf)
 		if cf.HasSettings && cf.Settings.Set[vllm.FlagConfig] {
@@ -599,6 +630,6 @@ func (e *Evidence) event(reason, message string, at Line) {
 	case reason == "BackOff" && strings.Contains(message, "restarting failed container"):
 		e.K8s.CrashLoop = append(e.K8s.CrashLoop, at)
 	case reason == "FailedScheduling":
-		e.K8s.SchedulingFailures = append(e.K8s.SchedulingFailures, at)
+		e.K8s.schedulingFailure(message, at)
 	}
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,9 +102,37 @@ func (s *textScanner) finish() {
 	s.desc.finish(s)
 }
 
+// maxGPUPIDs bounds the engine and worker process ids kept per log.
+const maxGPUPIDs = 64
+
+// gpuPID reads the process id of an engine or worker line's prefix,
+// "(EngineCore_DP0 pid=212)" or "(VllmWorker rank=1 pid=305)"; the API
+// server's "(APIServer pid=1)" holds no GPU memory and is not read.
+func gpuPID(l string) (int, bool) {
+	if !strings.HasPrefix(l, "(") || strings.HasPrefix(l, "(APIServer") {
+		return 0, false
+	}
+	end := strings.IndexByte(l, ')')
+	if end < 0 || end > 80 {
+		return 0, false
+	}
+	_, v, ok := strings.Cut(l[:end], " pid=")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n > 0
+}
+
 // plain handles a line outside any block.
 func (s *textScanner) plain(l string) {
 	s.hostLine(l)
+	if pid, ok := gpuPID(l); ok {
+		log := s.logFacts()
+		if !slices.Contains(log.GPUPIDs, pid) && len(log.GPUPIDs) < maxGPUPIDs {
+			log.GPUPIDs = append(log.GPUPIDs, pid)
+		}
+	}
 	if fn, ok := tracebackFrame(l); ok {
 		s.frames = append(s.frames, frame{fn: fn, line: s.here()})
 		s.rephase(fn)
@@ -382,7 +411,7 @@ func (s *textScanner) extra(ev vllm.LogEvent) bool {
 		}
 	case vllm.LogStats:
 		log := s.logFacts()
-		if ev.KVUsage > log.MaxKVUsage {
+		if ev.KVUsage > log.MaxKVUsage || (log.KVUsageLine.zero() && strings.Contains(s.cur, "KV cache usage")) {
 			log.MaxKVUsage, log.KVUsageLine = ev.KVUsage, s.here()
 		}
 		log.MaxRunning = max(log.MaxRunning, ev.Running)
