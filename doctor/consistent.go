@@ -2,10 +2,13 @@ package doctor
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -123,15 +126,18 @@ func boolInt(b bool) int {
 // nonDefault clears from s what vLLM would take anyway, this release's
 // defaults on this GPU for this model, so the suggested command names only
 // what differs from a bare `vllm serve MODEL` (a start-up log's engine
-// config spells every value out).
-func (g *diag) nonDefault(s vllm.Settings) vllm.Settings {
+// config spells every value out). The flags in keep stay: a remedy set
+// them, and the change is what the user must see, also where it lands on
+// a default (0.95 lowered to 0.92, the default of the release assumed).
+func (g *diag) nonDefault(s vllm.Settings, keep map[string]bool) vllm.Settings {
 	if g.base == nil {
 		return s
 	}
 	b := g.base
 	bare := vllm.Settings{Model: s.Model, Env: s.Env, Version: s.Version, Install: s.Install, Extra: s.Extra}
 	d := bare.WithDefaults(s.Version, b.Device.Name, b.Device.TotalBytes, b.Model.MaxPositions)
-	if s.TensorParallelSize == 1 {
+	drop := func(flag string, isDefault bool) bool { return isDefault && !keep["--"+flag] }
+	if drop(vllm.FlagTensorParallelSize, s.TensorParallelSize == 1) {
 		s.TensorParallelSize = 0
 	}
 	if s.PipelineParallelSize == 1 {
@@ -140,13 +146,13 @@ func (g *diag) nonDefault(s vllm.Settings) vllm.Settings {
 	if s.DataParallelSize == 1 {
 		s.DataParallelSize = 0
 	}
-	if s.GPUMemoryUtilization == d.GPUMemoryUtilization {
+	if drop(vllm.FlagGPUMemoryUtilization, s.GPUMemoryUtilization == d.GPUMemoryUtilization) {
 		s.GPUMemoryUtilization = 0
 	}
-	if s.MaxNumSeqs == d.MaxNumSeqs {
+	if drop(vllm.FlagMaxNumSeqs, s.MaxNumSeqs == d.MaxNumSeqs) {
 		s.MaxNumSeqs = 0
 	}
-	if s.MaxNumBatchedTokens == d.MaxNumBatchedTokens {
+	if drop(vllm.FlagMaxNumBatchedTokens, s.MaxNumBatchedTokens == d.MaxNumBatchedTokens) {
 		s.MaxNumBatchedTokens = 0
 	}
 	if s.BlockSize == d.BlockSize {
@@ -155,7 +161,7 @@ func (g *diag) nonDefault(s vllm.Settings) vllm.Settings {
 	if s.MaxCudagraphCaptureSize == d.MaxCudagraphCaptureSize {
 		s.MaxCudagraphCaptureSize = 0
 	}
-	if s.MaxModelLen == b.Model.MaxPositions {
+	if drop(vllm.FlagMaxModelLen, s.MaxModelLen == b.Model.MaxPositions) {
 		s.MaxModelLen = 0
 	}
 	if s.KVCacheDtype == "auto" {
@@ -179,13 +185,82 @@ func (g *diag) planWhat() string {
 		}
 		return fmt.Sprintf("the model %s is not one headroom can plan (%s): give its config.json with --model ./config.json (with model.safetensors.index.json beside it for exact weights) for values computed by the planner", g.dep.Model, why)
 	case g.dep.Model != "" && !g.dep.hasGPU:
-		return fmt.Sprintf("give the GPU %s runs on (--gpu H100-80GB) for values computed by the planner", g.dep.Model)
+		return fmt.Sprintf("give the GPU %s runs on (--gpu %s) for values computed by the planner", g.dep.Model, g.exampleGPU())
 	case g.dep.Model != "":
 		why := "it could not be read"
 		if g.dep.specErr != "" {
 			why = g.dep.specErr
 		}
 		return fmt.Sprintf("the model %s is not one headroom can plan (%s), and no GPU was named: give its config.json with --model ./config.json and the GPU with --gpu for values computed by the planner", g.dep.Model, why)
+	case g.dep.hasGPU:
+		return fmt.Sprintf("give the model (-- vllm serve MODEL ...) for values computed by the planner; the GPU is %s (%s, from %s)%s",
+			g.dep.GPU, gib(g.dep.GPUTotalBytes), g.dep.GPUSource, g.nameTheCard())
 	}
-	return "give the model and GPU (--gpu H100-80GB -- vllm serve MODEL ...) for values computed by the planner"
+	return fmt.Sprintf("give the model and GPU (--gpu %s -- vllm serve MODEL ...) for values computed by the planner", g.exampleGPU())
+}
+
+// cardMatch is how close a catalog GPU's total must come to the total the
+// evidence gave to be offered as its name: CUDA and the messages round
+// differently, and a driver reserves a little.
+const cardMatch = 0.02
+
+// nearestCard is the catalog GPU whose total is nearest total, within
+// cardMatch; "" when none is.
+func nearestCard(total int64) string {
+	best, name := cardMatch, ""
+	for _, d := range gpu.Devices() {
+		if d.Estimated || d.MIG != "" || total <= 0 {
+			continue
+		}
+		if off := math.Abs(float64(d.TotalBytes-total)) / float64(total); off <= best {
+			best, name = off, d.Name
+		}
+	}
+	return name
+}
+
+// exampleGPU is the --gpu a message offers as its example: the catalog
+// GPU the evidence's total points at, else a common one.
+func (g *diag) exampleGPU() string {
+	for _, total := range g.evidenceTotals() {
+		if n := nearestCard(total); n != "" {
+			return n
+		}
+	}
+	return "H100-80GB"
+}
+
+// evidenceTotals are the GPU totals the evidence reports: OOM messages,
+// start-up logs, nvidia-smi, a metrics exporter.
+func (g *diag) evidenceTotals() []int64 {
+	var out []int64
+	for _, o := range g.ev.OOMs {
+		out = append(out, o.OOM.Total)
+	}
+	for _, l := range g.ev.Logs {
+		out = append(out, l.Report.TotalBytes)
+	}
+	for _, gf := range g.ev.GPUs {
+		for _, x := range gf.GPUs {
+			if x.TotalBytes != telemetry.Unknown {
+				out = append(out, x.TotalBytes)
+			}
+		}
+	}
+	for _, m := range g.ev.Metrics {
+		out = append(out, m.GPUTotalBytes)
+	}
+	return out
+}
+
+// nameTheCard offers the catalog name of a card the evidence gave only as
+// a total: vLLM's defaults depend on the name.
+func (g *diag) nameTheCard() string {
+	if !strings.HasPrefix(g.dep.GPU, "custom-") {
+		return ""
+	}
+	if n := nearestCard(g.dep.GPUTotalBytes); n != "" {
+		return fmt.Sprintf("; if it is the %s, say so with --gpu %s: vLLM's defaults depend on the card", n, n)
+	}
+	return ""
 }

@@ -126,8 +126,12 @@ func TestCorpus(t *testing.T) {
 			first: CodeMaxModelLen},
 		{name: "70B on one H100", inputs: []string{"loading-oom.log"},
 			opt: Options{GPU: h100, HasGPU: true}, first: CodeWeightsTooLarge},
+		// A run-time OOM is a step's allocation beside the budget, not a
+		// full KV cache (71.8% here, nothing waiting): vLLM preempts when
+		// the cache is full, it does not allocate. 4.12 GiB reserved but
+		// unallocated against 2.00 GiB tried puts fragmentation first.
 		{name: "fragmented at run time", inputs: []string{"fragmentation-runtime.log"},
-			want: []string{CodeFragmentation, CodeKVCachePressure}, absent: []string{CodeOtherProcesses}},
+			first: CodeFragmentation, want: []string{CodeOutsideBudget}, absent: []string{CodeOtherProcesses, CodeKVCachePressure}},
 		{name: "another process on the card", inputs: []string{"shared-gpu"},
 			first: CodeOtherProcesses},
 		{name: "preemption under long traffic", inputs: []string{"preemption"},
@@ -146,11 +150,27 @@ func TestCorpus(t *testing.T) {
 		{name: "upgrade 0.20 to 0.21", inputs: []string{"version-drift"},
 			first: CodeVersionDrift},
 		{name: "utilization 0.99 at run time", inputs: []string{"utilization-edge.log"},
-			first: CodeUtilizationEdge, want: []string{CodeKVCachePressure}},
+			first: CodeUtilizationEdge, want: []string{CodeOutsideBudget}, absent: []string{CodeKVCachePressure}},
 		// (13.90 reserved − 11.20 allocated) = 2.70 GiB > the 1.50 GiB tried.
 		{name: "PyTorch 2.0 message, fragmented", inputs: []string{"oom-pytorch-2.0-fragmented.txt"},
 			first: CodeFragmentation},
 		{name: "healthy start-up", inputs: []string{"healthy.log"}},
+		{name: "OOM while serving, KV cache full", inputs: []string{"runtime-oom.log"},
+			first: CodeOutsideBudget, want: []string{CodeKVCachePressure}},
+		{name: "two processes on an L4", inputs: []string{"nvsmi-two-processes.txt"},
+			first: CodeOtherProcesses},
+		{name: "others hold the card at start-up", inputs: []string{"freemem.log"},
+			first: CodeOtherProcesses},
+		{name: "/metrics with cache_config_info", inputs: []string{"metrics-cache-config.txt"},
+			first: CodeKVCachePressure},
+		{name: "Pending, short of GPUs", inputs: []string{"pending.txt"},
+			first: CodeK8sScheduling},
+		{name: "OOMKilled in a crash loop", inputs: []string{"describe2.txt"},
+			first: CodeHostMemory, want: []string{CodeK8sScheduling}},
+		{name: "a crash loop nothing explains", inputs: []string{"describe-crashloop.txt"},
+			want: []string{CodeK8sScheduling}},
+		{name: "restarted by its liveness probe", inputs: []string{"describe-probe.txt"},
+			first: CodeK8sScheduling},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +203,7 @@ func TestCorpus(t *testing.T) {
 					t.Errorf("dead ends %v, want %s", deadEndCodes(d), c)
 				}
 			}
+			noEmptyFlags(t, d)
 			for _, f := range d.Findings {
 				if f.Confidence <= 0 || f.Confidence > confidenceCap || len(f.Reasons) == 0 {
 					t.Errorf("%s: confidence %v, reasons %v", f.Code, f.Confidence, f.Reasons)

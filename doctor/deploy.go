@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
@@ -62,7 +64,10 @@ type Deployment struct {
 	measured *memory.Measured
 	// measuredKVTokens is the "GPU KV cache size" the measuring log gave.
 	measuredKVTokens int64
-	gpuLine          Line
+	// measuredFromMetrics is set when the measured KV cache is
+	// vllm:cache_config_info's, not a log's.
+	measuredFromMetrics bool
+	gpuLine             Line
 }
 
 // settingsLayer is one source of settings, lowest priority first.
@@ -83,6 +88,14 @@ func resolve(ev *Evidence, opt Options) (Deployment, []string) {
 	}
 	for _, c := range ev.Commands {
 		layers = append(layers, settingsLayer{c.Settings, c.Line.Ref()})
+	}
+	for _, m := range ev.Metrics {
+		// What the running server says of itself outranks a manifest
+		// or a pasted command; what it logged, and the user's flags,
+		// outrank it.
+		if set, from, ok := metricSettings(m); ok {
+			layers = append(layers, settingsLayer{set, from})
+		}
 	}
 	for _, l := range ev.Logs {
 		if l.HasSettings {
@@ -310,6 +323,75 @@ func (d *Deployment) measure(ev *Evidence) {
 		d.Measured = l.Source
 		d.measuredKVTokens = d.measured.KVTokens
 	}
+	if d.measured != nil {
+		return
+	}
+	// No start-up log: the KV cache the server reports on /metrics
+	// (vllm:cache_config_info's num_gpu_blocks of block_size tokens, at
+	// its gpu_memory_utilization) is measured too. A simulated
+	// stand-in's is not.
+	for _, m := range ev.Metrics {
+		s := m.VLLM
+		if s == nil || s.CacheConfig.Simulated || s.CacheConfig.NumGPUBlocks <= 0 || s.CacheConfig.BlockSize <= 0 {
+			continue
+		}
+		if len(s.Models) == 1 && d.Settings.Model != "" && s.Models[0] != d.Settings.Model {
+			continue
+		}
+		c := s.CacheConfig
+		d.measured = &memory.Measured{KVTokens: c.NumGPUBlocks * int64(c.BlockSize), Utilization: c.GPUMemoryUtilization,
+			Source: m.Line.Source}
+		d.Measured, d.measuredFromMetrics = m.Line.Source+" (vllm:cache_config_info)", true
+		d.measuredKVTokens = d.measured.KVTokens
+		return
+	}
+}
+
+// measuredKind names where the measured numbers come from, as the plan
+// summary's sources say it.
+func (d *Deployment) measuredKind() string {
+	if d.measuredFromMetrics {
+		return SourceMetrics
+	}
+	return SourceLog
+}
+
+// metricSettings are the settings a /metrics exposition gives of its
+// server: vllm:cache_config_info's utilization, block size and KV-cache
+// dtype, and the model every series names (model_name), when it names one.
+func metricSettings(m MetricFacts) (vllm.Settings, string, bool) {
+	s := m.VLLM
+	if s == nil {
+		return vllm.Settings{}, "", false
+	}
+	var args, what []string
+	c := s.CacheConfig
+	if c.GPUMemoryUtilization > 0 {
+		args = append(args, "--"+vllm.FlagGPUMemoryUtilization, strconv.FormatFloat(c.GPUMemoryUtilization, 'f', -1, 64))
+	}
+	if c.BlockSize > 0 {
+		args = append(args, "--block-size", strconv.Itoa(c.BlockSize))
+	}
+	if c.CacheDtype != "" && c.CacheDtype != "auto" {
+		args = append(args, "--kv-cache-dtype", c.CacheDtype)
+	}
+	if len(args) > 0 {
+		what = append(what, s.Names[vllm.MetricCacheConfig])
+	}
+	set, err := vllm.ParseFlags(args)
+	if err != nil {
+		// A label vLLM's own parser would refuse: the rest stands.
+		set, args = vllm.Settings{}, nil
+		what = nil
+	}
+	if len(s.Models) == 1 {
+		set.Model = s.Models[0]
+		what = append(what, "model_name")
+	}
+	if len(what) == 0 {
+		return vllm.Settings{}, "", false
+	}
+	return set, fmt.Sprintf("%s (/metrics: %s)", m.Line.Source, strings.Join(what, ", ")), true
 }
 
 // logBlockSize is the --block-size a log ran with: its flags', else the

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -44,16 +45,19 @@ var matrixOrder = []string{
 	CodeUtilizationEdge, CodeFragmentation, CodeTensorParallel, CodeK8sScheduling, CodeVersionDrift,
 }
 
+// Codes are the finding codes, in the order of the root-cause matrix.
+func Codes() []string { return slices.Clone(matrixOrder) }
+
 var titles = map[string]string{
 	CodeWeightsTooLarge: "The weights (static memory) take most of the GPU",
 	CodeKVCachePressure: "Long contexts × concurrency fill the KV cache allocated at start-up",
 	CodeMaxModelLen:     "--max-model-len does not fit in the KV cache",
 	CodeUtilizationEdge: "--gpu-memory-utilization leaves too little outside vLLM's budget",
-	CodeOutsideBudget:   "CUDA-graph capture or sampler warm-up ran past the budget",
+	CodeOutsideBudget:   "Memory outside vLLM's budget (CUDA graphs, the sampler, a step's peak) ran past the card",
 	CodeFragmentation:   "Allocator fragmentation: memory reserved but unallocated",
 	CodeOtherProcesses:  "Another process holds memory on the GPU",
 	CodeTensorParallel:  "Tensor parallelism is misconfigured",
-	CodeK8sScheduling:   "Kubernetes scheduling amplifies the problem",
+	CodeK8sScheduling:   "Kubernetes keeps vLLM from starting or serving (scheduling, probes, restarts, GPU limits)",
 	CodeVersionDrift:    "The vLLM version changed how memory is budgeted",
 	CodeHostMemory:      "The pod ran out of host memory: OOMKilled by its memory limit, not a CUDA OOM",
 	CodeSharedMemory:    "/dev/shm is too small for vLLM's message queues, NCCL or the offloaded KV cache",
@@ -68,6 +72,13 @@ const (
 	ActionSplitPools   = "split_pools"
 	ActionFreeGPU      = "free_the_gpu"
 	ActionPinVersion   = "pin_version"
+	// ActionGiveInput asks for evidence the values need (a request log,
+	// the model or GPU, the crashed container's log): Why says which and
+	// how, Args holds the command that gathers it when there is one.
+	ActionGiveInput = "give_input"
+	// ActionAdvice is a step with nothing to paste (keep a setting, an
+	// order of changes); Args is empty.
+	ActionAdvice = "advice"
 )
 
 // Finding is one cause, with its confidence, evidence and remedies.
@@ -83,8 +94,14 @@ type Finding struct {
 	Evidence []Line   `json:"evidence"`
 	// Remedies are ranked, most direct first.
 	Remedies []Remedy `json:"remedies"`
+	// Predicted is set when every signal of the finding is the planner's
+	// prediction for the settings: nothing in the evidence shows it
+	// happened.
+	Predicted bool `json:"predicted,omitempty"`
 
 	weights []float64
+	// seen is set once a signal that is not a prediction is added.
+	seen bool
 }
 
 // Remedy is one change to make.
@@ -94,6 +111,10 @@ type Remedy struct {
 	// environment assignments, manifest fields, a GPU.
 	Args []string `json:"args"`
 	Why  string   `json:"why"`
+
+	// alt marks an alternative to the finding's answer (a trade-off the
+	// user chooses), left out of the suggested command.
+	alt bool
 }
 
 // Paste is the remedy as a user pastes it: flags quoted for a shell,
@@ -135,8 +156,12 @@ type Diagnosis struct {
 	Inputs     []*Input   `json:"inputs"`
 	// Command is the deployment's command with the flag remedies of the
 	// findings of medium or high confidence applied.
-	Command string   `json:"suggested_command,omitempty"`
-	Notes   []string `json:"notes,omitempty"`
+	Command string `json:"suggested_command,omitempty"`
+	// CommandWhen says when the suggested command applies, where not at
+	// once: after the GPU is freed, or for what the planner predicts
+	// beside a cause the command does not answer (an OOMKill).
+	CommandWhen string   `json:"suggested_command_when,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 	// Disagreements are inputs that contradict each other or the flags
 	// (another model, another GPU): said before the findings, as the
 	// findings rest on them.
@@ -149,12 +174,14 @@ func (d Diagnosis) Healthy() bool { return len(d.Findings) == 0 }
 // Memory holds the numbers read from the evidence and the plan computed
 // for the deployment. Bytes are int64.
 type Memory struct {
-	OOM         *OOMFacts             `json:"oom,omitempty"`
-	Startup     *vllm.StartupReport   `json:"startup,omitempty"`
-	GPUs        []telemetry.GPU       `json:"gpus,omitempty"`
-	Metrics     *telemetry.VLLMSample `json:"metrics,omitempty"`
-	Preemptions float64               `json:"preemptions,omitempty"`
-	MaxKVUsage  float64               `json:"max_kv_cache_usage,omitempty"`
+	OOM     *OOMFacts             `json:"oom,omitempty"`
+	Startup *vllm.StartupReport   `json:"startup,omitempty"`
+	GPUs    []telemetry.GPU       `json:"gpus,omitempty"`
+	Metrics *telemetry.VLLMSample `json:"metrics,omitempty"`
+	// Preemptions and MaxKVUsage are the highest any input gave (a
+	// /metrics counter, the engine's log); null where none gave one.
+	Preemptions *float64 `json:"preemptions"`
+	MaxKVUsage  *float64 `json:"max_kv_cache_usage"`
 	// StartupKVTokens is the KV cache in tokens of the start-up log: the
 	// "GPU KV cache size" it logged (StartupKVTokensFrom "log"), else
 	// derived by the planner from the logged GiB and the page size
@@ -199,9 +226,9 @@ type PlanSummary struct {
 	Problems        []memory.Finding `json:"problems,omitempty"`
 	Warnings        []memory.Finding `json:"warnings,omitempty"`
 	// Sources say, per number above, where it comes from: SourceLog,
-	// SourceDerived or SourcePlan (keyed as in memory.Budget, so the
-	// longest context is "max_fit_len"); numbers not listed are settings
-	// or follow from these.
+	// SourceMetrics, SourceDerived or SourcePlan (keyed as in
+	// memory.Budget, so the longest context is "max_fit_len"); numbers
+	// not listed are settings or follow from these.
 	Sources memory.Origins `json:"sources"`
 }
 
@@ -209,6 +236,9 @@ type PlanSummary struct {
 const (
 	// SourceLog is a number vLLM logged at start-up.
 	SourceLog = "log"
+	// SourceMetrics is a number vLLM's /metrics gave: the KV cache of
+	// vllm:cache_config_info (num_gpu_blocks × block_size).
+	SourceMetrics = "metrics"
 	// SourceDerived is computed from logged numbers (a part the log did
 	// not give, as what the measured non-KV memory leaves; tokens from
 	// the logged GiB and the page size).
@@ -218,27 +248,25 @@ const (
 	SourcePlan = "plan"
 )
 
-// source names a memory.Origin as the report does: doctor's measured
-// numbers all come from start-up logs.
-func source(origin string) string {
-	switch origin {
-	case memory.OriginMeasured:
-		return SourceLog
-	case memory.OriginDerived:
-		return SourceDerived
+// sources are a budget's origins as the report names them; measured is
+// what a measured number came from (SourceLog or SourceMetrics).
+func sources(o memory.Origins, measured string) memory.Origins {
+	source := func(origin string) string {
+		switch origin {
+		case memory.OriginMeasured:
+			return measured
+		case memory.OriginDerived:
+			return SourceDerived
+		}
+		return SourcePlan
 	}
-	return SourcePlan
-}
-
-// sources are a budget's origins as the report names them.
-func sources(o memory.Origins) memory.Origins {
 	return memory.Origins{Weights: source(o.Weights), Activation: source(o.Activation), NonTorch: source(o.NonTorch),
 		CUDAGraph: source(o.CUDAGraph), KVCache: source(o.KVCache), KVTokens: source(o.KVTokens), MaxFitLen: source(o.MaxFitLen)}
 }
 
-func planSummary(b memory.Budget) *PlanSummary {
+func planSummary(b memory.Budget, measured string) *PlanSummary {
 	p := b.PerGPU
-	return &PlanSummary{Sources: sources(b.Origins),
+	return &PlanSummary{Sources: sources(b.Origins, measured),
 		Utilization: b.Settings.GPUMemoryUtilization, MaxModelLen: b.MaxModelLen, MaxNumSeqs: b.Settings.MaxNumSeqs,
 		TotalBytes: p.Total, RequestedBytes: p.Requested, WeightsBytes: p.Weights, ActivationBytes: p.Activation,
 		NonTorchBytes: p.NonTorch, CUDAGraphBytes: p.CUDAGraph, KVCacheBytes: p.KVCache, KVBytesPerToken: b.KVBytesPerToken,
@@ -259,6 +287,9 @@ type diag struct {
 	dead     []DeadEnd
 	notes    []string
 	disagree []Disagreement
+	// mustFree says, when other processes leave the model no room, that
+	// the suggested command applies once they are gone.
+	mustFree string
 }
 
 // Diagnose turns evidence into findings, most likely first.
@@ -305,6 +336,7 @@ func Diagnose(ev *Evidence, opt Options) Diagnosis {
 		if f.Remedies == nil {
 			f.Remedies = []Remedy{}
 		}
+		f.Predicted = !f.seen
 		out.Findings = append(out.Findings, *f)
 	}
 	sort.SliceStable(out.Findings, func(i, j int) bool {
@@ -315,7 +347,11 @@ func Diagnose(ev *Evidence, opt Options) Diagnosis {
 		return slices.Index(matrixOrder, a.Code) < slices.Index(matrixOrder, b.Code)
 	})
 	out.Memory = g.memory()
-	out.Command = g.command(out.Findings)
+	var from []Finding
+	out.Command, from = g.command(out.Findings)
+	if out.Command != "" {
+		out.CommandWhen = g.commandWhen(out.Findings, from)
+	}
 	return out
 }
 
@@ -340,6 +376,16 @@ func level(c float64) string {
 
 // signal adds one piece of evidence for a cause.
 func (g *diag) signal(code string, w float64, reason string, lines ...Line) {
+	g.add(code, w, reason, lines...).seen = true
+}
+
+// predict adds a prediction of the planner for the settings in use: a
+// finding made of predictions alone is Predicted.
+func (g *diag) predict(code string, w float64, reason string, lines ...Line) {
+	g.add(code, w, reason, lines...)
+}
+
+func (g *diag) add(code string, w float64, reason string, lines ...Line) *Finding {
 	f := g.findings[code]
 	if f == nil {
 		f = &Finding{Code: code, Title: titles[code], Evidence: []Line{}}
@@ -362,6 +408,7 @@ func (g *diag) signal(code string, w float64, reason string, lines ...Line) {
 		}
 		f.Evidence = append(f.Evidence, l)
 	}
+	return f
 }
 
 func (g *diag) has(code string) bool { return g.findings[code] != nil }
@@ -401,16 +448,31 @@ func (g *diag) memory() Memory {
 			break
 		}
 	}
+	highest := func(p **float64, v float64) {
+		if *p == nil || v > **p {
+			*p = &v
+		}
+	}
 	for _, mf := range g.ev.Metrics {
-		if mf.VLLM != nil {
-			m.Metrics = mf.VLLM
-			m.Preemptions = math.Max(m.Preemptions, mf.VLLM.PreemptionsTotal)
-			m.MaxKVUsage = math.Max(m.MaxKVUsage, mf.VLLM.KVCacheUsage)
+		if s := mf.VLLM; s != nil {
+			m.Metrics = s
+			if s.Has(vllm.MetricPreemptions) {
+				highest(&m.Preemptions, s.PreemptionsTotal)
+			}
+			if s.Has(vllm.MetricKVCacheUsage) {
+				highest(&m.MaxKVUsage, s.KVCacheUsage)
+			}
 		}
 	}
 	for _, l := range g.ev.Logs {
-		m.Preemptions = math.Max(m.Preemptions, float64(l.Preemptions))
-		m.MaxKVUsage = math.Max(m.MaxKVUsage, l.MaxKVUsage)
+		// A log counts preemptions by their warnings and gives the KV
+		// usage in its statistics lines: none of either is no figure.
+		if !l.PreemptionLine.zero() {
+			highest(&m.Preemptions, float64(l.Preemptions))
+		}
+		if !l.KVUsageLine.zero() {
+			highest(&m.MaxKVUsage, l.MaxKVUsage)
+		}
 	}
 	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
 		t := &TrafficSummary{Requests: p.Requests(), Input: p.Input().Summary(), Output: p.Output().Summary(),
@@ -423,10 +485,10 @@ func (g *diag) memory() Memory {
 		m.Traffic = t
 	}
 	if g.base != nil {
-		m.Plan = planSummary(*g.base)
+		m.Plan = planSummary(*g.base, g.dep.measuredKind())
 	}
 	if g.rec != nil && g.rec.MaxModelLen > 0 {
-		m.Recommended = planSummary(g.rec.Budget)
+		m.Recommended = planSummary(g.rec.Budget, g.dep.measuredKind())
 	}
 	if hp, ok := g.hostPlan(); ok {
 		m.Host = &hp
@@ -435,10 +497,11 @@ func (g *diag) memory() Memory {
 }
 
 // command applies the first flag remedy of each finding of medium or
-// high confidence to the deployment's settings, most likely first.
-func (g *diag) command(fs []Finding) string {
+// high confidence to the deployment's settings, most likely first; from
+// are the findings whose remedies it applies.
+func (g *diag) command(fs []Finding) (cmd string, from []Finding) {
 	if g.dep.Settings.Model == "" {
-		return ""
+		return "", nil
 	}
 	base := g.dep.Settings.Args()
 	var extra []string
@@ -450,7 +513,7 @@ func (g *diag) command(fs []Finding) string {
 			continue
 		}
 		for _, r := range f.Remedies {
-			if r.Action != ActionSetFlag || len(r.Args) == 0 {
+			if r.Action != ActionSetFlag || len(r.Args) == 0 || r.alt {
 				continue
 			}
 			// Only the finding's first flag remedy, and only flags no
@@ -462,16 +525,17 @@ func (g *diag) command(fs []Finding) string {
 					}
 				}
 				extra = append(extra, r.Args...)
+				from = append(from, f)
 			}
 			break
 		}
 	}
 	if len(extra) == 0 {
-		return ""
+		return "", nil
 	}
 	set, err := vllm.ParseFlags(append(base, extra...))
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	// Each remedy was planned alone; together they must still fit: a
 	// context computed at one utilization shrinks with a lower one.
@@ -484,7 +548,38 @@ func (g *diag) command(fs []Finding) string {
 	}
 	set.Model, set.Env = g.dep.Settings.Model, g.dep.Settings.Env
 	set.Version = g.dep.Settings.Version
-	return g.nonDefault(set).CommandLine()
+	return g.nonDefault(set, seen).CommandLine(), from
+}
+
+// commandWhen says when the suggested command applies, where not at once:
+// after the other processes leave a card the model does not fit beside
+// them, or, where it answers only what the planner predicts, beside a
+// likelier cause it does not answer (an OOMKill is the memory limit's).
+func (g *diag) commandWhen(fs, from []Finding) string {
+	if g.mustFree != "" {
+		return g.mustFree
+	}
+	var predicted []string
+	for _, f := range from {
+		if !f.Predicted {
+			return ""
+		}
+		predicted = append(predicted, f.Code)
+	}
+	if len(predicted) == 0 || len(fs) == 0 {
+		return ""
+	}
+	lead := fs[0]
+	what := fmt.Sprintf("for what the planner predicts at these settings (%s), which nothing in the evidence shows yet", strings.Join(predicted, ", "))
+	if slices.ContainsFunc(from, func(f Finding) bool { return f.Code == lead.Code }) {
+		return what
+	}
+	for _, r := range lead.Remedies {
+		if p := r.Paste(); p != "" {
+			return fmt.Sprintf("%s; %s's fix comes first: %s", what, lead.Code, p)
+		}
+	}
+	return fmt.Sprintf("%s; %s comes first", what, lead.Code)
 }
 
 // baseArgs are the planned settings as flags, defaults included.

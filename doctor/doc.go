@@ -14,8 +14,9 @@
 // Diagnose turns the evidence into findings that follow the root-cause
 // matrix operators use (weights too large, KV-cache pressure, a max-model-len
 // that does not fit, a utilization at the edge, memory outside vLLM's
-// budget, fragmentation, other processes, tensor-parallel misuse,
-// Kubernetes scheduling, version drift), each with the evidence lines it
+// budget, fragmentation, other processes, tensor-parallel misuse, the
+// pod's host memory and /dev/shm, Kubernetes scheduling, version drift;
+// Codes lists them), each with the evidence lines it
 // rests on, a confidence, and remedies ranked with concrete values from
 // memory.Plan and memory.Recommend; and names the dead ends the evidence
 // invites.

@@ -2,15 +2,12 @@ package doctor
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"headroom.dev/headroom/gpu"
-	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/traffic"
 	"headroom.dev/headroom/vllm"
 )
@@ -18,7 +15,7 @@ import (
 // needPlan is the remedy given when the planner has nothing to compute
 // with: it says what to add.
 func (g *diag) needPlan() Remedy {
-	return Remedy{Action: ActionSetFlag, Args: []string{}, Why: g.planWhat()}
+	return Remedy{Action: ActionGiveInput, Args: []string{}, Why: g.planWhat()}
 }
 
 func (g *diag) remedies() {
@@ -72,6 +69,15 @@ func (g *diag) with(change func(*vllm.Settings)) (memory.Budget, bool) {
 		// the KV cache it left, no longer hold.
 		c := *m
 		c.Activation, c.AvailableKV, c.Utilization = 0, 0, 0
+		in.Measured = &c
+	} else if m != nil && m.KVTokens > 0 && in.Settings.KVCacheDtype != g.base.Settings.KVCacheDtype {
+		// Another KV dtype packs other tokens into the same bytes: the
+		// measured cache holds as bytes, not as a count of tokens.
+		c := *m
+		if c.AvailableKV <= 0 {
+			c.AvailableKV, c.Utilization = g.base.PerGPU.KVCache, g.base.Settings.GPUMemoryUtilization
+		}
+		c.KVTokens = 0
 		in.Measured = &c
 	}
 	b, err := memory.Plan(in)
@@ -144,8 +150,18 @@ func (g *diag) kvRemedies() []Remedy {
 		}
 	}
 	if typ, _ := g.typicalContext(); typ == 0 {
-		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+		rs = append(rs, Remedy{Action: ActionGiveInput, Args: []string{},
 			Why: fmt.Sprintf("size --max-num-seqs by the traffic: give the request log too (headroom doctor ... requests.log) or run headroom plan --profile FILE; without a traffic --max-num-seqs %d stays (the value in use, vLLM's default unless set), as plan keeps it", cur)})
+	}
+	if b.KVDtypeBytes > 1 && b.Settings.KVCacheDtype != "fp8" {
+		// The one lever that grows the cache on the same card without
+		// giving up context: a trade of precision the user chooses, so
+		// it is offered, not put in the suggested command.
+		if nb, ok := g.with(func(s *vllm.Settings) { s.KVCacheDtype = "fp8" }); ok && nb.Fits && nb.KVTokens > b.KVTokens {
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--kv-cache-dtype", "fp8"}, alt: true,
+				Why: fmt.Sprintf("or store the KV cache in fp8 (half the bytes a token, a small loss of precision): %s tokens instead of %s on the same card, %.2f requests of %d tokens at once instead of %.2f",
+					vllm.Thousands(nb.KVTokens), vllm.Thousands(b.KVTokens), nb.MaxConcurrency, nb.MaxModelLen, b.MaxConcurrency)})
+		}
 	}
 	if p := g.ev.Traffic; p != nil && p.Requests() > 0 {
 		p99 := p.Total().Quantile(0.99)
@@ -165,7 +181,7 @@ func (g *diag) kvRemedies() []Remedy {
 					long.Name, 100*long.Share, vllm.Thousands(long.MaxTokens), strings.Join(long.Args, " "))})
 		}
 	}
-	if g.rec != nil && g.rec.GPUMemoryUtilization < b.Settings.GPUMemoryUtilization-0.005 && g.oomIn(PhaseServing, "") {
+	if g.rec != nil && g.rec.GPUMemoryUtilization < b.Settings.GPUMemoryUtilization-0.005 && g.oomIn("") {
 		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", g.rec.GPUMemoryUtilization)},
 			Why: fmt.Sprintf("--gpu-memory-utilization %.2f -> %.2f: the runtime peak needs room outside the budget; %s", b.Settings.GPUMemoryUtilization, g.rec.GPUMemoryUtilization, utilWhy(g.rec))})
 	}
@@ -286,7 +302,7 @@ func (g *diag) utilRemedies() []Remedy {
 			Why: fmt.Sprintf("or fix the KV cache at %s per GPU (what the recommended utilization gives); vLLM then ignores --gpu-memory-utilization", gib(r.Budget.PerGPU.KVCache))})
 	}
 	if len(rs) == 0 {
-		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+		rs = append(rs, Remedy{Action: ActionAdvice, Args: []string{},
 			Why: fmt.Sprintf("--gpu-memory-utilization %.2f is within the computed %.2f: %s", cur, r.GPUMemoryUtilization, utilWhy(r))})
 	}
 	return rs
@@ -328,6 +344,9 @@ func (g *diag) weightsRemedies() []Remedy {
 }
 
 func (g *diag) outsideRemedies() []Remedy {
+	if o, ok := g.servingOOM(); ok {
+		return g.runtimeRemedies(o)
+	}
 	if g.base == nil || g.rec == nil {
 		return []Remedy{g.needPlan()}
 	}
@@ -369,72 +388,11 @@ func (g *diag) fragmentationRemedies() []Remedy {
 	}
 	set := g.dep.Settings
 	if safe, why := vllm.ExpandableSegmentsSafe(set.TensorParallelSize, set.PipelineParallelSize, sleep); !safe {
-		rs := []Remedy{{Action: ActionSetFlag, Args: []string{}, Why: fmt.Sprintf("expandable segments are not safe here (%s=%s: %s); lower the utilization instead", vllm.AllocConfEnv, vllm.ExpandableSegments, why)}}
+		rs := []Remedy{{Action: ActionAdvice, Args: []string{}, Why: fmt.Sprintf("expandable segments are not safe here (%s=%s: %s); lower the utilization instead", vllm.AllocConfEnv, vllm.ExpandableSegments, why)}}
 		return append(rs, g.utilRemedies()...)
 	}
 	return []Remedy{{Action: ActionSetEnv, Args: []string{vllm.AllocConfEnv + "=" + vllm.ExpandableSegments},
 		Why: fmt.Sprintf("%s sat reserved but unallocated when %s could not be allocated; expandable segments let PyTorch grow and reuse segments instead of fragmenting", gib(unalloc), gib(tried))}}
-}
-
-func (g *diag) otherRemedies() []Remedy {
-	var rs []Remedy
-	// Who holds the card, from nvidia-smi or the OOM message.
-	var held []string
-	var others int64
-	for _, gf := range g.ev.GPUs {
-		for _, x := range gf.GPUs {
-			if len(x.Processes) < 2 {
-				continue
-			}
-			ps := append([]telemetry.Process(nil), x.Processes...)
-			sort.Slice(ps, func(i, j int) bool { return ps[i].UsedBytes > ps[j].UsedBytes })
-			for i, p := range ps {
-				held = append(held, fmt.Sprintf("PID %d %s (%s)", p.PID, p.Name, gib(max(p.UsedBytes, 0))))
-				if i > 0 && p.UsedBytes > 0 {
-					others += p.UsedBytes
-				}
-			}
-		}
-	}
-	var total int64
-	for _, o := range g.ev.OOMs {
-		total = max(total, o.OOM.Total)
-		if len(held) == 0 {
-			for _, p := range o.OOM.Processes {
-				held = append(held, fmt.Sprintf("PID %d (%s)", p.PID, gib(p.Bytes)))
-			}
-		}
-		if o.OOM.Total > 0 && o.OOM.ProcessInUse > 0 {
-			others = max(others, o.OOM.Total-o.OOM.Free-o.OOM.ProcessInUse)
-		}
-	}
-	for _, l := range g.ev.Logs {
-		if r := l.Report; r.TotalBytes > 0 && r.FreeBytes > 0 {
-			others = max(others, r.TotalBytes-r.FreeBytes)
-			total = max(total, r.TotalBytes)
-		}
-	}
-	why := "give vLLM a GPU of its own: stop or move the other process"
-	if len(held) > 0 {
-		why += " (" + strings.Join(held, ", ") + ")"
-	}
-	rs = append(rs, Remedy{Action: ActionFreeGPU, Args: []string{}, Why: why})
-	if g.base != nil && others > 0 {
-		if total == 0 {
-			total = g.base.PerGPU.Total
-		}
-		if u := memory.UtilizationBeside(total, others, g.base.PerGPU); u > 0 {
-			nb, ok := g.with(func(s *vllm.Settings) { s.GPUMemoryUtilization = u })
-			why := fmt.Sprintf("or share the card: %s is held by others, so vLLM may ask for at most %.2f of %s", gib(others), u, gib(total))
-			if ok && nb.Fits {
-				why += fmt.Sprintf("; the KV cache is then %s (%s tokens)", gib(nb.PerGPU.KVCache), vllm.Thousands(nb.KVTokens))
-				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--gpu-memory-utilization", fmt.Sprintf("%.2f", u)}, Why: why})
-			} else {
-				rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{}, Why: why + ", and at that the model does not fit: the card must be freed"})
-			}
-		}
-	}
-	return rs
 }
 
 func (g *diag) tpRemedies() []Remedy {
@@ -464,59 +422,8 @@ func (g *diag) tpRemedies() []Remedy {
 		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--tensor-parallel-size", strconv.Itoa(best)}, Why: why})
 	}
 	if len(rs) == 0 {
-		rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{},
+		rs = append(rs, Remedy{Action: ActionAdvice, Args: []string{},
 			Why: fmt.Sprintf("keep --tensor-parallel-size %d; more shards do not shrink the per-GPU KV cache of each request once every GPU holds whole KV heads", b.Settings.TensorParallelSize)})
-	}
-	return rs
-}
-
-func (g *diag) k8sRemedies() []Remedy {
-	var rs []Remedy
-	k := g.ev.K8s
-	startup := g.startupSeconds()
-	for _, c := range k.Containers {
-		if !c.VLLM {
-			continue
-		}
-		hasStart := false
-		for _, p := range c.Probes {
-			hasStart = hasStart || p.Kind == "startup"
-		}
-		need := math.Max(2*startup, 600)
-		if len(c.Probes) > 0 && (!hasStart || len(k.ProbeFailures) > 0) {
-			fails := int(math.Ceil(need / kube.DefaultProbePeriod))
-			why := fmt.Sprintf("a startup probe of %d × %ds = %.0f s keeps the liveness probe off until vLLM is up", fails, kube.DefaultProbePeriod, float64(fails*kube.DefaultProbePeriod))
-			if startup > 0 {
-				why += fmt.Sprintf(" (this start-up took %.0f s; twice that, at least 10 minutes)", startup)
-			}
-			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.httpGet.path", "/health", "startupProbe.periodSeconds", strconv.Itoa(kube.DefaultProbePeriod), "startupProbe.failureThreshold", strconv.Itoa(fails)}, Why: why})
-			break
-		}
-	}
-	for _, h := range k.HPAs {
-		if h.CPUOnly {
-			rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"spec.metrics[].pods.metric.name", "vllm:num_requests_waiting"},
-				Why: fmt.Sprintf("scale %s on queue depth (vllm:num_requests_waiting) or KV use (vllm:kv_cache_usage_perc) through a custom-metrics adapter instead of CPU", h.Name)})
-		}
-	}
-	if len(k.Sharing) > 0 {
-		rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{"nodeSelector", labelSharing + "=none"},
-			Why: "run vLLM on a GPU that is not time-sliced (or a MIG slice of its own): time-slicing shares memory with no isolation"})
-	}
-	for _, h := range k.GPUHints {
-		if !strings.HasPrefix(h.Name, "nvidia.com/mig-") || g.base == nil {
-			continue
-		}
-		sel, err := gpu.Resolve(h.Name)
-		if err != nil {
-			continue
-		}
-		if r, ok := g.biggerMIG(sel.Device); ok {
-			rs = append(rs, r)
-		}
-	}
-	if len(rs) == 0 {
-		rs = append(rs, Remedy{Action: ActionEditManifest, Args: []string{}, Why: "see the evidence: the pod restarts before vLLM is up"})
 	}
 	return rs
 }

@@ -7,7 +7,6 @@ import (
 
 	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
-	"headroom.dev/headroom/telemetry"
 	"headroom.dev/headroom/vllm"
 )
 
@@ -40,12 +39,6 @@ const (
 	fragmentationMin = int64(1) << 30
 	// idleGPUBytes: a GPU using less than this holds no model.
 	idleGPUBytes = int64(2) << 30
-	// startupFloorSeconds: without a log to time it, a vLLM start-up
-	// (weights from disk or the hub, torch.compile, CUDA-graph capture)
-	// is taken to need at least this long; the calibration logs show 26 s
-	// for an 8B model with cached weights and compile cache, first starts
-	// take minutes.
-	startupFloorSeconds = 120
 	// restartsMany is the restart count that is a crash loop.
 	restartsMany = 3
 )
@@ -91,7 +84,12 @@ func (g *diag) oomRules() {
 		case PhaseSampler:
 			g.signal(CodeOutsideBudget, wNamed, "CUDA ran out of memory in the sampler warm-up (logits for --max-num-seqs rows), which runs outside the budget", at...)
 		case PhaseServing:
-			g.signal(CodeKVCachePressure, wMeasured, "CUDA ran out of memory while serving: long contexts × concurrency drive the runtime peak (activation, sampler) beyond what the profile run saw", at...)
+			// vLLM allocates the whole KV cache at start-up and preempts
+			// or queues requests when it is full: a full KV cache never
+			// asks CUDA for memory. What failed is a step's own
+			// allocation (logits, the sampler, activation) beside the
+			// budget, larger than the profile run measured.
+			g.signal(CodeOutsideBudget, wMeasured, fmt.Sprintf("CUDA ran out of memory while serving: a step asked for %s with %s free; the KV cache was allocated at start-up (when it is full vLLM preempts or queues requests, it does not allocate), so the allocation that failed is the step's own (logits, sampler, activation), outside the budget and past what the profile run measured", gib(n.Tried), gib(n.Free)), at...)
 			if g.utilAboveSafe() {
 				g.signal(CodeUtilizationEdge, wSupporting, "the out-of-memory hit at run time: the margin outside total × utilization is too small for the runtime peak", at...)
 			}
@@ -112,9 +110,7 @@ func (g *diag) oomRules() {
 				g.signal(CodeFragmentation, wSupporting, fmt.Sprintf("%s is reserved by PyTorch but unallocated", gib(n.ReservedUnallocated)), o.Line)
 			}
 		}
-		if len(n.Processes) >= 2 {
-			g.signal(CodeOtherProcesses, wNamed, fmt.Sprintf("the out-of-memory message lists %d processes on GPU %d", len(n.Processes), o.GPU), o.Line)
-		} else if n.Total > 0 && n.ProcessInUse > 0 && n.Total-n.Free-n.ProcessInUse > otherMemoryMin {
+		if len(n.Processes) < 2 && n.Total > 0 && n.ProcessInUse > 0 && n.Total-n.Free-n.ProcessInUse > otherMemoryMin {
 			g.signal(CodeOtherProcesses, wStrong, fmt.Sprintf("of %s on the GPU, %s is free and this process holds %s: %s is held elsewhere", gib(n.Total), gib(n.Free), gib(n.ProcessInUse), gib(n.Total-n.Free-n.ProcessInUse)), o.Line)
 		}
 	}
@@ -169,9 +165,6 @@ func (g *diag) logRules() {
 		if l.MaxKVUsage >= kvUsageHigh {
 			g.signal(CodeKVCachePressure, wSupporting, fmt.Sprintf("the engine's statistics show the KV cache %.1f%% full", 100*l.MaxKVUsage), l.KVUsageLine)
 		}
-		if !l.EngineDead.zero() && len(g.ev.OOMs) > 0 {
-			g.signal(CodeKVCachePressure, wWeak, "the engine died at run time", l.EngineDead)
-		}
 	}
 }
 
@@ -200,7 +193,7 @@ func (g *diag) planRules() {
 		return
 	}
 	b := g.base
-	why := fmt.Sprintf("the planner (%s on %s, vLLM %s)", g.dep.Model, g.dep.GPU, b.Settings.Version)
+	why := fmt.Sprintf("the planner predicts (%s on %s, vLLM %s)", g.dep.Model, g.dep.GPU, b.Settings.Version)
 	cmd := g.commandLine()
 	// at cites the line that sets the offending value where the evidence
 	// has one (a manifest's "- --max-model-len=...", the logged args),
@@ -217,29 +210,29 @@ func (g *diag) planRules() {
 	for _, p := range b.Problems {
 		switch p.Code {
 		case memory.CodeWeightsDontFit, memory.CodeNoCacheMemory:
-			g.signal(CodeWeightsTooLarge, wStrong, why+": "+p.Message, cmd)
+			g.predict(CodeWeightsTooLarge, wStrong, why+": "+p.Message, cmd)
 		case memory.CodeRequestDoesntFit, memory.CodeMaxLenTooLong:
-			g.signal(CodeMaxModelLen, wStrong, why+": "+p.Message, maxLen)
+			g.predict(CodeMaxModelLen, wStrong, why+": "+p.Message, maxLen)
 		case memory.CodeGraphsOverflow:
-			g.signal(CodeOutsideBudget, wMeasured, why+": "+p.Message, util)
+			g.predict(CodeOutsideBudget, wMeasured, why+": "+p.Message, util)
 		case memory.CodeHeadsNotDivisible:
-			g.signal(CodeTensorParallel, wNamed, why+": "+p.Message, tp)
+			g.predict(CodeTensorParallel, wNamed, why+": "+p.Message, tp)
 		case memory.CodeNotEnoughGPUs:
-			g.signal(CodeTensorParallel, wMeasured, why+": "+p.Message, tp)
+			g.predict(CodeTensorParallel, wMeasured, why+": "+p.Message, tp)
 		case memory.CodeFreeMemory:
-			g.signal(CodeUtilizationEdge, wMeasured, why+": "+p.Message, util)
+			g.predict(CodeUtilizationEdge, wMeasured, why+": "+p.Message, util)
 		}
 	}
 	for _, w := range b.Warnings {
 		switch w.Code {
 		case memory.CodeThinMargin:
-			g.signal(CodeUtilizationEdge, wSupporting, why+": "+w.Message, util)
+			g.predict(CodeUtilizationEdge, wSupporting, why+": "+w.Message, util)
 		case memory.CodeLowConcurrency:
-			g.signal(CodeMaxModelLen, wWeak, why+": "+w.Message, maxLen)
+			g.predict(CodeMaxModelLen, wWeak, why+": "+w.Message, maxLen)
 		}
 	}
 	if s := b.Model; s.MLA == nil && s.KVHeads > 0 && b.Settings.TensorParallelSize > s.KVHeads {
-		g.signal(CodeTensorParallel, wWeak, fmt.Sprintf("--tensor-parallel-size %d is more than the model's %d KV heads: every GPU holds whole KV heads, so the KV cache per token does not shrink past %d GPUs", b.Settings.TensorParallelSize, s.KVHeads, s.KVHeads))
+		g.predict(CodeTensorParallel, wWeak, fmt.Sprintf("--tensor-parallel-size %d is more than the model's %d KV heads: every GPU holds whole KV heads, so the KV cache per token does not shrink past %d GPUs", b.Settings.TensorParallelSize, s.KVHeads, s.KVHeads))
 	}
 }
 
@@ -280,7 +273,7 @@ func (g *diag) utilizationRules() {
 			if oomAtRun {
 				w = wStrong
 			}
-			g.signal(CodeUtilizationEdge, w, fmt.Sprintf("--gpu-memory-utilization %.2f is above %.2f, the most that leaves room for the CUDA context, sampler warm-up and fragmentation on this card", u, safe), at)
+			g.predict(CodeUtilizationEdge, w, fmt.Sprintf("--gpu-memory-utilization %.2f is above %.2f, the most that leaves room for the CUDA context, sampler warm-up and fragmentation on this card", u, safe), at)
 		}
 		return
 	}
@@ -292,7 +285,7 @@ func (g *diag) utilizationRules() {
 		if oomAtRun {
 			w = wSupporting
 		}
-		g.signal(CodeUtilizationEdge, w, fmt.Sprintf("--gpu-memory-utilization %.2f leaves %.0f%% of the card for everything outside vLLM's budget", u, 100*(1-u)), at)
+		g.predict(CodeUtilizationEdge, w, fmt.Sprintf("--gpu-memory-utilization %.2f leaves %.0f%% of the card for everything outside vLLM's budget", u, 100*(1-u)), at)
 	}
 }
 
@@ -345,26 +338,8 @@ func (g *diag) settingLine(logKey, flag string) Line {
 }
 
 func (g *diag) gpuRules() {
+	g.holderRules()
 	for _, gf := range g.ev.GPUs {
-		for _, x := range gf.GPUs {
-			var procs []telemetry.Process
-			for _, p := range x.Processes {
-				if p.Type == "" || strings.Contains(p.Type, "C") {
-					procs = append(procs, p)
-				}
-			}
-			if len(procs) >= 2 {
-				lines := []Line{gf.Line}
-				var held int64
-				for _, p := range procs {
-					lines = append(lines, gf.ProcessLines[p.PID])
-					if p.UsedBytes > 0 {
-						held += p.UsedBytes
-					}
-				}
-				g.signal(CodeOtherProcesses, wStrong, fmt.Sprintf("nvidia-smi shows %d compute processes on GPU %d holding %s together", len(procs), x.Index, gib(held)), lines...)
-			}
-		}
 		if g.base != nil && gf.Kind != KindSMIDmon {
 			used := g.base.Settings.TensorParallelSize * g.base.Settings.PipelineParallelSize * max(g.base.Settings.DataParallelSize, 1)
 			idle := 0
@@ -441,6 +416,7 @@ func (g *diag) k8sRules() {
 		g.signal(CodeK8sScheduling, wWeak, "the pod is in CrashLoopBackOff", k.CrashLoop...)
 	}
 	startup := g.startupSeconds()
+	window, why, _ := g.probeWindow()
 	for _, c := range k.Containers {
 		if !c.VLLM {
 			continue
@@ -448,26 +424,15 @@ func (g *diag) k8sRules() {
 		if c.GPUResource == "" {
 			g.signal(CodeK8sScheduling, wSupporting, fmt.Sprintf("%s runs vLLM without a GPU limit (nvidia.com/gpu): the scheduler may put it on a shared or no GPU", c.Workload), c.Line)
 		}
-		var live, start *ProbeFacts
-		for i := range c.Probes {
-			switch c.Probes[i].Kind {
-			case "liveness":
-				live = &c.Probes[i]
-			case "startup":
-				start = &c.Probes[i]
-			}
+		gate := startGate(c)
+		if gate == nil {
+			continue
 		}
-		gate := live
-		if start != nil {
-			gate = start
-		}
-		if gate != nil {
-			switch {
-			case startup > 0 && gate.BudgetSeconds < startup:
-				g.signal(CodeK8sScheduling, wStrong, fmt.Sprintf("the %s probe gives up after %.0f s, but this vLLM took %.0f s to start", gate.Kind, gate.BudgetSeconds, startup), gate.Line)
-			case startup == 0 && start == nil && gate.BudgetSeconds < startupFloorSeconds:
-				g.signal(CodeK8sScheduling, wSupporting, fmt.Sprintf("the liveness probe gives up after %.0f s with no startup probe; vLLM start-ups (loading, compiling, CUDA graphs) often take minutes", gate.BudgetSeconds), gate.Line)
-			}
+		switch {
+		case startup > 0 && gate.BudgetSeconds < startup:
+			g.signal(CodeK8sScheduling, wStrong, fmt.Sprintf("the %s probe gives up after %.0f s, but this vLLM took %.0f s to start", gate.Kind, gate.BudgetSeconds, startup), gate.Line)
+		case gate.BudgetSeconds < window.Seconds():
+			g.signal(CodeK8sScheduling, wSupporting, fmt.Sprintf("the %s probe gives up after %.0f s, less than the %s a start-up needs (%s)", gate.Kind, gate.BudgetSeconds, window, why), gate.Line)
 		}
 	}
 	for _, h := range k.HPAs {
@@ -479,8 +444,15 @@ func (g *diag) k8sRules() {
 		g.signal(CodeK8sScheduling, wStrong, "the GPU is shared (time-slicing): other pods' memory counts against the same card", k.Sharing...)
 		g.signal(CodeOtherProcesses, wSupporting, "GPU time-slicing puts other pods' processes on the same card", k.Sharing...)
 	}
-	for _, l := range k.SchedulingFailures {
-		g.signal(CodeK8sScheduling, wWeak, "the pod failed to schedule", l)
+	for i, l := range k.SchedulingFailures {
+		// The scheduler's event names why: the pod never started, and no
+		// vLLM setting ran on the GPUs yet.
+		reason := k.SchedulingReasons[i]
+		w := wMeasured
+		if strings.Contains(reason, "Insufficient nvidia.com/gpu") || strings.Contains(reason, "Insufficient amd.com/gpu") {
+			w = wStrong
+		}
+		g.signal(CodeK8sScheduling, w, "the pod was never scheduled, so vLLM never started: "+reason, l)
 	}
 	// A MIG slice too small for the model.
 	for _, h := range k.GPUHints {

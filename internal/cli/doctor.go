@@ -26,11 +26,10 @@ func newDoctorCmd(env Env) *cobra.Command {
 a CUDA out-of-memory message, vLLM start-up and runtime logs, nvidia-smi output
 (the screen, --query-gpu CSV, dmon), Prometheus text from vLLM's /metrics,
 request logs, Kubernetes manifests and kubectl get -o yaml / kubectl describe output.
-Directories are read file by file; - reads stdin.
+Directories are read file by file (a file that is not text is skipped, with a
+note); - reads stdin.
 
-It names the causes (weights_too_large, kv_cache_pressure, max_model_len_too_large,
-utilization_edge, outside_budget, fragmentation, other_processes,
-tensor_parallel_misuse, k8s_scheduling, version_drift), most likely first, with the
+It names the causes (` + wrapWords(strings.Join(doctor.Codes(), ", "), 80, len("It names the causes (")) + `), most likely first, with the
 lines they rest on, a confidence, and remedies whose values come from the planner.
 Give --gpu and the vLLM command after -- when the evidence does not show them.
 Counts and capacities come from the logs where they give them; inputs that
@@ -95,11 +94,15 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 		// The answer first: the likeliest cause and the first change.
 		f := d.Findings[0]
 		line := fmt.Sprintf("%s (%s confidence): %s", f.Code, f.Level, f.Title)
-		for _, r := range f.Remedies {
-			if t := r.Paste(); t != "" {
-				line += "; first remedy: " + t
-				break
+		if len(f.Remedies) > 0 {
+			// The first remedy as it stands: a later one is an
+			// alternative, not the answer.
+			r := f.Remedies[0]
+			t := r.Paste()
+			if t == "" {
+				t, _, _ = strings.Cut(r.Why, ";")
 			}
+			line += "; first remedy: " + t
 		}
 		fmt.Fprintln(w, line)
 		fmt.Fprintf(w, "headroom doctor: %d finding(s), most likely first\n", len(d.Findings))
@@ -112,6 +115,9 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 	}
 	for i, f := range d.Findings {
 		fmt.Fprintf(w, "\n%d. %s: %s\n   confidence %.2f (%s)\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
+		if f.Predicted {
+			fmt.Fprintf(w, "   %s\n", predictedNote)
+		}
 		for _, r := range f.Reasons {
 			fmt.Fprintf(w, "   - %s\n", tableCounts(r))
 		}
@@ -139,11 +145,24 @@ func writeDoctorText(w io.Writer, d doctor.Diagnosis) error {
 		}
 	}
 	if d.Command != "" {
-		fmt.Fprintf(w, "\nSuggested command:\n  %s\n", d.Command)
+		fmt.Fprintf(w, "\nSuggested command%s:\n  %s\n", commandWhen(d), d.Command)
 	}
 	writeNumbers(w, d, "  ")
 	writeInputs(w, d)
 	return nil
+}
+
+// predictedNote marks a finding no evidence shows: the planner's
+// prediction for the settings in use.
+const predictedNote = "predicted by the planner for these settings; nothing in the evidence shows it yet"
+
+// commandWhen is the suggested command's condition, as a heading's
+// parenthesis: when it applies, where not at once.
+func commandWhen(d doctor.Diagnosis) string {
+	if d.CommandWhen == "" {
+		return ""
+	}
+	return " (" + d.CommandWhen + ")"
 }
 
 // writeNumbers prints the figures read and planned.
@@ -175,8 +194,19 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 			fmt.Fprintf(w, "%sGPU %d %s: %s used of %s\n", indent, g.Index, g.Name, gibText(g.UsedBytes), gibText(g.TotalBytes))
 		}
 	}
-	if m.Metrics != nil || m.Preemptions > 0 || m.MaxKVUsage > 0 {
-		fmt.Fprintf(w, "%sKV cache usage up to %.1f%%, %.0f preemptions\n", indent, 100*m.MaxKVUsage, m.Preemptions)
+	var load []string
+	if m.MaxKVUsage != nil {
+		load = append(load, fmt.Sprintf("KV cache usage up to %.1f%%", 100**m.MaxKVUsage))
+	}
+	if m.Preemptions != nil {
+		load = append(load, fmt.Sprintf("%.0f preemptions", *m.Preemptions))
+	}
+	switch {
+	case len(load) > 0:
+		fmt.Fprintf(w, "%s%s\n", indent, strings.Join(load, ", "))
+	case m.Metrics != nil:
+		// The input's notes say which values were left out.
+		fmt.Fprintf(w, "%sno KV cache usage or preemption count in the evidence\n", indent)
 	}
 	if t := m.Traffic; t != nil {
 		fmt.Fprintf(w, "%straffic: %s requests, total tokens p50 %s, p90 %s, p99 %s, max %s\n", indent, humanInt(t.Requests),
@@ -185,10 +215,10 @@ func writeNumbers(w io.Writer, d doctor.Diagnosis, indent string) {
 	if p := m.Plan; p != nil {
 		src := p.Sources
 		fmt.Fprintf(w, "%splan (%s on %s, vLLM %s): budget %s = %.2f × %s; weights %s (%s), activation %s (%s), non-torch %s (%s), CUDA graphs %s (%s), KV %s (%s) = %s tokens (%s; %.2f × %d)\n",
-			indent, orUnknown(d.Deployment.Model), orUnknown(d.Deployment.GPU), d.Deployment.Version, gibText(p.RequestedBytes), p.Utilization, gibText(p.TotalBytes),
-			gibText(p.WeightsBytes), src.Weights, gibText(p.ActivationBytes), src.Activation, gibText(p.NonTorchBytes), src.NonTorch,
-			gibText(p.CUDAGraphBytes), src.CUDAGraph, gibText(p.KVCacheBytes), src.KVCache, humanInt(p.KVTokens), src.KVTokens, p.MaxConcurrency, p.MaxModelLen)
-		fmt.Fprintf(w, "%s  (log: read from the start-up log; derived: computed from logged numbers; plan: predicted where the evidence has no number)\n", indent)
+			indent, orUnknown(d.Deployment.Model), orUnknown(d.Deployment.GPU), d.Deployment.Version, memory.GiB(p.RequestedBytes), p.Utilization, memory.GiB(p.TotalBytes),
+			memory.GiB(p.WeightsBytes), src.Weights, memory.GiB(p.ActivationBytes), src.Activation, memory.GiB(p.NonTorchBytes), src.NonTorch,
+			memory.GiB(p.CUDAGraphBytes), src.CUDAGraph, memory.GiB(p.KVCacheBytes), src.KVCache, humanInt(p.KVTokens), src.KVTokens, p.MaxConcurrency, p.MaxModelLen)
+		fmt.Fprintf(w, "%s  (log: read from the start-up log; metrics: vllm:cache_config_info's blocks; derived: computed from those; plan: predicted where the evidence has no number)\n", indent)
 	}
 	// The planner's own recommendation stays in -o json (memory.recommended);
 	// the text gives one, the suggested command, which the findings and
@@ -242,6 +272,9 @@ func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
 	}
 	for i, f := range d.Findings {
 		fmt.Fprintf(w, "### %d. `%s`: %s\n\n**Confidence:** %.2f (%s)\n\n", i+1, f.Code, f.Title, f.Confidence, f.Level)
+		if f.Predicted {
+			fmt.Fprintf(w, "*%s*\n\n", predictedNote)
+		}
 		for _, r := range f.Reasons {
 			fmt.Fprintf(w, "- %s\n", r)
 		}
@@ -274,7 +307,11 @@ func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
 		fmt.Fprintln(w)
 	}
 	if d.Command != "" {
-		fmt.Fprintf(w, "### Suggested command\n\n```sh\n%s\n```\n\n", d.Command)
+		fmt.Fprintf(w, "### Suggested command\n\n")
+		if d.CommandWhen != "" {
+			fmt.Fprintf(w, "Applies %s.\n\n", d.CommandWhen)
+		}
+		fmt.Fprintf(w, "```sh\n%s\n```\n\n", d.Command)
 	}
 	fmt.Fprintln(w, "<details><summary>Numbers and inputs</summary>")
 	fmt.Fprintln(w, "\n```")
@@ -283,4 +320,25 @@ func writeDoctorMarkdown(w io.Writer, d doctor.Diagnosis) error {
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w, "</details>")
 	return nil
+}
+
+// wrapWords breaks s at spaces so that no line passes width, the first
+// line starting at column first (after the text that precedes it).
+func wrapWords(s string, width, first int) string {
+	var b strings.Builder
+	col := first
+	for i, w := range strings.Fields(s) {
+		if i > 0 {
+			if col+1+len(w) > width {
+				b.WriteString("\n")
+				col = 0
+			} else {
+				b.WriteString(" ")
+				col++
+			}
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
 }

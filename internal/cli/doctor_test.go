@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"headroom.dev/headroom/doctor"
 )
 
 const corpus = "../../doctor/testdata/corpus/"
@@ -167,5 +169,130 @@ func TestDoctorSourcesShown(t *testing.T) {
 	}
 	if s := d.Memory.Plan.Sources; s["kv_cache_bytes"] != "log" || s["weights_bytes"] != "log" || s["activation_bytes"] != "derived" || s["non_torch_bytes"] != "plan" {
 		t.Errorf("sources %v", s)
+	}
+}
+
+// TestDoctorRuntimeOOMPastes: the run-time OOM with the deployment's
+// command. Every flag remedy has its flags, and the suggested command
+// carries the first: 0.95 lowered to 0.92 (doctor's
+// TestRuntimeOOMIsOutsideTheBudget has the arithmetic), kept in the
+// command though it is the release's default, as the change is the point.
+func TestDoctorRuntimeOOMPastes(t *testing.T) {
+	code, out, errs := run(t, offline, "doctor", corpus+"runtime-oom.log", "--gpu", "H100-80GB", "-o", "json", "--",
+		"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "512")
+	if code != ExitNoFit {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var d struct {
+		Findings []struct {
+			Code     string `json:"code"`
+			Remedies []struct {
+				Action string   `json:"action"`
+				Args   []string `json:"args"`
+			} `json:"remedies"`
+		} `json:"findings"`
+		Command *string `json:"suggested_command"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Findings) == 0 || d.Findings[0].Code != "outside_budget" {
+		t.Fatalf("findings %+v", d.Findings)
+	}
+	for _, f := range d.Findings {
+		for _, r := range f.Remedies {
+			if r.Action == "set_flag" && len(r.Args) == 0 {
+				t.Errorf("%s: a set_flag remedy with no flags", f.Code)
+			}
+		}
+	}
+	if d.Command == nil || !strings.Contains(*d.Command, "--gpu-memory-utilization 0.92") {
+		t.Errorf("suggested command %v", d.Command)
+	}
+}
+
+// TestDoctorProbeAgreesWithCheck: the same pod as a manifest (check) and
+// as kubectl describe (doctor) gets the same startup probe: Qwen2.5-7B on
+// an L4 starts in about 30 s + 15 s reading 15 GB locally + 60 s = 1m45s,
+// a probe allows twice that, 210 s, or 21 periods of 10 s.
+func TestDoctorProbeAgreesWithCheck(t *testing.T) {
+	_, out, errs := run(t, offline, "check", filepath.Join("testdata", "check", "deploy-probe.yaml"))
+	if !strings.Contains(out, "add a startupProbe with periodSeconds 10 and failureThreshold 21") {
+		t.Fatalf("check:\n%s%s", out, errs)
+	}
+	_, out, errs = run(t, offline, "doctor", corpus+"describe-probe.txt", "-o", "json")
+	var d struct {
+		Findings []struct {
+			Code     string `json:"code"`
+			Remedies []struct {
+				Args []string `json:"args"`
+			} `json:"remedies"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v: %s", err, errs)
+	}
+	if len(d.Findings) == 0 || d.Findings[0].Code != "k8s_scheduling" || !strings.Contains(strings.Join(d.Findings[0].Remedies[0].Args, " "), "startupProbe.failureThreshold 21") {
+		t.Errorf("doctor: %+v", d.Findings)
+	}
+}
+
+// TestDoctorSkipsBinaryFiles: a directory is read file by file; a core
+// dump beside the OOM message is skipped with a note, and only inputs of
+// which nothing is text are bad input.
+func TestDoctorSkipsBinaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	oom, err := os.ReadFile(corpus + "seed001-oom.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x04\x00\x3e\x00")
+	os.WriteFile(filepath.Join(dir, "core.dump"), core, 0o644)
+	os.WriteFile(filepath.Join(dir, "oom.txt"), oom, 0o644)
+	code, out, errs := run(t, offline, "doctor", dir)
+	if code != ExitNoFit || !strings.Contains(out, "core.dump: nothing recognised") || !strings.Contains(out, "not text: skipped") {
+		t.Errorf("exit %d:\n%s%s", code, out, errs)
+	}
+	only := filepath.Join(t.TempDir(), "core.dump")
+	os.WriteFile(only, core, 0o644)
+	code, _, errs = run(t, offline, "doctor", only)
+	if code != ExitBadInput || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "nothing recognised") {
+		t.Errorf("binary alone: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestDoctorHelpNamesEveryCause: the help's list of causes is the
+// package's, so none is left out.
+func TestDoctorHelpNamesEveryCause(t *testing.T) {
+	_, out, _ := run(t, offline, "doctor", "--help")
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, c := range doctor.Codes() {
+		if !strings.Contains(flat, c) {
+			t.Errorf("doctor --help does not name %s", c)
+		}
+	}
+}
+
+// TestDoctorSaysWhatWasLeftOut: /metrics with a NaN KV usage and 1e308
+// preemptions gives no figure; the text says which values were left out
+// instead of printing 0.0% and 0 preemptions.
+func TestDoctorSaysWhatWasLeftOut(t *testing.T) {
+	_, out, errs := run(t, offline, "doctor", corpus+"metrics-bad.txt")
+	if strings.Contains(out, "KV cache usage up to") || strings.Contains(out, "0 preemptions") ||
+		!strings.Contains(out, "no KV cache usage or preemption count in the evidence") ||
+		!strings.Contains(out, "vllm:gpu_cache_usage_perc is NaN") {
+		t.Errorf("%s%s", out, errs)
+	}
+}
+
+// TestDoctorSuggestedCommandWhen: where the command answers only what the
+// planner predicts beside an OOMKill, its heading says the limit comes
+// first.
+func TestDoctorSuggestedCommandWhen(t *testing.T) {
+	_, out, _ := run(t, offline, "doctor", corpus+"describe2.txt")
+	if !strings.HasPrefix(out, "host_memory_limit (high confidence)") ||
+		!strings.Contains(out, "Suggested command (for what the planner predicts at these settings (outside_budget), which nothing in the evidence shows yet; host_memory_limit's fix comes first: resources.limits.memory: 11Gi") ||
+		!strings.Contains(out, "predicted by the planner for these settings; nothing in the evidence shows it yet") {
+		t.Errorf("%s", out)
 	}
 }
