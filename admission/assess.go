@@ -120,6 +120,9 @@ func (h *Handler) assess(ctx context.Context, namespace string, ann map[string]s
 		var alts []memory.Alternative
 		if explain {
 			alts = h.plans.alternatives(key, in, b, h.devices)
+			if sub.group == nil {
+				alts = pinnedAlternatives(alts, in, sub.gpu.node)
+			}
 		}
 		a.alts = alts
 		for _, alt := range alts {

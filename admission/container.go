@@ -36,13 +36,14 @@ type launch struct {
 }
 
 // scriptSpot is where, in a container's `sh -c SCRIPT`, the vLLM command
-// ends: the script is element index of the container's command (inArgs
-// false) or args, and flags go at byte end of it.
+// is: the script is element index of the container's command (inArgs
+// false) or args, the command its bytes [start, end), and flags go at
+// byte end of it.
 type scriptSpot struct {
-	inArgs bool
-	index  int
-	text   string
-	end    int
+	inArgs     bool
+	index      int
+	text       string
+	start, end int
 }
 
 // withFlags is the script with flags written after the vLLM command, before
@@ -153,7 +154,7 @@ func readLaunchWith(c corev1.Container, read vllm.ConfigReader) (l launch, ok bo
 		l.shell = true
 		// Flags after a bare "--" would be positional arguments.
 		if !slices.Contains(words, "--") {
-			spot := scriptSpot{index: at, text: script, end: loc[2] + end}
+			spot := scriptSpot{index: at, text: script, start: loc[2], end: loc[2] + end}
 			if at >= len(c.Command) {
 				spot.inArgs, spot.index = true, at-len(c.Command)
 			}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"headroom.dev/headroom/gpu"
 	"headroom.dev/headroom/memory"
 )
 
@@ -72,7 +73,49 @@ type Engine struct {
 	c     corev1.Container
 	l     launch
 	a     assessment
+	// inPod is set for a container of the object's pod spec
+	// (PodSpecPath); node is the instance type its pod is pinned to.
+	inPod bool
+	node  gpu.Selection
 }
+
+// ContainerPointer is the JSON pointer of the engine's container in an
+// object of kind: in its pod spec, or a KServe model's; false for an
+// engine without one of its own (a Workspace, a group's leader).
+func (e Engine) ContainerPointer(kind string) (string, bool) {
+	switch {
+	case e.path != "":
+		return e.path, true
+	case e.inPod:
+		return PodSpecPath(kind) + pointer("containers", index(e.index)), true
+	}
+	return "", false
+}
+
+// Script is where vLLM starts in a container's `sh -c` script: the script
+// is item Index of the container's command, or of its args (InArgs), and
+// the vLLM command is its bytes [Start, End).
+type Script struct {
+	InArgs     bool
+	Index      int
+	Start, End int
+}
+
+// Script says where the engine's vLLM command is in its container's shell
+// script; false when it is not started from one, or flags cannot be added
+// to it (a bare "--" ends its options).
+func (e Engine) Script() (Script, bool) {
+	s := e.l.script
+	if s == nil {
+		return Script{}, false
+	}
+	return Script{InArgs: s.inArgs, Index: s.index, Start: s.start, End: s.end}, true
+}
+
+// Appendable reports whether flags added to the end of the container's
+// command line (args, or command without args) reach vLLM: it is not a
+// shell script and no bare "--" ends vLLM's options.
+func (e Engine) Appendable() bool { return e.l.appendable }
 
 // Evaluation is the webhook's verdict on one workload, before any patch:
 // what it would deny, what it would warn about, and the plans behind them.

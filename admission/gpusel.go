@@ -34,6 +34,11 @@ type gpuEvidence struct {
 	unresolved string
 	// unselected is set when nothing of the pod names its GPU.
 	unselected bool
+	// node is the instance type the pod is pinned to, where its node
+	// selection names one (the one with the fewest GPUs of those it
+	// allows); zero when none. A fix that asks for more GPUs than it has,
+	// or for another GPU, cannot schedule there.
+	node gpu.Selection
 }
 
 // nodeConstraints are the node labels a pod requires: its nodeSelector and
@@ -104,6 +109,7 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 			nc[k] = append(nc[k], v)
 		}
 	}
+	ev.node = h.pinnedType(nc, node)
 
 	res := c.Resources.Limits
 	if len(gpuResources(res)) == 0 {
@@ -303,6 +309,28 @@ func (h *Handler) labelResolver(label string, partitions []string) func(string) 
 		}
 		return best, nil
 	}
+}
+
+// pinnedType is the instance type a pod is pinned to: of those its node
+// selection allows, the one with the fewest GPUs (its own node's type,
+// when known and the pod allows any); zero when a value is not an
+// instance type headroom knows, since then nothing is known of the node.
+func (h *Handler) pinnedType(nc nodeConstraints, node map[string]string) gpu.Selection {
+	vals := append(slices.Clone(nc[labelInstanceType]), nc[labelInstanceTypeBeta]...)
+	if len(vals) == 0 && node[labelInstanceType] != "" {
+		vals = []string{node[labelInstanceType]}
+	}
+	var fewest gpu.Selection
+	for _, v := range vals {
+		sel, err := h.gpus.resolve(v)
+		if err != nil || sel.SKU == "" {
+			return gpu.Selection{}
+		}
+		if fewest.SKU == "" || sel.Count < fewest.Count {
+			fewest = sel
+		}
+	}
+	return fewest
 }
 
 // gpuResources lists the NVIDIA GPU resources in a resource list, sorted.

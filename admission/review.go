@@ -359,7 +359,7 @@ func (h *Handler) evaluatePods(ctx context.Context, w Workload, checks bool) Eva
 			}
 			e.hostCheck(h.podPolicy, w.Spec, i, c, label, *a.budget, l.envOf(c))
 		}
-		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a})
+		e.Engines = append(e.Engines, Engine{Container: c.Name, GPUFrom: sub.gpu.from, Input: a.in, Budget: a.budget, Alternatives: a.alts, index: i, c: c, l: l, a: a, inPod: true, node: sub.gpu.node})
 	}
 	if !e.RunsVLLM {
 		return Evaluation{Kind: w.Kind}
