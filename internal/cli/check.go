@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"headroom.dev/headroom/admission"
-	"headroom.dev/headroom/internal/report"
 	"headroom.dev/headroom/memory"
 )
 
@@ -59,6 +57,18 @@ type CheckResult struct {
 	// object (kubectl patch --type json).
 	PodFixes []admission.PodFix  `json:"pod_fixes,omitempty"`
 	PodPatch []admission.PatchOp `json:"pod_patch,omitempty"`
+	// ThenFixes are the fixes the fixed object needs in turn, found by
+	// checking it again (the /dev/shm tensor parallelism writes, the
+	// memory its host plan needs): Patch carries them with the fix.
+	ThenFixes []string `json:"then_fixes,omitempty"`
+	// PatchNote says what of the fixes is not in Patch, and why: a fix
+	// that cannot be written into this file as it is, or one that would
+	// leave the object denied. Patch then holds none of the object's
+	// fixes: a patch is written only where it makes the object pass.
+	PatchNote string `json:"patch_note,omitempty"`
+
+	// written are the pod fixes Patch carries as lines.
+	written []admission.PodFix
 }
 
 // VerdictNotChecked is check's verdict on an object the webhook would let
@@ -90,9 +100,14 @@ manifests (Deployments, StatefulSets, Pods, KAITO Workspaces, LeaderWorkerSets, 
 InferenceServices), without a cluster: the same verdict and message the webhook would
 answer, and the vLLM release each object was planned for (its image tag, the
 annotation headroom.dev/vllm-version, or the newest release headroom knows, said so).
-A denied object gets the webhook's first alternative as a fix to its args: -o patch
-prints every fix as a unified diff (patch -p0 < fix.patch applies it), --write writes
-the fixed files and checks them again. A ConfigMap an object reads (its model config
+A denied object gets as its fix the first of the webhook's alternatives that its pod's
+nodes can run (the GPU it selects, at a count its pinned instance type holds) and the
+file can take: its flags, written in place in the file's own style (a list in block or
+flow style, a sh -c script), and nvidia.com/gpu where it adds GPUs. The fixed object is
+checked again and what it needs in turn (a /dev/shm, a memory limit) is added; a fix
+that would leave the object denied is not written, and why is said. -o patch prints
+every fix as a unified diff (patch -p0 < fix.patch applies it), --write writes the
+fixed files and checks them again. A ConfigMap an object reads (its model config
 named by headroom.dev/model-config, a vLLM --config file mounted from one) is read from
 the ConfigMaps of the files given, as the webhook reads it from the cluster; one they
 do not hold, and an HPA, are checked without and say so.
@@ -198,9 +213,25 @@ func splitManifest(data string) []manifestDoc {
 }
 
 // CheckManifest runs the validating webhook (h.Check) on every object of
-// one manifest file, as the API server would send each on create.
+// one manifest file, as the API server would send each on create, and
+// settles each object's fixes: its patch is what makes it pass the same
+// check, or it is empty and PatchNote says why.
 func CheckManifest(ctx context.Context, h *admission.Handler, file string, data []byte, namespace string) ([]CheckResult, error) {
+	rs, docs, err := checkDocs(ctx, h, file, data, namespace)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs {
+		settleFix(ctx, h, file, docs[i], namespace, &rs[i])
+	}
+	return rs, nil
+}
+
+// checkDocs checks every object of a file once, each with the fixes the
+// check proposes for it as it is; it returns each object's document.
+func checkDocs(ctx context.Context, h *admission.Handler, file string, data []byte, namespace string) ([]CheckResult, []manifestDoc, error) {
 	var out []CheckResult
+	var docs []manifestDoc
 	for _, d := range splitManifest(string(data)) {
 		text := strings.Join(d.lines, "\n")
 		if strings.TrimSpace(stripComments(text)) == "" {
@@ -208,21 +239,21 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 		}
 		raw, err := yaml.YAMLToJSON([]byte(text))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: not YAML: %v", file, d.first, firstLine(err.Error()))
+			return nil, nil, fmt.Errorf("%s:%d: not YAML: %v", file, d.first, firstLine(err.Error()))
 		}
 		var head struct {
 			metav1.TypeMeta
 			Metadata metav1.ObjectMeta `json:"metadata"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil || head.Kind == "" || head.APIVersion == "" {
-			return nil, fmt.Errorf("%s:%d: not a Kubernetes object (no apiVersion and kind)", file, d.first)
+			return nil, nil, fmt.Errorf("%s:%d: not a Kubernetes object (no apiVersion and kind)", file, d.first)
 		}
 		if head.Kind == "List" {
-			return nil, fmt.Errorf("%s:%d: a List: give its items as documents separated by ---", file, d.first)
+			return nil, nil, fmt.Errorf("%s:%d: a List: give its items as documents separated by ---", file, d.first)
 		}
 		gv, err := schema.ParseGroupVersion(head.APIVersion)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: apiVersion %q: %v", file, d.first, head.APIVersion, err)
+			return nil, nil, fmt.Errorf("%s:%d: apiVersion %q: %v", file, d.first, head.APIVersion, err)
 		}
 		ns := head.Metadata.Namespace
 		if ns == "" {
@@ -249,22 +280,50 @@ func CheckManifest(ctx context.Context, h *admission.Handler, file string, data 
 			r.PodFixes, r.PodPatch = fixes, admission.Patch(fixes, admission.PodSpecPath(head.Kind))
 		}
 		if c.Verdict == admission.VerdictDenied || c.Verdict == admission.VerdictBypassed {
-			for _, e := range c.Evaluation.Engines {
-				if len(e.Alternatives) == 0 {
-					continue
-				}
-				a := e.Alternatives[0]
-				r.Fix = &a
-				r.Patch = patchArgs(d, e.Container, a.Args)
-				break
-			}
+			r.Fix, r.Patch, r.PatchNote = chooseFix(d, head.Kind, c.Evaluation.Engines)
 		}
 		// The pod checks' fixes, as lines of the file where they have a
 		// place (the rest stays in pod_patch).
-		r.Patch = append(r.Patch, podPatchLines(d, head.Kind, r.PodFixes)...)
+		lines, written := podPatchLines(d, head.Kind, r.PodFixes)
+		r.Patch = append(r.Patch, lines...)
+		r.written = written
 		out = append(out, r)
+		docs = append(docs, d)
 	}
-	return out, nil
+	return out, docs, nil
+}
+
+// chooseFix is the fix check writes for a denied object: of the
+// alternatives the webhook's denial quotes, in its order, the first its
+// pod's nodes can run (the GPU they have, at a count their instance type
+// holds) that can be written into this document. Where none can, it is
+// the first alternative, in words, with why it is not in the patch.
+func chooseFix(d manifestDoc, kind string, engines []admission.Engine) (*memory.Alternative, []PatchLine, string) {
+	for _, e := range engines {
+		if len(e.Alternatives) == 0 {
+			continue
+		}
+		first := e.Alternatives[0]
+		why := ""
+		for _, a := range e.Alternatives {
+			if !e.Runs(a) {
+				if why == "" {
+					why = "it needs a change of node selection (another GPU, or more GPUs than the pinned instance type has), which check leaves to you"
+				}
+				continue
+			}
+			lines, w := fixEdits(d, kind, e, a)
+			if w == "" {
+				a := a
+				return &a, lines, ""
+			}
+			if why == "" || !e.Runs(first) {
+				why = w
+			}
+		}
+		return &first, nil, why
+	}
+	return nil, nil, ""
 }
 
 func stripComments(s string) string {
@@ -285,91 +344,6 @@ func firstLine(s string) string {
 	return s
 }
 
-var itemRe = regexp.MustCompile(`^(\s*-\s+)(["']?)(.*?)(["']?)\s*$`)
-
-// patchArgs writes flags ("--flag", "value", ...) into the args of the
-// container named container of one manifest document: a flag already
-// there gets the new value on its own line; one that is not is added
-// after the container's last flag, in the style of its items.
-func patchArgs(d manifestDoc, container string, flags []string) []PatchLine {
-	start := 0
-	for i, l := range d.lines {
-		if t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- ")); t == "name: "+container || t == `name: "`+container+`"` {
-			start = i
-			break
-		}
-	}
-	// The container's block ends at the next item of the containers list
-	// (a "- name:" at the same indentation) or at the end of the document.
-	end := len(d.lines)
-	indent := len(d.lines[start]) - len(strings.TrimLeft(d.lines[start], " "))
-	for i := start + 1; i < len(d.lines); i++ {
-		l := d.lines[i]
-		if in := len(l) - len(strings.TrimLeft(l, " ")); strings.HasPrefix(strings.TrimSpace(l), "- name:") && in <= indent {
-			end = i
-			break
-		}
-	}
-	lines := append([]string(nil), d.lines...)
-	var out []PatchLine
-	lastFlag := -1
-	for i := start; i < end; i++ {
-		if strings.Contains(lines[i], "--") && itemRe.MatchString(lines[i]) {
-			lastFlag = i
-		}
-	}
-	for k := 0; k+1 < len(flags); k += 2 {
-		flag, value := flags[k], flags[k+1]
-		done := false
-		for i := start; i < end && !done; i++ {
-			l := lines[i]
-			j := strings.Index(l, flag)
-			if j < 0 {
-				continue
-			}
-			rest := l[j+len(flag):]
-			switch {
-			case strings.HasPrefix(rest, "="):
-				v := regexp.MustCompile(regexp.QuoteMeta(flag) + `=[^"'\s,\]]*`)
-				nl := v.ReplaceAllLiteralString(l, flag+"="+value)
-				out = append(out, PatchLine{Line: d.first + i, Old: l, New: nl})
-				lines[i], done = nl, true
-			case strings.TrimSpace(strings.Trim(strings.TrimSpace(rest), `"'`)) == "" && i+1 < end:
-				m := itemRe.FindStringSubmatch(lines[i+1])
-				if m == nil {
-					continue
-				}
-				nl := m[1] + m[2] + value + m[4]
-				out = append(out, PatchLine{Line: d.first + i + 1, Old: lines[i+1], New: nl})
-				lines[i+1], done = nl, true
-			case strings.HasPrefix(rest, " "):
-				v := regexp.MustCompile(regexp.QuoteMeta(flag) + `\s+[^"'\s,\]]+`)
-				nl := v.ReplaceAllLiteralString(l, flag+" "+value)
-				out = append(out, PatchLine{Line: d.first + i, Old: l, New: nl})
-				lines[i], done = nl, true
-			}
-		}
-		if done || lastFlag < 0 {
-			continue
-		}
-		// Not there: a new item after the last flag (and its value, when
-		// the value is an item of its own).
-		at := lastFlag
-		if m := itemRe.FindStringSubmatch(lines[at]); m != nil && !strings.Contains(m[3], "=") && at+1 < end {
-			if n := itemRe.FindStringSubmatch(lines[at+1]); n != nil && !strings.HasPrefix(n[3], "-") {
-				at++
-			}
-		}
-		m := itemRe.FindStringSubmatch(lines[lastFlag])
-		prefix, q := "        - ", ""
-		if m != nil {
-			prefix, q = m[1], m[2]
-		}
-		out = append(out, PatchLine{Line: d.first + at + 1, New: prefix + q + flag + "=" + value + q})
-	}
-	return out
-}
-
 // writeCheckTable prints the results, the answer first; texts are the
 // files as read, for the fixes' diffs.
 func writeCheckTable(w io.Writer, rs []CheckResult, texts map[string]manifestText) error {
@@ -386,13 +360,15 @@ func writeCheckTable(w io.Writer, rs []CheckResult, texts map[string]manifestTex
 		writePodFixes(w, r)
 		if r.Fix != nil {
 			fmt.Fprintf(w, "  fix      %s\n", r.Fix.Message)
-			if len(r.Patch) > 0 {
-				writeFixDiff(w, texts[r.File], r.Patch)
-			} else if len(r.Fix.Args) > 0 {
-				fmt.Fprintf(w, "  (no args line to patch in this file: add %s to the vLLM command)\n", strings.Join(r.Fix.Args, " "))
-			} else if r.Fix.GPU != "" {
-				fmt.Fprintf(w, "  (a change of GPUs: %s in the pod's resources or node selection)\n", report.GPUCount(max(r.Fix.Count, 1), r.Fix.GPU))
-			}
+		}
+		for _, t := range r.ThenFixes {
+			fmt.Fprintf(w, "  then     %s\n", t)
+		}
+		if r.PatchNote != "" {
+			fmt.Fprintf(w, "  (not in the patch: %s)\n", r.PatchNote)
+		}
+		if len(r.Patch) > 0 {
+			writeFixDiff(w, texts[r.File], r.Patch)
 		}
 	}
 	return nil

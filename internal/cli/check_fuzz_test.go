@@ -10,10 +10,13 @@ import (
 )
 
 // FuzzCheckManifest: any bytes as a manifest give results or one error,
-// never a panic; every patch line points inside the file.
+// never a panic; every patch line points inside the file, and a patch,
+// applied, gives an object the same check does not deny (a patch is
+// written only where it makes the object pass).
 func FuzzCheckManifest(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "deployments", "*.yaml"))
-	for _, name := range files {
+	more, _ := filepath.Glob(filepath.Join("testdata", "check", "*.yaml"))
+	for _, name := range append(files, more...) {
 		if b, err := os.ReadFile(name); err == nil {
 			f.Add(b)
 		}
@@ -36,11 +39,31 @@ func FuzzCheckManifest(f *testing.F) {
 				lines++
 			}
 		}
+		patched := false
 		for _, r := range rs {
 			for _, p := range r.Patch {
 				if p.Line < 1 || p.Line > lines+1 {
 					t.Fatalf("patch line %d outside a file of %d lines", p.Line, lines)
 				}
+			}
+			patched = patched || len(r.Patch) > 0
+		}
+		if !patched {
+			return
+		}
+		text := readText("m.yaml", data)
+		_, order := fileEdits(rs)
+		_, fixed, err := text.diffOps(order["m.yaml"])
+		if err != nil {
+			t.Fatalf("the patch does not apply: %v", err)
+		}
+		again, err := CheckManifest(context.Background(), h, "m.yaml", text.bytes(fixed), "default")
+		if err != nil || len(again) != len(rs) {
+			t.Fatalf("the patched file does not read as the same objects: %v", err)
+		}
+		for i, r := range rs {
+			if len(r.Patch) > 0 && again[i].Verdict == admission.VerdictDenied {
+				t.Fatalf("%s/%s patched is still denied: %q", r.Kind, r.Name, again[i].Denials)
 			}
 		}
 	})

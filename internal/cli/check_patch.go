@@ -276,6 +276,15 @@ func checkFiles(cmd *cobra.Command, f checkFlags, h *admission.Handler, cms mani
 	if err != nil {
 		return err
 	}
+	if f.write || f.output == "patch" {
+		// What is not written is said where the patch goes unread: a
+		// diff on stdout, a file rewritten in place.
+		for _, r := range out {
+			if r.PatchNote != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "headroom: %s:%d %s/%s: its fix is not in the patch: %s\n", r.File, r.Line, r.Kind, r.Name, r.PatchNote)
+			}
+		}
+	}
 	if f.write {
 		written, err := writeFixed(out, texts)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 
 // argsDoc has --gpu-memory-utilization before --max-model-len and no
 // --max-num-seqs: a fix of all three replaces line 16, then line 13, and
-// adds a line in front of line 17, given in that order by patchArgs.
+// adds a line in front of line 17, given in that order.
 const argsDoc = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -57,10 +57,10 @@ const argsDiff = `--- m.yaml
 `
 
 func TestUnifiedDiffInFileOrder(t *testing.T) {
-	doc := splitManifest(argsDoc)[0]
-	edits := patchArgs(doc, "vllm", []string{"--max-model-len", "34800", "--gpu-memory-utilization", "0.9", "--max-num-seqs", "64"})
-	if len(edits) != 3 || edits[0].Line != 16 || edits[1].Line != 13 || edits[2].Line != 17 {
-		t.Fatalf("patchArgs gave %+v, want lines 16, 13, 17 (in the order of the flags)", edits)
+	edits := []PatchLine{
+		{Line: 16, Old: "        - --max-model-len=131072", New: "        - --max-model-len=34800"},
+		{Line: 13, Old: `        - "0.95"`, New: `        - "0.9"`},
+		{Line: 17, New: "        - --max-num-seqs=64"},
 	}
 	text := readText("m.yaml", []byte(argsDoc))
 	got, err := text.unifiedDiff(edits)

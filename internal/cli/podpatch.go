@@ -22,16 +22,19 @@ import (
 // an item appended to a block sequence, a scalar replaced); and only when
 // the edited document, read again, is the object the operations give.
 // What cannot be written so (flow style, a JSON manifest) stays in
-// pod_patch, for kubectl patch.
-func podPatchLines(d manifestDoc, kind string, fixes []admission.PodFix) []PatchLine {
+// pod_patch, for kubectl patch. written are the fixes the lines carry.
+func podPatchLines(d manifestDoc, kind string, fixes []admission.PodFix) (lines []PatchLine, written []admission.PodFix) {
+	if len(fixes) == 0 {
+		return nil, nil
+	}
 	text := strings.Join(d.lines, "\n")
 	var doc yamlv3.Node
 	if err := yamlv3.Unmarshal([]byte(text), &doc); err != nil || len(doc.Content) == 0 {
-		return nil
+		return nil, nil
 	}
 	spec := lookupPath(doc.Content[0], strings.Split(strings.TrimPrefix(admission.PodSpecPath(kind), "/"), "/"))
 	if spec == nil || spec.Kind != yamlv3.MappingNode || spec.Style&yamlv3.FlowStyle != 0 {
-		return nil
+		return nil, nil
 	}
 	var groups [][]PatchLine
 	var ops []admission.PatchOp
@@ -54,8 +57,9 @@ func podPatchLines(d manifestDoc, kind string, fixes []admission.PodFix) []Patch
 			continue
 		}
 		groups, ops = try, append(ops, f.Ops...)
+		written = append(written, f)
 	}
-	return flatten(groups)
+	return flatten(groups), written
 }
 
 // flatten orders the operations' lines for the file: by line, and lines
@@ -129,11 +133,29 @@ func lastLine(n *yamlv3.Node) int {
 			return n.Line
 		}
 		if n.Style&yamlv3.FlowStyle != 0 {
+			// A flow collection on one line ends there ({limits: {memory:
+			// 16Gi}}); one over several lines is not told.
+			if flowOneLine(n, n.Line) {
+				return n.Line
+			}
 			return 0
 		}
 		return lastLine(n.Content[len(n.Content)-1])
 	}
 	return 0
+}
+
+// flowOneLine reports whether every node under n is on line.
+func flowOneLine(n *yamlv3.Node, line int) bool {
+	if n.Line != line || n.Kind == yamlv3.ScalarNode && strings.Contains(n.Value, "\n") {
+		return false
+	}
+	for _, c := range n.Content {
+		if !flowOneLine(c, line) {
+			return false
+		}
+	}
+	return true
 }
 
 // opLines is one operation as line edits. parent is found by the

@@ -83,7 +83,7 @@ spec:
         resources: {limits: {nvidia.com/gpu: 4, memory: 32Gi}}
 `)[0]
 	fixes := []admission.PodFix{{Code: admission.CodeHostMemory, Ops: []admission.PatchOp{{Op: "add", Path: "/containers/0/resources/limits/memory", Value: "104Gi"}}}}
-	if got := podPatchLines(doc, "Deployment", fixes); len(got) != 0 {
+	if got, _ := podPatchLines(doc, "Deployment", fixes); len(got) != 0 {
 		t.Fatalf("a flow mapping was edited as lines: %+v", got)
 	}
 }
@@ -108,7 +108,7 @@ func FuzzPodPatchLines(f *testing.F) {
 			return
 		}
 		d := manifestDoc{first: 1, lines: strings.Split(text, "\n")}
-		lines := podPatchLines(d, "Deployment", fixes)
+		lines, _ := podPatchLines(d, "Deployment", fixes)
 		if len(lines) == 0 {
 			return
 		}

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"headroom.dev/headroom/admission"
+	"headroom.dev/headroom/memory"
+)
+
+// podRequest is the CREATE review of a Pod written as YAML.
+func podRequest(t *testing.T, text string) *admissionv1.AdmissionRequest {
+	t.Helper()
+	raw, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Namespace: "default", Name: "p",
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}
+}
+
+// copyFixture copies testdata/check/name into a temporary directory.
+func copyFixture(t *testing.T, name string) (path string, data []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "check", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// checkJSON is check -o json of one file of one object.
+func checkJSON(t *testing.T, path string) (int, CheckResult) {
+	t.Helper()
+	code, out, errs := run(t, offline, "check", path, "-o", "json")
+	var rs []CheckResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
+		t.Fatalf("%s: exit %d, %v: %s %s", path, code, err, out, errs)
+	}
+	return code, rs[0]
+}
+
+// applyWithPatch applies a unified diff to a copy of data with the patch
+// program, where the machine has one, and returns the result.
+func applyWithPatch(t *testing.T, data []byte, diff string) ([]byte, bool) {
+	t.Helper()
+	bin, err := exec.LookPath("patch")
+	if err != nil {
+		return nil, false
+	}
+	dst := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--batch", dst)
+	cmd.Stdin = strings.NewReader(diff)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("patch refused the diff: %v: %s\n%s", err, out, diff)
+	}
+	b, _ := os.ReadFile(dst)
+	return b, true
+}
+
+// l4-long-context.yaml asks one L4 for Llama-3.1-8B at 131072 tokens and
+// utilization 0.95 (vLLM 0.10.1): one request needs 131072 × 128 KiB =
+// 16 GiB of KV cache, and the card holds 14.96 GiB of weights in 22.03
+// GiB. The webhook's first fix is tensor parallel 2 on 2 L4s at 0.85:
+// each holds 7.48 GiB of weights and half the KV heads, 8 GiB of that
+// request, within 0.85 × 22.03 = 18.73 GiB. Written without the second
+// GPU, check denied its own output ("2 × 1 × 1 needs 2 GPUs, but only 1
+// are given"). Now --write sets nvidia.com/gpu: 2 with the flags, and
+// what the fixed pod needs in turn (the host plan of two GPU workers
+// outgrows its 16Gi: 23Gi), and the written file passes its re-check;
+// -o patch applied by patch gives the same file.
+func TestCheckWriteAddsGPUs(t *testing.T) {
+	path, data := copyFixture(t, "l4-long-context.yaml")
+	code, r := checkJSON(t, path)
+	if code != ExitNoFit || r.Fix == nil || r.Fix.Code != memory.AltMoreGPUs || r.Fix.Count != 2 || r.PatchNote != "" {
+		t.Fatalf("exit %d, fix %+v, note %q", code, r.Fix, r.PatchNote)
+	}
+	want := map[PatchLine]bool{
+		{Line: 25, Old: `        - "0.95"`, New: `        - "0.85"`}:                           true,
+		{Line: 26, New: "        - --tensor-parallel-size=2"}:                                  true,
+		{Line: 30, Old: "            nvidia.com/gpu: 1", New: "            nvidia.com/gpu: 2"}: true,
+	}
+	for _, p := range r.Patch {
+		delete(want, p)
+	}
+	if len(want) != 0 {
+		t.Errorf("patch %+v lacks %+v", r.Patch, want)
+	}
+	if len(r.ThenFixes) != 1 || !strings.Contains(r.ThenFixes[0], "to 23Gi") {
+		t.Errorf("then %q", r.ThenFixes)
+	}
+	code, diff, errs := run(t, offline, "check", path, "-o", "patch")
+	if code != ExitNoFit || errs != "" || !strings.Contains(diff, "+            nvidia.com/gpu: 2\n") {
+		t.Fatalf("-o patch: exit %d: %s %s", code, diff, errs)
+	}
+	code, out, errs := run(t, offline, "check", path, "--write")
+	if code != ExitFits || !strings.HasPrefix(out, "ADMITTED") || !strings.Contains(errs, "wrote the fixes into") {
+		t.Fatalf("--write: exit %d: %s %s", code, out, errs)
+	}
+	written, _ := os.ReadFile(path)
+	if code, out, _ := run(t, offline, "check", path); code != ExitFits || !strings.HasPrefix(out, "ADMITTED") || !strings.Contains(out, "on 2 × L4") {
+		t.Errorf("the written file, checked again: exit %d: %s", code, out)
+	}
+	if patched, ok := applyWithPatch(t, data, diff); ok && string(patched) != string(written) {
+		t.Errorf("patch and --write disagree:\n%s\n%s", patched, written)
+	}
+	if code, _, errs := run(t, offline, "check", path, "--write"); code != ExitFits || !strings.Contains(errs, "no fix to write") {
+		t.Errorf("a second --write: exit %d: %s", code, errs)
+	}
+}
+
+// args as a flow list, resources as a flow mapping: the fix edits them in
+// place, in their own style (it said "no args line to patch", and -o patch
+// carried the /dev/shm hunk alone, so the patched object stayed denied).
+// Tensor parallel 2 needs a /dev/shm, found by checking the fixed object;
+// the block pod spec takes it as lines.
+func TestCheckFixFlowStyle(t *testing.T) {
+	path, data := copyFixture(t, "flow-args.yaml")
+	code, diff, errs := run(t, offline, "check", path, "-o", "patch")
+	wantArgs := `+        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072", "--gpu-memory-utilization", "0.85", "--tensor-parallel-size=2"]` + "\n"
+	if code != ExitNoFit || errs != "" || !strings.Contains(diff, wantArgs) ||
+		!strings.Contains(diff, `+        resources: {limits: {nvidia.com/gpu: "2", memory: 16Gi}}`+"\n") || !strings.Contains(diff, "+        - mountPath: /dev/shm\n") {
+		t.Fatalf("exit %d: %s %s", code, diff, errs)
+	}
+	patched, ok := applyWithPatch(t, data, diff)
+	if !ok {
+		_, r := checkJSON(t, path)
+		_, lines, err := readText(path, data).diffOps(r.Patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patched = readText(path, data).bytes(lines)
+	}
+	fixed := filepath.Join(t.TempDir(), "fixed.yaml")
+	if err := os.WriteFile(fixed, patched, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, offline, "check", fixed); code != ExitFits || !strings.HasPrefix(out, "ADMITTED") {
+		t.Errorf("patched: exit %d: %s %s", code, out, errs)
+	}
+}
+
+// A pod pinned to g5.2xlarge (one A10G) is not told to use 2 × A10G as
+// if it could: the fix names the larger type (g5.12xlarge, the smallest
+// AWS type with at least 2 A10Gs, has 4) and is not written, and --write
+// says why. Pinned to g5.12xlarge the same fix runs there, and is written.
+func TestCheckPinnedInstanceType(t *testing.T) {
+	path, data := copyFixture(t, "pinned-g5.yaml")
+	code, r := checkJSON(t, path)
+	if code != ExitNoFit || r.Fix == nil || !strings.Contains(r.Fix.Message, "use 2 × A10G with --tensor-parallel-size 2 and --gpu-memory-utilization 0.85 on a larger instance type: g5.2xlarge has 1, g5.12xlarge has 4") ||
+		len(r.Patch) != 0 || !strings.Contains(r.PatchNote, "more GPUs than the pinned instance type has") {
+		t.Fatalf("exit %d: fix %+v, patch %+v, note %q", code, r.Fix, r.Patch, r.PatchNote)
+	}
+	if !strings.Contains(r.Denials[0], "To fix: use 2 × A10G with --tensor-parallel-size 2 and --gpu-memory-utilization 0.85 on a larger instance type") {
+		t.Errorf("denial %q", r.Denials[0])
+	}
+	code, _, errs := run(t, offline, "check", path, "--write")
+	if b, _ := os.ReadFile(path); code != ExitNoFit || string(b) != string(data) || !strings.Contains(errs, "its fix is not in the patch: it needs a change of node selection") || !strings.Contains(errs, "no fix to write") {
+		t.Errorf("--write: exit %d: %s", code, errs)
+	}
+
+	big := filepath.Join(t.TempDir(), "g5-12.yaml")
+	if err := os.WriteFile(big, []byte(strings.Replace(string(data), "g5.2xlarge", "g5.12xlarge", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, r := checkJSON(t, big); code != ExitNoFit || r.Fix == nil || r.Fix.Count != 2 || strings.Contains(r.Fix.Message, "instance type") || len(r.Patch) == 0 {
+		t.Fatalf("g5.12xlarge: exit %d: %+v", code, r)
+	}
+	if code, out, errs := run(t, offline, "check", big, "--write"); code != ExitFits || !strings.Contains(out, "on 2 × A10G") {
+		t.Errorf("g5.12xlarge --write: exit %d: %s %s", code, out, errs)
+	}
+}
+
+// A fix that cannot be written into the file as it is (a script in a
+// double-quoted scalar with escapes) is not half written: -o patch prints
+// no diff and says why on stderr, --write leaves the file as it was.
+func TestCheckUnwritableFixSaysWhy(t *testing.T) {
+	path, data := copyFixture(t, "script-escaped.yaml")
+	code, diff, errs := run(t, offline, "check", path, "-o", "patch")
+	if code != ExitNoFit || diff != "" || !strings.Contains(errs, "its fix is not in the patch: its shell script (command item 2) is a YAML scalar with escapes") {
+		t.Errorf("-o patch: exit %d: %q %s", code, diff, errs)
+	}
+	code, out, _ := run(t, offline, "check", path)
+	if code != ExitNoFit || !strings.Contains(out, "  (not in the patch: its shell script") {
+		t.Errorf("table: exit %d: %s", code, out)
+	}
+	run(t, offline, "check", path, "--write")
+	if b, _ := os.ReadFile(path); string(b) != string(data) {
+		t.Errorf("--write changed the file:\n%s", b)
+	}
+}
+
+// fixEdits in each way a vLLM command is written: the lines it gives, and
+// none where the command cannot take the flags.
+func TestFixEdits(t *testing.T) {
+	h := admission.NewHandler(admission.Deps{})
+	head := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}\n  containers:\n  - name: vllm\n    image: vllm/vllm-openai:v0.10.1\n"
+	alt := memory.Alternative{Args: []string{"--max-model-len", "4096", "--tensor-parallel-size", "2"}, GPU: "L4", Count: 2}
+	for _, tc := range []struct {
+		name, body string
+		want       []PatchLine // lines of the document (head is 8 lines)
+		why        string
+	}{
+		{"literal script",
+			"    command: [sh, -c]\n    args:\n    - |\n      vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n        --max-model-len 131072; echo done\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
+			[]PatchLine{
+				{Line: 13, Old: "        --max-model-len 131072; echo done", New: "        --max-model-len 4096 --tensor-parallel-size=2; echo done"},
+				{Line: 14, Old: "    resources: {limits: {nvidia.com/gpu: 1}}", New: "    resources: {limits: {nvidia.com/gpu: 2}}"},
+			}, ""},
+		{"plain one-line script",
+			"    command: [sh, -c, vllm serve meta-llama/Llama-3.1-8B-Instruct --max_model_len=131072]\n    resources:\n      limits: {nvidia.com/gpu: \"1\"}\n      requests: {nvidia.com/gpu: \"1\"}\n",
+			[]PatchLine{
+				{Line: 9, Old: "    command: [sh, -c, vllm serve meta-llama/Llama-3.1-8B-Instruct --max_model_len=131072]", New: "    command: [sh, -c, vllm serve meta-llama/Llama-3.1-8B-Instruct --max_model_len=4096 --tensor-parallel-size=2]"},
+				{Line: 11, Old: "      limits: {nvidia.com/gpu: \"1\"}", New: "      limits: {nvidia.com/gpu: \"2\"}"},
+				{Line: 12, Old: "      requests: {nvidia.com/gpu: \"1\"}", New: "      requests: {nvidia.com/gpu: \"2\"}"},
+			}, ""},
+		{"block args, underscore spelling",
+			"    args:\n    - --model\n    - meta-llama/Llama-3.1-8B-Instruct\n    - '--max_model_len=131072'\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n",
+			[]PatchLine{
+				{Line: 12, Old: "    - '--max_model_len=131072'", New: "    - '--max_model_len=4096'"},
+				{Line: 13, New: "    - '--tensor-parallel-size=2'"},
+				{Line: 15, Old: "        nvidia.com/gpu: 1", New: "        nvidia.com/gpu: 2"},
+			}, ""},
+		{"a bare -- ends the flags",
+			"    command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --]\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
+			nil, "its flags end with a bare --"},
+		{"the count in another resource",
+			"    args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n    resources: {limits: {nvidia.com/gpu.shared: 1}}\n",
+			nil, "by another resource than nvidia.com/gpu"},
+	} {
+		d := splitManifest(head + tc.body)[0]
+		rs := h.Check(context.Background(), podRequest(t, head+tc.body))
+		if len(rs.Evaluation.Engines) != 1 {
+			t.Fatalf("%s: engines %+v", tc.name, rs.Evaluation)
+		}
+		e := rs.Evaluation.Engines[0]
+		e.Input.Count = 1
+		got, why := fixEdits(d, "Pod", e, alt)
+		if tc.why != "" {
+			if got != nil || !strings.Contains(why, tc.why) {
+				t.Errorf("%s: %+v, why %q, want %q", tc.name, got, why, tc.why)
+			}
+			continue
+		}
+		if why != "" || len(got) != len(tc.want) {
+			t.Errorf("%s: why %q, lines %+v", tc.name, why, got)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: line %d %+v, want %+v", tc.name, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
