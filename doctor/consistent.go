@@ -48,7 +48,7 @@ func (g *diag) oneFit(rs []Remedy, asked int) {
 	if g.base == nil {
 		return
 	}
-	fit := g.base.FitLen()
+	fit, _ := g.base.LargestFit()
 	if fit <= 0 || fit >= asked {
 		return
 	}

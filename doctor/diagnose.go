@@ -540,8 +540,10 @@ func (g *diag) command(fs []Finding) (cmd string, from []Finding) {
 	// Each remedy was planned alone; together they must still fit: a
 	// context computed at one utilization shrinks with a lower one.
 	if all, err := vllm.ParseFlags(append(g.baseArgs(), extra...)); err == nil && seen["--max-model-len"] && set.MaxModelLen > 0 {
-		if nb, ok := g.with(func(s *vllm.Settings) { *s = withVersion(all, s) }); ok && !nb.Fits {
-			if fit := nb.FitLen(); fit > 0 && fit < set.MaxModelLen {
+		if nb, ok := g.with(func(s *vllm.Settings) { *s = withVersion(all, s) }); ok {
+			// The length plan would choose there: one a first start with a
+			// cold compile cache holds too (memory.Budget.LargestFit).
+			if fit, _ := nb.LargestFit(); fit > 0 && fit < set.MaxModelLen {
 				set.MaxModelLen = fit
 			}
 		}

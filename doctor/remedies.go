@@ -230,9 +230,15 @@ func (g *diag) maxLenRemedies() []Remedy {
 	}
 	if g.base != nil {
 		b := g.base
-		fit := b.FitLen()
+		fit, at := b.LargestFit()
 		if fit > 0 && fit < b.MaxModelLen {
 			why := fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context whose KV fits in the %s KV cache per GPU at --gpu-memory-utilization %.2f", b.MaxModelLen, fit, gib(b.PerGPU.KVCache), b.Settings.GPUMemoryUtilization)
+			if at > 0 {
+				why = fmt.Sprintf("--max-model-len %d -> %d: the longest block-aligned context that fits at --gpu-memory-utilization %.2f (at %.2f the CUDA graphs captured outside the budget do not fit the card)", b.MaxModelLen, fit, at, b.Settings.GPUMemoryUtilization)
+			}
+			if b.ColdStartAllowance() > 0 && fit < b.FitLen() {
+				why += ", on a first start with a cold torch.compile cache too (a new pod's, unless ~/.cache/vllm is on a volume)"
+			}
 			switch b.Origins.KVCache {
 			case memory.OriginMeasured:
 				why += fmt.Sprintf(" (as vLLM measured it; %s B of KV per token)", vllm.Thousands(b.KVBytesPerToken))
@@ -247,7 +253,13 @@ func (g *diag) maxLenRemedies() []Remedy {
 			} else if logEst > 0 {
 				why += fmt.Sprintf(" (vLLM's own estimate: %d)", logEst)
 			}
-			rs = append(rs, Remedy{Action: ActionSetFlag, Args: []string{"--max-model-len", strconv.Itoa(fit)}, Why: why})
+			args := []string{"--max-model-len", strconv.Itoa(fit)}
+			if at > 0 && fit != logEst {
+				// The length holds only at the utilization that leaves
+				// the CUDA graphs room outside the budget.
+				args = append(args, "--gpu-memory-utilization", fmt.Sprintf("%.2f", at))
+			}
+			rs = append(rs, Remedy{Action: ActionSetFlag, Args: args, Why: why})
 		}
 		for _, a := range memory.Alternatives(g.predicted(), gpu.Devices()) {
 			switch a.Code {

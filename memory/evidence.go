@@ -281,10 +281,11 @@ func (b *Budget) kvBand(terms []Term) Band {
 // ColdStartAllowance is how much less KV cache a first start with a cold
 // torch.compile cache may leave a one-GPU worker than this plan
 // (coldStartErr): zero for --enforce-eager, tensor-parallel workers, and a
-// KV cache that is fixed or measured.
+// KV cache that is fixed, measured, or derived from a measurement at
+// another utilization (the start measured is the deployment's own).
 func (b Budget) ColdStartAllowance() int64 {
 	set := b.Settings
-	if set.EnforceEager || set.TensorParallelSize > 1 || set.KVCacheMemoryBytes > 0 || b.Origins.KVCache == OriginMeasured {
+	if set.EnforceEager || set.TensorParallelSize > 1 || set.KVCacheMemoryBytes > 0 || b.Origins.KVCache == OriginMeasured || b.Origins.KVCache == OriginDerived {
 		return 0
 	}
 	return gibs(coldStartErr)
