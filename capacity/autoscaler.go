@@ -48,6 +48,9 @@ type Autoscaler struct {
 	// the cool-down of one removed, or removed within it of one added.
 	Flaps  int      `json:"flaps"`
 	Replay FleetRun `json:"replay"`
+	// AutoscaledGPUHours is, when a static fleet is handed over
+	// (PolicyStatic), what the autoscaler it replaced took.
+	AutoscaledGPUHours float64 `json:"autoscaled_gpu_hours,omitempty"`
 	// EnginesPerReplica is a data-parallel replica's engines (absent for
 	// one). vLLM labels each engine's gauges with its index, so a sum
 	// over a replica's series holds that many engines' KV usage: the
@@ -94,6 +97,10 @@ const hpaTolerance = 0.1
 const (
 	PolicyCapped   = "capped at the ideal peak"
 	PolicyUncapped = "uncapped"
+	// PolicyStatic is a fleet that does not move (MinReplicas =
+	// MaxReplicas): handed over where it meets every window for less
+	// than the autoscaler, or meets windows it missed.
+	PolicyStatic = "static"
 )
 
 // autoscale derives the autoscaler's thresholds from one replica's knee,
@@ -167,7 +174,7 @@ func (c *sizer) autoscale(ctx context.Context, o *Sizing) error {
 			CoolDownS: a.CoolDownS, Min: a.MinReplicas, Max: maxN}
 	}
 	c.progress.setPhase(phaseReplay, fmt.Sprintf("replaying the autoscaler, %d to %d replicas", a.MinReplicas, a.MaxReplicas))
-	capped, err := c.replay(ctx, o, a, hpa(o.PeakReplicas), -1)
+	capped, err := c.replay(ctx, o, a, hpa(o.PeakReplicas), o.Windows[0].Replicas, -1)
 	if err != nil {
 		return err
 	}
@@ -177,7 +184,7 @@ func (c *sizer) autoscale(ctx context.Context, o *Sizing) error {
 		c.progress.setPhase(phaseReplay, fmt.Sprintf("replaying the autoscaler uncapped, up to %d replicas", uncapped))
 		// It is the better one only if it misses fewer windows: past as
 		// many as the capped one missed, it stops.
-		free, err := c.replay(ctx, o, a, hpa(uncapped), capped.run.Windows-capped.run.WindowsMet)
+		free, err := c.replay(ctx, o, a, hpa(uncapped), o.Windows[0].Replicas, capped.run.Windows-capped.run.WindowsMet)
 		if err != nil {
 			return err
 		}
@@ -188,17 +195,91 @@ func (c *sizer) autoscale(ctx context.Context, o *Sizing) error {
 	}
 	a.Replay.Replicas = "autoscaled"
 	o.Autoscaler = a
-	// The static fleet: the ideal peak all along. Every window has at
-	// least the replicas its own replay met the SLO on, so it is not
-	// replayed.
-	n := len(o.Windows)
-	static := FleetRun{Replicas: fmt.Sprintf("%d, static", o.PeakReplicas), Windows: n, WindowsMet: n, SLOAttainment: 1, PeakReplicas: o.PeakReplicas,
-		GPUHours: round3(float64(o.PeakReplicas*c.opt.GPUsPerReplica) * float64(n) * c.req.WindowS / 3600)}
+	// The static fleet: the per-window peak all along. Every window has
+	// at least the replicas its own replay met the SLO on, so it is worked
+	// out, not replayed, unless it is a candidate to hand over.
+	static := FleetRun{Replicas: fmt.Sprintf("%d, static", o.PeakReplicas), Windows: len(o.Windows), WindowsMet: len(o.Windows), SLOAttainment: 1,
+		PeakReplicas: o.PeakReplicas, GPUHours: c.staticHours(o, o.PeakReplicas)}
 	static.CostUSD = cents(static.GPUHours * c.opt.USDPerGPUHour)
 	for _, w := range o.Windows {
 		static.Requests += int64(w.Requests)
 	}
 	o.Static = &static
+	var flat *replayed
+	if a.MinReplicas == o.PeakReplicas && o.Windows[0].Replicas == o.PeakReplicas {
+		// Capped at its floor, the HPA never moved: that replay was the
+		// static fleet's.
+		flat = &capped
+	}
+	if err := c.preferStatic(ctx, o, a, flat); err != nil {
+		return err
+	}
+	if a.MinReplicas == a.MaxReplicas {
+		// A floor at the peak is a fleet that never moves.
+		a.Policy = PolicyStatic
+	}
+	return nil
+}
+
+// maxStaticTries bounds the static fleets replayed in the place of an
+// autoscaler: the peak and two more replicas.
+const maxStaticTries = 3
+
+// staticHours is the GPU-hours of n replicas over the whole traffic.
+func (c *sizer) staticHours(o *Sizing, n int) float64 {
+	spans := 0.0
+	for i := range o.Windows {
+		spans += c.tr.span(i)
+	}
+	return round3(float64(n*c.opt.GPUsPerReplica) * spans / 3600)
+}
+
+// preferStatic hands over a static fleet in the autoscaler's place where
+// one meets every window for less, or where the autoscaler misses windows
+// a static fleet meets: an autoscaler that costs more than a fleet that
+// never moves is no answer (on a flat load the uncapped HPA, asked for
+// more than the peak by its rate target's headroom, flapped above it).
+// The static fleets tried are replayed, from the per-window peak up, each
+// only while it would cost less than the autoscaler; the first that meets
+// every window is handed over. flat is the capped replay when that was
+// already the peak's static fleet.
+func (c *sizer) preferStatic(ctx context.Context, o *Sizing, a *Autoscaler, flat *replayed) error {
+	missed := a.Replay.WindowsMet < a.Replay.Windows
+	for n := o.PeakReplicas; n <= c.req.MaxReplicas && n < o.PeakReplicas+maxStaticTries; n++ {
+		hours := c.staticHours(o, n)
+		if !missed && hours >= a.Replay.GPUHours {
+			return nil
+		}
+		run := flat
+		if n != o.PeakReplicas || run == nil {
+			c.progress.setPhase(phaseReplay, fmt.Sprintf("replaying a static fleet of %d replicas", n))
+			// The peak's runs to the end: it is the static fleet the
+			// report shows; a larger one only needs a verdict.
+			allowed := 0
+			if n == o.PeakReplicas {
+				allowed = -1
+			}
+			r, err := c.replay(ctx, o, a, nil, n, allowed)
+			if err != nil {
+				return err
+			}
+			run = &r
+		}
+		run.run.Replicas = fmt.Sprintf("%d, static", n)
+		if n == o.PeakReplicas {
+			st := run.run
+			o.Static = &st
+		}
+		if run.stopped || run.run.WindowsMet < run.run.Windows {
+			continue
+		}
+		if !missed && run.run.GPUHours >= a.Replay.GPUHours {
+			return nil
+		}
+		a.AutoscaledGPUHours = a.Replay.GPUHours
+		a.Replay, a.Flaps, a.MinReplicas, a.MaxReplicas, a.Policy = run.run, 0, n, n, PolicyStatic
+		return nil
+	}
 	return nil
 }
 
@@ -239,10 +320,11 @@ func (f *flapRecorder) Desired(m sim.FleetMetrics) int {
 	return want
 }
 
-// replay serves the whole traffic with the autoscaled fleet and judges
-// it per window. With allowed >= 0 it stops once more than allowed
-// windows missed (stopped is then set, and the run is not whole).
-func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.HPA, allowed int) (replayed, error) {
+// replay serves the whole traffic with a fleet of start replicas, scaled
+// by hpa (nil: a static fleet), and judges it per window. With allowed
+// >= 0 it stops once more than allowed windows missed (stopped is then
+// set, and the run is not whole).
+func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.HPA, start, allowed int) (replayed, error) {
 	src, closer, err := c.tr.source()
 	if err != nil {
 		return replayed{}, err
@@ -255,9 +337,13 @@ func (c *sizer) replay(ctx context.Context, o *Sizing, a *Autoscaler, hpa *sim.H
 	var mu sync.Mutex
 	end := float64(len(o.Windows)) * c.req.WindowS
 	rec := &flapRecorder{HPA: hpa, within: 2 * a.CoolDownS}
+	var scaler sim.Scaler = rec
+	if hpa == nil {
+		scaler = nil
+	}
 	opt := sim.FleetOptions{RunOptions: sim.RunOptions{FrontEnd: c.rep.FrontEnd, Window: c.req.WindowS / 10},
-		Replicas: o.Windows[0].Replicas, Engines: c.rep.Engines, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
-		Scaler: rec, ScaleInterval: a.IntervalS, StartupS: a.StartupS, FleetOnly: true,
+		Replicas: start, Engines: c.rep.Engines, Router: c.req.Router, SLOWindow: c.req.WindowS, MaxReplicas: c.req.MaxReplicas,
+		Scaler: scaler, ScaleInterval: a.IntervalS, StartupS: a.StartupS, FleetOnly: true,
 		OnWindow: func(start float64, r *sim.Report) {
 			mu.Lock()
 			defer mu.Unlock()

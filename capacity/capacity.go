@@ -142,7 +142,9 @@ type Sizing struct {
 	Met     bool
 	Miss    float64
 	Windows []Window
-	// The ideal fleet: each window's fewest replicas, summed.
+	// The per-window fleet: each window's fewest replicas, held for its
+	// span, summed. Not a lower bound: a fleet that changes within a
+	// window can meet its SLO on fewer replica-seconds.
 	PeakReplicas int
 	MeanReplicas float64
 	PeakGPUs     int
@@ -168,7 +170,10 @@ type Runs struct {
 // Window is one window of the traffic and the fewest replicas that
 // served it within the SLO.
 type Window struct {
-	StartS   float64 `json:"start_s"`
+	StartS float64 `json:"start_s"`
+	// SpanS is the window's length: the sizing window's, the last one's up
+	// to the traffic's end; RatePerS its requests over it.
+	SpanS    float64 `json:"span_s"`
 	Requests int     `json:"requests"`
 	RatePerS float64 `json:"rate_per_s"`
 	Replicas int     `json:"replicas"`

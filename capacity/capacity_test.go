@@ -303,3 +303,79 @@ func TestLearnedGuess(t *testing.T) {
 		}
 	}
 }
+
+// A window's rate is its requests over the time they came in. The rate
+// 2 + 58 (1 − cos(2πt/3600)) / 2 over 35 minutes cuts into three windows
+// of 10 minutes and a last of 5 (1,800 to 2,100 s), whose mean rate is
+// 2 + 29 (1 − (3600 / (2π · 300)) (sin(2π · 2100/3600) − sin π)) =
+// 2 + 29 (1 + 1.9099 × 0.5) = 58.69 req/s: over a whole window its
+// 17,600 requests would read 29.3. 1,000 requests at 5 req/s come in
+// about 200 s, one window of that span, about 5 req/s (not 1,000 / 600).
+func TestWindowRatesOverTheirSpan(t *testing.T) {
+	ctx := context.Background()
+	tr, err := readTrace(ctx, Request{Traffic: workload.Spec{Rate: 2, PeakRate: 60, Period: 3600, Duration: 2100, Prompt: workload.Fixed(100), Output: workload.Fixed(10), Seed: 1}, WindowS: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(tr.counts) - 1
+	if last != 3 || tr.span(last) != 300 || tr.span(0) != 600 {
+		t.Fatalf("%d windows, spans %g and %g", last+1, tr.span(0), tr.span(last))
+	}
+	// A Poisson count of mean 17,607 is within 5 × √17607 ≈ 663 of it.
+	if got := float64(tr.counts[last]) / tr.span(last); !near(got, 58.69, 663.0/17607) {
+		t.Errorf("the last window's rate: %.2f req/s, want about 58.69", got)
+	}
+	tr, err = readTrace(ctx, Request{Traffic: workload.Spec{Rate: 5, NumRequests: 1000, Prompt: workload.Fixed(100), Output: workload.Fixed(10), Seed: 1}, WindowS: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 gaps of mean 0.2 s end near 200 s, within 5 × √1000 × 0.2 ≈ 32 s.
+	if got := float64(tr.counts[0]) / tr.span(0); len(tr.counts) != 1 || !near(got, 5, 32.0/200) {
+		t.Errorf("1000 requests at 5 req/s: %d windows, %.3f req/s", len(tr.counts), got)
+	}
+}
+
+func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
+
+// A flat load gets a flat fleet, and never one dearer than a static fleet
+// that meets every window: Llama-3.1-8B on an L4 at 5 req/s for 35
+// minutes, where every window needs the same replicas (about 5 ÷ 0.66,
+// one replica's SLO capacity). The HPA handed over had been uncapped
+// there (its rate target's headroom asks for more than the peak) and,
+// replayed, took 10 GPU-hours an hour against a static fleet's 6 or 7,
+// flapping on a flat load. The fleet handed over now does not move, meets
+// every window, and costs no more than a static fleet of the peak and
+// two more; the per-window fleet holds its replicas for each window's
+// span, the last one 5 minutes.
+func TestFlatLoadGetsAStaticFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sizes an option")
+	}
+	opt := option(t, "meta-llama/Llama-3.1-8B-Instruct", "L4")
+	req := Request{Traffic: workload.Spec{Rate: 5, Duration: 2100, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1},
+		SLO: bounds(t, "ttft_p99=2s,tpot_p99=100ms")}
+	sz, err := Size(context.Background(), req, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sz.Met || sz.Autoscaler == nil {
+		t.Fatalf("not met: %+v", sz)
+	}
+	a := sz.Autoscaler
+	hours := func(n int) float64 { return float64(n) * 2100 / 3600 }
+	if a.MinReplicas != a.MaxReplicas || a.Policy != PolicyStatic || a.Flaps != 0 || a.Replay.WindowsMet != a.Replay.Windows ||
+		a.Replay.GPUHours > hours(sz.PeakReplicas+2)*1.01 {
+		t.Errorf("handed over %d-%d (%s), %d flaps, %d of %d windows, %.3f GPU-hours; the peak is %d",
+			a.MinReplicas, a.MaxReplicas, a.Policy, a.Flaps, a.Replay.WindowsMet, a.Replay.Windows, a.Replay.GPUHours, sz.PeakReplicas)
+	}
+	held := 0.0
+	for i, w := range sz.Windows {
+		held += float64(w.Replicas) * w.SpanS
+		if i < 3 && w.SpanS != 600 || i == 3 && w.SpanS != 300 {
+			t.Errorf("window %d spans %g s", i, w.SpanS)
+		}
+	}
+	if !near(sz.GPUHours, held/3600, 1e-3) {
+		t.Errorf("per-window GPU-hours %.3f, want %.3f", sz.GPUHours, held/3600)
+	}
+}

@@ -25,6 +25,9 @@ type trace struct {
 	windowS float64
 	counts  []int
 	held    []heldRequest
+	// end is when the traffic ends: its --duration, else its last
+	// request's due time.
+	end float64
 }
 
 // heldLimit is the most requests a trace holds in memory (64 MB).
@@ -45,6 +48,7 @@ func readTrace(ctx context.Context, req Request) (*trace, error) {
 	defer closer.Close()
 	hold := true
 	keep := func(r workload.Request) {
+		tr.end = max(tr.end, r.At)
 		if !hold {
 			return
 		}
@@ -65,7 +69,16 @@ func readTrace(ctx context.Context, req Request) (*trace, error) {
 	if total == 0 {
 		return nil, ErrNoRequests
 	}
+	tr.end = max(tr.end, tr.spec.Duration)
 	return tr, nil
+}
+
+// span is window i's length: the window's, or the last one's up to the
+// traffic's end, so a short last window's rate is its requests over the
+// time they came in, not over a whole window (at least a second: a
+// burst's requests all due at one instant came in a second).
+func (tr *trace) span(i int) float64 {
+	return max(min(tr.windowS, tr.end-float64(i)*tr.windowS), min(tr.windowS, 1))
 }
 
 // teeStream hands each request it reads to keep.

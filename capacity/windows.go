@@ -124,8 +124,9 @@ func (c *sizer) windows(ctx context.Context, o *Sizing) error {
 	o.Windows = make([]Window, n)
 	rates := make([]float64, n)
 	for i, k := range c.tr.counts {
-		rates[i] = round3(float64(k) / w)
-		o.Windows[i] = Window{StartS: float64(i) * w, Requests: k, RatePerS: rates[i], Replicas: 1, Met: true}
+		span := c.tr.span(i)
+		rates[i] = round3(float64(k) / span)
+		o.Windows[i] = Window{StartS: float64(i) * w, SpanS: round3(span), Requests: k, RatePerS: rates[i], Replicas: 1, Met: true}
 	}
 	l := &learned{metMax: map[int]float64{}, missMin: map[int]float64{}}
 	order := rounds(rates)
@@ -199,20 +200,23 @@ func (c *sizer) windows(ctx context.Context, o *Sizing) error {
 		c.progress.windows(done, total)
 	}
 	o.Met = true
-	sum := 0
-	for _, cw := range o.Windows {
+	// Replica-seconds over the windows' own spans: a short last window
+	// holds its replicas for its span, not a whole window.
+	held, spans := 0.0, 0.0
+	for i, cw := range o.Windows {
 		if !cw.Met {
 			o.Met = false
 			o.Miss = max(o.Miss, cw.Miss)
 		}
 		o.PeakReplicas = max(o.PeakReplicas, cw.Replicas)
-		sum += cw.Replicas
+		held += float64(cw.Replicas) * c.tr.span(i)
+		spans += c.tr.span(i)
 	}
 	g := c.opt.GPUsPerReplica
-	o.MeanReplicas = round3(float64(sum) / float64(n))
+	o.MeanReplicas = round3(held / spans)
 	o.PeakGPUs = o.PeakReplicas * g
 	o.MeanGPUs = round3(o.MeanReplicas * float64(g))
-	o.GPUHours = round3(float64(sum) * w * float64(g) / 3600)
+	o.GPUHours = round3(held * float64(g) / 3600)
 	o.CostUSD = cents(o.GPUHours * c.opt.USDPerGPUHour)
 	return nil
 }

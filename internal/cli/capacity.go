@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,9 +118,12 @@ func parsePrices(in []string) (map[string]float64, error) {
 }
 
 func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) error {
-	spec, _, _, err := trafficSpec(cmd, env, &f.traffic, "")
+	spec, rd, _, err := trafficSpec(cmd, env, &f.traffic, "")
 	if err != nil {
 		return err
+	}
+	if spec.Concurrency > 0 {
+		return badInput("%s", closedLoopRefusal(spec.Concurrency))
 	}
 	format := f.plan.output
 	switch format {
@@ -170,7 +172,23 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	if err != nil {
 		return err
 	}
+	// The outputs are made now: a path that cannot be written is bad
+	// input before the simulation, not its lost result after.
+	var plot, keda, hpa *output
+	for _, o := range []struct {
+		out        **output
+		flag, name string
+	}{{&plot, "--plot", f.plot}, {&keda, "--keda", f.kedaFile}, {&hpa, "--hpa", f.hpaFile}} {
+		if *o.out, err = prepareOutput(o.flag, o.name); err != nil {
+			return err
+		}
+		defer (*o.out).discard()
+	}
 	plan := request(cmd, f.plan, args)
+	if rd.Bench != nil && plan.Model == "" && len(args) == 0 {
+		// The bench command names its model, as simulate takes it.
+		plan.Model = rd.Bench.Model
+	}
 	plan.GPU, plan.AllGPUs = "", false
 	req := report.CapacityRequest{Engine: report.EngineRequest{Plan: plan, StepTime: f.stepTime, Calibration: f.calibration, AcceptanceRate: f.acceptance},
 		GPUs: gpus, Workload: spec, SLO: bounds, WindowS: f.window.Seconds(), Router: f.router, Prices: prices,
@@ -196,24 +214,37 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	if err != nil {
 		return simError(env, err)
 	}
-	if f.plot != "" {
-		if err := plotCapacity(f.plot, out); err != nil {
+	if plot != nil {
+		if err := plotCapacity(plot, out); err != nil {
 			return err
 		}
 	}
-	for _, side := range []struct{ name, format string }{{f.kedaFile, "keda"}, {f.hpaFile, "hpa"}} {
-		if side.name == "" {
+	for _, side := range []struct {
+		out    *output
+		format string
+	}{{keda, "keda"}, {hpa, "hpa"}} {
+		if side.out == nil {
 			continue
 		}
 		var buf bytes.Buffer
 		if err := writeScaler(&buf, f, side.format, out); err != nil {
 			return err
 		}
-		if err := os.WriteFile(side.name, buf.Bytes(), 0o644); err != nil {
-			return badInput("--%s: %v", side.format, unwrapPathError(err))
+		if err := side.out.write(buf.Bytes()); err != nil {
+			return err
 		}
 	}
 	return writeCapacity(cmd, f, format, out)
+}
+
+// closedLoopRefusal says why capacity takes no closed loop: it sizes a
+// fleet for an arrival rate, and a closed loop's rate is what the fleet
+// answers (N clients in all, each sending when answered), so a rate
+// search over one replica and windows of arrivals do not describe it;
+// replayed as arrivals, its requests came as one burst at t=0.
+func closedLoopRefusal(n int) string {
+	return fmt.Sprintf("a closed loop of %d clients (--concurrency, a bench's --max-concurrency) has no arrival rate to size a fleet for: its clients send when answered, so its load follows the fleet; "+
+		"for %d clients in all against K replicas run `headroom simulate --concurrency %d --replicas K --slo ...`, or give capacity the rate they send at (--rate)", n, n, n)
 }
 
 // capacityStatus is the progress line: the option, its step, and the

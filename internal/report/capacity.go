@@ -121,10 +121,12 @@ type CapacityOption struct {
 	// the option could not be simulated. Refused: one replica refuses
 	// requests of the traffic (too long for max-model-len or its KV cache),
 	// so no fleet of it meets the SLO; it says how many and why.
-	NoFit   bool     `json:"no_fit,omitempty"`
-	Refused string   `json:"refused,omitempty"`
-	Error   string   `json:"error,omitempty"`
-	Notes   []string `json:"notes,omitempty"`
+	NoFit   bool   `json:"no_fit,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Warnings are the replica's plan's, as `headroom plan` gives them.
+	Warnings []memory.Finding `json:"warnings,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
 	// behind: when no rate met, the closest run fell behind.
 	behind bool
 	// runs counts the sizing's simulations (the benchmark's log).
@@ -332,34 +334,39 @@ func sizeOption(ctx context.Context, env Env, files Files, req CapacityRequest, 
 	er.Plan.GPU = name
 	e, err := NewEngine(ctx, env, files, er)
 	var nf *NoFitError
-	var fitNote string
-	if errors.As(err, &nf) {
-		// The given settings do not start here: the planner's recommended
-		// ones (a shorter max-model-len, another utilization) may.
-		noFit := CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true, Notes: []string{nf.Error()}}
-		rec, rerr := memory.Recommend(e.Input, memory.Options{Policy: req.Policy})
-		if rerr != nil || rec.MaxModelLen <= 0 {
-			return noFit, e.Evidence.Spec.ID, nil
-		}
-		set := e.Budget.Settings
-		set.GPUMemoryUtilization, set.MaxModelLen, set.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
-		set.NumGPUBlocksOverride = 0
-		e2, aerr := e.At(set)
-		if aerr != nil || !e2.Budget.Fits {
-			return noFit, e.Evidence.Spec.ID, nil
-		}
-		e, err = e2, nil
-		fitNote = fmt.Sprintf("%s: the given settings do not fit, so the recommended ones: --max-model-len %d --gpu-memory-utilization %.2f --max-num-seqs %d",
-			e.Evidence.Sel.Device.Name, rec.MaxModelLen, rec.GPUMemoryUtilization, rec.MaxNumSeqs)
-	}
-	if err != nil {
+	if err != nil && (!errors.As(err, &nf) || e == nil) {
 		return CapacityOption{}, "", err
+	}
+	// The replica is the plan: the GPUs given laid out as plan lays them
+	// out, and, where that does not fit, plan's first alternative on this
+	// GPU at the settings it recommends.
+	if e, err = withPlanLayout(e); err != nil {
+		return CapacityOption{}, "", err
+	}
+	var fitNote string
+	if !e.Budget.Fits && e.Budget.Settings.NumGPUBlocksOverride == 0 {
+		var msgs []string
+		for _, p := range e.Budget.Problems {
+			msgs = append(msgs, p.Message)
+		}
+		noFit := CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true, Warnings: e.Budget.Warnings,
+			Notes: []string{(&NoFitError{Problems: msgs}).Error()}}
+		alt, what, aerr := planAlternative(e, req.Policy)
+		if aerr != nil || alt == nil || len(startProblems(alt.Budget)) > 0 {
+			return noFit, e.Evidence.Spec.ID, nil
+		}
+		fitNote = fmt.Sprintf("%s: the given settings do not fit, so plan's first alternative: %s", e.Evidence.Sel.Device.Name, what)
+		e = alt
+	}
+	if probs := startProblems(e.Budget); len(probs) > 0 {
+		return CapacityOption{GPU: e.Evidence.Sel.Device.Name, GPUsPerReplica: e.Budget.Count, NoFit: true, Warnings: e.Budget.Warnings,
+			Notes: []string{(&NoFitError{Problems: probs}).Error()}}, e.Evidence.Spec.ID, nil
 	}
 	if e.Config.NumGPUBlocks < 2 {
 		return CapacityOption{}, "", ErrNoKV
 	}
 	dev := e.Evidence.Sel.Device.Name
-	o := CapacityOption{GPU: dev, GPUsPerReplica: e.Budget.Count, Settings: e.Settings(), Notes: e.Notes}
+	o := CapacityOption{GPU: dev, GPUsPerReplica: e.Budget.Count, Settings: e.Settings(), Notes: e.Notes, Warnings: e.Budget.Warnings}
 	if fitNote != "" {
 		o.Notes = append(append([]string(nil), o.Notes...), fitNote)
 	}
@@ -444,4 +451,5 @@ func StartupEstimate(e *Engine, st startup.Storage) (float64, string) {
 const (
 	PolicyCapped   = capacity.PolicyCapped
 	PolicyUncapped = capacity.PolicyUncapped
+	PolicyStatic   = capacity.PolicyStatic
 )

@@ -85,13 +85,16 @@ func TestCapacityBadInput(t *testing.T) {
 // no token (one-token requests went in their place, "carried" at any
 // rate); prompts of ten million tokens, past max-model-len (one replica
 // refuses every one, so no fleet of it meets the SLO: said, not sized up
-// to 100 replicas); a model that fits no option ("does not fit", not
+// to 100 replicas); a model that fits no option, in no layout plan tries
+// (Llama-3.1-405B's 756 GiB of weights on L4s: "does not fit", not
 // "-100% over the tightest bound"); and a GPU named three ways is one
-// option.
+// option. A model that fits only in another layout is sized in the one
+// plan gives: Llama-3.1-70B on L4s is plan's first alternative, 16 × L4
+// (tensor parallel 8 in a node, pipeline parallel 2 across two).
 func TestCapacityRefusesNonsense(t *testing.T) {
 	ctx := context.Background()
 	zero := workload.Spec{Rate: 5, Duration: 600, Prompt: workload.Fixed(0), Output: workload.Fixed(0), Seed: 1}
-	if _, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, zero, "ttft_p99=1s")); err == nil || !strings.Contains(err.Error(), "--prompt-tokens fixed:0: capacity sizes requests of at least one prompt token") {
+	if _, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, zero, "ttft_p99=1s")); err == nil || !strings.Contains(err.Error(), "--output-tokens fixed:0: vLLM refuses max_tokens below 1") {
 		t.Errorf("zero tokens: %v", err)
 	}
 	huge := workload.Spec{Bursts: []workload.Burst{{Count: 1_000_000, Tokens: 10_000_000}}, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
@@ -102,11 +105,17 @@ func TestCapacityRefusesNonsense(t *testing.T) {
 		t.Errorf("ten-million-token prompts: %v", err)
 	}
 	big := capacityRequest(t, []string{"L4", "l4", "NVIDIA-L4"}, workload.Spec{Rate: 1, Duration: 600, Prompt: workload.Fixed(100), Output: workload.Fixed(10), Seed: 1}, "ttft_p99=1s")
-	big.Engine.Plan.Model = "meta-llama/Llama-3.1-70B-Instruct"
+	big.Engine.Plan.Model = "meta-llama/Llama-3.1-405B-Instruct"
 	rep, err := Capacity(ctx, offlineEnv(), nil, big)
 	if !errors.As(err, &ue) || len(rep.Options) != 1 || !rep.Options[0].NoFit ||
 		!strings.HasPrefix(err.Error(), "no GPU option meets the SLO: the model does not fit on any of them (L4: ") || strings.Contains(err.Error(), "%") {
-		t.Errorf("70B on an L4: %v", err)
+		t.Errorf("405B on an L4: %v", err)
+	}
+	big.Engine.Plan.Model = "meta-llama/Llama-3.1-70B-Instruct"
+	rep, err = Capacity(ctx, offlineEnv(), nil, big)
+	if err != nil || rep.Options[0].GPUsPerReplica != 16 || rep.Options[0].Settings.MaxModelLen == 0 ||
+		!strings.Contains(strings.Join(rep.Options[0].Notes, "\n"), "L4: the given settings do not fit, so plan's first alternative: use 16 × L4") {
+		t.Errorf("70B on an L4: %v; %+v", err, rep.Options[0])
 	}
 }
 
@@ -322,5 +331,30 @@ func TestCapacityDataParallel(t *testing.T) {
 		if sr.SLOMet == nil || *sr.SLOMet != k.met {
 			t.Errorf("simulate of the server at %.3f req/s: SLO %+v, want met %t", k.rate, sr.SLO, k.met)
 		}
+	}
+}
+
+// A replica is the plan, as docs/capacity.md promises: Llama-3.1-70B's
+// 131 GiB of weights do not fit one H100-80GB, and plan's first
+// alternative is 4 of them at tensor parallel 4, which is the replica
+// sized (4 GPUs a replica, billed so); two L40S given for Llama-3.1-8B,
+// of which plan uses one ("one of the 2 × L40S given holds the model"),
+// are a replica of 1 GPU, not 2 GPUs billed and one planned.
+func TestCapacityReplicaIsThePlan(t *testing.T) {
+	ctx := context.Background()
+	spec := workload.Spec{Rate: 1, Duration: 600, Prompt: workload.Fixed(100), Output: workload.Fixed(10), Seed: 1}
+	req := capacityRequest(t, []string{"H100-80GB"}, spec, "ttft_p99=1s")
+	req.Engine.Plan.Model = "meta-llama/Llama-3.1-70B-Instruct"
+	rep, err := Capacity(ctx, offlineEnv(), nil, req)
+	if err != nil || rep.Options[0].GPUsPerReplica != 4 ||
+		!strings.Contains(strings.Join(rep.Options[0].Notes, "\n"), "plan's first alternative: use 4 × H100-80GB with --tensor-parallel-size 4") {
+		t.Errorf("70B on H100-80GB: %v; %+v", err, rep.Options[0])
+	}
+	req = capacityRequest(t, []string{"L40S"}, spec, "ttft_p99=1s")
+	req.Engine.Plan.GPUCount = 2
+	rep, err = Capacity(ctx, offlineEnv(), nil, req)
+	if err != nil || rep.Options[0].GPUsPerReplica != 1 ||
+		!strings.Contains(strings.Join(rep.Options[0].Notes, "\n"), "one of the 2 × L40S given holds the model") {
+		t.Errorf("8B on 2 × L40S: %v; %+v", err, rep.Options[0])
 	}
 }

@@ -70,7 +70,7 @@ func planAlternative(e *Engine, policy string) (*Engine, string, error) {
 		what := a.Message
 		if rec.MaxModelLen > 0 && rec.Budget.Fits {
 			set.GPUMemoryUtilization, set.MaxModelLen, set.MaxNumSeqs = rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs
-			what += fmt.Sprintf(", at the recommended --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d", rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
+			what = fmt.Sprintf("%s; with it, the settings plan recommends: --gpu-memory-utilization %.2f --max-model-len %d --max-num-seqs %d", what, rec.GPUMemoryUtilization, rec.MaxModelLen, rec.MaxNumSeqs)
 		}
 		set.NumGPUBlocksOverride = 0
 		c := *e
