@@ -809,7 +809,7 @@ func (f *fleet) send(at float64) error {
 		}
 	}
 	f.flow.add(flowSample{t: at, sent: f.sent, left: f.completed + f.rejected, answered: f.completed, sentWork: f.sentWork, doneWork: done, waiting: waiting, queued: waiting - 1,
-		steps: f.st.rep.Steps, replicas: f.held})
+		steps: f.st.rep.Steps, replicas: f.held, engines: f.held * f.engines})
 	if err := f.read(); err != nil {
 		return err
 	}

@@ -546,9 +546,10 @@ type flowSample struct {
 	// finds the API server and the engine's queue empty (not saturated).
 	waiting, queued int
 	// steps counts the engine steps ended so far (all engines'); replicas
-	// is the replicas serving at the send (1 for one server).
-	steps    int64
-	replicas int
+	// is the replicas serving at the send (1 for one server), engines
+	// their engines.
+	steps             int64
+	replicas, engines int
 }
 
 const maxFlowSamples = 2048
@@ -603,11 +604,11 @@ func (f *flow) behind() *Backlog {
 		}
 	}
 	a, b, c := all[ia], all[ib], f.last
-	if c.steps-a.steps < minBehindSteps {
-		// The judged sends came faster than the engine ended a step: all
-		// at once, as far as the engine can tell, so a finite burst like
-		// --rate inf's, whose queue drains once it stops, not a rate the
-		// engine falls behind. Served could not be measured either.
+	if c.steps-a.steps < minBehindSteps*int64(max(c.engines, 1)) {
+		// The judged sends came in fewer steps than the engines' pace
+		// shows in: all at once, as far as they can tell, so a finite
+		// burst like --rate inf's, whose queue drains once it stops, not
+		// a rate they fall behind.
 		return nil
 	}
 	grew := func(x, y flowSample, sigmas float64) bool {
@@ -620,10 +621,11 @@ func (f *flow) behind() *Backlog {
 	return f.backlog(a, c)
 }
 
-// minBehindSteps is the engine steps that must end within the judged
-// sends for a growing queue to be a rate the engine falls behind: two
-// step ends bracket a whole step, the least that shows the engine's pace.
-const minBehindSteps = 2
+// minBehindSteps is the steps each engine must end, on average, within
+// the judged sends for a growing queue to be a rate it falls behind: its
+// pace over k steps is known to a step's work in k, and 16 steps put that
+// within the 1/16 the sends' own count (at least 16) allows.
+const minBehindSteps = 16
 
 // backlog is the rates from a to c.
 func (f *flow) backlog(a, c flowSample) *Backlog {
@@ -734,7 +736,7 @@ func (r *runner) until(t float64, idle bool) error {
 			r.sentWork += int64(q.PromptTokens + q.OutputTokens)
 			r.flow.add(flowSample{t: at, sent: r.sent, left: r.st.rep.Requests + r.rejected, answered: r.st.rep.Requests,
 				sentWork: r.sentWork, doneWork: r.e.gauges.PromptTokens + r.e.gauges.GenerationTokens,
-				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len(), steps: r.st.rep.Steps, replicas: 1})
+				waiting: len(r.fe.jobs) + r.e.waiting.len(), queued: len(r.fe.jobs) - 1 + r.e.waiting.len(), steps: r.st.rep.Steps, replicas: 1, engines: 1})
 			if err := r.read(); err != nil {
 				return err
 			}

@@ -215,9 +215,9 @@ func TestAddExceedsContext(t *testing.T) {
 // s, before its first step ends (the API server still holds all but the
 // first): a burst, which the engine drains as it does the same 400 sent
 // at once (--rate inf), in the same time, so it is not behind. 400 sent 1 ms
-// apart last 0.4 s, 40 steps: 20 steps end in the sends' later half while
-// 200 arrive and 2 are answered, a rate of 1,000 a second it falls
-// behind.
+// apart last 0.4 s, 40 steps: 20 steps end in the sends' later half (more
+// than the 16 that show the engine's pace) while 200 arrive and 2 are
+// answered, a rate of 1,000 a second it falls behind.
 func TestRunBurstIsNotBehind(t *testing.T) {
 	cfg := Config{NumGPUBlocks: 1000, BlockSize: 16, MaxNumSeqs: 1, MaxNumBatchedTokens: 64, MaxModelLen: 64, Timer: Fixed(0.01)}
 	fe := RunOptions{FrontEnd: FrontEnd{Request: 0.001}}
