@@ -230,6 +230,11 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 		}
 	}
 
+	plot, err := prepareOutput("--plot", f.plot)
+	if err != nil {
+		return err
+	}
+	defer plot.discard()
 	trace, err := createTrace(f.trace)
 	if err != nil {
 		return err
@@ -270,9 +275,9 @@ func runLoadtest(cmd *cobra.Command, env Env, f loadtestFlags, args []string) er
 			return usageError{err}
 		}
 	}
-	if plotFormat != "" {
-		if err := writePlot(f.plot, res, plotFormat); err != nil {
-			return usageError{err}
+	if plot != nil {
+		if err := writePlot(plot, res, plotFormat); err != nil {
+			return err
 		}
 	}
 	switch f.output {

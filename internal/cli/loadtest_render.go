@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -15,16 +15,12 @@ import (
 	"headroom.dev/headroom/progress"
 )
 
-func writePlot(path string, r *loadtest.Result, format string) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--plot: %v", err)
+func writePlot(out *output, r *loadtest.Result, format string) error {
+	var buf bytes.Buffer
+	if err := loadtest.Plot(&buf, r, format); err != nil {
+		return usageError{fmt.Errorf("--plot %s: %v", out.name, err)}
 	}
-	if err := loadtest.Plot(file, r, format); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return out.write(buf.Bytes())
 }
 
 // loadtestProgress is the live line on a terminal, a plain line every 10

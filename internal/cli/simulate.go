@@ -229,6 +229,11 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	if f.compare {
 		req.Pools = pools
 	}
+	plot, err := prepareOutput("--plot", f.plot)
+	if err != nil {
+		return err
+	}
+	defer plot.discard()
 	trace, err := createTrace(f.trace)
 	if err != nil {
 		return err
@@ -247,7 +252,7 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 	out, err := report.Simulate(cmd.Context(), reportEnv(env), openFile(cmd), req)
 	stop()
 	if cerr := trace.Close(); err == nil && cerr != nil {
-		return fmt.Errorf("--trace: %v", cerr)
+		return fmt.Errorf("--trace %s: %v", f.trace, cerr)
 	}
 	if err != nil {
 		return simError(env, err)
@@ -258,8 +263,8 @@ func runSimulate(cmd *cobra.Command, env Env, f *simulateFlags, args []string) e
 			out.Notes = append(out.Notes, "the bench command has no --ignore-eos: a real server may end a reply before max_tokens; simulated replies run to max_tokens")
 		}
 	}
-	if f.plot != "" {
-		if err := plotSeries(f.plot, out.Report); err != nil {
+	if plot != nil {
+		if err := plotSeries(plot, out.Report); err != nil {
 			return err
 		}
 	}
@@ -331,7 +336,7 @@ func createTrace(name string) (*workload.TraceWriter, error) {
 	}
 	f, err := os.Create(name)
 	if err != nil {
-		return nil, badInput("--trace: %v", unwrapPathError(err))
+		return nil, badInput("%s", pathError("--trace", name, err))
 	}
 	return workload.NewTraceWriter(f), nil
 }

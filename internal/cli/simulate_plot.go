@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	"headroom.dev/headroom/chart"
 	"headroom.dev/headroom/internal/report"
@@ -12,19 +11,13 @@ import (
 
 // plotSeries writes the run's panels (report.PlotSimulation) to name, SVG
 // or PNG by its extension.
-func plotSeries(name string, r *sim.Report) error {
-	if err := plotFormat(name); err != nil {
-		return err
-	}
-	format, _ := chart.FormatOf(name)
+func plotSeries(out *output, r *sim.Report) error {
+	format, _ := chart.FormatOf(out.name)
 	var buf bytes.Buffer
 	if err := report.PlotSimulation(&buf, r, format); err != nil {
-		return fmt.Errorf("--plot %s: %v", name, err)
+		return fmt.Errorf("--plot %s: %v", out.name, err)
 	}
-	if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
-		return badInput("--plot: %v", unwrapPathError(err))
-	}
-	return nil
+	return out.write(buf.Bytes())
 }
 
 // plotFormat checks --plot's name before a run: SVG or PNG by extension.

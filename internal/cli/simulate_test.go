@@ -616,3 +616,21 @@ func TestSimulateFleetSaysFleet(t *testing.T) {
 		t.Errorf("behind: exit %d: %s%s", code, out, errs)
 	}
 }
+
+// An output that cannot be written is bad input before the run, naming
+// its path; one that can is made, and a run that writes nothing to it
+// leaves nothing behind.
+func TestSimulateOutputsCheckedFirst(t *testing.T) {
+	for _, flag := range []string{"--plot", "--trace"} {
+		name := "/nonexistent/out.svg"
+		code, _, errs := run(t, offline, append(simBase, "--rate", "5", flag, name)...)
+		if code != ExitBadInput || strings.TrimSpace(errs) != "headroom: "+flag+" "+name+": no such file or directory" {
+			t.Errorf("%s: exit %d: %q", flag, code, errs)
+		}
+	}
+	plot := filepath.Join(t.TempDir(), "p.svg")
+	code, _, errs := run(t, offline, append(simBase, "--rate", "5", "--plot", plot, "--max-model-len", "1")...)
+	if _, err := os.Stat(plot); code == 0 || err == nil {
+		t.Errorf("a failed run: exit %d (%s), and its plot %v", code, errs, err)
+	}
+}
