@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,8 +60,14 @@ func (e *docEditor) lines() ([]PatchLine, []string, bool) {
 	sort.Ints(keys)
 	for _, i := range keys {
 		ts := byLine[i]
-		// Right to left, so each edit's columns are the original's.
-		sort.Slice(ts, func(a, b int) bool { return ts[a].from > ts[b].from })
+		// Right to left, so each edit's columns are the original's; two
+		// inserts at one place, the later first, so they read in order.
+		sort.SliceStable(ts, func(a, b int) bool { return ts[a].from > ts[b].from })
+		for a, b := 0, 0; a < len(ts); a = b {
+			for b = a; b < len(ts) && ts[b].from == ts[a].from; b++ {
+			}
+			slices.Reverse(ts[a:b])
+		}
 		l := fixed[i]
 		prev := len(l) + 1
 		for _, t := range ts {
@@ -73,17 +80,25 @@ func (e *docEditor) lines() ([]PatchLine, []string, bool) {
 		out = append(out, PatchLine{Line: e.d.first + i, Old: fixed[i], New: l})
 		fixed[i] = l
 	}
-	// Inserts from the bottom up keep the line numbers above them.
-	ins := append([]lineInsert(nil), e.inserts...)
-	sort.SliceStable(ins, func(a, b int) bool { return ins[a].after > ins[b].after })
-	for _, in := range ins {
+	// The lines added after one line, in the order they were added; then
+	// applied from the bottom up, which keeps the line numbers above.
+	sort.SliceStable(e.inserts, func(a, b int) bool { return e.inserts[a].after < e.inserts[b].after })
+	var merged []lineInsert
+	for _, in := range e.inserts {
+		if n := len(merged); n > 0 && merged[n-1].after == in.after {
+			merged[n-1].lines = append(merged[n-1].lines, in.lines...)
+			continue
+		}
+		merged = append(merged, lineInsert{after: in.after, lines: append([]string(nil), in.lines...)})
+	}
+	for k := len(merged) - 1; k >= 0; k-- {
+		in := merged[k]
 		if in.after < 0 || in.after >= len(fixed) {
 			return nil, nil, false
 		}
 		fixed = append(fixed[:in.after+1], append(append([]string(nil), in.lines...), fixed[in.after+1:]...)...)
 	}
-	sort.SliceStable(e.inserts, func(a, b int) bool { return e.inserts[a].after < e.inserts[b].after })
-	for _, in := range e.inserts {
+	for _, in := range merged {
 		for _, l := range in.lines {
 			out = append(out, PatchLine{Line: e.d.first + in.after + 1, New: l})
 		}

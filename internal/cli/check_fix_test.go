@@ -75,27 +75,25 @@ func applyWithPatch(t *testing.T, data []byte, diff string) ([]byte, bool) {
 	return b, true
 }
 
-// l4-long-context.yaml asks one L4 for Llama-3.1-8B at 131072 tokens and
-// utilization 0.95 (vLLM 0.10.1): one request needs 131072 × 128 KiB =
-// 16 GiB of KV cache, and the card holds 14.96 GiB of weights in 22.03
-// GiB. The webhook's first fix is tensor parallel 2 on 2 L4s at 0.85:
-// each holds 7.48 GiB of weights and half the KV heads, 8 GiB of that
-// request, within 0.85 × 22.03 = 18.73 GiB. Written without the second
-// GPU, check denied its own output ("2 × 1 × 1 needs 2 GPUs, but only 1
-// are given"). Now --write sets nvidia.com/gpu: 2 with the flags, and
-// what the fixed pod needs in turn (the host plan of two GPU workers
-// outgrows its 16Gi: 23Gi), and the written file passes its re-check;
-// -o patch applied by patch gives the same file.
+// moe-fp8-l4.yaml asks one L4 for Qwen3-30B-A3B-FP8: 29.04 GiB of weights
+// (30.53 B parameters, the layers in FP8), more than the 22.03 GiB an L4
+// reports, so no flag makes it fit one card; the webhook's fix is tensor
+// parallel 2 on 2 L4s, 14.52 GiB of weights each. Written without the
+// second GPU, check denied its own output ("tensor × pipeline × data
+// parallel = 2 × 1 × 1 needs 2 GPUs, but only 1 are given"). Now --write
+// sets nvidia.com/gpu to 2 in limits and requests with the flags, and the
+// written file passes its re-check; -o patch applied by patch gives the
+// same file.
 func TestCheckWriteAddsGPUs(t *testing.T) {
-	path, data := copyFixture(t, "l4-long-context.yaml")
+	path, data := copyFixture(t, "moe-fp8-l4.yaml")
 	code, r := checkJSON(t, path)
 	if code != ExitNoFit || r.Fix == nil || r.Fix.Code != memory.AltMoreGPUs || r.Fix.Count != 2 || r.PatchNote != "" {
 		t.Fatalf("exit %d, fix %+v, note %q", code, r.Fix, r.PatchNote)
 	}
 	want := map[PatchLine]bool{
-		{Line: 25, Old: `        - "0.95"`, New: `        - "0.85"`}:                           true,
-		{Line: 26, New: "        - --tensor-parallel-size=2"}:                                  true,
-		{Line: 30, Old: "            nvidia.com/gpu: 1", New: "            nvidia.com/gpu: 2"}: true,
+		{Line: 24, New: "        - --tensor-parallel-size=2"}:                                  true,
+		{Line: 26, Old: "            nvidia.com/gpu: 1", New: "            nvidia.com/gpu: 2"}: true,
+		{Line: 29, Old: "            nvidia.com/gpu: 1", New: "            nvidia.com/gpu: 2"}: true,
 	}
 	for _, p := range r.Patch {
 		delete(want, p)
@@ -103,26 +101,41 @@ func TestCheckWriteAddsGPUs(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("patch %+v lacks %+v", r.Patch, want)
 	}
-	if len(r.ThenFixes) != 1 || !strings.Contains(r.ThenFixes[0], "to 23Gi") {
-		t.Errorf("then %q", r.ThenFixes)
-	}
 	code, diff, errs := run(t, offline, "check", path, "-o", "patch")
-	if code != ExitNoFit || errs != "" || !strings.Contains(diff, "+            nvidia.com/gpu: 2\n") {
+	if code != ExitNoFit || errs != "" || strings.Count(diff, "+            nvidia.com/gpu: 2\n") != 2 {
 		t.Fatalf("-o patch: exit %d: %s %s", code, diff, errs)
 	}
 	code, out, errs := run(t, offline, "check", path, "--write")
-	if code != ExitFits || !strings.HasPrefix(out, "ADMITTED") || !strings.Contains(errs, "wrote the fixes into") {
-		t.Fatalf("--write: exit %d: %s %s", code, out, errs)
-	}
 	written, _ := os.ReadFile(path)
-	if code, out, _ := run(t, offline, "check", path); code != ExitFits || !strings.HasPrefix(out, "ADMITTED") || !strings.Contains(out, "on 2 × L4") {
-		t.Errorf("the written file, checked again: exit %d: %s", code, out)
+	if code != ExitFits || !strings.HasPrefix(out, "ADMITTED") || !strings.Contains(errs, "wrote the fixes into") || strings.Count(string(written), "nvidia.com/gpu: 2\n") != 2 {
+		t.Fatalf("--write: exit %d: %s %s\n%s", code, out, errs, written)
 	}
 	if patched, ok := applyWithPatch(t, data, diff); ok && string(patched) != string(written) {
 		t.Errorf("patch and --write disagree:\n%s\n%s", patched, written)
 	}
 	if code, _, errs := run(t, offline, "check", path, "--write"); code != ExitFits || !strings.Contains(errs, "no fix to write") {
 		t.Errorf("a second --write: exit %d: %s", code, errs)
+	}
+}
+
+// What --write writes, check admits: the user's own manifests (the
+// L4 one at 131072 tokens and utilization 0.95, and GKE's), a flow-style
+// one and one pinned to an instance type, each written and checked again.
+// Whichever fix the webhook ranks first, the written file is not denied,
+// and -o patch is the same change.
+func TestCheckWriteThenRecheck(t *testing.T) {
+	for _, name := range []string{"l4-long-context.yaml", "gke-l4.yaml", "flow-args.yaml", "moe-fp8-l4.yaml", "host-offload.yaml", "in-house.yaml"} {
+		path, data := copyFixture(t, name)
+		_, diff, _ := run(t, offline, "check", path, "-o", "patch")
+		code, out, errs := run(t, offline, "check", path, "--write")
+		if code == ExitNoFit || code == ExitBadInput {
+			t.Errorf("%s: written and checked again: exit %d: %s %s", name, code, out, errs)
+			continue
+		}
+		written, _ := os.ReadFile(path)
+		if patched, ok := applyWithPatch(t, data, diff); ok && string(patched) != string(written) {
+			t.Errorf("%s: patch and --write disagree", name)
+		}
 	}
 }
 
@@ -133,23 +146,22 @@ func TestCheckWriteAddsGPUs(t *testing.T) {
 // the block pod spec takes it as lines.
 func TestCheckFixFlowStyle(t *testing.T) {
 	path, data := copyFixture(t, "flow-args.yaml")
+	code, r := checkJSON(t, path)
+	if code != ExitNoFit || r.Fix == nil || r.Fix.Count != 2 || len(r.ThenFixes) == 0 || !strings.Contains(r.ThenFixes[len(r.ThenFixes)-1], "/dev/shm") {
+		t.Fatalf("exit %d: %+v", code, r)
+	}
 	code, diff, errs := run(t, offline, "check", path, "-o", "patch")
-	wantArgs := `+        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072", "--gpu-memory-utilization", "0.85", "--tensor-parallel-size=2"]` + "\n"
-	if code != ExitNoFit || errs != "" || !strings.Contains(diff, wantArgs) ||
-		!strings.Contains(diff, `+        resources: {limits: {nvidia.com/gpu: "2", memory: 16Gi}}`+"\n") || !strings.Contains(diff, "+        - mountPath: /dev/shm\n") {
+	if code != ExitNoFit || errs != "" ||
+		!strings.Contains(diff, `+        args: ["--model", "Qwen/Qwen3-30B-A3B-FP8", "--max-model-len", "16384", "--tensor-parallel-size=2", "--gpu-memory-utilization=`) ||
+		!strings.Contains(diff, `+        resources: {limits: {nvidia.com/gpu: "2", memory: 32Gi}}`+"\n") || !strings.Contains(diff, "+        - mountPath: /dev/shm\n") {
 		t.Fatalf("exit %d: %s %s", code, diff, errs)
 	}
-	patched, ok := applyWithPatch(t, data, diff)
-	if !ok {
-		_, r := checkJSON(t, path)
-		_, lines, err := readText(path, data).diffOps(r.Patch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		patched = readText(path, data).bytes(lines)
+	_, lines, err := readText(path, data).diffOps(r.Patch)
+	if err != nil {
+		t.Fatal(err)
 	}
 	fixed := filepath.Join(t.TempDir(), "fixed.yaml")
-	if err := os.WriteFile(fixed, patched, 0o644); err != nil {
+	if err := os.WriteFile(fixed, readText(path, data).bytes(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errs := run(t, offline, "check", fixed); code != ExitFits || !strings.HasPrefix(out, "ADMITTED") {
@@ -157,34 +169,36 @@ func TestCheckFixFlowStyle(t *testing.T) {
 	}
 }
 
-// A pod pinned to g5.2xlarge (one A10G) is not told to use 2 × A10G as
-// if it could: the fix names the larger type (g5.12xlarge, the smallest
-// AWS type with at least 2 A10Gs, has 4) and is not written, and --write
-// says why. Pinned to g5.12xlarge the same fix runs there, and is written.
+// A pod pinned to g6.xlarge (one L4) is not told to use 2 × L4 as if it
+// could: the fix names the larger type (g6.12xlarge, the smallest AWS type
+// with at least 2 L4s, has 4) and is not written, and --write says why.
+// Pinned to g6.12xlarge the same fix runs there, and is written.
 func TestCheckPinnedInstanceType(t *testing.T) {
-	path, data := copyFixture(t, "pinned-g5.yaml")
+	path, data := copyFixture(t, "pinned-g6.yaml")
 	code, r := checkJSON(t, path)
-	if code != ExitNoFit || r.Fix == nil || !strings.Contains(r.Fix.Message, "use 2 × A10G with --tensor-parallel-size 2 and --gpu-memory-utilization 0.85 on a larger instance type: g5.2xlarge has 1, g5.12xlarge has 4") ||
+	if code != ExitNoFit || r.Fix == nil || !strings.Contains(r.Fix.Message, "use 2 × L4 with --tensor-parallel-size 2") ||
+		!strings.HasSuffix(r.Fix.Message, " on a larger instance type: g6.xlarge has 1, g6.12xlarge has 4") ||
 		len(r.Patch) != 0 || !strings.Contains(r.PatchNote, "more GPUs than the pinned instance type has") {
 		t.Fatalf("exit %d: fix %+v, patch %+v, note %q", code, r.Fix, r.Patch, r.PatchNote)
 	}
-	if !strings.Contains(r.Denials[0], "To fix: use 2 × A10G with --tensor-parallel-size 2 and --gpu-memory-utilization 0.85 on a larger instance type") {
+	if !strings.Contains(r.Denials[0], "on a larger instance type: g6.xlarge has 1, g6.12xlarge has 4") {
 		t.Errorf("denial %q", r.Denials[0])
 	}
-	code, _, errs := run(t, offline, "check", path, "--write")
+	code, out, errs := run(t, offline, "check", path, "--write")
 	if b, _ := os.ReadFile(path); code != ExitNoFit || string(b) != string(data) || !strings.Contains(errs, "its fix is not in the patch: it needs a change of node selection") || !strings.Contains(errs, "no fix to write") {
-		t.Errorf("--write: exit %d: %s", code, errs)
+		t.Errorf("--write: exit %d: %s %s", code, out, errs)
 	}
 
-	big := filepath.Join(t.TempDir(), "g5-12.yaml")
-	if err := os.WriteFile(big, []byte(strings.Replace(string(data), "g5.2xlarge", "g5.12xlarge", 1)), 0o644); err != nil {
+	big := filepath.Join(t.TempDir(), "g6-12.yaml")
+	if err := os.WriteFile(big, []byte(strings.Replace(string(data), "g6.xlarge", "g6.12xlarge", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, r := checkJSON(t, big); code != ExitNoFit || r.Fix == nil || r.Fix.Count != 2 || strings.Contains(r.Fix.Message, "instance type") || len(r.Patch) == 0 {
-		t.Fatalf("g5.12xlarge: exit %d: %+v", code, r)
+		t.Fatalf("g6.12xlarge: exit %d: %+v", code, r)
 	}
-	if code, out, errs := run(t, offline, "check", big, "--write"); code != ExitFits || !strings.Contains(out, "on 2 × A10G") {
-		t.Errorf("g5.12xlarge --write: exit %d: %s %s", code, out, errs)
+	code, out, errs = run(t, offline, "check", big, "--write")
+	if b, _ := os.ReadFile(big); code != ExitFits || !strings.Contains(string(b), "nvidia.com/gpu: 2\n") {
+		t.Errorf("g6.12xlarge --write: exit %d: %s %s\n%s", code, out, errs, b)
 	}
 }
 
@@ -237,6 +251,13 @@ func TestFixEdits(t *testing.T) {
 				{Line: 12, Old: "    - '--max_model_len=131072'", New: "    - '--max_model_len=4096'"},
 				{Line: 13, New: "    - '--tensor-parallel-size=2'"},
 				{Line: 15, Old: "        nvidia.com/gpu: 1", New: "        nvidia.com/gpu: 2"},
+			}, ""},
+		{"two new flags, in order",
+			"    args:\n    - meta-llama/Llama-3.1-8B-Instruct\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n",
+			[]PatchLine{
+				{Line: 11, New: "    - --max-model-len=4096"},
+				{Line: 11, New: "    - --tensor-parallel-size=2"},
+				{Line: 13, Old: "        nvidia.com/gpu: 1", New: "        nvidia.com/gpu: 2"},
 			}, ""},
 		{"a bare -- ends the flags",
 			"    command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --]\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
