@@ -148,7 +148,10 @@ func (r Reading) Record(alerts []Alert, readErr error) Record {
 			rec.PreemptionsTotal = f(v.PreemptionsTotal)
 			rec.PreemptionsPerMinute = f(r.Delta.PreemptionsPerMinute)
 		}
-		if r.TTFTKnown {
+		if r.TTFTKnown && r.TTFTWindowSeconds > 0 {
+			// Over the window only, as watch's help says: a window without
+			// a first token has no TTFT, and the server's lifetime p99
+			// (which the exporter falls back to) would read as current.
 			rec.TTFTP99Seconds, rec.TTFTWindowSeconds = f(r.TTFTP99Seconds), f(r.TTFTWindowSeconds)
 		}
 		rec.OOMRisk = f(r.OOMRisk)

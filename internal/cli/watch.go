@@ -54,7 +54,8 @@ An alert is raised when its condition starts, and again only after it clears.
 
 -o json prints one object per reading with kv_cache_usage (0..1),
 num_requests_running, num_requests_waiting, num_preemptions_total,
-preemptions_per_minute, ttft_p99_seconds, oom_risk, gpu_used_bytes and
+preemptions_per_minute, ttft_p99_seconds (over the window; null when the window
+saw no first token), oom_risk, gpu_used_bytes and
 gpu_total_bytes (summed over GPUs), gpu_min_free_bytes, the GPUs, the
 alerts it raised, and spec_decode (the window's drafts, docs/speculative.md)
 when the server decodes speculatively; values not known are null.`,
@@ -258,7 +259,9 @@ func watchLine(r telemetry.Reading, readErr error) string {
 		}
 		fmt.Fprintf(&b, "  running %s  waiting %s", humanFloat(v.RequestsRunning), humanFloat(v.RequestsWaiting))
 		fmt.Fprintf(&b, "  preempt %.1f/min", r.Delta.PreemptionsPerMinute)
-		if r.TTFTKnown {
+		if r.TTFTKnown && r.TTFTWindowSeconds > 0 {
+			// The window's own first tokens only: none in it is "-", not
+			// the server's lifetime p99.
 			fmt.Fprintf(&b, "  TTFT p99 %.2fs", r.TTFTP99Seconds)
 		} else {
 			b.WriteString("  TTFT p99 -")

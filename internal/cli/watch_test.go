@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,9 +76,10 @@ func TestWatchJSON(t *testing.T) {
 		}
 	}
 	// The TTFT page is the same both times: no first token in the window,
-	// so the p99 is the lifetime one, 1.0 + 1.5*5/13.
-	if p99, ok := rec["ttft_p99_seconds"].(float64); !ok || p99 < 1.5769 || p99 > 1.5770 {
-		t.Errorf("ttft_p99_seconds %v", rec["ttft_p99_seconds"])
+	// so no TTFT over it (the lifetime p99, 1.0 + 1.5 × 5/13 = 1.577 s,
+	// would read as current).
+	if rec["ttft_p99_seconds"] != nil || rec["ttft_window_seconds"] != nil {
+		t.Errorf("ttft_p99_seconds %v over %v s, want null", rec["ttft_p99_seconds"], rec["ttft_window_seconds"])
 	}
 	if names := rec["metric_names"].(map[string]any); names["kv_cache_usage"] != "vllm:gpu_cache_usage_perc" {
 		t.Errorf("metric names %v", names)
@@ -102,7 +104,7 @@ func TestWatchTextAndAlerts(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want one line per reading:\n%s", out)
 	}
-	for _, want := range []string{"KV 94.1%", "running 48", "waiting 17", "TTFT p99 3.86s", "risk "} {
+	for _, want := range []string{"KV 94.1%", "running 48", "waiting 17", "TTFT p99 -", "risk "} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("line %q lacks %q", lines[0], want)
 		}
@@ -205,5 +207,38 @@ func TestWatchYAML(t *testing.T) {
 	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "yaml")
 	if code != 0 || strings.Count(out, "---\n") != 2 || strings.Count(out, "\nkv_cache_usage: ") != 2 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+}
+
+// TTFT p99 is the window's: a second page with 100 more first tokens, all
+// between 0.1 and 0.25 s, gives a p99 of 0.1 + 0.15 × 99/100 = 0.2485 s
+// (interpolated in the bucket, as histogram_quantile does), over the
+// window between the readings; the first reading has no window: "-".
+func TestWatchTTFTOverTheWindow(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "vllm", "vllm-0.6.3-v0.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := string(page)
+	for _, b := range []struct{ le, old, new string }{{"0.25", "870.0", "970.0"}, {"0.5", "950.0", "1050.0"}, {"0.75", "975.0", "1075.0"}, {"1.0", "985.0", "1085.0"},
+		{"2.5", "998.0", "1098.0"}, {"5.0", "1000.0", "1100.0"}, {"7.5", "1000.0", "1100.0"}, {"10.0", "1000.0", "1100.0"}, {"+Inf", "1000.0", "1100.0"}} {
+		more = strings.Replace(more, `le="`+b.le+`"} `+b.old, `le="`+b.le+`"} `+b.new, 1)
+	}
+	more = strings.Replace(more, `vllm:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0`, `vllm:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 1100.0`, 1)
+	srv := telemetryVLLM(t, string(page), more)
+	code, out, errs := run(t, nil, "watch", "--url", srv.URL, "--count", "2", "--interval", "1ms", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var first, second map[string]any
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[1]), &second) != nil {
+		t.Fatalf("want 2 readings:\n%s", out)
+	}
+	if first["ttft_p99_seconds"] != nil {
+		t.Errorf("the first reading: ttft_p99_seconds %v, want null", first["ttft_p99_seconds"])
+	}
+	if p99, ok := second["ttft_p99_seconds"].(float64); !ok || math.Abs(p99-0.2485) > 1e-6 || !(second["ttft_window_seconds"].(float64) > 0) {
+		t.Errorf("the second reading: ttft_p99_seconds %v over %v s", second["ttft_p99_seconds"], second["ttft_window_seconds"])
 	}
 }
