@@ -303,24 +303,22 @@ func chooseFix(d manifestDoc, kind string, engines []admission.Engine) (*memory.
 		if len(e.Alternatives) == 0 {
 			continue
 		}
-		first := e.Alternatives[0]
 		why := ""
-		for _, a := range e.Alternatives {
-			if !e.Runs(a) {
-				if why == "" {
-					why = "it needs a change of node selection (another GPU, or more GPUs than the pinned instance type has), which check leaves to you"
-				}
-				continue
+		for i, a := range e.Alternatives {
+			var lines []PatchLine
+			w := "it needs a change of node selection (another GPU, or more GPUs than the pinned instance type has), which check leaves to you"
+			if e.Runs(a) {
+				lines, w = fixEdits(d, kind, e, a)
 			}
-			lines, w := fixEdits(d, kind, e, a)
 			if w == "" {
-				a := a
 				return &a, lines, ""
 			}
-			if why == "" || !e.Runs(first) {
+			// The note goes with the fix shown: the first.
+			if i == 0 {
 				why = w
 			}
 		}
+		first := e.Alternatives[0]
 		return &first, nil, why
 	}
 	return nil, nil, ""

@@ -290,4 +290,12 @@ func TestFixEdits(t *testing.T) {
 			}
 		}
 	}
+	// A fix of the GPU count alone ("give 2 × L4": the flags already ask
+	// for tensor parallel 2) needs no flag after the bare --.
+	text := head + "    command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size, \"2\", --]\n    resources: {limits: {nvidia.com/gpu: 1}}\n"
+	e := h.Check(context.Background(), podRequest(t, text)).Evaluation.Engines[0]
+	got, why := fixEdits(splitManifest(text)[0], "Pod", e, memory.Alternative{Code: memory.AltGPUCount, GPU: "L4", Count: 2})
+	if why != "" || len(got) != 1 || got[0].New != "    resources: {limits: {nvidia.com/gpu: 2}}" {
+		t.Errorf("the count alone: %+v, %q", got, why)
+	}
 }
