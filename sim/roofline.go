@@ -673,6 +673,23 @@ func gemmKernels(s model.Spec) float64 {
 	return float64(n)
 }
 
+// noPerf says why a device has no datasheet figures, and what to do: a
+// step time of one's own (a decode step is what loadtest's ITL p50 reads
+// on a real server), or a catalog GPU whose figures are known.
+func noPerf(d gpu.Device) error {
+	fixed := "give --step-time fixed:DURATION, a step's time (loadtest against a real server measures one: its ITL p50 is a decode step)"
+	major, _ := gpu.ParseCapability(d.ComputeCapability)
+	switch {
+	case d.MIG != "":
+		return fmt.Errorf("no datasheet throughput for a MIG slice (%s of %s): its share of the GPU's bandwidth is not published; %s, or simulate the whole %s", d.MIG, d.Parent, fixed, d.Parent)
+	case d.NominalBytes == 0 && d.Vendor == "":
+		return fmt.Errorf("no datasheet throughput for %s, a GPU given by its memory alone: name it with --gpu for a catalog GPU's figures (`headroom gpus`), or %s", d.Name, fixed)
+	case major > 0 && major < 7:
+		return fmt.Errorf("no datasheet throughput for %s (compute capability %s): vLLM runs on 7.0 and up, so there is no engine to simulate; pick a newer GPU", d.Name, d.ComputeCapability)
+	}
+	return fmt.Errorf("no datasheet throughput for %s: %s", d.Name, fixed)
+}
+
 // RooflineFor builds the step-time model of a plan: the model's
 // parameters, weights and KV per token split over the tensor-parallel
 // ranks, on the device's datasheet figures, corrected by c. A step is
@@ -681,7 +698,7 @@ func gemmKernels(s model.Spec) float64 {
 func RooflineFor(b memory.Budget, c Calibration) (*Roofline, error) {
 	p, ok := gpu.PerfOf(b.Device)
 	if !ok {
-		return nil, fmt.Errorf("no datasheet throughput for %s: give --step-time fixed:DURATION (e.g. fixed:15ms)", b.Device.Name)
+		return nil, noPerf(b.Device)
 	}
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("calibration for %s: %v", b.Device.Name, err)

@@ -127,8 +127,8 @@ func TestRooflineLlama8BH100(t *testing.T) {
 	if got := m.StepTime(Batch{Requests: 1, Tokens: 4096, PrefillTokens: 4096, PrefillPairs: int64(pairs)}); math.Abs(got/want-1) > 1e-12 {
 		t.Errorf("prefill step %v, want %v", got, want)
 	}
-	if _, err := RooflineFor(memory.Budget{Device: gpu.Device{Name: "RTX-4090"}}, DefaultCalibration); err == nil {
-		t.Error("a GPU without datasheet figures must ask for a fixed step time")
+	if _, err := RooflineFor(memory.Budget{Device: gpu.Custom(24 << 30)}, DefaultCalibration); err == nil || !strings.Contains(err.Error(), "--step-time fixed:DURATION") {
+		t.Errorf("a GPU without datasheet figures must ask for a fixed step time: %v", err)
 	}
 }
 
@@ -763,6 +763,36 @@ func TestRooflineSkipsTheVisionTower(t *testing.T) {
 		}
 		if id == "Qwen/Qwen2.5-VL-7B-Instruct" && vision < 1e9 {
 			t.Errorf("%s: a vision tower of %.0f B", id, vision)
+		}
+	}
+}
+
+// Every catalog GPU vLLM runs on (compute capability 7.0 and up, or an
+// AMD part) has datasheet figures, so simulate and capacity take it (A10G,
+// which capacity prices by default, among them); what has none says what
+// to do: a MIG slice, a GPU given by its memory alone, a K80.
+func TestEveryRunnableGPUHasFigures(t *testing.T) {
+	for _, d := range gpu.Devices() {
+		major, _ := gpu.ParseCapability(d.ComputeCapability)
+		if d.MIG != "" || (d.Vendor != "amd" && major < 7) {
+			continue
+		}
+		if _, ok := gpu.PerfOf(d); !ok {
+			t.Errorf("%s (compute capability %q): no datasheet figures", d.Name, d.ComputeCapability)
+		}
+	}
+	k80, _ := gpu.Resolve("K80")
+	mig, _ := gpu.Resolve("A100-80GB:3g.40gb")
+	for _, c := range []struct {
+		d    gpu.Device
+		want string
+	}{
+		{k80.Device, "K80 (compute capability 3.7): vLLM runs on 7.0 and up"},
+		{gpu.Custom(100 << 30), "a GPU given by its memory alone: name it with --gpu"},
+		{mig.Device, "a MIG slice (3g.40gb of A100-80GB)"},
+	} {
+		if err := noPerf(c.d); !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.d.Name, err, c.want)
 		}
 	}
 }
