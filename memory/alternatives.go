@@ -293,16 +293,28 @@ func AlternativesFrom(in Input, base Budget, devices []gpu.Device) []Alternative
 		}
 	}
 	if (requestLong || tooLong) && base.MaxFitLen > 0 && base.MaxFitLen < base.MaxModelLen {
-		l, _ := base.LargestFit()
-		try(Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
+		l, at := base.LargestFit()
+		a := Alternative{Code: AltShorter, Args: []string{"--max-model-len", fmt.Sprint(l)}, Cost: flagCost("max-model-len"),
 			Changes: []string{fmt.Sprintf("--max-model-len %d -> %d", base.MaxModelLen, l)},
-			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)},
-			func(c *Input) {
-				// The length is headroom's now, not the user's: the
-				// recommendation explains it as its own.
-				c.Settings.MaxModelLen, c.Settings.Set = l, cloneSet(c.Settings.Set)
-				delete(c.Settings.Set, vllm.FlagMaxModelLen)
-			})
+			Message: fmt.Sprintf("serve a shorter context: --max-model-len %d (the longest that fits at --gpu-memory-utilization %.2f)", l, set.GPUMemoryUtilization)}
+		if at > 0 {
+			// The length holds only at the utilization that leaves the
+			// CUDA graphs room outside the budget: both are the change.
+			arg := fmt.Sprintf("%.2f", at)
+			a.Args = append(a.Args, "--gpu-memory-utilization", arg)
+			a.Changes = append(a.Changes, fmt.Sprintf("--gpu-memory-utilization %.2f -> %s", set.GPUMemoryUtilization, arg))
+			a.Cost += flagCost("gpu-memory-utilization")
+			a.Message = fmt.Sprintf("serve a shorter context: --max-model-len %d with --gpu-memory-utilization %s (the longest that fits there; at %.2f the CUDA graphs outside the budget do not fit the card)", l, arg, set.GPUMemoryUtilization)
+		}
+		try(a, func(c *Input) {
+			// The length is headroom's now, not the user's: the
+			// recommendation explains it as its own.
+			c.Settings.MaxModelLen, c.Settings.Set = l, cloneSet(c.Settings.Set)
+			delete(c.Settings.Set, vllm.FlagMaxModelLen)
+			if at > 0 {
+				c.Settings.GPUMemoryUtilization = at
+			}
+		})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
