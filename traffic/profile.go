@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -102,9 +103,13 @@ type Profile struct {
 
 	windows       map[int64][]int64 // window index → requests per bucket
 	windowsCapped bool
-	lastW         int64 // window index of lastCounts
-	lastStart     int64 // its first second; Unix times in [lastStart, lastStart+window) need no division
-	lastCounts    []int64
+	// err is the first request line that breaks the rules every reader of
+	// request logs shares (traffic.MaxTokens, a JSON request's fields):
+	// the reading fails with it, as simulate's does.
+	err        error
+	lastW      int64 // window index of lastCounts
+	lastStart  int64 // its first second; Unix times in [lastStart, lastStart+window) need no division
+	lastCounts []int64
 }
 
 // NewProfile returns an empty profile.
@@ -207,6 +212,13 @@ func (p *Profile) add(r *Record) {
 // Skip counts a non-blank line that held no token counts.
 func (p *Profile) Skip() { p.skipped++ }
 
+// fail keeps the first line that breaks the shared rules, with why.
+func (p *Profile) fail(line []byte, err error) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%v (the line %s)", err, clip(bytes.TrimSpace(line)))
+	}
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -217,6 +229,9 @@ func floorDiv(a, b int64) int64 {
 
 // Merge adds o (with the same options) to p.
 func (p *Profile) Merge(o *Profile) {
+	if p.err == nil {
+		p.err = o.err
+	}
 	p.requests += o.requests
 	p.skipped += o.skipped
 	p.outputLimit += o.outputLimit

@@ -90,6 +90,10 @@ func gunzip(br *bufio.Reader, compressed *atomic.Int64) (io.Reader, error) {
 	return &boundedGzip{zr: zr, in: compressed}, nil
 }
 
+// ErrGzipTruncated is gzip data that ends before its stream does (a file
+// cut short in a copy): refused, not read as far as it goes.
+var ErrGzipTruncated = errors.New("the gzip data is cut short (a truncated file): its stream ends before its last block")
+
 // ErrGzipBomb is gzip that expands past the shared bound.
 var ErrGzipBomb = errors.New("gzip expands past the bound")
 
@@ -101,6 +105,12 @@ type boundedGzip struct {
 
 func (g *boundedGzip) Read(b []byte) (int, error) {
 	n, err := g.zr.Read(b)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// gzip's own word for a stream cut short; io.ReadFull uses the
+		// same error for a short last read, which a reader of blocks
+		// takes as the end, and would read a truncated file as whole.
+		err = ErrGzipTruncated
+	}
 	g.out += int64(n)
 	if g.out > GzipFreeBytes && g.out > MaxGzipRatio*g.in.Load() {
 		return n, fmt.Errorf("%w: %d MiB of text from %d KiB of gzip, more than %d-fold past the first %d MiB (a decompression bomb, or gunzip it first)",
@@ -160,9 +170,14 @@ func Read(ctx context.Context, r io.Reader, p *Profile, opt ReadOptions) error {
 		return err
 	}
 	if opt.Workers <= 1 {
-		return readSerial(ctx, src, p)
+		err = readSerial(ctx, src, p)
+	} else {
+		err = readParallel(ctx, src, p, opt.Workers)
 	}
-	return readParallel(ctx, src, p, opt.Workers)
+	if err == nil {
+		err = p.err
+	}
+	return err
 }
 
 // parseBlock parses the lines of b into p.
@@ -176,9 +191,27 @@ func parseBlock(b []byte, p *Profile) {
 			line, b = b, nil
 		}
 		var rec Record
-		if c.parse(line, &rec) {
+		switch {
+		case IsJSONRequest(line):
+			// headroom's own format (a --trace, a --requests file), read
+			// as simulate reads it: strictly, with its time.
+			j, err := ParseJSONRequest(line)
+			switch {
+			case err != nil:
+				p.fail(line, err)
+			case j.Prompt < 0 && j.Output < 0:
+				p.Skip()
+			default:
+				rec = j.record()
+				p.add(&rec)
+			}
+		case c.parse(line, &rec):
+			if err := CheckCounts(rec); err != nil {
+				p.fail(line, err)
+				continue
+			}
 			p.add(&rec)
-		} else if !blank(line) {
+		case !blank(line):
 			p.Skip()
 		}
 	}

@@ -44,7 +44,10 @@ func ReadFile(ctx context.Context, name string, p *Profile, opt ReadOptions) err
 			if i := bytes.IndexByte(head, 0); i >= 0 {
 				return binaryError(i)
 			}
-			return parseSections(ctx, f, st.Size(), chunkSize, p, opt.Workers, opt.Progress)
+			if err := parseSections(ctx, f, st.Size(), chunkSize, p, opt.Workers, opt.Progress); err != nil {
+				return err
+			}
+			return p.err
 		}
 	}
 	return Read(ctx, f, p, opt)

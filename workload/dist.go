@@ -113,9 +113,9 @@ func Least(d Dist) int {
 	return int(math.Ceil(d.Mean()))
 }
 
-// maxTokens bounds one length: far beyond any context window, and a typo
-// away from a run that cannot end.
-const maxTokens = 10_000_000
+// maxTokens bounds one length, as every reader of request logs bounds one
+// (traffic.MaxTokens).
+const maxTokens = traffic.MaxTokens
 
 var errDist = errors.New("want N, fixed:N, uniform:A-B or a 'headroom profile -o json' file")
 

@@ -3,7 +3,6 @@ package workload
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,80 +111,17 @@ func newReplay(r io.Reader, speedup float64, prompt, output Dist, rng *rand.Rand
 	return &replay{br: br, speedup: speedup, prompt: prompt, output: output, rng: rng}, nil
 }
 
-// jsonRequest is the simulator's own line format; pointers tell a
-// missing field from a zero one. Numbers are read as they are written and
-// judged by tokenCount, so 1e15 is "more than the limit", not a decoder's
-// type error.
-type jsonRequest struct {
-	ID           *string         `json:"id"`
-	Arrival      *float64        `json:"arrival_s"`
-	Prompt       json.RawMessage `json:"prompt_tokens"`
-	Output       json.RawMessage `json:"output_tokens"`
-	PrefixID     uint64          `json:"prefix_id"`
-	PrefixTokens json.RawMessage `json:"prefix_tokens"`
-	Endpoint     *string         `json:"endpoint"`
-}
-
-var arrivalKey = []byte(`"arrival_s"`)
-
-// tokenCount reads a token count of a JSON line: a whole number from 0 to
-// maxTokens, or absent (-1).
-func tokenCount(name string, raw json.RawMessage) (int64, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return -1, nil
-	}
-	v, err := strconv.ParseFloat(string(raw), 64)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%s %s: want a whole number of tokens", name, clip(raw))
-	case v < 0 || v != math.Trunc(v):
-		return 0, fmt.Errorf("%s %s: want a whole number of tokens, not negative", name, clip(raw))
-	case v > maxTokens:
-		return 0, fmt.Errorf("%s %s: more than the %d tokens a request may have", name, clip(raw), maxTokens)
-	}
-	return int64(v), nil
-}
-
-// clip is a value for a message: at most 40 bytes of it.
-func clip(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "..."
-	}
-	return string(b)
-}
-
 // parse reads one line; ok is false for a line that is no request.
 func (p *replay) parse(b []byte) (line, bool, error) {
-	if b[0] == '{' && bytes.Contains(b, arrivalKey) {
-		var j jsonRequest
-		if err := json.Unmarshal(b, &j); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return line{}, false, fmt.Errorf("line %d: %s must be a %s, not a JSON %s", p.lineNo, te.Field, map[bool]string{true: "string", false: "number"}[te.Field == "id" || te.Field == "endpoint"], te.Value)
-			}
-			return line{}, false, fmt.Errorf("line %d: not a JSON request: %v", p.lineNo, err)
-		}
-		if j.Arrival == nil || *j.Arrival < 0 || math.IsNaN(*j.Arrival) || math.IsInf(*j.Arrival, 0) {
-			return line{}, false, fmt.Errorf("line %d: arrival_s must be a number of seconds, not negative", p.lineNo)
-		}
-		l := line{t: *j.Arrival, hasTime: true, prefixID: j.PrefixID}
-		var err error
-		if l.prompt, err = tokenCount("prompt_tokens", j.Prompt); err == nil {
-			if l.output, err = tokenCount("output_tokens", j.Output); err == nil {
-				var prefix int64
-				prefix, err = tokenCount("prefix_tokens", j.PrefixTokens)
-				l.prefixTokens = int(max(prefix, 0))
-			}
-		}
+	if traffic.IsJSONRequest(b) {
+		// headroom's own format, read by the rules every reader shares.
+		j, err := traffic.ParseJSONRequest(b)
 		if err != nil {
 			return line{}, false, fmt.Errorf("line %d: %v", p.lineNo, err)
 		}
-		l.prompt, l.output = max(l.prompt, 0), max(l.output, 0)
-		if j.ID != nil {
-			l.id = *j.ID
-		}
-		if j.Endpoint != nil {
-			if l.endpoint, err = ParseEndpoint(*j.Endpoint); err != nil {
+		l := line{id: j.ID, t: j.ArrivalS, hasTime: true, prefixID: j.PrefixID, prompt: max(j.Prompt, 0), output: max(j.Output, 0), prefixTokens: int(max(j.PrefixTokens, 0))}
+		if j.HasEndpoint {
+			if l.endpoint, err = ParseEndpoint(j.Endpoint); err != nil {
 				return line{}, false, fmt.Errorf("line %d: %v", p.lineNo, err)
 			}
 			p.count(l.endpoint)
@@ -196,8 +132,8 @@ func (p *replay) parse(b []byte) (line, bool, error) {
 	if !ok {
 		return line{}, false, nil
 	}
-	if rec.Input > maxTokens || rec.Output > maxTokens {
-		return line{}, false, fmt.Errorf("line %d: %d prompt and %d output tokens: more than the %d tokens a request may have", p.lineNo, rec.Input, rec.Output, maxTokens)
+	if err := traffic.CheckCounts(rec); err != nil {
+		return line{}, false, fmt.Errorf("line %d: %v", p.lineNo, err)
 	}
 	p.count(rec.Endpoint)
 	l := line{prompt: rec.Input, output: rec.Output, hasTime: rec.HasTime, abs: true, whole: rec.Nano == 0, endpoint: rec.Endpoint}

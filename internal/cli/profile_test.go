@@ -130,3 +130,39 @@ func TestProfilePastedCommand(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// profile reads what simulate reads, by the same rules: a trace simulate
+// wrote is timed by its arrival_s (windows, a replayable log), a log
+// simulate refuses is refused (exit 2); the deployment's plan is judged
+// as plan judges it (--max-model-len past the model: exit 1, its problem
+// said); a pool's length is the pool's, never "yours".
+func TestProfileReadsWhatSimulateReads(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	if code, _, errs := run(t, offline, append(simBase, "--rate", "1", "--num-requests", "400", "--prompt-tokens", "uniform:100-4000", "--output-tokens", "64", "--trace", trace)...); code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	code, out, errs := run(t, offline, "profile", trace, "--window", "1m")
+	if code != 0 || !strings.HasPrefix(out, "400 requests from ") || !strings.Contains(out, "\nWindows of 1m0s: ") {
+		t.Errorf("a trace: exit %d: %s%s", code, out, errs)
+	}
+	for name, body := range map[string]string{
+		"huge.jsonl": `{"arrival_s":0,"prompt_tokens":99999999999,"output_tokens":5}` + "\n",
+		"neg.jsonl":  `{"arrival_s":0,"prompt_tokens":-5,"output_tokens":5}` + "\n",
+		"abc.jsonl":  `{"arrival_s":0,"prompt_tokens":"abc","output_tokens":5}` + "\n",
+	} {
+		f := writeFile(t, name, body)
+		pc, _, perr := run(t, offline, "profile", f)
+		sc, _, serr := run(t, offline, append(simBase, "--requests", f)...)
+		if pc != ExitBadInput || sc != ExitBadInput || !strings.Contains(perr, "prompt_tokens") || !strings.Contains(serr, "prompt_tokens") {
+			t.Errorf("%s: profile exit %d (%s), simulate exit %d (%s)", name, pc, perr, sc, serr)
+		}
+	}
+	code, _, errs = run(t, offline, "profile", trace, "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "L4", "--max-model-len", "1000000")
+	if code != ExitNoFit || !strings.Contains(errs, "--max-model-len 1000000 is longer than the model's maximum of 32768 tokens") {
+		t.Errorf("--max-model-len past the model: exit %d: %s", code, errs)
+	}
+	code, out, errs = run(t, offline, "profile", trace, "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "L4")
+	if code != 0 || strings.Contains(out, ": yours") || !strings.Contains(out, ": the pool's longest requests, and it fits") {
+		t.Errorf("pools: exit %d: %s%s", code, out, errs)
+	}
+}
