@@ -108,8 +108,8 @@ func fromGKELabels(labels map[string]string) (Selection, error) {
 	sel.Count = 1
 	if v, ok := labels[LabelCount]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 || n > maxCount {
-			return Selection{}, fmt.Errorf("bad %s label %q: want a whole number of GPUs from 1 to %d", LabelCount, v, maxCount)
+		if err != nil || n < 1 || n > MaxCount {
+			return Selection{}, fmt.Errorf("bad %s label %q: want a whole number of GPUs from 1 to %d", LabelCount, v, MaxCount)
 		}
 		sel.Count = n
 	} else {

@@ -25,8 +25,9 @@ type Selection struct {
 // maxNameLen bounds the names Resolve reads; real names are far shorter.
 const maxNameLen = 200
 
-// maxCount bounds a count written before a name ("8xH100").
-const maxCount = 4096
+// MaxCount bounds a count of GPUs: written before a name ("8xH100"), a
+// node label, or --gpu-count.
+const MaxCount = 4096
 
 // countRE reads an optional count before a device name: "8xH100",
 // "2 x A100-80GB", "4×L4", "8*H200".
@@ -55,8 +56,8 @@ func Resolve(name string) (Selection, error) {
 	count := 0
 	if m := countRE.FindStringSubmatch(s); m != nil {
 		n, err := strconv.Atoi(m[1])
-		if err != nil || n < 1 || n > maxCount {
-			return Selection{}, fmt.Errorf("bad GPU count %q in %q: give 1 to %d, e.g. 8xH100", m[1], s, maxCount)
+		if err != nil || n < 1 || n > MaxCount {
+			return Selection{}, fmt.Errorf("bad GPU count %q in %q: give 1 to %d, e.g. 8xH100", m[1], s, MaxCount)
 		}
 		count, s = n, m[2]
 	}
@@ -138,8 +139,8 @@ func FromNodeLabels(labels map[string]string) (Selection, error) {
 	count, countNote := 1, ""
 	if v, ok := labels[LabelCount]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 || n > maxCount {
-			return Selection{}, fmt.Errorf("bad %s label %q: want a whole number of GPUs from 1 to %d", LabelCount, v, maxCount)
+		if err != nil || n < 1 || n > MaxCount {
+			return Selection{}, fmt.Errorf("bad %s label %q: want a whole number of GPUs from 1 to %d", LabelCount, v, MaxCount)
 		}
 		count = n
 	} else {

@@ -124,10 +124,12 @@ func TestSimulateBoundedCases(t *testing.T) {
 		{"100000GiB", append(custom, "--gpu-memory", "100000GiB"), nil, 0, "KV blocks of 16 tokens", 200},
 		{"100000GiB block 1", append(custom, "--gpu-memory", "100000GiB", "--block-size", "1"), nil, 0, "KV blocks of 1 tokens", 200},
 		// Ten million 1-token requests at once stop at the 1,000,000 in
-		// flight the simulator holds (about 250 bytes each), whatever
-		// --max-num-seqs says.
-		{"inf, max-num-seqs 1e9", append(append(qwen, ones...), "--max-num-seqs", "1000000000"), nil, ExitNoFit, `"in_flight_bound": 1000000`, 600},
-		{"inf, max-num-seqs 1e5", append(append(qwen, ones...), "--max-num-seqs", "100000"), nil, ExitNoFit, `"in_flight_bound": 1000000`, 600},
+		// flight the simulator holds (about 250 bytes each), however many
+		// --max-num-seqs lets the engine run.
+		// (vLLM refuses a batched-token budget under --max-num-seqs, and
+		// headroom plans no more than a million sequences at once.)
+		{"inf, max-num-seqs 1e9", append(append(qwen, ones...), "--max-num-seqs", "1000000000"), nil, ExitBadInput, "past the 1048576 headroom plans", 200},
+		{"inf, max-num-seqs 1e4", append(append(qwen, ones...), "--max-num-seqs", "10000", "--max-num-batched-tokens", "10000"), nil, ExitNoFit, `"in_flight_bound": 1000000`, 600},
 		{"gzip bomb", append(qwen, "--requests", bombFile), nil, ExitBadInput, "gzip expands past the bound: ", 200},
 		{"gzip bomb, doctor", []string{"doctor", bombFile}, nil, ExitBadInput, "gzip expands past the bound: ", 200},
 		{"empty file", append(qwen, "--requests", emptyFile), nil, ExitBadInput, "empty.jsonl: no request records: it is empty", 200},

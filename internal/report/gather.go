@@ -283,6 +283,9 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 		if err != nil {
 			return sel, fmt.Errorf("--gpu-memory: %v", err)
 		}
+		if n < 1<<30 {
+			return sel, fmt.Errorf("--gpu-memory %s is under 1 GiB, not a GPU's memory: give a unit, e.g. 24GiB", memSize)
+		}
 		sel = gpu.Selection{Device: gpu.Custom(n), Count: 1}
 	case name != "":
 		var err error
@@ -292,10 +295,13 @@ func ResolveGPU(name, memSize string, count int) (gpu.Selection, error) {
 	default:
 		return sel, fmt.Errorf("no GPU: give --gpu (e.g. H100-80GB, L4, g5.12xlarge) or --gpu-memory 24GiB; `headroom gpus` lists them")
 	}
-	if count < 0 {
-		return sel, fmt.Errorf("--gpu-count must be positive")
+	if count < 0 || count > gpu.MaxCount {
+		return sel, fmt.Errorf("--gpu-count %d: give 1 to %d", count, gpu.MaxCount)
 	}
 	if count > 0 {
+		if sel.SKU != "" && count > sel.Count {
+			return sel, fmt.Errorf("--gpu-count %d is more than the %d GPUs of a %s: give a larger instance type, or the GPU (--gpu %s) with --gpu-count", count, sel.Count, sel.SKU, sel.Device.Name)
+		}
 		sel.Count = count
 	}
 	return sel, nil
