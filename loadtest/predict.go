@@ -30,7 +30,7 @@ type Simulated struct {
 // NewSimulated converts a simulation report.
 func NewSimulated(rep *sim.Report) Simulated {
 	lat := func(l sim.Latency) Latency {
-		return Latency{Count: rep.Requests, Mean: l.Mean, P50: l.P50, P90: l.P90, P99: l.P99, Max: l.Max}
+		return Latency{Count: rep.Requests, Mean: l.Mean, P50: l.P50, P90: l.P90, P95: l.P95, P99: l.P99, Max: l.Max}
 	}
 	return Simulated{Requests: rep.Requests, Rejected: rep.Rejected, TTFT: lat(rep.TTFT), TPOT: lat(rep.TPOT),
 		ITL: lat(rep.ITL), E2E: lat(rep.E2E), MaxKVUsage: rep.MaxKVUsage, Preemptions: rep.Preemptions, RequestsPerS: rep.RequestsPerS}

@@ -117,3 +117,15 @@ func TestAgainstSimulation(t *testing.T) {
 		t.Errorf("TPOT mean %.2f ms, simulated %.2f ms: want within ±2 ms", r.TPOT.Mean, simTPOT)
 	}
 }
+
+// The prediction beside a run carries every percentile the simulation
+// measured: p95 was dropped, and read 0 in -o json beside p50, p90 and p99.
+func TestSimulatedKeepsEveryPercentile(t *testing.T) {
+	l := sim.Latency{Mean: 10, P50: 9, P90: 14, P95: 16, P99: 20, Max: 25}
+	got := NewSimulated(&sim.Report{Requests: 7, TTFT: l, TPOT: l, ITL: l, E2E: l})
+	for name, x := range map[string]Latency{"ttft": got.TTFT, "tpot": got.TPOT, "itl": got.ITL, "e2e": got.E2E} {
+		if x.Count != 7 || x.Mean != 10 || x.P50 != 9 || x.P90 != 14 || x.P95 != 16 || x.P99 != 20 || x.Max != 25 {
+			t.Errorf("%s: %+v", name, x)
+		}
+	}
+}
