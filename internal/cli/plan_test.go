@@ -205,6 +205,9 @@ func TestPlanExitCodes(t *testing.T) {
 		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "-o", "args"}, "-o after --"},
 		{[]string{"plan", "--all-gpus", "--model", "Qwen/Qwen3-8B", "-o", "args"}, "--all-gpus prints a table, json or yaml"},
 		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "L4", "--max-num-seqs", "99999999999"}, "past the 1048576"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu-memory", "24"}, "under 1 GiB, not a GPU's memory: give a unit"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "H100-80GB", "--gpu-count", "100000"}, "--gpu-count 100000: give 1 to 4096"},
+		{[]string{"plan", "--model", "Qwen/Qwen3-8B", "--gpu", "g6.12xlarge", "--gpu-count", "8"}, "more than the 4 GPUs of a g6.12xlarge"},
 	} {
 		code, out, errs := run(t, offline, tc.args...)
 		if code != ExitBadInput || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
