@@ -71,7 +71,7 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.goodput, "goodput", nil, "vllm bench serve's goodput targets in ms, e.g. 'ttft:2000 tpot:50 e2el:10000': requests/s meeting every one")
 	fs.StringVar(&f.percentileMetrics, "percentile-metrics", "ttft,tpot,itl", "-o bench: the latencies printed, of ttft, tpot, itl and e2el")
 	fs.StringVar(&f.percentiles, "metric-percentiles", "99", "-o bench: the percentiles printed of each, e.g. 50,90,99")
-	fs.StringSliceVar(&f.bursts, "burst", nil, "add COUNT prompts of TOKENS at TIME, e.g. 50x30000@60s (repeatable, or comma-separated)")
+	fs.StringSliceVar(&f.bursts, "burst", nil, "add COUNT prompts of TOKENS at TIME on top of the traffic, e.g. 50x30000@60s (repeatable, or comma-separated; within --duration)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the arrival times and lengths (a dataset's shuffle takes vllm bench serve's default, 0, unless given)")
 	fs.StringVar(&f.endpoint, "endpoint", EndpointCompletions, "the API the requests call: completions (/v1/completions, vllm bench serve's default) or chat (/v1/chat/completions: the server renders the model's chat template, which costs its API server CPU a request); with --bench, the command's own unless given")
 	fs.StringVar(&f.bench, "bench", "", "the traffic of a 'vllm bench serve ...' command (random, sharegpt or custom dataset), quoted")
