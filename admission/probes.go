@@ -2,7 +2,6 @@ package admission
 
 import (
 	"fmt"
-	"math"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -25,12 +24,11 @@ func probeWarning(c corev1.Container, est startup.Estimate) string {
 	if window >= want {
 		return ""
 	}
-	need := int64(math.Ceil((want.Seconds() - float64(p.InitialDelaySeconds)) / float64(period)))
-	fix := fmt.Sprintf("set its failureThreshold to %d or more", need)
+	fix := fmt.Sprintf("set its failureThreshold to %d or more", kube.FailureThresholdFor(want, p.InitialDelaySeconds, period))
 	if name == "livenessProbe" {
 		// A longer liveness window would also slow the detection of a
 		// hung server for the pod's whole life; a startup probe does not.
-		fix = fmt.Sprintf("add a startupProbe with periodSeconds %d and failureThreshold %d", period, int64(math.Ceil(want.Seconds()/float64(period))))
+		fix = fmt.Sprintf("add a startupProbe with periodSeconds %d and failureThreshold %d", period, kube.FailureThresholdFor(want, 0, period))
 	}
 	return fmt.Sprintf("container %q: its %s restarts it after %s (initialDelaySeconds %d + failureThreshold %d × periodSeconds %d), but vLLM is expected to start in about %s, and a probe should allow %g times that, %s: %s (%s: %s says where the weights are read from)",
 		c.Name, name, window, p.InitialDelaySeconds, failures, period, est.Summary(), startup.ProbeMargin, want, fix, AnnotationStorage, startup.List())

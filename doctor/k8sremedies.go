@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"headroom.dev/headroom/gpu"
+	"headroom.dev/headroom/kube"
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/startup"
 	"headroom.dev/headroom/vllm"
@@ -139,13 +140,14 @@ func (g *diag) probeRemedy() (Remedy, bool) {
 			why = fmt.Sprintf("twice the %s probe's %.0f s, which covers the estimate yet failed", gate.Kind, gate.BudgetSeconds)
 		}
 		period := float64(gate.PeriodSeconds)
+		needD := time.Duration(need * float64(time.Second))
 		if gate.Kind == "startup" {
-			n := int(math.Ceil((need - float64(gate.DelaySeconds)) / period))
+			n := int(kube.FailureThresholdFor(needD, gate.DelaySeconds, gate.PeriodSeconds))
 			return Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.failureThreshold", strconv.Itoa(n)},
 				Why: fmt.Sprintf("the startup probe gives up after %.0f s: initialDelaySeconds %d + failureThreshold %d × periodSeconds %.0f = %.0f s covers %s (%s)",
 					gate.BudgetSeconds, gate.DelaySeconds, n, period, float64(gate.DelaySeconds)+float64(n)*period, time.Duration(need)*time.Second, why)}, true
 		}
-		n := int(math.Ceil(need / period))
+		n := int(kube.FailureThresholdFor(needD, 0, gate.PeriodSeconds))
 		return Remedy{Action: ActionEditManifest, Args: []string{"startupProbe.httpGet.path", "/health", "startupProbe.periodSeconds", strconv.Itoa(int(period)), "startupProbe.failureThreshold", strconv.Itoa(n)},
 			Why: fmt.Sprintf("a startup probe of %d × %.0fs = %.0f s keeps the liveness probe (%.0f s) off until vLLM is up, %s (%s); a longer liveness window would also slow the detection of a hung server for the pod's whole life",
 				n, period, float64(n)*period, gate.BudgetSeconds, time.Duration(need)*time.Second, why)}, true

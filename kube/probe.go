@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,4 +43,16 @@ func StartGate(c corev1.Container) (p *corev1.Probe, name string) {
 		return c.LivenessProbe, "livenessProbe"
 	}
 	return nil, ""
+}
+
+// FailureThresholdFor is the failureThreshold a probe of this
+// initialDelaySeconds and periodSeconds needs for its window to cover
+// window: ⌈(window − delay) / period⌉, at least 1. A new startupProbe has
+// no delay. One formula for the webhook's fix and doctor's remedy.
+func FailureThresholdFor(window time.Duration, delay, period int32) int32 {
+	if period <= 0 {
+		period = DefaultProbePeriod
+	}
+	n := math.Ceil((window.Seconds() - float64(delay)) / float64(period))
+	return int32(max(n, 1))
 }

@@ -36,3 +36,18 @@ func TestStartGate(t *testing.T) {
 		t.Errorf("a readiness probe does not restart: %v", p)
 	}
 }
+
+// ⌈(window − delay) / period⌉: 210 s at 10 s a probe is 21, 18 after a
+// 30 s delay, 7 at 30 s a probe; an unset period is Kubernetes' 10 s; a
+// window the delay already covers needs one.
+func TestFailureThresholdFor(t *testing.T) {
+	for _, c := range []struct {
+		window        time.Duration
+		delay, period int32
+		want          int32
+	}{{210 * time.Second, 0, 10, 21}, {210 * time.Second, 30, 10, 18}, {210 * time.Second, 0, 30, 7}, {205 * time.Second, 0, 0, 21}, {10 * time.Second, 60, 10, 1}} {
+		if got := FailureThresholdFor(c.window, c.delay, c.period); got != c.want {
+			t.Errorf("%v, delay %d, period %d: %d, want %d", c.window, c.delay, c.period, got, c.want)
+		}
+	}
+}
