@@ -91,7 +91,4 @@ const (
 	// ("time-slicing"/"mps"; replicas per GPU).
 	labelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
 	labelReplicas        = "nvidia.com/gpu.replicas"
-	// labelGKESharing is GKE's label of nodes whose GPUs it time-shares
-	// or runs MPS on ("time-sharing", "mps"); pods on them select it.
-	labelGKESharing = "cloud.google.com/gke-gpu-sharing-strategy"
 )

@@ -85,7 +85,7 @@ func TestGKEPartitionIsASlice(t *testing.T) {
 // sharing labels are.
 func TestGKESharedGPU(t *testing.T) {
 	h := NewHandler(Deps{})
-	e := h.Evaluate(context.Background(), gkeDeployment(map[string]string{gpu.LabelGKEAccelerator: "nvidia-l4", labelGKESharing: "time-sharing"}, nil))
+	e := h.Evaluate(context.Background(), gkeDeployment(map[string]string{gpu.LabelGKEAccelerator: "nvidia-l4", gpu.LabelGKESharing: "time-sharing"}, nil))
 	found := false
 	for _, w := range e.Warnings {
 		found = found || w.Code == CodeSharedGPU && strings.Contains(w.Message, "GKE's cloud.google.com/gke-gpu-sharing-strategy=time-sharing")

@@ -104,7 +104,7 @@ func resourceCount(name string, q resource.Quantity) (int, error) {
 func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.Container, node map[string]string) gpuEvidence {
 	var ev gpuEvidence
 	nc := readNodeConstraints(spec)
-	for _, k := range []string{labelSharingStrategy, labelReplicas, labelGKESharing} {
+	for _, k := range []string{labelSharingStrategy, labelReplicas, gpu.LabelGKESharing} {
 		if v, ok := node[k]; ok && !slices.Contains(nc[k], v) {
 			nc[k] = append(nc[k], v)
 		}
@@ -144,9 +144,9 @@ func (h *Handler) readGPU(ann map[string]string, spec *corev1.PodSpec, c corev1.
 			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with %s=%s", labelSharingStrategy, s))
 		}
 	}
-	for _, s := range nc[labelGKESharing] {
+	for _, s := range nc[gpu.LabelGKESharing] {
 		if s != "" {
-			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with GKE's %s=%s", labelGKESharing, s))
+			ev.shared = append(ev.shared, fmt.Sprintf("it selects nodes with GKE's %s=%s", gpu.LabelGKESharing, s))
 		}
 	}
 	for _, r := range nc[labelReplicas] {

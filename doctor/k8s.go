@@ -614,9 +614,17 @@ func (e *Evidence) nodeLabels(d doc, labels map[string]string) {
 		e.K8s.Sharing = append(e.K8s.Sharing, d.find(0, labelReplicas))
 	} else if s := labels[labelSharing]; s != "" && s != "none" {
 		e.K8s.Sharing = append(e.K8s.Sharing, d.find(0, labelSharing))
+	} else if s := labels[gpu.LabelGKESharing]; s != "" {
+		e.K8s.Sharing = append(e.K8s.Sharing, d.find(0, gpu.LabelGKESharing))
 	}
 	if _, err := gpu.FromNodeLabels(labels); err == nil {
-		e.K8s.GPUHints = append(e.K8s.GPUHints, GPUHint{Labels: labels, Line: d.find(0, "nvidia.com/gpu.product")})
+		// The line of the label that named the GPU: GPU feature
+		// discovery's product, else GKE's accelerator.
+		key := gpu.LabelProduct
+		if labels[key] == "" {
+			key = gpu.LabelGKEAccelerator
+		}
+		e.K8s.GPUHints = append(e.K8s.GPUHints, GPUHint{Labels: labels, Line: d.find(0, key)})
 	}
 }
 

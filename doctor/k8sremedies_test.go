@@ -98,3 +98,17 @@ func TestProbeWindowIsChecks(t *testing.T) {
 		t.Errorf("why %q: want the estimate it rests on", f.Remedies[0].Why)
 	}
 }
+
+// A Deployment that selects its GPU by GKE's accelerator label: the GPU is
+// an L4, read from that label's line (11), and the time-shared node pool
+// counts as a shared GPU, cited at its own line (12).
+func TestGKELabels(t *testing.T) {
+	ev := readCorpus(t, "gke-deployment.yaml")
+	d := Diagnose(ev, Options{ResolveModel: catalogModel})
+	if d.Deployment.GPU != "L4" || !strings.HasSuffix(d.Deployment.GPUSource, "gke-deployment.yaml:11") {
+		t.Errorf("GPU %q from %q, want L4 from the accelerator label's line", d.Deployment.GPU, d.Deployment.GPUSource)
+	}
+	if len(ev.K8s.Sharing) != 1 || ev.K8s.Sharing[0].Line != 12 {
+		t.Errorf("sharing %+v, want the GKE sharing label's line", ev.K8s.Sharing)
+	}
+}

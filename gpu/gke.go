@@ -17,6 +17,9 @@ const (
 	// LabelGKEPartition is the MIG profile of a node whose GPUs GKE
 	// partitions ("1g.5gb"); each slice is then one nvidia.com/gpu.
 	LabelGKEPartition = "cloud.google.com/gke-gpu-partition-size"
+	// LabelGKESharing marks nodes whose GPUs GKE time-shares or runs MPS
+	// on ("time-sharing", "mps"); pods on them select it.
+	LabelGKESharing = "cloud.google.com/gke-gpu-sharing-strategy"
 )
 
 // gkeAccelerators maps GKE's accelerator values to catalog devices. Each is
