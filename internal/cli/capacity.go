@@ -122,9 +122,6 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 	if err != nil {
 		return err
 	}
-	if spec.Concurrency > 0 {
-		return badInput("%s", closedLoopRefusal(spec.Concurrency))
-	}
 	format := f.plan.output
 	switch format {
 	case "table", "json", "yaml", "keda", "hpa":
@@ -235,16 +232,6 @@ func runCapacity(cmd *cobra.Command, env Env, f capacityFlags, args []string) er
 		}
 	}
 	return writeCapacity(cmd, f, format, out)
-}
-
-// closedLoopRefusal says why capacity takes no closed loop: it sizes a
-// fleet for an arrival rate, and a closed loop's rate is what the fleet
-// answers (N clients in all, each sending when answered), so a rate
-// search over one replica and windows of arrivals do not describe it;
-// replayed as arrivals, its requests came as one burst at t=0.
-func closedLoopRefusal(n int) string {
-	return fmt.Sprintf("a closed loop of %d clients (--concurrency, a bench's --max-concurrency) has no arrival rate to size a fleet for: its clients send when answered, so its load follows the fleet; "+
-		"for %d clients in all against K replicas run `headroom simulate --concurrency %d --replicas K --slo ...`, or give capacity the rate they send at (--rate)", n, n, n)
 }
 
 // capacityStatus is the progress line: the option, its step, and the

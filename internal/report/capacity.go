@@ -306,10 +306,18 @@ func distinctGPUs(names []string) ([]string, error) {
 	return out, nil
 }
 
-// sizable refuses traffic capacity cannot size: synthetic requests of no
-// prompt or no output token (the simulator would send one-token requests
-// in their place, and a replica "serves" them at any rate).
+// sizable refuses traffic capacity cannot size: a closed loop, whose
+// load follows the fleet (N clients in all send as they are answered),
+// and synthetic requests of no prompt or no output token (the simulator
+// would send one-token requests in their place, and a replica "serves"
+// them at any rate).
 func sizable(spec workload.Spec) error {
+	if spec.Concurrency > 0 {
+		// Replayed as arrivals, a closed loop's requests were one burst
+		// at t=0: 42 replicas for what one replica serves.
+		return fmt.Errorf("a closed loop of %d clients (--concurrency, a bench's --max-concurrency) has no arrival rate to size a fleet for: its clients send when answered, so its load follows the fleet; "+
+			"for %d clients in all against K replicas run `headroom simulate --concurrency %d --replicas K --slo ...`, or give capacity the rate they send at (--rate)", spec.Concurrency, spec.Concurrency, spec.Concurrency)
+	}
 	if spec.Log != "" || spec.Dataset.Name != "" {
 		return nil
 	}

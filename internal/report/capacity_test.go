@@ -97,6 +97,13 @@ func TestCapacityRefusesNonsense(t *testing.T) {
 	if _, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, zero, "ttft_p99=1s")); err == nil || !strings.Contains(err.Error(), "--output-tokens fixed:0: vLLM refuses max_tokens below 1") {
 		t.Errorf("zero tokens: %v", err)
 	}
+	// A closed loop has no arrival rate: replayed as arrivals, its 2,000
+	// requests were one burst at t=0, sized at 42 replicas where one
+	// serves 32 clients within the SLO (the web API and the CLI alike).
+	closed := workload.Spec{Concurrency: 32, NumRequests: 2000, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
+	if _, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, closed, "ttft_p99=2s")); err == nil || !strings.Contains(err.Error(), "a closed loop of 32 clients") {
+		t.Errorf("a closed loop: %v", err)
+	}
 	huge := workload.Spec{Bursts: []workload.Burst{{Count: 1_000_000, Tokens: 10_000_000}}, Prompt: workload.Fixed(1024), Output: workload.Fixed(128), Seed: 1}
 	_, err := Capacity(ctx, offlineEnv(), nil, capacityRequest(t, []string{"H100-80GB"}, huge, "ttft_p99=1s"))
 	var ue *UnreachableError
