@@ -239,7 +239,7 @@ type Report struct {
 	BeyondHorizon int64 `json:"beyond_horizon,omitempty"`
 	// LatenciesPastRange counts the requests whose E2E passed 2^40 µs
 	// (12.7 days), the latency histograms' range: their percentiles there
-	// read 12.7 days; the maxima are exact.
+	// read 12.7 days; the maxima and means are exact.
 	LatenciesPastRange int64 `json:"latencies_past_range,omitempty"`
 	// StepSplit is where the engine's busy time went over the run's
 	// steps, by the roofline's mechanisms (nil with a fixed step time).
@@ -264,10 +264,12 @@ type stats struct {
 	anyOut  bool
 	// chunks times the gaps with a stream interval (nil: every token).
 	chunks *chunker
-	// maxTTFT, maxTPOT and maxE2E are the exact maxima in seconds, and
+	// maxTTFT, maxTPOT and maxE2E are the exact maxima in seconds, the
+	// sums the exact means' (seconds, TPOT over its requests), and
 	// pastRange counts the latencies past the histograms' range, which
 	// count them at its top.
 	maxTTFT, maxTPOT, maxE2E float64
+	sumTTFT, sumTPOT, sumE2E float64
 	pastRange                int64
 }
 
@@ -338,6 +340,8 @@ func (s *stats) finish(ev Event) {
 	s.ttft.Add(micros(ttft))
 	s.e2e.Add(micros(e2e))
 	s.maxTTFT, s.maxE2E = max(s.maxTTFT, ttft), max(s.maxE2E, e2e)
+	s.sumTTFT += ttft
+	s.sumE2E += e2e
 	if e2e >= histogramRange {
 		// E2E is the longest of the three: TTFT and TPOT pass the range
 		// only where it does.
@@ -346,6 +350,7 @@ func (s *stats) finish(ev Event) {
 	if ev.Output > 1 {
 		s.tpot.Add(micros(tpot))
 		s.maxTPOT = max(s.maxTPOT, tpot)
+		s.sumTPOT += tpot
 	}
 }
 
@@ -815,9 +820,13 @@ func (s *stats) reportOf(g Gauges) *Report {
 	r.TTFT, r.TPOT, r.ITL, r.E2E = latency(&s.ttft, p), latency(&s.tpot, p), latency(&s.itl, p), latency(&s.e2e, p)
 	if s.pastRange > 0 {
 		// The histograms hold a latency past their range at its top; the
-		// maxima, kept apart, are exact.
+		// maxima and means, kept apart, are exact.
 		r.LatenciesPastRange = s.pastRange
 		r.TTFT.Max, r.TPOT.Max, r.E2E.Max = msOf(s.maxTTFT), msOf(s.maxTPOT), msOf(s.maxE2E)
+		r.TTFT.Mean, r.E2E.Mean = msOf(s.sumTTFT/float64(s.ttft.Count())), msOf(s.sumE2E/float64(s.e2e.Count()))
+		if n := s.tpot.Count(); n > 0 {
+			r.TPOT.Mean = msOf(s.sumTPOT / float64(n))
+		}
 	}
 	if r.DurationS > 0 {
 		r.RequestsPerS = math.Round(float64(r.Requests)/r.DurationS*1000) / 1000

@@ -255,7 +255,7 @@ func Simulate(ctx context.Context, env Env, files Files, req SimRequest) (*SimRe
 		out.Confidence = &c
 	}
 	if rep.LatenciesPastRange > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d requests took past 2^40 µs (12.7 days), the latency histograms' range: percentiles there read 12.7 days; the maxima are exact", rep.LatenciesPastRange))
+		out.Notes = append(out.Notes, fmt.Sprintf("%d requests took past 2^40 µs (12.7 days), the latency histograms' range: percentiles there read 12.7 days; the maxima and means are exact", rep.LatenciesPastRange))
 	}
 	if rep.DurationS > 0 {
 		out.TotalTokensPerS = math.Round(float64(rep.InputTokens+rep.OutputTokens)/rep.DurationS*10) / 10
