@@ -49,7 +49,9 @@ func newCapacityCmd(env Env) *cobra.Command {
   headroom capacity --model Qwen/Qwen3-14B --gpu H100-80GB,L40S --rate 2 --peak-rate 30 --duration 24h --slo ttft_p99=2s --plot day.png --keda keda.yaml --hpa hpa.yaml`,
 		Long: `Sizes a fleet of vLLM replicas for a traffic on each GPU option, by simulation:
 
-  - the replica: the plan (tensor parallel, max-model-len, max-num-seqs);
+  - the replica: the plan (tensor parallel, max-model-len, max-num-seqs), as
+    headroom plan lays out the GPUs given, or its first alternative on the GPU
+    when the given settings do not fit;
   - its SLO capacity: the highest rate of the traffic's shape one replica serves
     with every --slo met (bisection over simulate runs);
   - replicas over the trace: per --window, the fewest replicas whose fleet meets
@@ -60,7 +62,10 @@ func newCapacityCmd(env Env) *cobra.Command {
     waiting requests and KV-cache usage derived from one replica's SLO knee,
     capped at the ideal peak unless uncapped does better, replayed over the
     trace with --startup-time and --cool-down: its GPU-hours and cost are the
-    answer, the per-window fleet the bound beside it.
+    answer (or a static fleet's, where one meets every window for less), the
+    per-window fleet beside it.
+A closed loop (--concurrency) has no arrival rate to size for and is refused;
+simulate --concurrency N --replicas K answers it for K replicas.
 The cheapest option that meets the SLO comes first. -o keda writes a KEDA
 ScaledObject and -o hpa a HorizontalPodAutoscaler with those thresholds;
 --keda FILE and --hpa FILE write them beside the table in the same run.
