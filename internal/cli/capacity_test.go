@@ -44,7 +44,7 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "-o", "keda", "--prometheus", "http://user:pw@prom:9090"}, 2, "credentials"},
 		// Traffic capacity cannot size.
 		{[]string{"--gpu", "H100-80GB", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s", "--prompt-tokens", "0", "--output-tokens", "0"}, 2, "vLLM refuses max_tokens below 1"},
-		{[]string{"--gpu", "L4", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 1, "the model does not fit on any of them (L4: "},
+		{[]string{"--gpu", "L4", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--rate", "5", "--duration", "60s", "--slo", "ttft_p99=1s"}, 1, "vLLM would not start on any of them (L4: "},
 		// A closed loop has no arrival rate to size for: refused, as a
 		// bench command's --max-concurrency is, not replayed as a burst.
 		{[]string{"--gpu", "H100-80GB", "--concurrency", "32", "--num-requests", "2000", "--slo", "ttft_p99=2s"}, 2, "a closed loop of 32 clients"},

@@ -159,7 +159,7 @@ func (e *UnreachableError) Error() string {
 				why = append(why, o.GPU+": "+o.Notes[len(o.Notes)-1])
 			}
 		}
-		return "no GPU option meets the SLO: the model does not fit on any of them (" + strings.Join(why, "; ") + ")"
+		return "no GPU option meets the SLO: vLLM would not start on any of them (" + strings.Join(why, "; ") + ")"
 	case c.Error != "":
 		return fmt.Sprintf("no GPU option meets the SLO: %s could not be simulated: %s", c.GPU, c.Error)
 	case c.Refused != "":

@@ -115,7 +115,7 @@ func TestCapacityRefusesNonsense(t *testing.T) {
 	big.Engine.Plan.Model = "meta-llama/Llama-3.1-405B-Instruct"
 	rep, err := Capacity(ctx, offlineEnv(), nil, big)
 	if !errors.As(err, &ue) || len(rep.Options) != 1 || !rep.Options[0].NoFit ||
-		!strings.HasPrefix(err.Error(), "no GPU option meets the SLO: the model does not fit on any of them (L4: ") || strings.Contains(err.Error(), "%") {
+		!strings.HasPrefix(err.Error(), "no GPU option meets the SLO: vLLM would not start on any of them (L4: ") || strings.Contains(err.Error(), "%") {
 		t.Errorf("405B on an L4: %v", err)
 	}
 	big.Engine.Plan.Model = "meta-llama/Llama-3.1-70B-Instruct"

@@ -175,11 +175,12 @@ func NewEngine(ctx context.Context, env Env, files Files, req EngineRequest) (*E
 // engine, says otherwise.
 const DataParallelNote = "--data-parallel-size"
 
-// NoFitError is a simulation of settings that do not start.
+// NoFitError is a simulation of settings vLLM would not start with: they
+// do not fit, or vLLM refuses them.
 type NoFitError struct{ Problems []string }
 
 func (e *NoFitError) Error() string {
-	return "the plan does not fit, so there is no engine to simulate (see `headroom plan`, or give --num-gpu-blocks-override): " + strings.Join(e.Problems, "; ")
+	return "vLLM would not start with this plan, so there is no engine to simulate (see `headroom plan`; for the KV cache alone, give --num-gpu-blocks-override): " + strings.Join(e.Problems, "; ")
 }
 
 // plan plans the engine at settings set.
