@@ -40,6 +40,11 @@ type Device struct {
 	Estimated bool `json:"estimated,omitempty"`
 	// Parent is the catalog name of the whole GPU a MIG slice is cut from.
 	Parent string `json:"parent,omitempty"`
+	// PCIe is set when the name given is the PCIe card of a part the
+	// catalog lists as its SXM module ("A100 80GB PCIe", "NVIDIA-H100-
+	// PCIe", Azure's NC A100 v4): the same memory, but no NVLink and the
+	// PCIe card's own peaks (PerfOf).
+	PCIe bool `json:"pcie,omitempty"`
 }
 
 // ParseCapability reads a CUDA compute capability "major.minor" ("8.9");

@@ -157,6 +157,26 @@ func PerfOf(d Device) (Perf, bool) {
 	if d.MIG != "" {
 		return Perf{}, false
 	}
+	if p, ok := pciePerf[d.Name]; ok && d.PCIe {
+		return p, true
+	}
 	p, ok := perf[d.Name]
 	return p, ok
+}
+
+// pciePerf holds the PCIe cards of parts whose catalog entry is the SXM
+// module (Device.PCIe): the same memory, lower clocks or bandwidth, and
+// PCIe between GPUs (an NVLink bridge can pair two cards, which is not
+// assumed).
+var pciePerf = map[string]Perf{
+	"V100-16GB": {BF16: 112 * tera, Bandwidth: 900 * giga, Link: pcie3,
+		Source: "NVIDIA V100 datasheet, PCIe: 112 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16); PCIe Gen3 x16"},
+	"V100-32GB": {BF16: 112 * tera, Bandwidth: 900 * giga, Link: pcie3,
+		Source: "NVIDIA V100 datasheet, PCIe: 112 TFLOPS tensor (FP16), 900 GB/s HBM2 (no bfloat16); PCIe Gen3 x16"},
+	"A100-40GB": {BF16: 312 * tera, Bandwidth: 1555 * giga, Link: pcie4,
+		Source: "NVIDIA A100 datasheet, 40GB PCIe: BF16 tensor 312 TFLOPS dense, 1,555 GB/s HBM2; PCIe Gen4 x16"},
+	"A100-80GB": {BF16: 312 * tera, Bandwidth: 1935 * giga, Link: pcie4,
+		Source: "NVIDIA A100 datasheet, 80GB PCIe: BF16 tensor 312 TFLOPS dense, 1,935 GB/s HBM2e; PCIe Gen4 x16"},
+	"H100-80GB": {BF16: 756 * tera, FP8: 1513 * tera, Bandwidth: 2e12, Link: pcie5,
+		Source: "NVIDIA H100 datasheet, PCIe: BF16 1,513 / FP8 3,026 TFLOPS with sparsity (halved for dense), 2 TB/s HBM2e; PCIe Gen5 x16"},
 }

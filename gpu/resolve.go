@@ -90,12 +90,30 @@ func resolveOne(s string) (Selection, error) {
 	ix := index()
 	if i, ok := ix.skus[skuKey(s)]; ok {
 		r := skuTable[i]
-		return Selection{Device: catalog[ix.byName[r.device]].dev, Count: r.count, SKU: r.name, Cloud: r.cloud}, nil
+		sel := Selection{Device: catalog[ix.byName[r.device]].dev, Count: r.count, SKU: r.name, Cloud: r.cloud}
+		return pcieCard(sel, pcieSKUs[r.name]), nil
 	}
 	if t, ok := ix.devices[key(s)]; ok {
-		return Selection{Device: catalog[t.candidates[0]].dev, Count: 1, Note: t.note}, nil
+		sel := Selection{Device: catalog[t.candidates[0]].dev, Count: 1, Note: t.note}
+		return pcieCard(sel, strings.Contains(strings.ToLower(s), "pcie")), nil
 	}
 	return Selection{}, unknownError(s)
+}
+
+// pcieSKUs are the instance types whose GPUs are PCIe cards of a part the
+// catalog lists as its SXM module: Azure's NC A100 v4 series (A100 80GB
+// PCIe cards; Azure's "NC A100 v4-series" page).
+var pcieSKUs = map[string]bool{"Standard_NC24ads_A100_v4": true, "Standard_NC48ads_A100_v4": true, "Standard_NC96ads_A100_v4": true}
+
+// pcieCard marks sel's device as the PCIe card where pcie is true and the
+// catalog has the card's own figures (pcieNote); other devices stay.
+func pcieCard(sel Selection, pcie bool) Selection {
+	if _, ok := pciePerf[sel.Device.Name]; !pcie || !ok {
+		return sel
+	}
+	sel.Device.PCIe = true
+	sel.Note = joinNotes(sel.Note, "the PCIe card: no NVLink between GPUs, and its own peaks")
+	return sel
 }
 
 func unknownError(s string) error {

@@ -26,13 +26,13 @@ func TestResolveSpellings(t *testing.T) {
 		{"a100 80g", "A100-80GB", false},
 		{"A100 80GiB", "A100-80GB", false},
 		{"NVIDIA-A100-SXM4-80GB", "A100-80GB", false},
-		{"NVIDIA-A100-80GB-PCIe", "A100-80GB", false},
+		{"NVIDIA-A100-80GB-PCIe", "A100-80GB", true}, // the PCIe card (Device.PCIe)
 		{"NVIDIA A100-SXM4-40GB", "A100-40GB", false},
-		{"NVIDIA-A100-PCIE-40GB", "A100-40GB", false},
+		{"NVIDIA-A100-PCIE-40GB", "A100-40GB", true}, // the PCIe card (Device.PCIe)
 		{"a100-40g", "A100-40GB", false},
 		{"V100", "V100-16GB", true},
 		{"Tesla-V100-SXM2-16GB", "V100-16GB", false},
-		{"Tesla V100-PCIE-32GB", "V100-32GB", false},
+		{"Tesla V100-PCIE-32GB", "V100-32GB", true}, // the PCIe card (Device.PCIe)
 		{"Tesla-T4", "T4", false},
 		{"t4", "T4", false},
 		{"nvidia-a10g", "A10G", false},
