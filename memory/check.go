@@ -151,12 +151,12 @@ func (b *Budget) check(dp int, allowLong bool) {
 			problem(CodeNoCacheMemory, "weights %s + activation %s + non-torch %s%s = %s per GPU leave nothing of the %s budget for the KV cache: vLLM stops with \"No available memory for the cache blocks\"", GiB(p.Weights), GiB(p.Activation), GiB(p.NonTorch), graphTerm(b), GiB(nonKV), GiB(p.Requested))
 		}
 	case b.AutoFit && !vllm.SupportsAutoMaxModelLen(set.Version):
-		problem(CodeAutoUnsupported, "--max-model-len auto needs vLLM %s or newer; %s refuses it (give a number: %d fits)", vllm.AutoMaxModelLenSince(), set.Version, alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions))
+		problem(CodeAutoUnsupported, "--max-model-len auto needs vLLM %s or newer; %s refuses it (give a number: %d fits)", vllm.AutoMaxModelLenSince(), set.Version, b.fitHere())
 	case b.MaxModelLen > s.MaxPositions && s.MaxPositions > 0 && !allowLong:
 		// The value to set must itself pass: the model's maximum, or
 		// the longest context whose KV fits when that is shorter.
 		most := s.MaxPositions
-		if fit := alignDown(b.MaxFitLen, set.BlockSize, s.MaxPositions); fit < most {
+		if fit := b.fitHere(); fit < most {
 			most = fit
 		}
 		why := ""
@@ -257,6 +257,16 @@ func (b Budget) LargestFit() (tokens int, utilization float64) {
 		}
 	}
 	return alignDown(fit, set.BlockSize, b.Model.MaxPositions), utilization
+}
+
+// fitHere is the longest context to name at the plan's own utilization:
+// LargestFit's where it holds there, else the warm fit (LargestFit then
+// needs another utilization, which the message naming it says).
+func (b Budget) fitHere() int {
+	if fit, at := b.LargestFit(); at == 0 {
+		return fit
+	}
+	return alignDown(b.MaxFitLen, b.Settings.BlockSize, b.Model.MaxPositions)
 }
 
 // maxLenAt is the longest request whose KV cache fits in kv bytes a GPU.

@@ -624,8 +624,10 @@ func TestMeasuredTokensPinTheBlocks(t *testing.T) {
 
 // The length a max_model_len_too_long problem tells the user to set must
 // itself pass: Llama-3.1-8B allows 131072 tokens, but on an L4 (about 4
-// GiB of KV cache at 128 KiB a token, some 30,000 tokens) 131072 does not
-// fit either, so the value named is the longest that fits.
+// GiB of KV cache at 128 KiB a token, some 33,000 tokens) 131072 does not
+// fit either, so the value named is the longest that fits, on a first
+// start with a cold compile cache too (1.65 GiB, 13,517 tokens, less:
+// about 19,900), and planned again it fits without a warning of it.
 func TestMaxLenTooLongNamesAFit(t *testing.T) {
 	set, err := vllm.ParseFlags([]string{"--max-model-len", "1000000"})
 	if err != nil {
@@ -642,12 +644,12 @@ func TestMaxLenTooLongNamesAFit(t *testing.T) {
 		t.Fatalf("no length to set in %q", b.Problems[0].Message)
 	}
 	n, _ := strconv.Atoi(m[1])
-	if n >= 131072 || n < 20000 {
-		t.Errorf("names %d: want the longest that fits an L4, well under 131072", n)
+	if n >= 131072 || n < 19000 || n > 21000 {
+		t.Errorf("names %d: want the longest that fits an L4 cold, about 19,900", n)
 	}
 	in.Settings.MaxModelLen = n
-	if nb := plan(t, in); !nb.Fits {
-		t.Errorf("--max-model-len %d, as the problem says, does not fit: %v", n, nb.Problems)
+	if nb := plan(t, in); !nb.Fits || hasCode(nb.Warnings, memory.CodeColdStart) {
+		t.Errorf("--max-model-len %d, as the problem says, does not fit, or only warm: %v %v", n, nb.Problems, nb.Warnings)
 	}
 }
 

@@ -108,21 +108,17 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	if req.Plan != nil {
+	if pl := rep.Plan; pl != nil {
 		// The deployment's plan as `headroom plan` and simulate judge it:
 		// one vLLM would not start with is said and is exit 1, not sized
 		// silently at lengths it clamped.
-		problems, warnings, perr := planFindings(cmd, env, *req.Plan)
-		if perr != nil {
-			return usageError{perr}
+		for _, w := range pl.Warnings {
+			fmt.Fprintf(env.Stderr, "headroom: warning: %s\n", w.Message)
 		}
-		for _, w := range warnings {
-			fmt.Fprintf(env.Stderr, "headroom: warning: %s\n", w)
+		for _, p := range pl.Problems {
+			fmt.Fprintf(env.Stderr, "headroom: %s\n", p.Message)
 		}
-		for _, p := range problems {
-			fmt.Fprintf(env.Stderr, "headroom: %s\n", p)
-		}
-		if len(problems) > 0 {
+		if len(pl.Problems) > 0 {
 			fmt.Fprintln(env.Stderr, "headroom: vLLM would not start with the deployment given, so its KV concurrency above is not one it serves; see `headroom plan`")
 			return errNoFit
 		}
@@ -131,30 +127,6 @@ func runProfile(cmd *cobra.Command, env Env, f profileFlags, args []string) erro
 		return errNoFit
 	}
 	return nil
-}
-
-// planFindings are the plan's problems and warnings for the deployment
-// the profile sizes, as `headroom plan` finds them.
-func planFindings(cmd *cobra.Command, env Env, req report.Request) (problems, warnings []string, err error) {
-	ev, err := report.Gather(cmd.Context(), reportEnv(env), req)
-	if err != nil {
-		return nil, nil, err
-	}
-	in := memory.Input{Model: ev.Spec, Device: ev.Sel.Device, Count: ev.Sel.Count, Settings: ev.Settings, Draft: ev.Draft, GPUsPerNode: ev.GPUsPerNode}
-	if ev.AutoCount {
-		in.Count = 0
-	}
-	b, err := memory.Plan(in)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, f := range b.Problems {
-		problems = append(problems, f.Message)
-	}
-	for _, f := range b.Warnings {
-		warnings = append(warnings, f.Message)
-	}
-	return problems, warnings, nil
 }
 
 // overloadedPools are the pools whose replayed traffic every max-num-seqs

@@ -53,6 +53,11 @@ type ProfilePlan struct {
 	MaxNumSeqs    int     `json:"max_num_seqs"`
 	Utilization   float64 `json:"gpu_memory_utilization"`
 	VLLMVersion   string  `json:"vllm_version"`
+	// Problems and Warnings are the deployment's plan's, as `headroom
+	// plan` finds them: with a problem vLLM would not start, and the
+	// concurrency above is not one it serves.
+	Problems []memory.Finding `json:"problems,omitempty"`
+	Warnings []memory.Finding `json:"warnings,omitempty"`
 }
 
 // ProfileRequest is what a profile reads, and the deployment it sizes the
@@ -163,13 +168,17 @@ func addProfilePlan(ctx context.Context, env Env, req ProfileRequest, p *traffic
 	if err != nil {
 		return err
 	}
-	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Draft: e.Draft}
+	in := memory.Input{Model: e.Spec, Device: e.Sel.Device, Count: e.Sel.Count, Settings: e.Settings, Draft: e.Draft, GPUsPerNode: e.GPUsPerNode}
+	if e.AutoCount {
+		in.Count = 0 // the count follows the parallelism, as plan takes it
+	}
 	b, err := memory.Plan(in)
 	if err != nil {
 		return err
 	}
 	rep.Plan = &ProfilePlan{Model: e.Spec.ID, GPU: e.Sel.Device.Name, KVCacheTokens: b.KVTokens, MaxModelLen: b.MaxModelLen,
-		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String()}
+		MaxNumSeqs: b.Settings.MaxNumSeqs, Utilization: b.Settings.GPUMemoryUtilization, VLLMVersion: b.Settings.Version.String(),
+		Problems: b.Problems, Warnings: b.Warnings}
 	rep.Concurrency = traffic.BucketConcurrency(p, b)
 	var choose traffic.SeqsChooser
 	switch files := req.Files; {
