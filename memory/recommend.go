@@ -57,6 +57,10 @@ type Options struct {
 	// typical request, which sizes max-num-seqs; 0 means no traffic is
 	// known, and max-num-seqs keeps the value in use (MaxNumSeqsRule).
 	TypicalContext int
+	// LengthWhose names whose the --max-model-len given is, where a caller
+	// chose it rather than the user ("the pool's longest requests"); ""
+	// is the user's ("yours"). A length given is kept where it fits.
+	LengthWhose string
 }
 
 // Recommendation is a set of settings and the plan they give.
@@ -201,7 +205,11 @@ func recommendLen(in Input, base Budget, opt Options) (r Recommendation, at Inpu
 	switch {
 	case user > 0 && user <= r.MaxModelLen:
 		// The user chose a context that fits: keep it, and say how far it could go.
-		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: yours, and it fits (up to %d would at --gpu-memory-utilization %.2f)", user, r.MaxModelLen, u))
+		whose := "yours"
+		if opt.LengthWhose != "" {
+			whose = opt.LengthWhose
+		}
+		r.Why = append(r.Why, fmt.Sprintf("max-model-len %d: %s, and it fits (up to %d would at --gpu-memory-utilization %.2f)", user, whose, r.MaxModelLen, u))
 		r.MaxModelLen = user
 	case r.MaxModelLen <= 0:
 		r.Why = append(r.Why, fmt.Sprintf("no context fits: %s of KV cache per GPU at utilization %.2f", GiB(b.PerGPU.KVCache), u))

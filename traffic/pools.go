@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"headroom.dev/headroom/memory"
 	"headroom.dev/headroom/vllm"
@@ -148,6 +147,7 @@ func (pool *Pool) plan(in memory.Input, opt memory.Options, choose SeqsChooser) 
 	set[vllm.FlagMaxModelLen] = true
 	in.Settings.Set = set
 	opt.TypicalContext = int(min(pool.P90Tokens, limit))
+	opt.LengthWhose = "the pool's longest requests"
 	r, err := memory.Recommend(in, opt)
 	if err != nil {
 		return err
@@ -159,15 +159,7 @@ func (pool *Pool) plan(in memory.Input, opt memory.Options, choose SeqsChooser) 
 	}
 	pool.GPUMemoryUtilization, pool.MaxModelLen, pool.MaxNumSeqs = r.GPUMemoryUtilization, r.MaxModelLen, r.MaxNumSeqs
 	pool.KVTokens, pool.Fits = r.Budget.KVTokens, r.Budget.Fits && r.MaxModelLen > 0
-	// The length was the pool's, given to Recommend as if the user's so
-	// that it is kept: its reason says whose it is.
-	yours := fmt.Sprintf("max-model-len %d: yours,", limit)
-	for _, why := range r.Why {
-		if rest, ok := strings.CutPrefix(why, yours); ok {
-			why = fmt.Sprintf("max-model-len %d: the pool's longest requests,%s", limit, rest)
-		}
-		pool.Why = append(pool.Why, why)
-	}
+	pool.Why = append(pool.Why, r.Why...)
 	if r.MaxModelLen > 0 && int64(r.MaxModelLen) < limit {
 		pool.Why = append(pool.Why, fmt.Sprintf("only %d tokens fit: longer requests must go elsewhere", r.MaxModelLen))
 	}
