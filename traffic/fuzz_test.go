@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,39 @@ func FuzzParseBounds(f *testing.F) {
 			if v <= 0 || v > 1<<40 || (i > 0 && v <= b[i-1]) {
 				t.Fatalf("%q: bounds %v", s, b)
 			}
+		}
+	})
+}
+
+// FuzzParseJSONRequest: headroom's own request lines (a --trace) are read
+// without panic; what is accepted is inside the bounds, and what is not
+// says why on one line.
+func FuzzParseJSONRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"arrival_s":0,"prompt_tokens":10,"output_tokens":2}`,
+		`{"id":"a","arrival_s":1.5,"prompt_tokens":1e15,"output_tokens":2,"prefix_id":3,"prefix_tokens":8,"endpoint":"chat"}`,
+		`{"arrival_s":-1}`,
+		`{"arrival_s":"x","prompt_tokens":[1]}`,
+		`{"arrival_s":1e308,"prompt_tokens":1.5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !IsJSONRequest(line) {
+			return
+		}
+		j, err := ParseJSONRequest(line)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if j.ArrivalS < 0 || math.IsNaN(j.ArrivalS) || math.IsInf(j.ArrivalS, 0) || j.Prompt > MaxTokens || j.Output > MaxTokens || j.PrefixTokens > MaxTokens {
+			t.Fatalf("accepted %+v", j)
+		}
+		if r := j.record(); r.Input < 0 || r.Output < 0 {
+			t.Fatalf("record %+v", r)
 		}
 	})
 }
